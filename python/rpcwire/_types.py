@@ -1,0 +1,81 @@
+"""Types shared by the native transport and :mod:`rpcwire.pure`.
+
+Defined once, in Python, so that ``rpcwire.MethodNotFound is rpcwire.pure.MethodNotFound`` and a
+handler written against one implementation behaves the same under the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+__all__ = [
+    "DEFAULT_MAX_DEPTH",
+    "ERR_INTERNAL",
+    "ERR_INVALID_PARAMS",
+    "ERR_INVALID_REQUEST",
+    "ERR_METHOD_NOT_FOUND",
+    "ERR_PARSE",
+    "InvalidParams",
+    "JsonRpcError",
+    "MethodNotFound",
+    "Request",
+]
+
+ERR_PARSE = -32700
+"""Invalid JSON was received (also: invalid UTF-8, NaN/Infinity, nesting deeper than the limit)."""
+ERR_INVALID_REQUEST = -32600
+"""The JSON sent is not a valid Request object."""
+ERR_METHOD_NOT_FOUND = -32601
+"""The method does not exist or is not available."""
+ERR_INVALID_PARAMS = -32602
+"""Invalid method parameters."""
+ERR_INTERNAL = -32603
+"""Internal JSON-RPC error (a handler failed, or its result could not be encoded)."""
+
+DEFAULT_MAX_DEPTH = 128
+"""How deeply arrays and objects may nest in one incoming line, the envelope and a batch's array included."""
+
+
+class JsonRpcError(Exception):
+    """An error a handler raises to answer with a specific JSON-RPC error object.
+
+    The answer carries the class's ``code``, the instance's ``message`` and, when not ``None``,
+    its ``data``. Subclass it with another ``code`` (e.g. ``-32001``) for application errors.
+    """
+
+    code: ClassVar[int] = ERR_INTERNAL
+    default_message: ClassVar[str] = "Internal error"
+
+    def __init__(self, message: str | None = None, data: Any = None) -> None:
+        self.message: str = self.default_message if message is None else message
+        self.data: Any = data
+        super().__init__(self.message)
+
+
+class MethodNotFound(JsonRpcError):
+    """Raised by a handler that does not know the method: answered with -32601."""
+
+    code = ERR_METHOD_NOT_FOUND
+    default_message = "Method not found"
+
+
+class InvalidParams(JsonRpcError):
+    """Raised by a handler whose params are wrong: answered with -32602."""
+
+    code = ERR_INVALID_PARAMS
+    default_message = "Invalid params"
+
+
+@dataclass(frozen=True)
+class Request:
+    """One parsed JSON-RPC request or notification.
+
+    ``params`` is ``None`` when the member is absent. ``is_notification`` is true exactly when the
+    ``id`` member is absent (an explicit ``"id": null`` is a request, answered with ``id: null``).
+    """
+
+    method: str
+    params: Any = None
+    id: Any = None
+    is_notification: bool = False

@@ -1,0 +1,285 @@
+"""The pure-Python twin of the native transport: same API, same bytes out for the same bytes in.
+
+It is the fallback where the native module cannot be built, the reference of the differential
+tests and the baseline of every benchmark. It is written the way a careful Python developer would
+write it with the standard library (``json``, one ``readline`` per message), not tuned beyond that.
+
+The rules both implementations follow are in ``docs/semantics.md``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+from rpcwire._types import (
+    DEFAULT_MAX_DEPTH,
+    ERR_INTERNAL,
+    ERR_INVALID_REQUEST,
+    ERR_METHOD_NOT_FOUND,
+    ERR_INVALID_PARAMS,
+    ERR_PARSE,
+    InvalidParams,
+    JsonRpcError,
+    MethodNotFound,
+    Request,
+)
+
+__all__ = [
+    "ERR_INTERNAL",
+    "ERR_INVALID_PARAMS",
+    "ERR_INVALID_REQUEST",
+    "ERR_METHOD_NOT_FOUND",
+    "ERR_PARSE",
+    "InvalidParams",
+    "JsonRpcError",
+    "MethodNotFound",
+    "Request",
+    "StdioTransport",
+    "parse_request",
+    "serve",
+]
+
+logger = logging.getLogger("rpcwire")
+
+Handler = Callable[[str, Any], Any]
+
+_JSON_WHITESPACE = b" \t\r\n"
+_OUT_OF_RANGE_FLOAT = "Out of range float values are not JSON compliant"
+
+# Compact, UTF-8 (not \u-escaped), strict: NaN and Infinity are refused, as RFC 8259 requires.
+_encode_text = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+def _encode(value: Any) -> bytes:
+    """Python value -> one compact JSON line's bytes (without the newline).
+
+    A ``str`` may hold lone surrogates (JSON's ``"\\ud800"`` decodes to one); they cannot be UTF-8,
+    so they go out as the ``\\udxxx`` escape they came in as (they only ever occur inside strings).
+    """
+    return _encode_text(value).encode("utf-8", "backslashreplace")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+class _ParseError(Exception):
+    """The line is not one strict RFC 8259 JSON text within the limits."""
+
+
+def _nesting_depth(value: Any) -> int:
+    """How deeply lists and dicts nest in ``value`` (a scalar is 0), without recursion."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if type(item) is list:
+            children = item
+        elif type(item) is dict:
+            children = item.values()
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _decode(line: bytes, max_depth: int) -> Any:
+    """Strictly decode one line: UTF-8, RFC 8259 JSON, at most ``max_depth`` levels of nesting."""
+    try:
+        value = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise _ParseError(str(exc)) from None
+    # Each level of nesting needs its own bracket, so only a line with many of them needs the walk.
+    if line.count(b"[") + line.count(b"{") > max_depth and _nesting_depth(value) > max_depth:
+        raise _ParseError(f"nesting deeper than {max_depth}")
+    return value
+
+
+def _error_response(id_: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": id_, "error": error}
+
+
+def _exception_data(exc: BaseException) -> dict[str, str]:
+    try:
+        detail = str(exc)
+    except Exception:
+        detail = f"<unprintable {type(exc).__name__} object>"
+    return {"exception": type(exc).__name__, "detail": detail}
+
+
+def _exception_response(id_: Any, exc: Exception) -> dict[str, Any]:
+    """The answer to a handler that raised ``exc``."""
+    if isinstance(exc, JsonRpcError):
+        code = getattr(exc, "code", None)
+        message = getattr(exc, "message", None)
+        if isinstance(code, int) and not isinstance(code, bool) and isinstance(message, str):
+            return _error_response(id_, code, message, getattr(exc, "data", None))
+    return _error_response(id_, ERR_INTERNAL, "Internal error", _exception_data(exc))
+
+
+def _encode_response(response: dict[str, Any]) -> bytes:
+    """Encode an answer; one whose result or data cannot be JSON becomes a -32603 for the same id."""
+    try:
+        return _encode(response)
+    except Exception as exc:
+        data = _exception_data(exc)
+        if isinstance(exc, ValueError) and data["detail"].startswith(_OUT_OF_RANGE_FLOAT):
+            data["detail"] = _OUT_OF_RANGE_FLOAT  # the wording differs between Python versions
+        return _encode(_error_response(response["id"], ERR_INTERNAL, "Internal error", data))
+
+
+def _check_envelope(message: Any) -> Request | dict[str, Any]:
+    """The request in a decoded message, or the -32600 answer for it."""
+    if type(message) is not dict:
+        return _error_response(None, ERR_INVALID_REQUEST, "Invalid Request")
+    has_id = "id" in message
+    id_ = message.get("id")
+    if id_ is not None and type(id_) not in (str, int):
+        return _error_response(None, ERR_INVALID_REQUEST, "Invalid Request")
+    version = message.get("jsonrpc")
+    method = message.get("method")
+    params = message.get("params")
+    if (
+        type(version) is not str
+        or version != "2.0"
+        or type(method) is not str
+        or ("params" in message and type(params) not in (list, dict))
+    ):
+        return _error_response(id_, ERR_INVALID_REQUEST, "Invalid Request")
+    return Request(method=method, params=params, id=id_, is_notification=not has_id)
+
+
+def parse_request(raw: str | bytes) -> tuple[Request | None, dict[str, Any] | None]:
+    """Parse one JSON-RPC message (not a batch).
+
+    Returns ``(request, None)``, or ``(None, error_response)`` where the error response is the
+    JSON-RPC answer (a dict) ready to write: -32700 for bad JSON, -32600 for a bad envelope.
+    """
+    line = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
+    try:
+        message = _decode(line, DEFAULT_MAX_DEPTH)
+    except _ParseError:
+        return None, _error_response(None, ERR_PARSE, "Parse error")
+    checked = _check_envelope(message)
+    if isinstance(checked, Request):
+        return checked, None
+    return None, checked
+
+
+def _binary_stream(stream: Any, name: str, needs: str) -> Any:
+    if isinstance(stream, io.TextIOBase):
+        buffer = getattr(stream, "buffer", None)
+        if buffer is None:
+            raise TypeError(f"{name} is a text stream without a binary .buffer; pass a binary file-like object")
+        stream = buffer
+    if not callable(getattr(stream, needs, None)):
+        raise TypeError(f"{name} must be a binary file-like object with a {needs}() method")
+    return stream
+
+
+class StdioTransport:
+    """Newline-delimited JSON-RPC 2.0 over a pair of binary streams (pure Python).
+
+    ``stdin`` and ``stdout`` default to ``sys.stdin.buffer`` and ``sys.stdout.buffer``; a text
+    stream is replaced by its ``.buffer``. Writes from several threads never interleave.
+    """
+
+    def __init__(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        self._stdin = _binary_stream(sys.stdin if stdin is None else stdin, "stdin", "readline")
+        self._stdout = _binary_stream(sys.stdout if stdout is None else stdout, "stdout", "write")
+        self._max_depth = DEFAULT_MAX_DEPTH
+        self._read_lock = threading.Lock()
+        self._write_lock = threading.Lock()
+
+    def read_line(self) -> bytes | None:
+        """The next line without its ``\\n`` (or ``\\r\\n``); ``None`` at end of input."""
+        with self._read_lock:
+            line: bytes = self._stdin.readline()
+        if not line:
+            return None
+        if line.endswith(b"\n"):
+            line = line[:-1]
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        return line
+
+    def _write_line(self, payload: bytes) -> None:
+        data = memoryview(payload + b"\n")
+        with self._write_lock:
+            while data:  # a raw (unbuffered) stream may take only part of it
+                written = self._stdout.write(data)
+                data = data[len(data) if written is None else written :]
+            flush = getattr(self._stdout, "flush", None)
+            if flush is not None:
+                flush()
+
+    def write_response(self, id: Any, result: Any) -> None:
+        """Write a success answer ``{"jsonrpc":"2.0","id":id,"result":result}``."""
+        self._write_line(_encode({"jsonrpc": "2.0", "id": id, "result": result}))
+
+    def write_error(self, id: Any, code: int, message: str, data: Any = None) -> None:
+        """Write an error answer; the ``data`` member is left out when ``data`` is ``None``."""
+        self._write_line(_encode(_error_response(id, code, message, data)))
+
+    def write_notification(self, method: str, params: Any = None) -> None:
+        """Write a notification (no ``id``), e.g. a progress event while a request is in flight."""
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        self._write_line(_encode(message))
+
+    def _answer_message(self, message: Any, handler: Handler) -> bytes | None:
+        checked = _check_envelope(message)
+        if not isinstance(checked, Request):
+            return _encode(checked)
+        try:
+            result = handler(checked.method, checked.params)
+        except Exception as exc:
+            if not checked.is_notification:
+                return _encode_response(_exception_response(checked.id, exc))
+            if isinstance(exc, JsonRpcError):
+                logger.debug("notification %r answered nothing: %s", checked.method, exc)
+            else:
+                logger.error("notification %r failed", checked.method, exc_info=exc)
+            return None
+        if checked.is_notification:
+            return None
+        return _encode_response({"jsonrpc": "2.0", "id": checked.id, "result": result})
+
+    def _answer_line(self, line: bytes, handler: Handler) -> bytes | None:
+        try:
+            message = _decode(line, self._max_depth)
+        except _ParseError as exc:
+            logger.debug("parse error: %s", exc)
+            return _encode(_error_response(None, ERR_PARSE, "Parse error"))
+        if type(message) is not list:
+            return self._answer_message(message, handler)
+        if not message:
+            return _encode(_error_response(None, ERR_INVALID_REQUEST, "Invalid Request"))
+        answers = [answer for entry in message if (answer := self._answer_message(entry, handler)) is not None]
+        return b"[" + b",".join(answers) + b"]" if answers else None
+
+    def serve(self, handler: Handler) -> None:
+        """Answer every request with ``handler(method, params)`` until end of input."""
+        while (line := self.read_line()) is not None:
+            if not line.strip(_JSON_WHITESPACE):
+                continue
+            answer = self._answer_line(line, handler)
+            if answer is not None:
+                self._write_line(answer)
+
+
+def serve(handler: Handler, transport: StdioTransport) -> None:
+    """Serve ``handler`` on ``transport`` until end of input (same as ``transport.serve(handler)``)."""
+    transport.serve(handler)
+

@@ -1,0 +1,383 @@
+//! JSON ⇄ Python, each in one pass with no intermediate tree.
+//!
+//! Decoding walks text that the envelope check already validated and builds Python objects as it
+//! goes (as `json.loads` would build them: `int` of any size, `float`, `str` possibly holding lone
+//! surrogates, `list`, `dict` where the last duplicate key wins).
+//!
+//! Encoding writes the exact bytes of `json.dumps(value, ensure_ascii=False, separators=(",", ":"),
+//! allow_nan=False)`: the same type checks in the same order, the same key coercions, the same
+//! error types and messages, the same guard against circular containers and deep recursion. Both
+//! implementations therefore write identical bytes and fail identically.
+
+use std::ffi::CStr;
+
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::{ffi, intern};
+
+use crate::errors::Error;
+use crate::json::{unescape_into, write_escaped_str, write_float_repr, JsonStr, Scanner};
+
+/// Integer literals with at most this many digits fit an `i64`; longer ones go through `int()`.
+const I64_SAFE_DIGITS: usize = 18;
+
+/// Turn one JSON value (already validated) into Python objects.
+pub(crate) fn decode<'py>(
+    py: Python<'py>,
+    text: &str,
+    max_depth: usize,
+) -> Result<Bound<'py, PyAny>, Error> {
+    let mut decoder = Decoder {
+        py,
+        scanner: Scanner::new(text, max_depth),
+        scratch: Vec::new(),
+    };
+    let value = decoder.value()?;
+    decoder.scanner.finish()?;
+    Ok(value)
+}
+
+/// A JSON string (as the scanner saw it) as a Python `str`.
+pub(crate) fn decode_str<'py>(
+    py: Python<'py>,
+    text: JsonStr<'_>,
+) -> PyResult<Bound<'py, PyString>> {
+    str_from_json(py, text, &mut Vec::new())
+}
+
+fn str_from_json<'py>(
+    py: Python<'py>,
+    text: JsonStr<'_>,
+    scratch: &mut Vec<u8>,
+) -> PyResult<Bound<'py, PyString>> {
+    if !text.escaped {
+        return Ok(PyString::new(py, text.raw));
+    }
+    scratch.clear();
+    if !unescape_into(text.raw.as_bytes(), scratch) {
+        let decoded =
+            std::str::from_utf8(scratch).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        return Ok(PyString::new(py, decoded));
+    }
+    // Lone surrogates: only Python's "surrogatepass" handler turns their WTF-8 form into a `str`.
+    let length = ffi::Py_ssize_t::try_from(scratch.len())
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    // SAFETY: the pointer and length describe `scratch`, which outlives the call; the handler
+    // name is a NUL-terminated literal. The result is a new reference or NULL with an exception.
+    unsafe {
+        let decoded =
+            ffi::PyUnicode_DecodeUTF8(scratch.as_ptr().cast(), length, c"surrogatepass".as_ptr());
+        Ok(Bound::from_owned_ptr_or_err(py, decoded)?.cast_into_unchecked())
+    }
+}
+
+/// A JSON integer literal as a Python `int` (any size, within Python's digit limit).
+pub(crate) fn int_from_json<'py>(py: Python<'py>, digits: &str) -> PyResult<Bound<'py, PyAny>> {
+    if digits.len() <= I64_SAFE_DIGITS {
+        if let Ok(small) = digits.parse::<i64>() {
+            return Ok(small.into_pyobject(py)?.into_any());
+        }
+    }
+    py.get_type::<PyInt>().call1((digits,))
+}
+
+struct Decoder<'a, 'py> {
+    py: Python<'py>,
+    scanner: Scanner<'a>,
+    /// Reused for unescaping strings.
+    scratch: Vec<u8>,
+}
+
+impl<'py> Decoder<'_, 'py> {
+    fn value(&mut self) -> Result<Bound<'py, PyAny>, Error> {
+        let py = self.py;
+        Ok(match self.scanner.peek() {
+            Some(b'"') => {
+                let text = self.scanner.string()?;
+                str_from_json(py, text, &mut self.scratch)?.into_any()
+            }
+            Some(b'[') => {
+                let mut items = Vec::new();
+                if self.scanner.open(b'[')? {
+                    loop {
+                        items.push(self.value()?);
+                        if !self.scanner.more(b']')? {
+                            break;
+                        }
+                    }
+                }
+                PyList::new(py, items)?.into_any()
+            }
+            Some(b'{') => {
+                let dict = PyDict::new(py);
+                if self.scanner.open(b'{')? {
+                    loop {
+                        let key = self.scanner.key()?;
+                        let key = str_from_json(py, key, &mut self.scratch)?;
+                        dict.set_item(key, self.value()?)?;
+                        if !self.scanner.more(b'}')? {
+                            break;
+                        }
+                    }
+                }
+                dict.into_any()
+            }
+            Some(b't') => {
+                self.scanner.value()?;
+                PyBool::new(py, true).to_owned().into_any()
+            }
+            Some(b'f') => {
+                self.scanner.value()?;
+                PyBool::new(py, false).to_owned().into_any()
+            }
+            Some(b'n') => {
+                self.scanner.value()?;
+                py.None().into_bound(py)
+            }
+            _ => match self.scanner.number()? {
+                (digits, true) => int_from_json(py, digits)?,
+                (text, false) => {
+                    // Rust's parse is correctly rounded like Python's; "1e400" becomes inf in both.
+                    let value: f64 = text.parse().map_err(|e: std::num::ParseFloatError| {
+                        PyValueError::new_err(e.to_string())
+                    })?;
+                    PyFloat::new(py, value).into_any()
+                }
+            },
+        })
+    }
+}
+
+const OUT_OF_RANGE_FLOAT: &str = "Out of range float values are not JSON compliant";
+
+/// Append `value` as compact JSON, exactly as `json.dumps` (see the module doc) would write it.
+pub(crate) fn encode(out: &mut Vec<u8>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    Encoder {
+        out,
+        containers: Vec::new(),
+    }
+    .value(value)
+}
+
+/// Append a Python `str` as a JSON string.
+pub(crate) fn encode_str(out: &mut Vec<u8>, text: &Bound<'_, PyString>) -> PyResult<()> {
+    if let Ok(utf8) = text.to_str() {
+        write_escaped_str(out, utf8.as_bytes());
+        return Ok(());
+    }
+    // Lone surrogates have no UTF-8 form; their WTF-8 form is escaped as `\udxxx`.
+    let wtf8 = text.call_method1(intern!(text.py(), "encode"), ("utf-8", "surrogatepass"))?;
+    write_escaped_str(out, wtf8.cast::<pyo3::types::PyBytes>()?.as_bytes());
+    Ok(())
+}
+
+struct Encoder<'o> {
+    out: &'o mut Vec<u8>,
+    /// Addresses of the lists, tuples and dicts being encoded, to refuse a circular one.
+    containers: Vec<usize>,
+}
+
+/// Python's own recursion limit around each container, as the `json` module's C encoder has.
+struct RecursionGuard;
+
+impl RecursionGuard {
+    fn enter(py: Python<'_>) -> PyResult<Self> {
+        // SAFETY: called with the GIL held; the message is a NUL-terminated literal.
+        if unsafe { ffi::Py_EnterRecursiveCall(c" while encoding a JSON object".as_ptr()) } == 0 {
+            Ok(RecursionGuard)
+        } else {
+            Err(PyErr::fetch(py))
+        }
+    }
+}
+
+impl Drop for RecursionGuard {
+    fn drop(&mut self) {
+        // SAFETY: paired with the successful `Py_EnterRecursiveCall` in `enter`, GIL still held.
+        unsafe { ffi::Py_LeaveRecursiveCall() };
+    }
+}
+
+impl Encoder<'_> {
+    fn value(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        if value.is_none() {
+            self.out.extend_from_slice(b"null");
+        } else if let Ok(flag) = value.cast_exact::<PyBool>() {
+            self.out
+                .extend_from_slice(if flag.is_true() { b"true" } else { b"false" });
+        } else if let Ok(text) = value.cast::<PyString>() {
+            encode_str(self.out, text)?;
+        } else if let Ok(int) = value.cast::<PyInt>() {
+            self.int(int)?;
+        } else if let Ok(float) = value.cast::<PyFloat>() {
+            self.float(float.value())?;
+        } else if let Ok(list) = value.cast::<PyList>() {
+            self.container(value, |encoder| {
+                let mut index = 0;
+                // The length is read again each time: encoding an item can run Python code.
+                while let Ok(item) = list.get_item(index) {
+                    if index > 0 {
+                        encoder.out.push(b',');
+                    }
+                    encoder.value(&item)?;
+                    index += 1;
+                }
+                Ok(())
+            })?;
+        } else if let Ok(tuple) = value.cast::<PyTuple>() {
+            self.container(value, |encoder| {
+                for (index, item) in tuple.iter().enumerate() {
+                    if index > 0 {
+                        encoder.out.push(b',');
+                    }
+                    encoder.value(&item)?;
+                }
+                Ok(())
+            })?;
+        } else if let Ok(dict) = value.cast::<PyDict>() {
+            self.dict(dict)?;
+        } else {
+            let name = value.get_type().name()?;
+            return Err(PyTypeError::new_err(format!(
+                "Object of type {name} is not JSON serializable"
+            )));
+        }
+        Ok(())
+    }
+
+    fn container(
+        &mut self,
+        value: &Bound<'_, PyAny>,
+        items: impl FnOnce(&mut Self) -> PyResult<()>,
+    ) -> PyResult<()> {
+        let address = value.as_ptr() as usize;
+        if self.containers.contains(&address) {
+            return Err(PyValueError::new_err("Circular reference detected"));
+        }
+        let _guard = RecursionGuard::enter(value.py())?;
+        let list_like = !value.is_instance_of::<PyDict>();
+        self.containers.push(address);
+        self.out.push(if list_like { b'[' } else { b'{' });
+        let result = items(self);
+        self.containers.pop();
+        self.out.push(if list_like { b']' } else { b'}' });
+        result
+    }
+
+    fn int(&mut self, int: &Bound<'_, PyInt>) -> PyResult<()> {
+        if let Ok(small) = int.extract::<i64>() {
+            self.out
+                .extend_from_slice(itoa::Buffer::new().format(small).as_bytes());
+        } else {
+            // `int.__repr__` (not `repr()`): an int subclass is written as its number.
+            let py = int.py();
+            let digits = py
+                .get_type::<PyInt>()
+                .call_method1(intern!(py, "__repr__"), (int,))?;
+            self.out
+                .extend_from_slice(digits.cast::<PyString>()?.to_str()?.as_bytes());
+        }
+        Ok(())
+    }
+
+    fn float(&mut self, value: f64) -> PyResult<()> {
+        if !value.is_finite() {
+            return Err(PyValueError::new_err(OUT_OF_RANGE_FLOAT));
+        }
+        write_float_repr(self.out, value);
+        Ok(())
+    }
+
+    fn dict(&mut self, dict: &Bound<'_, PyDict>) -> PyResult<()> {
+        let py = dict.py();
+        self.container(dict.as_any(), |encoder| {
+            if dict.is_exact_instance_of::<PyDict>() {
+                let expected_len = dict.len();
+                let mut position: ffi::Py_ssize_t = 0;
+                let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+                let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+                let mut first = true;
+                // SAFETY: GIL held; `PyDict_Next` gives borrowed references that are turned into
+                // owned ones at once, so that Python code run while encoding cannot free them.
+                while unsafe {
+                    ffi::PyDict_Next(
+                        dict.as_ptr(),
+                        &raw mut position,
+                        &raw mut key,
+                        &raw mut value,
+                    )
+                } != 0
+                {
+                    let (key, value) = unsafe {
+                        (
+                            Bound::from_borrowed_ptr(py, key),
+                            Bound::from_borrowed_ptr(py, value),
+                        )
+                    };
+                    encoder.member(first, &key, &value)?;
+                    first = false;
+                    if dict.len() != expected_len {
+                        return Err(PyRuntimeError::new_err(
+                            "dictionary changed size during iteration",
+                        ));
+                    }
+                }
+            } else {
+                // Like `json`, a dict subclass is encoded through its own `items()`.
+                let items = dict.call_method0(intern!(py, "items"))?;
+                for (index, item) in items.try_iter()?.enumerate() {
+                    let item = item?;
+                    let pair = item
+                        .cast::<PyTuple>()
+                        .ok()
+                        .filter(|pair| pair.len() == 2)
+                        .ok_or_else(|| PyValueError::new_err("items must return 2-tuples"))?;
+                    encoder.member(index == 0, &pair.get_item(0)?, &pair.get_item(1)?)?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn member(
+        &mut self,
+        first: bool,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        if !first {
+            self.out.push(b',');
+        }
+        self.key(key)?;
+        self.out.push(b':');
+        self.value(value)
+    }
+
+    /// Keys as `json` coerces them: `str` as is; `float`, `bool`, `None` and `int` as their JSON text.
+    fn key(&mut self, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        if let Ok(text) = key.cast::<PyString>() {
+            return encode_str(self.out, text);
+        }
+        self.out.push(b'"');
+        if let Ok(float) = key.cast::<PyFloat>() {
+            self.float(float.value())?;
+        } else if let Ok(flag) = key.cast_exact::<PyBool>() {
+            self.out
+                .extend_from_slice(if flag.is_true() { b"true" } else { b"false" });
+        } else if key.is_none() {
+            self.out.extend_from_slice(b"null");
+        } else if let Ok(int) = key.cast::<PyInt>() {
+            self.int(int)?;
+        } else {
+            // SAFETY: every live object has a type whose `tp_name` is a NUL-terminated string.
+            let type_name = unsafe { CStr::from_ptr((*ffi::Py_TYPE(key.as_ptr())).tp_name) };
+            let type_name = type_name.to_string_lossy();
+            return Err(PyTypeError::new_err(format!(
+                "keys must be str, int, float, bool or None, not {type_name}"
+            )));
+        }
+        self.out.push(b'"');
+        Ok(())
+    }
+}

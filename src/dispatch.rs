@@ -1,0 +1,381 @@
+//! Dispatch: one line in, the bytes of its answer out.
+//!
+//! Checks the envelope, calls `handler(method, params)` for each request (one by one, in order,
+//! for a batch), maps what the handler raised to the specification's error codes and encodes the
+//! result. A `BaseException` that is not an `Exception` (KeyboardInterrupt, SystemExit) is
+//! returned as `Err` so that `serve` stops with it; everything else becomes an answer.
+
+use pyo3::exceptions::PyBaseException;
+use pyo3::exceptions::PyException;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{IntoPyDict, PyBool, PyByteArray, PyBytes, PyDict, PyInt, PyString, PyType};
+
+use crate::codec;
+use crate::envelope::{self, Entry, Id, Message, StandardError};
+use crate::json::write_escaped_str;
+use crate::transport::DEFAULT_MAX_DEPTH;
+
+/// CPython never limits integer literals to fewer digits than this (`sys.set_int_max_str_digits`).
+const MIN_INT_DIGIT_LIMIT: usize = 640;
+
+static LOGGER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static JSON_RPC_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static REQUEST: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// The `rpcwire` logger (stdout is the wire: nothing is ever printed).
+pub(crate) fn logger(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    LOGGER
+        .get_or_try_init(py, || {
+            Ok::<_, PyErr>(
+                py.import("logging")?
+                    .call_method1("getLogger", ("rpcwire",))?
+                    .unbind(),
+            )
+        })
+        .map(|logger| logger.bind(py))
+}
+
+fn log_debug(py: Python<'_>, what: &str, detail: impl std::fmt::Display) -> PyResult<()> {
+    let logger = logger(py)?;
+    if logger
+        .call_method1(intern!(py, "isEnabledFor"), (10,))?
+        .is_truthy()?
+    {
+        logger.call_method1(intern!(py, "debug"), ("%s: %s", what, detail.to_string()))?;
+    }
+    Ok(())
+}
+
+/// Answer one line into `out`; `Ok(false)` if it needs no answer (notifications only).
+pub(crate) fn answer_line(
+    py: Python<'_>,
+    line: &[u8],
+    handler: &Bound<'_, PyAny>,
+    max_depth: usize,
+    out: &mut Vec<u8>,
+) -> PyResult<bool> {
+    let parsed = match std::str::from_utf8(line) {
+        Ok(text) => envelope::parse_message(text, max_depth).map_err(|error| error.to_string()),
+        Err(error) => Err(format!("invalid UTF-8: {error}")),
+    };
+    let parsed = match parsed {
+        Ok(parsed) if exceeds_int_digit_limit(py, parsed.longest_integer)? => Err(format!(
+            "an integer with {} digits exceeds sys.get_int_max_str_digits()",
+            parsed.longest_integer
+        )),
+        other => other,
+    };
+    let message = match parsed {
+        Ok(parsed) => parsed.message,
+        Err(detail) => {
+            log_debug(py, "parse error", detail)?;
+            envelope::write_standard_error(out, None, StandardError::Parse);
+            return Ok(true);
+        }
+    };
+    let entries = match message {
+        Message::Single(entry) => return answer_entry(py, &entry, handler, max_depth, out),
+        Message::Batch(entries) if entries.is_empty() => {
+            envelope::write_standard_error(out, None, StandardError::InvalidRequest);
+            return Ok(true);
+        }
+        Message::Batch(entries) => entries,
+    };
+    out.push(b'[');
+    let first = out.len();
+    for entry in &entries {
+        let mark = out.len();
+        if mark > first {
+            out.push(b',');
+        }
+        if !answer_entry(py, entry, handler, max_depth, out)? {
+            out.truncate(mark);
+        }
+    }
+    if out.len() == first {
+        out.truncate(first - 1);
+        return Ok(false);
+    }
+    out.push(b']');
+    Ok(true)
+}
+
+/// Whether an integer literal of `digits` digits is more than Python's `int()` accepts.
+pub(crate) fn exceeds_int_digit_limit(py: Python<'_>, digits: usize) -> PyResult<bool> {
+    if digits <= MIN_INT_DIGIT_LIMIT {
+        return Ok(false);
+    }
+    let limit: usize = py
+        .import("sys")?
+        .call_method0("get_int_max_str_digits")?
+        .extract()?;
+    Ok(limit != 0 && digits > limit)
+}
+
+/// Serve one message; `Ok(false)` if it needs no answer (a notification).
+fn answer_entry(
+    py: Python<'_>,
+    entry: &Entry<'_>,
+    handler: &Bound<'_, PyAny>,
+    max_depth: usize,
+    out: &mut Vec<u8>,
+) -> PyResult<bool> {
+    let call = match entry {
+        Entry::Invalid { id } => {
+            envelope::write_standard_error(out, id.as_ref(), StandardError::InvalidRequest);
+            return Ok(true);
+        }
+        Entry::Call(call) => call,
+    };
+    let method = codec::decode_str(py, call.method)?;
+    let params = match call.params {
+        Some(text) => codec::decode(py, text, max_depth)?,
+        None => py.None().into_bound(py),
+    };
+    let outcome = handler.call1((&method, params));
+    let Some(id) = &call.id else {
+        if let Err(error) = outcome {
+            log_notification_failure(py, &method, error)?;
+        }
+        return Ok(false);
+    };
+    match outcome {
+        Ok(result) => write_result(out, id, &result)?,
+        Err(error) if error.is_instance_of::<PyException>(py) => {
+            write_exception(out, id, error.value(py))?
+        }
+        Err(error) => return Err(error),
+    }
+    Ok(true)
+}
+
+fn log_notification_failure(
+    py: Python<'_>,
+    method: &Bound<'_, PyString>,
+    error: PyErr,
+) -> PyResult<()> {
+    if !error.is_instance_of::<PyException>(py) {
+        return Err(error);
+    }
+    let logger = logger(py)?;
+    let exception = error.value(py);
+    if exception.is_instance(json_rpc_error(py)?)? {
+        logger.call_method1(
+            intern!(py, "debug"),
+            ("notification %r answered nothing: %s", method, exception),
+        )?;
+    } else {
+        let kwargs = [(intern!(py, "exc_info"), exception)].into_py_dict(py)?;
+        logger.call_method(
+            intern!(py, "error"),
+            ("notification %r failed", method),
+            Some(&kwargs),
+        )?;
+    }
+    Ok(())
+}
+
+fn json_rpc_error(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    JSON_RPC_ERROR.import(py, "rpcwire._types", "JsonRpcError")
+}
+
+/// Append a success answer; a result that cannot be encoded makes it a -32603 instead.
+pub(crate) fn write_result(
+    out: &mut Vec<u8>,
+    id: &Id<'_>,
+    result: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let mark = out.len();
+    out.extend_from_slice(envelope::RESPONSE_START);
+    id.write_json(out);
+    out.extend_from_slice(envelope::RESULT_MEMBER);
+    if let Err(error) = codec::encode(out, result) {
+        out.truncate(mark);
+        return write_encode_failure(out, id, error, result.py());
+    }
+    out.extend_from_slice(envelope::RESPONSE_END);
+    Ok(())
+}
+
+fn write_encode_failure(
+    out: &mut Vec<u8>,
+    id: &Id<'_>,
+    error: PyErr,
+    py: Python<'_>,
+) -> PyResult<()> {
+    if !error.is_instance_of::<PyException>(py) {
+        return Err(error);
+    }
+    write_internal_error(out, id, error.value(py))
+}
+
+/// Append the answer to a handler that raised `exception` (an `Exception`).
+fn write_exception(
+    out: &mut Vec<u8>,
+    id: &Id<'_>,
+    exception: &Bound<'_, PyBaseException>,
+) -> PyResult<()> {
+    let py = exception.py();
+    if exception.is_instance(json_rpc_error(py)?)? {
+        let code = exception.getattr_opt(intern!(py, "code"))?;
+        let message = exception.getattr_opt(intern!(py, "message"))?;
+        let data = exception.getattr_opt(intern!(py, "data"))?;
+        if let (Some(code), Some(message)) = (&code, &message) {
+            if code.is_instance_of::<PyInt>()
+                && !code.is_instance_of::<PyBool>()
+                && message.is_instance_of::<PyString>()
+            {
+                let mark = out.len();
+                out.extend_from_slice(envelope::RESPONSE_START);
+                id.write_json(out);
+                out.extend_from_slice(envelope::ERROR_MEMBER);
+                let mut encoded = codec::encode(out, code);
+                out.extend_from_slice(envelope::MESSAGE_MEMBER);
+                encoded = encoded.and_then(|()| codec::encode(out, message));
+                if let Some(data) = data.as_ref().filter(|data| !data.is_none()) {
+                    out.extend_from_slice(envelope::DATA_MEMBER);
+                    encoded = encoded.and_then(|()| codec::encode(out, data));
+                }
+                out.extend_from_slice(envelope::ERROR_END);
+                if let Err(error) = encoded {
+                    out.truncate(mark);
+                    return write_encode_failure(out, id, error, py);
+                }
+                return Ok(());
+            }
+        }
+    }
+    write_internal_error(out, id, exception)
+}
+
+/// Append -32603 "Internal error" with `data: {"exception": <class name>, "detail": str(exception)}`.
+fn write_internal_error(
+    out: &mut Vec<u8>,
+    id: &Id<'_>,
+    exception: &Bound<'_, PyBaseException>,
+) -> PyResult<()> {
+    let py = exception.py();
+    let name = exception.get_type().name()?;
+    let detail = match exception.str() {
+        Ok(detail) => detail,
+        Err(error) if error.is_instance_of::<PyException>(py) => {
+            PyString::new(py, &format!("<unprintable {name} object>"))
+        }
+        Err(error) => return Err(error),
+    };
+    out.extend_from_slice(envelope::RESPONSE_START);
+    id.write_json(out);
+    out.extend_from_slice(envelope::ERROR_MEMBER);
+    out.extend_from_slice(
+        itoa::Buffer::new()
+            .format(StandardError::Internal.code())
+            .as_bytes(),
+    );
+    out.extend_from_slice(envelope::MESSAGE_MEMBER);
+    write_escaped_str(out, StandardError::Internal.message().as_bytes());
+    out.extend_from_slice(br#","data":{"exception":"#);
+    codec::encode_str(out, &name)?;
+    out.extend_from_slice(br#","detail":"#);
+    codec::encode_str(out, &detail)?;
+    out.extend_from_slice(b"}}}");
+    Ok(())
+}
+
+/// Parse one JSON-RPC message (not a batch): `(Request, None)`, or `(None, error_response)` where
+/// the error response is the answer as a dict, ready to write.
+#[pyfunction]
+pub(crate) fn parse_request<'py>(
+    py: Python<'py>,
+    raw: &Bound<'py, PyAny>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let none = || py.None().into_bound(py);
+    let bytes = if let Ok(text) = raw.cast::<PyString>() {
+        // A `str` holding lone surrogates has no UTF-8 form: it is not a JSON text on any wire.
+        text.to_str().map(|text| text.as_bytes().to_vec()).ok()
+    } else if let Ok(bytes) = raw.cast::<PyBytes>() {
+        Some(bytes.as_bytes().to_vec())
+    } else if let Ok(array) = raw.cast::<PyByteArray>() {
+        Some(array.to_vec())
+    } else {
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "parse_request takes str or bytes",
+        ));
+    };
+    let parsed = bytes
+        .as_deref()
+        .and_then(|bytes| std::str::from_utf8(bytes).ok())
+        .and_then(|text| envelope::parse_message(text, DEFAULT_MAX_DEPTH).ok());
+    let parsed = match parsed {
+        Some(parsed) if !exceeds_int_digit_limit(py, parsed.longest_integer)? => parsed,
+        _ => return Ok((none(), error_response(py, none(), StandardError::Parse)?)),
+    };
+    let entry = match parsed.message {
+        Message::Single(entry) => entry,
+        Message::Batch(_) => {
+            return Ok((
+                none(),
+                error_response(py, none(), StandardError::InvalidRequest)?,
+            ))
+        }
+    };
+    match entry {
+        Entry::Invalid { id } => {
+            let id = id
+                .as_ref()
+                .map_or_else(|| Ok(none()), |id| id_to_python(py, id))?;
+            Ok((
+                none(),
+                error_response(py, id, StandardError::InvalidRequest)?,
+            ))
+        }
+        Entry::Call(call) => {
+            let params = match call.params {
+                Some(text) => codec::decode(py, text, DEFAULT_MAX_DEPTH)?,
+                None => none(),
+            };
+            let id = call
+                .id
+                .as_ref()
+                .map_or_else(|| Ok(none()), |id| id_to_python(py, id))?;
+            let kwargs = [
+                ("method", codec::decode_str(py, call.method)?.into_any()),
+                ("params", params),
+                ("id", id),
+                (
+                    "is_notification",
+                    PyBool::new(py, call.id.is_none()).to_owned().into_any(),
+                ),
+            ]
+            .into_py_dict(py)?;
+            let request = REQUEST
+                .import(py, "rpcwire._types", "Request")?
+                .call((), Some(&kwargs))?;
+            Ok((request, none()))
+        }
+    }
+}
+
+fn id_to_python<'py>(py: Python<'py>, id: &Id<'_>) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match id {
+        Id::Null => py.None().into_bound(py),
+        Id::Integer(digits) => codec::int_from_json(py, digits)?,
+        Id::String(text) => codec::decode_str(py, *text)?.into_any(),
+    })
+}
+
+fn error_response<'py>(
+    py: Python<'py>,
+    id: Bound<'py, PyAny>,
+    error: StandardError,
+) -> PyResult<Bound<'py, PyAny>> {
+    let body = PyDict::new(py);
+    body.set_item("code", error.code())?;
+    body.set_item("message", error.message())?;
+    let response = PyDict::new(py);
+    response.set_item("jsonrpc", "2.0")?;
+    response.set_item("id", id)?;
+    response.set_item("error", body)?;
+    Ok(response.into_any())
+}

@@ -1,0 +1,410 @@
+//! The JSON-RPC 2.0 envelope: which messages are requests, which are invalid, and the bytes of
+//! the answers.
+//!
+//! A line is checked in one pass of the strict scanner without building any Python object: the
+//! `jsonrpc`, `method` and `id` members are borrowed from the input, `params` is kept as its raw
+//! text for `codec` to turn into Python objects only when a handler is called, and the `id` is
+//! echoed from its raw text. Duplicate member names: the last one wins, as in `json.loads`.
+//! The rules are spelled out in `docs/semantics.md`.
+
+use crate::errors::SyntaxError;
+use crate::json::{write_escaped_str, JsonStr, Scanner};
+
+/// A valid request id, as written in the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Id<'a> {
+    Null,
+    /// An integer of any size, as its literal text.
+    Integer(&'a str),
+    String(JsonStr<'a>),
+}
+
+impl Id<'_> {
+    /// Append the id in canonical form (what `json.dumps` of the decoded id gives).
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
+        match self {
+            Id::Null => out.extend_from_slice(b"null"),
+            Id::Integer("-0") => out.push(b'0'),
+            Id::Integer(digits) => out.extend_from_slice(digits.as_bytes()),
+            Id::String(text) if !text.escaped => {
+                // Without escapes the raw text holds no quote, backslash or control character,
+                // so it is already what the encoder would write.
+                out.push(b'"');
+                out.extend_from_slice(text.raw.as_bytes());
+                out.push(b'"');
+            }
+            Id::String(text) => write_escaped_str(out, &text.decode().0),
+        }
+    }
+}
+
+/// A valid request or notification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Call<'a> {
+    pub(crate) method: JsonStr<'a>,
+    /// The raw JSON text of `params` (an array or an object), if present.
+    pub(crate) params: Option<&'a str>,
+    /// `None` for a notification (no `id` member).
+    pub(crate) id: Option<Id<'a>>,
+}
+
+/// One message (or one entry of a batch) after the envelope check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Entry<'a> {
+    Call(Call<'a>),
+    /// Answered with -32600; `id` is the request's id when that was valid, else `null`.
+    Invalid {
+        id: Option<Id<'a>>,
+    },
+}
+
+/// A whole line: one message or a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Message<'a> {
+    Single(Entry<'a>),
+    Batch(Vec<Entry<'a>>),
+}
+
+/// The envelope of one line, and the digits of its longest integer literal.
+#[derive(Debug)]
+pub(crate) struct Parsed<'a> {
+    pub(crate) message: Message<'a>,
+    pub(crate) longest_integer: usize,
+}
+
+/// A member that must have one type: absent, present with that type, or present with another.
+enum Member<T> {
+    Absent,
+    Valid(T),
+    Wrong,
+}
+
+/// Check the envelope of one line (a single message or a batch).
+pub(crate) fn parse_message(text: &str, max_depth: usize) -> Result<Parsed<'_>, SyntaxError> {
+    let mut scanner = Scanner::new(text, max_depth);
+    let message = if scanner.peek() == Some(b'[') {
+        let mut entries = Vec::new();
+        if scanner.open(b'[')? {
+            loop {
+                entries.push(parse_entry(&mut scanner)?);
+                if !scanner.more(b']')? {
+                    break;
+                }
+            }
+        }
+        Message::Batch(entries)
+    } else {
+        Message::Single(parse_entry(&mut scanner)?)
+    };
+    scanner.finish()?;
+    Ok(Parsed {
+        message,
+        longest_integer: scanner.longest_integer,
+    })
+}
+
+fn parse_entry<'a>(scanner: &mut Scanner<'a>) -> Result<Entry<'a>, SyntaxError> {
+    if scanner.peek() != Some(b'{') {
+        scanner.value()?;
+        return Ok(Entry::Invalid { id: None });
+    }
+    let mut version_ok = false;
+    let mut method = Member::Absent;
+    let mut params = Member::Absent;
+    let mut id = Member::Absent;
+    if scanner.open(b'{')? {
+        loop {
+            let key = scanner.key()?;
+            let start = scanner.value_start();
+            let peek = scanner.peek();
+            if key.decodes_to("jsonrpc") {
+                version_ok = peek == Some(b'"') && scanner.string()?.decodes_to("2.0");
+            } else if key.decodes_to("method") {
+                method = if peek == Some(b'"') {
+                    Member::Valid(scanner.string()?)
+                } else {
+                    Member::Wrong
+                };
+            } else if key.decodes_to("params") {
+                params = if matches!(peek, Some(b'[' | b'{')) {
+                    scanner.value()?;
+                    Member::Valid(scanner.span_from(start))
+                } else {
+                    Member::Wrong
+                };
+            } else if key.decodes_to("id") {
+                id = match peek {
+                    Some(b'"') => Member::Valid(Id::String(scanner.string()?)),
+                    Some(b'n') => Member::Valid(Id::Null),
+                    Some(b'-' | b'0'..=b'9') => match scanner.number()? {
+                        (digits, true) => Member::Valid(Id::Integer(digits)),
+                        (_, false) => Member::Wrong,
+                    },
+                    _ => Member::Wrong,
+                };
+            }
+            // Whatever the branch consumed, the rest of the value (or all of it) is checked here.
+            if scanner.value_start() == start {
+                scanner.value()?;
+            }
+            if !scanner.more(b'}')? {
+                break;
+            }
+        }
+    }
+    let id = match id {
+        Member::Absent => None,
+        Member::Valid(id) => Some(id),
+        Member::Wrong => return Ok(Entry::Invalid { id: None }),
+    };
+    Ok(match (version_ok, method, params) {
+        (true, Member::Valid(method), Member::Absent) => Entry::Call(Call {
+            method,
+            params: None,
+            id,
+        }),
+        (true, Member::Valid(method), Member::Valid(params)) => Entry::Call(Call {
+            method,
+            params: Some(params),
+            id,
+        }),
+        _ => Entry::Invalid { id },
+    })
+}
+
+/// The errors the transport itself answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StandardError {
+    Parse,
+    InvalidRequest,
+    Internal,
+}
+
+impl StandardError {
+    pub(crate) fn code(self) -> i64 {
+        match self {
+            StandardError::Parse => -32700,
+            StandardError::InvalidRequest => -32600,
+            StandardError::Internal => -32603,
+        }
+    }
+
+    pub(crate) fn message(self) -> &'static str {
+        match self {
+            StandardError::Parse => "Parse error",
+            StandardError::InvalidRequest => "Invalid Request",
+            StandardError::Internal => "Internal error",
+        }
+    }
+}
+
+/// The start of every answer; the id follows.
+pub(crate) const RESPONSE_START: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
+/// After the id of a success answer; the result follows, then [`RESPONSE_END`].
+pub(crate) const RESULT_MEMBER: &[u8] = br#","result":"#;
+/// After the id of an error answer; the code follows, then [`MESSAGE_MEMBER`].
+pub(crate) const ERROR_MEMBER: &[u8] = br#","error":{"code":"#;
+pub(crate) const MESSAGE_MEMBER: &[u8] = br#","message":"#;
+/// Optional, after the message; the data follows.
+pub(crate) const DATA_MEMBER: &[u8] = br#","data":"#;
+pub(crate) const RESPONSE_END: &[u8] = b"}";
+pub(crate) const ERROR_END: &[u8] = b"}}";
+/// The start of a notification; the method name follows.
+pub(crate) const NOTIFICATION_START: &[u8] = br#"{"jsonrpc":"2.0","method":"#;
+pub(crate) const PARAMS_MEMBER: &[u8] = br#","params":"#;
+
+/// Append a whole error answer of the transport's own (no `data`).
+pub(crate) fn write_standard_error(out: &mut Vec<u8>, id: Option<&Id<'_>>, error: StandardError) {
+    out.extend_from_slice(RESPONSE_START);
+    id.unwrap_or(&Id::Null).write_json(out);
+    out.extend_from_slice(ERROR_MEMBER);
+    out.extend_from_slice(itoa::Buffer::new().format(error.code()).as_bytes());
+    out.extend_from_slice(MESSAGE_MEMBER);
+    write_escaped_str(out, error.message().as_bytes());
+    out.extend_from_slice(ERROR_END);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{parse_message, write_standard_error, Call, Entry, Id, Message, StandardError};
+    use crate::json::JsonStr;
+
+    fn single(text: &str) -> Entry<'_> {
+        match parse_message(text, 128).expect("valid JSON").message {
+            Message::Single(entry) => entry,
+            Message::Batch(_) => panic!("not a single message"),
+        }
+    }
+
+    fn plain(raw: &str) -> JsonStr<'_> {
+        JsonStr {
+            raw,
+            escaped: false,
+        }
+    }
+
+    fn answer_id(text: &str) -> String {
+        let id = match single(text) {
+            Entry::Call(call) => call.id,
+            Entry::Invalid { id } => id,
+        };
+        let mut out = Vec::new();
+        id.unwrap_or(Id::Null).write_json(&mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_request_borrows_its_members() {
+        let entry =
+            single(r#"{"jsonrpc":"2.0","method":"add","params":[1, 2],"id":7,"extra":{"x":[]}}"#);
+        let expected = Call {
+            method: plain("add"),
+            params: Some("[1, 2]"),
+            id: Some(Id::Integer("7")),
+        };
+        assert_eq!(entry, Entry::Call(expected));
+    }
+
+    #[test]
+    fn a_notification_has_no_id() {
+        let entry = single(r#"{"method":"ping","jsonrpc":"2.0"}"#);
+        assert_eq!(
+            entry,
+            Entry::Call(Call {
+                method: plain("ping"),
+                params: None,
+                id: None
+            })
+        );
+    }
+
+    #[test]
+    fn invalid_envelopes_keep_a_valid_id() {
+        for (text, id) in [
+            (
+                r#"{"jsonrpc":"2.0","method":1,"id":3}"#,
+                Some(Id::Integer("3")),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"m","params":null,"id":"a"}"#,
+                Some(Id::String(plain("a"))),
+            ),
+            (r#"{"jsonrpc":"2.0","method":"m","params":"x"}"#, None),
+            (
+                r#"{"jsonrpc":"1.0","method":"m","id":null}"#,
+                Some(Id::Null),
+            ),
+            (
+                r#"{"jsonrpc":2.0,"method":"m","id":1}"#,
+                Some(Id::Integer("1")),
+            ),
+            (r#"{"method":"m","id":1}"#, Some(Id::Integer("1"))),
+            (r#"{"jsonrpc":"2.0","method":"m","id":true}"#, None),
+            (r#"{"jsonrpc":"2.0","method":"m","id":1.0}"#, None),
+            (r#"{"jsonrpc":"2.0","method":"m","id":1e3}"#, None),
+            (r#"{"jsonrpc":"2.0","method":"m","id":[1]}"#, None),
+            ("[]", None),
+            ("5", None),
+        ] {
+            let expected = if text == "[]" {
+                Message::Batch(vec![])
+            } else {
+                Message::Single(Entry::Invalid { id })
+            };
+            assert_eq!(
+                parse_message(text, 128).unwrap().message,
+                expected,
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn escaped_member_names_and_values_count_decoded() {
+        let entry = single(r#"{"jsonr\u0070c":"2\u002e0","\u006dethod":"a\/b","id":"\u00e9"}"#);
+        let Entry::Call(call) = entry else {
+            panic!("expected a call")
+        };
+        assert!(call.method.decodes_to("a/b"));
+        assert_eq!(
+            answer_id(r#"{"jsonr\u0070c":"2\u002e0","\u006dethod":"a\/b","id":"\u00e9"}"#),
+            "\"é\""
+        );
+    }
+
+    #[test]
+    fn the_last_duplicate_member_wins() {
+        assert_eq!(
+            answer_id(r#"{"jsonrpc":"2.0","method":"m","id":1,"id":2}"#),
+            "2"
+        );
+        let entry = single(r#"{"jsonrpc":"2.0","method":5,"method":"m","params":1,"params":{}}"#);
+        assert_eq!(
+            entry,
+            Entry::Call(Call {
+                method: plain("m"),
+                params: Some("{}"),
+                id: None
+            })
+        );
+        assert!(matches!(
+            single(r#"{"jsonrpc":"2.0","jsonrpc":"1","method":"m"}"#),
+            Entry::Invalid { .. }
+        ));
+    }
+
+    #[test]
+    fn ids_are_echoed_canonically() {
+        let big = r#"{"jsonrpc":"2.0","method":"m","id":1267650600228229401496703205376}"#;
+        assert_eq!(answer_id(big), "1267650600228229401496703205376");
+        assert_eq!(answer_id(r#"{"jsonrpc":"2.0","method":"m","id":-0}"#), "0");
+        assert_eq!(
+            answer_id(r#"{"jsonrpc":"2.0","method":"m","id":"tab\there\ud800"}"#),
+            r#""tab\there\ud800""#
+        );
+    }
+
+    #[test]
+    fn a_batch_checks_each_entry_and_the_whole_line_is_json() {
+        let parsed = parse_message(
+            r#"[{"jsonrpc":"2.0","method":"a","id":1}, 1, {"jsonrpc":"2.0","method":"b"}]"#,
+            128,
+        );
+        let Message::Batch(entries) = parsed.unwrap().message else {
+            panic!("expected a batch")
+        };
+        assert_eq!(entries.len(), 3);
+        assert_eq!(entries[1], Entry::Invalid { id: None });
+        assert!(parse_message(r#"[{"jsonrpc":"2.0","method":"a","id":1}, {"#, 128).is_err());
+        assert!(parse_message(r#"{"jsonrpc":"2.0","method":"a"} x"#, 128).is_err());
+    }
+
+    #[test]
+    fn depth_counts_the_envelope_and_the_batch() {
+        let params = |depth: usize| "[".repeat(depth) + &"]".repeat(depth);
+        let line = |depth: usize| {
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"m","params":{}}}"#,
+                params(depth)
+            )
+        };
+        assert!(parse_message(&line(127), 128).is_ok());
+        assert!(parse_message(&line(128), 128).is_err());
+        assert!(parse_message(&format!("[{}]", line(126)), 128).is_ok());
+        assert!(parse_message(&format!("[{}]", line(127)), 128).is_err());
+    }
+
+    #[test]
+    fn standard_errors_have_no_data() {
+        let mut out = Vec::new();
+        write_standard_error(
+            &mut out,
+            Some(&Id::String(plain("x"))),
+            StandardError::InvalidRequest,
+        );
+        assert_eq!(
+            out,
+            br#"{"jsonrpc":"2.0","id":"x","error":{"code":-32600,"message":"Invalid Request"}}"#
+        );
+    }
+}

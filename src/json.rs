@@ -1,0 +1,609 @@
+//! JSON text without Python: a strict RFC 8259 scanner, string unescaping and escaping, and
+//! Python's float formatting.
+//!
+//! The scanner validates as it walks and hands out borrowed pieces of the input (a string's raw
+//! content, a number's text, a value's span), so that the envelope is checked without building
+//! anything and only `params` are later turned into Python objects (see `codec`). It accepts
+//! exactly what `json.loads` accepts with NaN and Infinity refused, so both implementations agree
+//! on every byte: lone surrogate escapes are allowed (strings are handled as WTF-8 here), numbers
+//! of any length are allowed (the longest integer is recorded for Python's digit limit), and the
+//! nesting depth is bounded by `max_depth` before any recursion.
+
+use std::borrow::Cow;
+
+use crate::errors::SyntaxError;
+
+type Result<T> = std::result::Result<T, SyntaxError>;
+
+/// The kind of a JSON value, as far as the envelope needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Null,
+    Bool,
+    Integer,
+    Float,
+    String,
+    Array,
+    Object,
+}
+
+/// A string's content between its quotes, exactly as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct JsonStr<'a> {
+    pub(crate) raw: &'a str,
+    /// Whether `raw` contains a backslash escape (if not, `raw` is already the decoded text).
+    pub(crate) escaped: bool,
+}
+
+impl<'a> JsonStr<'a> {
+    /// The decoded string as WTF-8 (UTF-8 that may hold lone surrogates), and whether it does.
+    pub(crate) fn decode(&self) -> (Cow<'a, [u8]>, bool) {
+        if !self.escaped {
+            return (Cow::Borrowed(self.raw.as_bytes()), false);
+        }
+        let mut out = Vec::with_capacity(self.raw.len());
+        let has_surrogate = unescape_into(self.raw.as_bytes(), &mut out);
+        (Cow::Owned(out), has_surrogate)
+    }
+
+    /// Whether the decoded string equals `expected`.
+    pub(crate) fn decodes_to(&self, expected: &str) -> bool {
+        if self.escaped {
+            self.decode().0.as_ref() == expected.as_bytes()
+        } else {
+            self.raw == expected
+        }
+    }
+}
+
+/// A cursor over one JSON text that validates as it goes.
+pub(crate) struct Scanner<'a> {
+    text: &'a str,
+    pos: usize,
+    depth: usize,
+    max_depth: usize,
+    /// Digits of the longest integer literal seen (Python refuses to parse very long ones).
+    pub(crate) longest_integer: usize,
+}
+
+impl<'a> Scanner<'a> {
+    pub(crate) fn new(text: &'a str, max_depth: usize) -> Self {
+        Self {
+            text,
+            pos: 0,
+            depth: 0,
+            max_depth,
+            longest_integer: 0,
+        }
+    }
+
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
+    }
+
+    fn error(&self, what: &'static str) -> SyntaxError {
+        SyntaxError {
+            what,
+            position: self.pos,
+        }
+    }
+
+    pub(crate) fn skip_whitespace(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes().get(self.pos) {
+            self.pos += 1;
+        }
+    }
+
+    /// The next byte after any whitespace, not consumed.
+    pub(crate) fn peek(&mut self) -> Option<u8> {
+        self.skip_whitespace();
+        self.bytes().get(self.pos).copied()
+    }
+
+    /// The current position, after any whitespace: where the next value starts.
+    pub(crate) fn value_start(&mut self) -> usize {
+        self.skip_whitespace();
+        self.pos
+    }
+
+    /// The text from `start` to the current position.
+    pub(crate) fn span_from(&self, start: usize) -> &'a str {
+        &self.text[start..self.pos]
+    }
+
+    /// Succeeds only if nothing but whitespace is left.
+    pub(crate) fn finish(&mut self) -> Result<()> {
+        match self.peek() {
+            None => Ok(()),
+            Some(_) => Err(self.error("extra data after the JSON value")),
+        }
+    }
+
+    fn expect(&mut self, byte: u8, what: &'static str) -> Result<()> {
+        if self.peek() == Some(byte) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(self.error(what))
+        }
+    }
+
+    /// Consume `[` or `{` and enter it; `Ok(true)` if it has items, `Ok(false)` if it was empty
+    /// (then its closing bracket is consumed too).
+    pub(crate) fn open(&mut self, bracket: u8) -> Result<bool> {
+        self.expect(bracket, "expected '[' or '{'")?;
+        if self.depth == self.max_depth {
+            return Err(self.error("nesting deeper than the limit"));
+        }
+        self.depth += 1;
+        let close = if bracket == b'[' { b']' } else { b'}' };
+        if self.peek() == Some(close) {
+            self.pos += 1;
+            self.depth -= 1;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// After an item: `Ok(true)` if a `,` announces another, `Ok(false)` at the closing bracket.
+    pub(crate) fn more(&mut self, close: u8) -> Result<bool> {
+        match self.peek() {
+            Some(b',') => {
+                self.pos += 1;
+                Ok(true)
+            }
+            Some(byte) if byte == close => {
+                self.pos += 1;
+                self.depth -= 1;
+                Ok(false)
+            }
+            _ => Err(self.error("expected ',' or a closing bracket")),
+        }
+    }
+
+    /// An object member's name and the `:` after it.
+    pub(crate) fn key(&mut self) -> Result<JsonStr<'a>> {
+        if self.peek() != Some(b'"') {
+            return Err(self.error("expected a member name in double quotes"));
+        }
+        let key = self.string()?;
+        self.expect(b':', "expected ':' after a member name")?;
+        Ok(key)
+    }
+
+    /// A string; the cursor is at its opening quote.
+    pub(crate) fn string(&mut self) -> Result<JsonStr<'a>> {
+        let bytes = self.bytes();
+        self.pos += 1;
+        let start = self.pos;
+        let mut escaped = false;
+        loop {
+            match bytes.get(self.pos) {
+                None => return Err(self.error("unterminated string")),
+                Some(b'"') => break,
+                Some(b'\\') => {
+                    escaped = true;
+                    self.pos += 1;
+                    match bytes.get(self.pos) {
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                            self.pos += 1
+                        }
+                        Some(b'u')
+                            if bytes.get(self.pos + 1..self.pos + 5).is_some_and(is_hex4) =>
+                        {
+                            self.pos += 5
+                        }
+                        _ => return Err(self.error("invalid escape in string")),
+                    }
+                }
+                Some(0..=0x1f) => return Err(self.error("control character in string")),
+                Some(_) => self.pos += 1,
+            }
+        }
+        let raw = &self.text[start..self.pos];
+        self.pos += 1;
+        Ok(JsonStr { raw, escaped })
+    }
+
+    /// A number; returns its text and whether it is an integer (no fraction, no exponent).
+    pub(crate) fn number(&mut self) -> Result<(&'a str, bool)> {
+        let bytes = self.bytes();
+        let start = self.pos;
+        if bytes.get(self.pos) == Some(&b'-') {
+            self.pos += 1;
+        }
+        let digits_start = self.pos;
+        match bytes.get(self.pos) {
+            Some(b'0') => self.pos += 1,
+            Some(b'1'..=b'9') => self.skip_digits(),
+            _ => return Err(self.error("invalid number")),
+        }
+        let integer_digits = self.pos - digits_start;
+        let mut integer = true;
+        if bytes.get(self.pos) == Some(&b'.') {
+            integer = false;
+            self.pos += 1;
+            self.require_digits()?;
+        }
+        if let Some(b'e' | b'E') = bytes.get(self.pos) {
+            integer = false;
+            self.pos += 1;
+            if let Some(b'+' | b'-') = bytes.get(self.pos) {
+                self.pos += 1;
+            }
+            self.require_digits()?;
+        }
+        if integer {
+            self.longest_integer = self.longest_integer.max(integer_digits);
+        }
+        Ok((&self.text[start..self.pos], integer))
+    }
+
+    fn skip_digits(&mut self) {
+        while self.bytes().get(self.pos).is_some_and(u8::is_ascii_digit) {
+            self.pos += 1;
+        }
+    }
+
+    fn require_digits(&mut self) -> Result<()> {
+        let start = self.pos;
+        self.skip_digits();
+        if self.pos == start {
+            Err(self.error("invalid number"))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn literal(&mut self, word: &'static [u8]) -> Result<()> {
+        if self.bytes()[self.pos..].starts_with(word) {
+            self.pos += word.len();
+            Ok(())
+        } else {
+            Err(self.error("expected a value"))
+        }
+    }
+
+    /// Validate and skip one value of any kind.
+    pub(crate) fn value(&mut self) -> Result<Kind> {
+        match self.peek() {
+            Some(b'"') => self.string().map(|_| Kind::String),
+            Some(b'-' | b'0'..=b'9') => {
+                self.number()
+                    .map(|(_, integer)| if integer { Kind::Integer } else { Kind::Float })
+            }
+            Some(b'n') => self.literal(b"null").map(|()| Kind::Null),
+            Some(b't') => self.literal(b"true").map(|()| Kind::Bool),
+            Some(b'f') => self.literal(b"false").map(|()| Kind::Bool),
+            Some(b'[') => {
+                if self.open(b'[')? {
+                    loop {
+                        self.value()?;
+                        if !self.more(b']')? {
+                            break;
+                        }
+                    }
+                }
+                Ok(Kind::Array)
+            }
+            Some(b'{') => {
+                if self.open(b'{')? {
+                    loop {
+                        self.key()?;
+                        self.value()?;
+                        if !self.more(b'}')? {
+                            break;
+                        }
+                    }
+                }
+                Ok(Kind::Object)
+            }
+            _ => Err(self.error("expected a value")),
+        }
+    }
+}
+
+fn is_hex4(digits: &[u8]) -> bool {
+    digits.iter().all(u8::is_ascii_hexdigit)
+}
+
+fn hex4(digits: &[u8]) -> u32 {
+    digits.iter().fold(0, |acc, &digit| {
+        (acc << 4) | char::from(digit).to_digit(16).unwrap_or(0)
+    })
+}
+
+/// Push the code point `cp` as (generalised) UTF-8: a surrogate becomes its 3-byte WTF-8 form.
+fn push_code_point(out: &mut Vec<u8>, cp: u32) {
+    match char::from_u32(cp) {
+        Some(ch) => out.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes()),
+        None => {
+            let [_, _, high, low] = cp.to_be_bytes();
+            out.extend_from_slice(&[
+                0xE0 | (high >> 4),
+                0x80 | ((high & 0x0F) << 2) | (low >> 6),
+                0x80 | (low & 0x3F),
+            ]);
+        }
+    }
+}
+
+/// Decode the content of a valid JSON string into `out` as WTF-8; true if it held a lone surrogate.
+pub(crate) fn unescape_into(raw: &[u8], out: &mut Vec<u8>) -> bool {
+    let mut has_surrogate = false;
+    let mut rest = raw;
+    while let Some(backslash) = memchr::memchr(b'\\', rest) {
+        out.extend_from_slice(&rest[..backslash]);
+        let escape = rest[backslash + 1];
+        rest = &rest[backslash + 2..];
+        let simple = match escape {
+            b'b' => 0x08,
+            b'f' => 0x0C,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            b'u' => {
+                let mut cp = hex4(&rest[..4]);
+                rest = &rest[4..];
+                if (0xD800..0xDC00).contains(&cp) && rest.len() >= 6 && rest.starts_with(b"\\u") {
+                    let low = hex4(&rest[2..6]);
+                    if (0xDC00..0xE000).contains(&low) {
+                        cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+                        rest = &rest[6..];
+                    }
+                }
+                has_surrogate |= (0xD800..0xE000).contains(&cp);
+                push_code_point(out, cp);
+                continue;
+            }
+            other => other, // '"', '\\' and '/' stand for themselves
+        };
+        out.push(simple);
+    }
+    out.extend_from_slice(rest);
+    has_surrogate
+}
+
+/// Append `text` (WTF-8) as a JSON string, quotes included, escaped as Python's `json` does with
+/// `ensure_ascii=False`; a lone surrogate is written as its `\udxxx` escape.
+pub(crate) fn write_escaped_str(out: &mut Vec<u8>, text: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(text.len() + 2);
+    out.push(b'"');
+    let mut run_start = 0;
+    let mut i = 0;
+    while i < text.len() {
+        let byte = text[i];
+        let escape: Option<&[u8]> = match byte {
+            b'"' => Some(b"\\\""),
+            b'\\' => Some(b"\\\\"),
+            b'\n' => Some(b"\\n"),
+            b'\r' => Some(b"\\r"),
+            b'\t' => Some(b"\\t"),
+            0x08 => Some(b"\\b"),
+            0x0C => Some(b"\\f"),
+            0x00..=0x1F => Some(b""),
+            0xED if text.get(i + 1).is_some_and(|&next| next >= 0xA0) => Some(b""),
+            _ => None,
+        };
+        let Some(escape) = escape else {
+            i += 1;
+            continue;
+        };
+        out.extend_from_slice(&text[run_start..i]);
+        if !escape.is_empty() {
+            out.extend_from_slice(escape);
+            i += 1;
+        } else if byte < 0x20 {
+            out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(byte >> 4)],
+                HEX[usize::from(byte & 0xF)],
+            ]);
+            i += 1;
+        } else {
+            // A surrogate in WTF-8: 0xED, 0xA0..=0xBF, 0x80..=0xBF.
+            let cp = 0xD000 | (u32::from(text[i + 1] & 0x3F) << 6) | u32::from(text[i + 2] & 0x3F);
+            out.extend_from_slice(b"\\u");
+            for shift in [12, 8, 4, 0] {
+                out.push(HEX[((cp >> shift) & 0xF) as usize]);
+            }
+            i += 3;
+        }
+        run_start = i;
+    }
+    out.extend_from_slice(&text[run_start..]);
+    out.push(b'"');
+}
+
+/// Append a finite float exactly as Python's `repr(float)` writes it.
+///
+/// Rust's `{:e}` gives the same shortest round-tripping digits as Python's `repr`; only the layout
+/// differs: Python uses positional notation when `-4 <= exponent < 16`, else `1e+16` style with a
+/// signed exponent of at least two digits, and always shows a `.0` on integral values.
+pub(crate) fn write_float_repr(out: &mut Vec<u8>, value: f64) {
+    use std::io::Write as _;
+    let mut scientific = [0u8; 32];
+    let mut cursor = std::io::Cursor::new(&mut scientific[..]);
+    // 32 bytes hold any f64 in `{:e}` form (at most 17 digits, a point and a 4-character exponent).
+    write!(cursor, "{:e}", value.abs()).expect("an f64 in scientific notation fits in 32 bytes");
+    let written = usize::try_from(cursor.position()).unwrap_or(0);
+    let scientific = &scientific[..written];
+    let e_at = scientific
+        .iter()
+        .position(|&b| b == b'e')
+        .unwrap_or(written);
+    let digits: Vec<u8> = scientific[..e_at]
+        .iter()
+        .copied()
+        .filter(|&b| b != b'.')
+        .collect();
+    let exponent: i32 = std::str::from_utf8(&scientific[e_at + 1..])
+        .ok()
+        .and_then(|e| e.parse().ok())
+        .unwrap_or(0);
+
+    if value.is_sign_negative() {
+        out.push(b'-');
+    }
+    let point = exponent + 1; // digits before the decimal point
+    let n_digits = i32::try_from(digits.len()).unwrap_or(i32::MAX);
+    if !(-4..16).contains(&exponent) {
+        out.push(digits[0]);
+        if digits.len() > 1 {
+            out.push(b'.');
+            out.extend_from_slice(&digits[1..]);
+        }
+        let _ = write!(
+            out,
+            "e{}{:02}",
+            if exponent < 0 { '-' } else { '+' },
+            exponent.abs()
+        );
+    } else if point <= 0 {
+        out.extend_from_slice(b"0.");
+        out.extend(std::iter::repeat_n(b'0', point.unsigned_abs() as usize));
+        out.extend_from_slice(&digits);
+    } else if point >= n_digits {
+        out.extend_from_slice(&digits);
+        out.extend(std::iter::repeat_n(
+            b'0',
+            (point - n_digits).unsigned_abs() as usize,
+        ));
+        out.extend_from_slice(b".0");
+    } else {
+        let split = point.unsigned_abs() as usize;
+        out.extend_from_slice(&digits[..split]);
+        out.push(b'.');
+        out.extend_from_slice(&digits[split..]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{unescape_into, write_escaped_str, write_float_repr, Kind, Scanner};
+
+    fn skim(text: &str, max_depth: usize) -> Result<Kind, String> {
+        let mut scanner = Scanner::new(text, max_depth);
+        let kind = scanner.value().map_err(|e| e.to_string())?;
+        scanner.finish().map_err(|e| e.to_string())?;
+        Ok(kind)
+    }
+
+    #[test]
+    fn accepts_exactly_rfc_8259() {
+        for good in [
+            "0",
+            "-0",
+            "1.5e-3",
+            "1E+2",
+            " [1, {\"a\": [true, false, null]}] ",
+            "\"\\ud800\"",
+            "\"\\u00e9\\/\"",
+        ] {
+            assert!(skim(good, 128).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "01",
+            "1.",
+            ".5",
+            "-",
+            "1e",
+            "+1",
+            "NaN",
+            "Infinity",
+            "-Infinity",
+            "[1,]",
+            "{\"a\":1,}",
+            "{'a':1}",
+            "[1] [2]",
+            "\"\t\"",
+            "\"\\x\"",
+            "\"\\u12\"",
+            "tru",
+            "nul",
+            "{\"a\" 1}",
+            "{1:2}",
+            "[",
+            "\"abc",
+        ] {
+            assert!(skim(bad, 128).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn depth_is_bounded_before_recursing() {
+        let nested = |depth: usize| "[".repeat(depth) + &"]".repeat(depth);
+        assert_eq!(skim(&nested(128), 128), Ok(Kind::Array));
+        assert!(skim(&nested(129), 128).unwrap_err().contains("nesting"));
+        assert!(skim(&"[".repeat(1_000_000), 128).is_err());
+    }
+
+    #[test]
+    fn records_the_longest_integer() {
+        let mut scanner = Scanner::new("[12345, -1.5e300, 1234567, 0.12345678901234]", 8);
+        scanner.value().unwrap();
+        assert_eq!(scanner.longest_integer, 7);
+    }
+
+    #[test]
+    fn unescapes_to_wtf8() {
+        let decode = |raw: &str| {
+            let mut out = Vec::new();
+            let surrogate = unescape_into(raw.as_bytes(), &mut out);
+            (out, surrogate)
+        };
+        assert_eq!(
+            decode(r"a\nb\u00e9\/"),
+            ("a\nbé/".as_bytes().to_vec(), false)
+        );
+        assert_eq!(decode(r"\ud83d\ude00"), ("😀".as_bytes().to_vec(), false));
+        assert_eq!(decode(r"\ud800x"), (vec![0xED, 0xA0, 0x80, b'x'], true));
+        assert_eq!(
+            decode(r"\udc00\ud800"),
+            (vec![0xED, 0xB0, 0x80, 0xED, 0xA0, 0x80], true)
+        );
+    }
+
+    #[test]
+    fn escapes_like_python_json() {
+        let mut out = Vec::new();
+        write_escaped_str(&mut out, "q\"b\\n\n\u{1}\u{7f}é\u{2028}".as_bytes());
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "\"q\\\"b\\\\n\\n\\u0001\u{7f}é\u{2028}\""
+        );
+        let mut out = Vec::new();
+        write_escaped_str(&mut out, &[b'a', 0xED, 0xA0, 0x80, 0xED, 0xBF, 0xBF]);
+        assert_eq!(out, b"\"a\\ud800\\udfff\"");
+    }
+
+    #[test]
+    fn floats_look_like_python_repr() {
+        let cases: &[(f64, &str)] = &[
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (1.0, "1.0"),
+            (0.1, "0.1"),
+            (1e16, "1e+16"),
+            (1e15, "1000000000000000.0"),
+            (123_456_789.123, "123456789.123"),
+            (1e-4, "0.0001"),
+            (1e-5, "1e-05"),
+            (1.5e-7, "1.5e-07"),
+            (5e-324, "5e-324"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (123_456_789_012_345_678.0, "1.2345678901234568e+17"),
+            (-2.5, "-2.5"),
+        ];
+        for &(value, expected) in cases {
+            let mut out = Vec::new();
+            write_float_repr(&mut out, value);
+            assert_eq!(String::from_utf8(out).unwrap(), expected, "{value}");
+        }
+    }
+}

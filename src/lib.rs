@@ -1,0 +1,22 @@
+//! rpcwire's native core: newline-delimited JSON-RPC 2.0 for Python.
+//!
+//! `lib.rs` only wires the modules together and registers the Python module `rpcwire._rpcwire`.
+//! The byte-level rules both implementations follow are in `docs/semantics.md`.
+
+mod codec;
+mod dispatch;
+mod envelope;
+mod errors;
+mod framing;
+mod json;
+mod transport;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _rpcwire(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<transport::StdioTransport>()?;
+    module.add_function(wrap_pyfunction!(transport::serve, module)?)?;
+    module.add_function(wrap_pyfunction!(dispatch::parse_request, module)?)?;
+    Ok(())
+}
