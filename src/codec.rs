@@ -23,11 +23,7 @@ use crate::json::{unescape_into, write_escaped_str, write_float_repr, JsonStr, S
 const I64_SAFE_DIGITS: usize = 18;
 
 /// Turn one JSON value (already validated) into Python objects.
-pub(crate) fn decode<'py>(
-    py: Python<'py>,
-    text: &str,
-    max_depth: usize,
-) -> Result<Bound<'py, PyAny>, Error> {
+pub(crate) fn decode<'py>(py: Python<'py>, text: &str, max_depth: usize) -> Result<Bound<'py, PyAny>, Error> {
     let mut decoder = Decoder {
         py,
         scanner: Scanner::new(text, max_depth),
@@ -39,35 +35,25 @@ pub(crate) fn decode<'py>(
 }
 
 /// A JSON string (as the scanner saw it) as a Python `str`.
-pub(crate) fn decode_str<'py>(
-    py: Python<'py>,
-    text: JsonStr<'_>,
-) -> PyResult<Bound<'py, PyString>> {
+pub(crate) fn decode_str<'py>(py: Python<'py>, text: JsonStr<'_>) -> PyResult<Bound<'py, PyString>> {
     str_from_json(py, text, &mut Vec::new())
 }
 
-fn str_from_json<'py>(
-    py: Python<'py>,
-    text: JsonStr<'_>,
-    scratch: &mut Vec<u8>,
-) -> PyResult<Bound<'py, PyString>> {
+fn str_from_json<'py>(py: Python<'py>, text: JsonStr<'_>, scratch: &mut Vec<u8>) -> PyResult<Bound<'py, PyString>> {
     if !text.escaped {
         return Ok(PyString::new(py, text.raw));
     }
     scratch.clear();
     if !unescape_into(text.raw.as_bytes(), scratch) {
-        let decoded =
-            std::str::from_utf8(scratch).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let decoded = std::str::from_utf8(scratch).map_err(|e| PyValueError::new_err(e.to_string()))?;
         return Ok(PyString::new(py, decoded));
     }
     // Lone surrogates: only Python's "surrogatepass" handler turns their WTF-8 form into a `str`.
-    let length = ffi::Py_ssize_t::try_from(scratch.len())
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let length = ffi::Py_ssize_t::try_from(scratch.len()).map_err(|e| PyValueError::new_err(e.to_string()))?;
     // SAFETY: the pointer and length describe `scratch`, which outlives the call; the handler
     // name is a NUL-terminated literal. The result is a new reference or NULL with an exception.
     unsafe {
-        let decoded =
-            ffi::PyUnicode_DecodeUTF8(scratch.as_ptr().cast(), length, c"surrogatepass".as_ptr());
+        let decoded = ffi::PyUnicode_DecodeUTF8(scratch.as_ptr().cast(), length, c"surrogatepass".as_ptr());
         Ok(Bound::from_owned_ptr_or_err(py, decoded)?.cast_into_unchecked())
     }
 }
@@ -139,9 +125,9 @@ impl<'py> Decoder<'_, 'py> {
                 (digits, true) => int_from_json(py, digits)?,
                 (text, false) => {
                     // Rust's parse is correctly rounded like Python's; "1e400" becomes inf in both.
-                    let value: f64 = text.parse().map_err(|e: std::num::ParseFloatError| {
-                        PyValueError::new_err(e.to_string())
-                    })?;
+                    let value: f64 = text
+                        .parse()
+                        .map_err(|e: std::num::ParseFloatError| PyValueError::new_err(e.to_string()))?;
                     PyFloat::new(py, value).into_any()
                 }
             },
@@ -246,11 +232,7 @@ impl Encoder<'_> {
         Ok(())
     }
 
-    fn container(
-        &mut self,
-        value: &Bound<'_, PyAny>,
-        items: impl FnOnce(&mut Self) -> PyResult<()>,
-    ) -> PyResult<()> {
+    fn container(&mut self, value: &Bound<'_, PyAny>, items: impl FnOnce(&mut Self) -> PyResult<()>) -> PyResult<()> {
         let address = value.as_ptr() as usize;
         if self.containers.contains(&address) {
             return Err(PyValueError::new_err("Circular reference detected"));
@@ -267,14 +249,11 @@ impl Encoder<'_> {
 
     fn int(&mut self, int: &Bound<'_, PyInt>) -> PyResult<()> {
         if let Ok(small) = int.extract::<i64>() {
-            self.out
-                .extend_from_slice(itoa::Buffer::new().format(small).as_bytes());
+            self.out.extend_from_slice(itoa::Buffer::new().format(small).as_bytes());
         } else {
             // `int.__repr__` (not `repr()`): an int subclass is written as its number.
             let py = int.py();
-            let digits = py
-                .get_type::<PyInt>()
-                .call_method1(intern!(py, "__repr__"), (int,))?;
+            let digits = py.get_type::<PyInt>().call_method1(intern!(py, "__repr__"), (int,))?;
             self.out
                 .extend_from_slice(digits.cast::<PyString>()?.to_str()?.as_bytes());
         }
@@ -300,27 +279,13 @@ impl Encoder<'_> {
                 let mut first = true;
                 // SAFETY: GIL held; `PyDict_Next` gives borrowed references that are turned into
                 // owned ones at once, so that Python code run while encoding cannot free them.
-                while unsafe {
-                    ffi::PyDict_Next(
-                        dict.as_ptr(),
-                        &raw mut position,
-                        &raw mut key,
-                        &raw mut value,
-                    )
-                } != 0
-                {
-                    let (key, value) = unsafe {
-                        (
-                            Bound::from_borrowed_ptr(py, key),
-                            Bound::from_borrowed_ptr(py, value),
-                        )
-                    };
+                while unsafe { ffi::PyDict_Next(dict.as_ptr(), &raw mut position, &raw mut key, &raw mut value) } != 0 {
+                    let (key, value) =
+                        unsafe { (Bound::from_borrowed_ptr(py, key), Bound::from_borrowed_ptr(py, value)) };
                     encoder.member(first, &key, &value)?;
                     first = false;
                     if dict.len() != expected_len {
-                        return Err(PyRuntimeError::new_err(
-                            "dictionary changed size during iteration",
-                        ));
+                        return Err(PyRuntimeError::new_err("dictionary changed size during iteration"));
                     }
                 }
             } else {
@@ -340,12 +305,7 @@ impl Encoder<'_> {
         })
     }
 
-    fn member(
-        &mut self,
-        first: bool,
-        key: &Bound<'_, PyAny>,
-        value: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
+    fn member(&mut self, first: bool, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         if !first {
             self.out.push(b',');
         }

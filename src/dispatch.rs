@@ -2,7 +2,7 @@
 //!
 //! Checks the envelope, calls `handler(method, params)` for each request (one by one, in order,
 //! for a batch), maps what the handler raised to the specification's error codes and encodes the
-//! result. A `BaseException` that is not an `Exception` (KeyboardInterrupt, SystemExit) is
+//! result. A `BaseException` that is not an `Exception` (`KeyboardInterrupt`, `SystemExit`) is
 //! returned as `Err` so that `serve` stops with it; everything else becomes an answer.
 
 use pyo3::exceptions::PyBaseException;
@@ -17,7 +17,7 @@ use crate::envelope::{self, Entry, Id, Message, StandardError};
 use crate::json::write_escaped_str;
 use crate::transport::DEFAULT_MAX_DEPTH;
 
-/// CPython never limits integer literals to fewer digits than this (`sys.set_int_max_str_digits`).
+/// `CPython` never limits integer literals to fewer digits than this (`sys.set_int_max_str_digits`).
 const MIN_INT_DIGIT_LIMIT: usize = 640;
 
 static LOGGER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -28,21 +28,14 @@ static REQUEST: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 pub(crate) fn logger(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     LOGGER
         .get_or_try_init(py, || {
-            Ok::<_, PyErr>(
-                py.import("logging")?
-                    .call_method1("getLogger", ("rpcwire",))?
-                    .unbind(),
-            )
+            Ok::<_, PyErr>(py.import("logging")?.call_method1("getLogger", ("rpcwire",))?.unbind())
         })
         .map(|logger| logger.bind(py))
 }
 
 fn log_debug(py: Python<'_>, what: &str, detail: impl std::fmt::Display) -> PyResult<()> {
     let logger = logger(py)?;
-    if logger
-        .call_method1(intern!(py, "isEnabledFor"), (10,))?
-        .is_truthy()?
-    {
+    if logger.call_method1(intern!(py, "isEnabledFor"), (10,))?.is_truthy()? {
         logger.call_method1(intern!(py, "debug"), ("%s: %s", what, detail.to_string()))?;
     }
     Ok(())
@@ -107,10 +100,7 @@ pub(crate) fn exceeds_int_digit_limit(py: Python<'_>, digits: usize) -> PyResult
     if digits <= MIN_INT_DIGIT_LIMIT {
         return Ok(false);
     }
-    let limit: usize = py
-        .import("sys")?
-        .call_method0("get_int_max_str_digits")?
-        .extract()?;
+    let limit: usize = py.import("sys")?.call_method0("get_int_max_str_digits")?.extract()?;
     Ok(limit != 0 && digits > limit)
 }
 
@@ -143,19 +133,13 @@ fn answer_entry(
     };
     match outcome {
         Ok(result) => write_result(out, id, &result)?,
-        Err(error) if error.is_instance_of::<PyException>(py) => {
-            write_exception(out, id, error.value(py))?
-        }
+        Err(error) if error.is_instance_of::<PyException>(py) => write_exception(out, id, error.value(py))?,
         Err(error) => return Err(error),
     }
     Ok(true)
 }
 
-fn log_notification_failure(
-    py: Python<'_>,
-    method: &Bound<'_, PyString>,
-    error: PyErr,
-) -> PyResult<()> {
+fn log_notification_failure(py: Python<'_>, method: &Bound<'_, PyString>, error: PyErr) -> PyResult<()> {
     if !error.is_instance_of::<PyException>(py) {
         return Err(error);
     }
@@ -168,11 +152,7 @@ fn log_notification_failure(
         )?;
     } else {
         let kwargs = [(intern!(py, "exc_info"), exception)].into_py_dict(py)?;
-        logger.call_method(
-            intern!(py, "error"),
-            ("notification %r failed", method),
-            Some(&kwargs),
-        )?;
+        logger.call_method(intern!(py, "error"), ("notification %r failed", method), Some(&kwargs))?;
     }
     Ok(())
 }
@@ -182,11 +162,7 @@ fn json_rpc_error(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
 }
 
 /// Append a success answer; a result that cannot be encoded makes it a -32603 instead.
-pub(crate) fn write_result(
-    out: &mut Vec<u8>,
-    id: &Id<'_>,
-    result: &Bound<'_, PyAny>,
-) -> PyResult<()> {
+pub(crate) fn write_result(out: &mut Vec<u8>, id: &Id<'_>, result: &Bound<'_, PyAny>) -> PyResult<()> {
     let mark = out.len();
     out.extend_from_slice(envelope::RESPONSE_START);
     id.write_json(out);
@@ -199,12 +175,7 @@ pub(crate) fn write_result(
     Ok(())
 }
 
-fn write_encode_failure(
-    out: &mut Vec<u8>,
-    id: &Id<'_>,
-    error: PyErr,
-    py: Python<'_>,
-) -> PyResult<()> {
+fn write_encode_failure(out: &mut Vec<u8>, id: &Id<'_>, error: PyErr, py: Python<'_>) -> PyResult<()> {
     if !error.is_instance_of::<PyException>(py) {
         return Err(error);
     }
@@ -212,11 +183,7 @@ fn write_encode_failure(
 }
 
 /// Append the answer to a handler that raised `exception` (an `Exception`).
-fn write_exception(
-    out: &mut Vec<u8>,
-    id: &Id<'_>,
-    exception: &Bound<'_, PyBaseException>,
-) -> PyResult<()> {
+fn write_exception(out: &mut Vec<u8>, id: &Id<'_>, exception: &Bound<'_, PyBaseException>) -> PyResult<()> {
     let py = exception.py();
     if exception.is_instance(json_rpc_error(py)?)? {
         let code = exception.getattr_opt(intern!(py, "code"))?;
@@ -251,11 +218,7 @@ fn write_exception(
 }
 
 /// Append -32603 "Internal error" with `data: {"exception": <class name>, "detail": str(exception)}`.
-fn write_internal_error(
-    out: &mut Vec<u8>,
-    id: &Id<'_>,
-    exception: &Bound<'_, PyBaseException>,
-) -> PyResult<()> {
+fn write_internal_error(out: &mut Vec<u8>, id: &Id<'_>, exception: &Bound<'_, PyBaseException>) -> PyResult<()> {
     let py = exception.py();
     let name = exception.get_type().name()?;
     let detail = match exception.str() {
@@ -268,11 +231,7 @@ fn write_internal_error(
     out.extend_from_slice(envelope::RESPONSE_START);
     id.write_json(out);
     out.extend_from_slice(envelope::ERROR_MEMBER);
-    out.extend_from_slice(
-        itoa::Buffer::new()
-            .format(StandardError::Internal.code())
-            .as_bytes(),
-    );
+    out.extend_from_slice(itoa::Buffer::new().format(StandardError::Internal.code()).as_bytes());
     out.extend_from_slice(envelope::MESSAGE_MEMBER);
     write_escaped_str(out, StandardError::Internal.message().as_bytes());
     out.extend_from_slice(br#","data":{"exception":"#);
@@ -313,32 +272,19 @@ pub(crate) fn parse_request<'py>(
     };
     let entry = match parsed.message {
         Message::Single(entry) => entry,
-        Message::Batch(_) => {
-            return Ok((
-                none(),
-                error_response(py, none(), StandardError::InvalidRequest)?,
-            ))
-        }
+        Message::Batch(_) => return Ok((none(), error_response(py, none(), StandardError::InvalidRequest)?)),
     };
     match entry {
         Entry::Invalid { id } => {
-            let id = id
-                .as_ref()
-                .map_or_else(|| Ok(none()), |id| id_to_python(py, id))?;
-            Ok((
-                none(),
-                error_response(py, id, StandardError::InvalidRequest)?,
-            ))
+            let id = id.as_ref().map_or_else(|| Ok(none()), |id| id_to_python(py, id))?;
+            Ok((none(), error_response(py, id, StandardError::InvalidRequest)?))
         }
         Entry::Call(call) => {
             let params = match call.params {
                 Some(text) => codec::decode(py, text, DEFAULT_MAX_DEPTH)?,
                 None => none(),
             };
-            let id = call
-                .id
-                .as_ref()
-                .map_or_else(|| Ok(none()), |id| id_to_python(py, id))?;
+            let id = call.id.as_ref().map_or_else(|| Ok(none()), |id| id_to_python(py, id))?;
             let kwargs = [
                 ("method", codec::decode_str(py, call.method)?.into_any()),
                 ("params", params),
@@ -365,11 +311,7 @@ fn id_to_python<'py>(py: Python<'py>, id: &Id<'_>) -> PyResult<Bound<'py, PyAny>
     })
 }
 
-fn error_response<'py>(
-    py: Python<'py>,
-    id: Bound<'py, PyAny>,
-    error: StandardError,
-) -> PyResult<Bound<'py, PyAny>> {
+fn error_response<'py>(py: Python<'py>, id: Bound<'py, PyAny>, error: StandardError) -> PyResult<Bound<'py, PyAny>> {
     let body = PyDict::new(py);
     body.set_item("code", error.code())?;
     body.set_item("message", error.message())?;

@@ -237,10 +237,7 @@ mod tests {
     }
 
     fn plain(raw: &str) -> JsonStr<'_> {
-        JsonStr {
-            raw,
-            escaped: false,
-        }
+        JsonStr { raw, escaped: false }
     }
 
     fn answer_id(text: &str) -> String {
@@ -255,8 +252,7 @@ mod tests {
 
     #[test]
     fn a_request_borrows_its_members() {
-        let entry =
-            single(r#"{"jsonrpc":"2.0","method":"add","params":[1, 2],"id":7,"extra":{"x":[]}}"#);
+        let entry = single(r#"{"jsonrpc":"2.0","method":"add","params":[1, 2],"id":7,"extra":{"x":[]}}"#);
         let expected = Call {
             method: plain("add"),
             params: Some("[1, 2]"),
@@ -281,23 +277,14 @@ mod tests {
     #[test]
     fn invalid_envelopes_keep_a_valid_id() {
         for (text, id) in [
-            (
-                r#"{"jsonrpc":"2.0","method":1,"id":3}"#,
-                Some(Id::Integer("3")),
-            ),
+            (r#"{"jsonrpc":"2.0","method":1,"id":3}"#, Some(Id::Integer("3"))),
             (
                 r#"{"jsonrpc":"2.0","method":"m","params":null,"id":"a"}"#,
                 Some(Id::String(plain("a"))),
             ),
             (r#"{"jsonrpc":"2.0","method":"m","params":"x"}"#, None),
-            (
-                r#"{"jsonrpc":"1.0","method":"m","id":null}"#,
-                Some(Id::Null),
-            ),
-            (
-                r#"{"jsonrpc":2.0,"method":"m","id":1}"#,
-                Some(Id::Integer("1")),
-            ),
+            (r#"{"jsonrpc":"1.0","method":"m","id":null}"#, Some(Id::Null)),
+            (r#"{"jsonrpc":2.0,"method":"m","id":1}"#, Some(Id::Integer("1"))),
             (r#"{"method":"m","id":1}"#, Some(Id::Integer("1"))),
             (r#"{"jsonrpc":"2.0","method":"m","id":true}"#, None),
             (r#"{"jsonrpc":"2.0","method":"m","id":1.0}"#, None),
@@ -311,11 +298,7 @@ mod tests {
             } else {
                 Message::Single(Entry::Invalid { id })
             };
-            assert_eq!(
-                parse_message(text, 128).unwrap().message,
-                expected,
-                "{text}"
-            );
+            assert_eq!(parse_message(text, 128).unwrap().message, expected, "{text}");
         }
     }
 
@@ -334,10 +317,7 @@ mod tests {
 
     #[test]
     fn the_last_duplicate_member_wins() {
-        assert_eq!(
-            answer_id(r#"{"jsonrpc":"2.0","method":"m","id":1,"id":2}"#),
-            "2"
-        );
+        assert_eq!(answer_id(r#"{"jsonrpc":"2.0","method":"m","id":1,"id":2}"#), "2");
         let entry = single(r#"{"jsonrpc":"2.0","method":5,"method":"m","params":1,"params":{}}"#);
         assert_eq!(
             entry,
@@ -382,12 +362,7 @@ mod tests {
     #[test]
     fn depth_counts_the_envelope_and_the_batch() {
         let params = |depth: usize| "[".repeat(depth) + &"]".repeat(depth);
-        let line = |depth: usize| {
-            format!(
-                r#"{{"jsonrpc":"2.0","method":"m","params":{}}}"#,
-                params(depth)
-            )
-        };
+        let line = |depth: usize| format!(r#"{{"jsonrpc":"2.0","method":"m","params":{}}}"#, params(depth));
         assert!(parse_message(&line(127), 128).is_ok());
         assert!(parse_message(&line(128), 128).is_err());
         assert!(parse_message(&format!("[{}]", line(126)), 128).is_ok());
@@ -397,11 +372,7 @@ mod tests {
     #[test]
     fn standard_errors_have_no_data() {
         let mut out = Vec::new();
-        write_standard_error(
-            &mut out,
-            Some(&Id::String(plain("x"))),
-            StandardError::InvalidRequest,
-        );
+        write_standard_error(&mut out, Some(&Id::String(plain("x"))), StandardError::InvalidRequest);
         assert_eq!(
             out,
             br#"{"jsonrpc":"2.0","id":"x","error":{"code":-32600,"message":"Invalid Request"}}"#

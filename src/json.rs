@@ -185,14 +185,8 @@ impl<'a> Scanner<'a> {
                     escaped = true;
                     self.pos += 1;
                     match bytes.get(self.pos) {
-                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
-                            self.pos += 1
-                        }
-                        Some(b'u')
-                            if bytes.get(self.pos + 1..self.pos + 5).is_some_and(is_hex4) =>
-                        {
-                            self.pos += 5
-                        }
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => self.pos += 1,
+                        Some(b'u') if bytes.get(self.pos + 1..self.pos + 5).is_some_and(is_hex4) => self.pos += 5,
                         _ => return Err(self.error("invalid escape in string")),
                     }
                 }
@@ -268,10 +262,9 @@ impl<'a> Scanner<'a> {
     pub(crate) fn value(&mut self) -> Result<Kind> {
         match self.peek() {
             Some(b'"') => self.string().map(|_| Kind::String),
-            Some(b'-' | b'0'..=b'9') => {
-                self.number()
-                    .map(|(_, integer)| if integer { Kind::Integer } else { Kind::Float })
-            }
+            Some(b'-' | b'0'..=b'9') => self
+                .number()
+                .map(|(_, integer)| if integer { Kind::Integer } else { Kind::Float }),
             Some(b'n') => self.literal(b"null").map(|()| Kind::Null),
             Some(b't') => self.literal(b"true").map(|()| Kind::Bool),
             Some(b'f') => self.literal(b"false").map(|()| Kind::Bool),
@@ -315,16 +308,15 @@ fn hex4(digits: &[u8]) -> u32 {
 
 /// Push the code point `cp` as (generalised) UTF-8: a surrogate becomes its 3-byte WTF-8 form.
 fn push_code_point(out: &mut Vec<u8>, cp: u32) {
-    match char::from_u32(cp) {
-        Some(ch) => out.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes()),
-        None => {
-            let [_, _, high, low] = cp.to_be_bytes();
-            out.extend_from_slice(&[
-                0xE0 | (high >> 4),
-                0x80 | ((high & 0x0F) << 2) | (low >> 6),
-                0x80 | (low & 0x3F),
-            ]);
-        }
+    if let Some(ch) = char::from_u32(cp) {
+        out.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes());
+    } else {
+        let [_, _, high, low] = cp.to_be_bytes();
+        out.extend_from_slice(&[
+            0xE0 | (high >> 4),
+            0x80 | ((high & 0x0F) << 2) | (low >> 6),
+            0x80 | (low & 0x3F),
+        ]);
     }
 }
 
@@ -432,15 +424,8 @@ pub(crate) fn write_float_repr(out: &mut Vec<u8>, value: f64) {
     write!(cursor, "{:e}", value.abs()).expect("an f64 in scientific notation fits in 32 bytes");
     let written = usize::try_from(cursor.position()).unwrap_or(0);
     let scientific = &scientific[..written];
-    let e_at = scientific
-        .iter()
-        .position(|&b| b == b'e')
-        .unwrap_or(written);
-    let digits: Vec<u8> = scientific[..e_at]
-        .iter()
-        .copied()
-        .filter(|&b| b != b'.')
-        .collect();
+    let e_at = scientific.iter().position(|&b| b == b'e').unwrap_or(written);
+    let digits: Vec<u8> = scientific[..e_at].iter().copied().filter(|&b| b != b'.').collect();
     let exponent: i32 = std::str::from_utf8(&scientific[e_at + 1..])
         .ok()
         .and_then(|e| e.parse().ok())
@@ -457,22 +442,14 @@ pub(crate) fn write_float_repr(out: &mut Vec<u8>, value: f64) {
             out.push(b'.');
             out.extend_from_slice(&digits[1..]);
         }
-        let _ = write!(
-            out,
-            "e{}{:02}",
-            if exponent < 0 { '-' } else { '+' },
-            exponent.abs()
-        );
+        let _ = write!(out, "e{}{:02}", if exponent < 0 { '-' } else { '+' }, exponent.abs());
     } else if point <= 0 {
         out.extend_from_slice(b"0.");
         out.extend(std::iter::repeat_n(b'0', point.unsigned_abs() as usize));
         out.extend_from_slice(&digits);
     } else if point >= n_digits {
         out.extend_from_slice(&digits);
-        out.extend(std::iter::repeat_n(
-            b'0',
-            (point - n_digits).unsigned_abs() as usize,
-        ));
+        out.extend(std::iter::repeat_n(b'0', (point - n_digits).unsigned_abs() as usize));
         out.extend_from_slice(b".0");
     } else {
         let split = point.unsigned_abs() as usize;
@@ -557,10 +534,7 @@ mod tests {
             let surrogate = unescape_into(raw.as_bytes(), &mut out);
             (out, surrogate)
         };
-        assert_eq!(
-            decode(r"a\nb\u00e9\/"),
-            ("a\nbé/".as_bytes().to_vec(), false)
-        );
+        assert_eq!(decode(r"a\nb\u00e9\/"), ("a\nbé/".as_bytes().to_vec(), false));
         assert_eq!(decode(r"\ud83d\ude00"), ("😀".as_bytes().to_vec(), false));
         assert_eq!(decode(r"\ud800x"), (vec![0xED, 0xA0, 0x80, b'x'], true));
         assert_eq!(

@@ -78,10 +78,7 @@ impl Reader {
     /// One read from the stream into the buffer; `Ok(false)` at end of input.
     fn fill(&mut self, py: Python<'_>) -> PyResult<bool> {
         match self.read_once(py) {
-            Err(error)
-                if self.method != ReadMethod::Readline
-                    && error.is_instance(py, unsupported_operation(py)?) =>
-            {
+            Err(error) if self.method != ReadMethod::Readline && error.is_instance(py, unsupported_operation(py)?) => {
                 // An `io.BufferedIOBase` subclass inherits `readinto1`/`read1` that it does not implement.
                 self.method = ReadMethod::Readline;
                 self.read_once(py)
@@ -112,12 +109,8 @@ impl Reader {
                 self.buffer.extend(&filled[..count.min(filled.len())]);
                 Ok(count > 0)
             }
-            ReadMethod::Read1 => {
-                self.extend_with(&stream.call_method1(intern!(py, "read1"), (READ_CHUNK,))?)
-            }
-            ReadMethod::Readline => {
-                self.extend_with(&stream.call_method0(intern!(py, "readline"))?)
-            }
+            ReadMethod::Read1 => self.extend_with(&stream.call_method1(intern!(py, "read1"), (READ_CHUNK,))?),
+            ReadMethod::Readline => self.extend_with(&stream.call_method0(intern!(py, "readline"))?),
         }
     }
 
@@ -146,8 +139,7 @@ impl Writer {
         let stream = self.stream.bind(py);
         let mut offset = 0;
         while offset < line.len() {
-            let written =
-                stream.call_method1(intern!(py, "write"), (PyBytes::new(py, &line[offset..]),))?;
+            let written = stream.call_method1(intern!(py, "write"), (PyBytes::new(py, &line[offset..]),))?;
             // Buffered streams take everything; a raw stream may take only part of it.
             offset = if written.is_none() {
                 line.len()
@@ -180,15 +172,14 @@ fn binary_stream<'py>(
     if stream.is_instance(TEXT_IO_BASE.import(py, "io", "TextIOBase")?)? {
         stream = match stream.getattr_opt("buffer")? {
             Some(buffer) if !buffer.is_none() => buffer,
-            _ => return Err(PyTypeError::new_err(format!(
-                "{name} is a text stream without a binary .buffer; pass a binary file-like object"
-            ))),
+            _ => {
+                return Err(PyTypeError::new_err(format!(
+                    "{name} is a text stream without a binary .buffer; pass a binary file-like object"
+                )))
+            }
         };
     }
-    if !stream
-        .getattr_opt(needs)?
-        .is_some_and(|method| method.is_callable())
-    {
+    if !stream.getattr_opt(needs)?.is_some_and(|method| method.is_callable()) {
         return Err(PyTypeError::new_err(format!(
             "{name} must be a binary file-like object with a {needs}() method"
         )));
@@ -197,16 +188,12 @@ fn binary_stream<'py>(
 }
 
 fn read_method(py: Python<'_>, stream: &Bound<'_, PyAny>) -> PyResult<ReadMethod> {
-    let has = |name: &str| -> PyResult<bool> {
-        Ok(stream.getattr_opt(name)?.is_some_and(|m| m.is_callable()))
-    };
+    let has = |name: &str| -> PyResult<bool> { Ok(stream.getattr_opt(name)?.is_some_and(|m| m.is_callable())) };
     Ok(if has("readinto1")? {
         ReadMethod::ReadInto1
     } else if has("read1")? {
         ReadMethod::Read1
-    } else if has("readinto")?
-        && stream.is_instance(RAW_IO_BASE.import(py, "io", "RawIOBase")?)?
-    {
+    } else if has("readinto")? && stream.is_instance(RAW_IO_BASE.import(py, "io", "RawIOBase")?)? {
         ReadMethod::ReadInto
     } else {
         ReadMethod::Readline
@@ -241,11 +228,7 @@ impl StdioTransport {
 impl StdioTransport {
     #[new]
     #[pyo3(signature = (stdin=None, stdout=None))]
-    fn new(
-        py: Python<'_>,
-        stdin: Option<Bound<'_, PyAny>>,
-        stdout: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
+    fn new(py: Python<'_>, stdin: Option<Bound<'_, PyAny>>, stdout: Option<Bound<'_, PyAny>>) -> PyResult<Self> {
         let stdin = binary_stream(py, stdin, "stdin", "readline")?;
         let stdout = binary_stream(py, stdout, "stdout", "write")?;
         let reader = Reader {
@@ -257,7 +240,7 @@ impl StdioTransport {
         };
         let flush = stdout
             .getattr_opt("flush")?
-            .filter(|flush| flush.is_callable())
+            .filter(PyAnyMethods::is_callable)
             .map(Bound::unbind);
         let writer = Writer {
             stream: stdout.unbind(),
@@ -278,12 +261,7 @@ impl StdioTransport {
     }
 
     /// Write a success answer `{"jsonrpc":"2.0","id":id,"result":result}`.
-    fn write_response(
-        &self,
-        py: Python<'_>,
-        id: &Bound<'_, PyAny>,
-        result: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
+    fn write_response(&self, py: Python<'_>, id: &Bound<'_, PyAny>, result: &Bound<'_, PyAny>) -> PyResult<()> {
         let mut line = envelope::RESPONSE_START.to_vec();
         codec::encode(&mut line, id)?;
         line.extend_from_slice(envelope::RESULT_MEMBER);
@@ -354,10 +332,6 @@ impl StdioTransport {
 
 /// Serve `handler` on `transport` until end of input (same as `transport.serve(handler)`).
 #[pyfunction]
-pub(crate) fn serve(
-    py: Python<'_>,
-    handler: &Bound<'_, PyAny>,
-    transport: &Bound<'_, StdioTransport>,
-) -> PyResult<()> {
+pub(crate) fn serve(py: Python<'_>, handler: &Bound<'_, PyAny>, transport: &Bound<'_, StdioTransport>) -> PyResult<()> {
     transport.get().serve(py, handler)
 }

@@ -20,9 +20,9 @@ from typing import Any, BinaryIO
 from rpcwire._types import (
     DEFAULT_MAX_DEPTH,
     ERR_INTERNAL,
+    ERR_INVALID_PARAMS,
     ERR_INVALID_REQUEST,
     ERR_METHOD_NOT_FOUND,
-    ERR_INVALID_PARAMS,
     ERR_PARSE,
     InvalidParams,
     JsonRpcError,
@@ -282,4 +282,3 @@ class StdioTransport:
 def serve(handler: Handler, transport: StdioTransport) -> None:
     """Serve ``handler`` on ``transport`` until end of input (same as ``transport.serve(handler)``)."""
     transport.serve(handler)
-

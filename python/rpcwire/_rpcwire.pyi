@@ -1,0 +1,30 @@
+"""Type stubs of the native module (hand-written; checked by ``mypy.stubtest`` in ``make lint``)."""
+
+from collections.abc import Callable
+from typing import Any, BinaryIO, final
+
+from rpcwire._types import Request
+
+__all__ = ["StdioTransport", "parse_request", "serve"]
+
+@final
+class StdioTransport:
+    """Newline-delimited JSON-RPC 2.0 over a pair of binary streams."""
+
+    def __new__(cls, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> StdioTransport: ...
+    def read_line(self) -> bytes | None:
+        """The next line without its ``\\n`` (or ``\\r\\n``); ``None`` at end of input."""
+    def write_response(self, id: Any, result: Any) -> None:
+        """Write a success answer."""
+    def write_error(self, id: Any, code: int, message: str, data: Any = None) -> None:
+        """Write an error answer; no ``data`` member when ``data`` is ``None``."""
+    def write_notification(self, method: str, params: Any = None) -> None:
+        """Write a notification (no ``id``); no ``params`` member when ``params`` is ``None``."""
+    def serve(self, handler: Callable[[str, Any], Any]) -> None:
+        """Answer every request with ``handler(method, params)`` until end of input."""
+
+def serve(handler: Callable[[str, Any], Any], transport: StdioTransport) -> None:
+    """Serve ``handler`` on ``transport`` until end of input."""
+
+def parse_request(raw: str | bytes) -> tuple[Request | None, dict[str, Any] | None]:
+    """Parse one JSON-RPC message: ``(request, None)`` or ``(None, error_response)``."""
