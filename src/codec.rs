@@ -199,7 +199,7 @@ impl Encoder<'_> {
         } else if let Ok(float) = value.cast::<PyFloat>() {
             self.float(float.value())?;
         } else if let Ok(list) = value.cast::<PyList>() {
-            self.container(value, |encoder| {
+            self.container(value, list.len(), |encoder| {
                 let mut index = 0;
                 // The length is read again each time: encoding an item can run Python code.
                 while let Ok(item) = list.get_item(index) {
@@ -212,7 +212,7 @@ impl Encoder<'_> {
                 Ok(())
             })?;
         } else if let Ok(tuple) = value.cast::<PyTuple>() {
-            self.container(value, |encoder| {
+            self.container(value, tuple.len(), |encoder| {
                 for (index, item) in tuple.iter().enumerate() {
                     if index > 0 {
                         encoder.out.push(b',');
@@ -232,19 +232,34 @@ impl Encoder<'_> {
         Ok(())
     }
 
-    fn container(&mut self, value: &Bound<'_, PyAny>, items: impl FnOnce(&mut Self) -> PyResult<()>) -> PyResult<()> {
-        let address = value.as_ptr() as usize;
-        if self.containers.contains(&address) {
-            return Err(PyValueError::new_err("Circular reference detected"));
-        }
+    /// Brackets, recursion guard and cycle check around a container's items, in `json`'s order:
+    /// recursion first, then an empty container is written without looking further (not even
+    /// at a dict subclass's `items()`), then the cycle check.
+    fn container(
+        &mut self,
+        value: &Bound<'_, PyAny>,
+        len: usize,
+        items: impl FnOnce(&mut Self) -> PyResult<()>,
+    ) -> PyResult<()> {
         let _guard = RecursionGuard::enter(value.py())?;
-        let list_like = !value.is_instance_of::<PyDict>();
-        self.containers.push(address);
-        self.out.push(if list_like { b'[' } else { b'{' });
-        let result = items(self);
-        self.containers.pop();
-        self.out.push(if list_like { b']' } else { b'}' });
-        result
+        let (open, close) = if value.is_instance_of::<PyDict>() {
+            (b'{', b'}')
+        } else {
+            (b'[', b']')
+        };
+        self.out.push(open);
+        if len > 0 {
+            let address = value.as_ptr() as usize;
+            if self.containers.contains(&address) {
+                return Err(PyValueError::new_err("Circular reference detected"));
+            }
+            self.containers.push(address);
+            let result = items(self);
+            self.containers.pop();
+            result?;
+        }
+        self.out.push(close);
+        Ok(())
     }
 
     fn int(&mut self, int: &Bound<'_, PyInt>) -> PyResult<()> {
@@ -270,7 +285,7 @@ impl Encoder<'_> {
 
     fn dict(&mut self, dict: &Bound<'_, PyDict>) -> PyResult<()> {
         let py = dict.py();
-        self.container(dict.as_any(), |encoder| {
+        self.container(dict.as_any(), dict.len(), |encoder| {
             if dict.is_exact_instance_of::<PyDict>() {
                 let expected_len = dict.len();
                 let mut position: ffi::Py_ssize_t = 0;
