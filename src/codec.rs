@@ -24,11 +24,7 @@ const I64_SAFE_DIGITS: usize = 18;
 
 /// Turn one JSON value (already validated) into Python objects.
 pub(crate) fn decode<'py>(py: Python<'py>, text: &str, max_depth: usize) -> Result<Bound<'py, PyAny>, Error> {
-    let mut decoder = Decoder {
-        py,
-        scanner: Scanner::new(text, max_depth),
-        scratch: Vec::new(),
-    };
+    let mut decoder = Decoder { py, scanner: Scanner::new(text, max_depth), scratch: Vec::new() };
     let value = decoder.value()?;
     decoder.scanner.finish()?;
     Ok(value)
@@ -125,9 +121,8 @@ impl<'py> Decoder<'_, 'py> {
                 (digits, true) => int_from_json(py, digits)?,
                 (text, false) => {
                     // Rust's parse is correctly rounded like Python's; "1e400" becomes inf in both.
-                    let value: f64 = text
-                        .parse()
-                        .map_err(|e: std::num::ParseFloatError| PyValueError::new_err(e.to_string()))?;
+                    let value: f64 =
+                        text.parse().map_err(|e: std::num::ParseFloatError| PyValueError::new_err(e.to_string()))?;
                     PyFloat::new(py, value).into_any()
                 }
             },
@@ -139,11 +134,7 @@ const OUT_OF_RANGE_FLOAT: &str = "Out of range float values are not JSON complia
 
 /// Append `value` as compact JSON, exactly as `json.dumps` (see the module doc) would write it.
 pub(crate) fn encode(out: &mut Vec<u8>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-    Encoder {
-        out,
-        containers: Vec::new(),
-    }
-    .value(value)
+    Encoder { out, containers: Vec::new() }.value(value)
 }
 
 /// Append a Python `str` as a JSON string.
@@ -190,8 +181,7 @@ impl Encoder<'_> {
         if value.is_none() {
             self.out.extend_from_slice(b"null");
         } else if let Ok(flag) = value.cast_exact::<PyBool>() {
-            self.out
-                .extend_from_slice(if flag.is_true() { b"true" } else { b"false" });
+            self.out.extend_from_slice(if flag.is_true() { b"true" } else { b"false" });
         } else if let Ok(text) = value.cast::<PyString>() {
             encode_str(self.out, text)?;
         } else if let Ok(int) = value.cast::<PyInt>() {
@@ -225,9 +215,7 @@ impl Encoder<'_> {
             self.dict(dict)?;
         } else {
             let name = value.get_type().name()?;
-            return Err(PyTypeError::new_err(format!(
-                "Object of type {name} is not JSON serializable"
-            )));
+            return Err(PyTypeError::new_err(format!("Object of type {name} is not JSON serializable")));
         }
         Ok(())
     }
@@ -242,11 +230,7 @@ impl Encoder<'_> {
         items: impl FnOnce(&mut Self) -> PyResult<()>,
     ) -> PyResult<()> {
         let _guard = RecursionGuard::enter(value.py())?;
-        let (open, close) = if value.is_instance_of::<PyDict>() {
-            (b'{', b'}')
-        } else {
-            (b'[', b']')
-        };
+        let (open, close) = if value.is_instance_of::<PyDict>() { (b'{', b'}') } else { (b'[', b']') };
         self.out.push(open);
         if len > 0 {
             let address = value.as_ptr() as usize;
@@ -269,8 +253,7 @@ impl Encoder<'_> {
             // `int.__repr__` (not `repr()`): an int subclass is written as its number.
             let py = int.py();
             let digits = py.get_type::<PyInt>().call_method1(intern!(py, "__repr__"), (int,))?;
-            self.out
-                .extend_from_slice(digits.cast::<PyString>()?.to_str()?.as_bytes());
+            self.out.extend_from_slice(digits.cast::<PyString>()?.to_str()?.as_bytes());
         }
         Ok(())
     }
@@ -338,8 +321,7 @@ impl Encoder<'_> {
         if let Ok(float) = key.cast::<PyFloat>() {
             self.float(float.value())?;
         } else if let Ok(flag) = key.cast_exact::<PyBool>() {
-            self.out
-                .extend_from_slice(if flag.is_true() { b"true" } else { b"false" });
+            self.out.extend_from_slice(if flag.is_true() { b"true" } else { b"false" });
         } else if key.is_none() {
             self.out.extend_from_slice(b"null");
         } else if let Ok(int) = key.cast::<PyInt>() {
@@ -348,9 +330,7 @@ impl Encoder<'_> {
             // SAFETY: every live object has a type whose `tp_name` is a NUL-terminated string.
             let type_name = unsafe { CStr::from_ptr((*ffi::Py_TYPE(key.as_ptr())).tp_name) };
             let type_name = type_name.to_string_lossy();
-            return Err(PyTypeError::new_err(format!(
-                "keys must be str, int, float, bool or None, not {type_name}"
-            )));
+            return Err(PyTypeError::new_err(format!("keys must be str, int, float, bool or None, not {type_name}")));
         }
         self.out.push(b'"');
         Ok(())

@@ -27,9 +27,7 @@ static REQUEST: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 /// The `rpcwire` logger (stdout is the wire: nothing is ever printed).
 pub(crate) fn logger(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     LOGGER
-        .get_or_try_init(py, || {
-            Ok::<_, PyErr>(py.import("logging")?.call_method1("getLogger", ("rpcwire",))?.unbind())
-        })
+        .get_or_try_init(py, || Ok::<_, PyErr>(py.import("logging")?.call_method1("getLogger", ("rpcwire",))?.unbind()))
         .map(|logger| logger.bind(py))
 }
 
@@ -54,10 +52,9 @@ pub(crate) fn answer_line(
         Err(error) => Err(format!("invalid UTF-8: {error}")),
     };
     let parsed = match parsed {
-        Ok(parsed) if exceeds_int_digit_limit(py, parsed.longest_integer)? => Err(format!(
-            "an integer with {} digits exceeds sys.get_int_max_str_digits()",
-            parsed.longest_integer
-        )),
+        Ok(parsed) if exceeds_int_digit_limit(py, parsed.longest_integer)? => {
+            Err(format!("an integer with {} digits exceeds sys.get_int_max_str_digits()", parsed.longest_integer))
+        }
         other => other,
     };
     let message = match parsed {
@@ -71,6 +68,7 @@ pub(crate) fn answer_line(
     let entries = match message {
         Message::Single(entry) => return answer_entry(py, &entry, handler, max_depth, out),
         Message::Batch(entries) if entries.is_empty() => {
+            log_debug(py, "invalid request", "empty batch")?;
             envelope::write_standard_error(out, None, StandardError::InvalidRequest);
             return Ok(true);
         }
@@ -113,7 +111,8 @@ fn answer_entry(
     out: &mut Vec<u8>,
 ) -> PyResult<bool> {
     let call = match entry {
-        Entry::Invalid { id } => {
+        Entry::Invalid { id, reason } => {
+            log_debug(py, "invalid request", reason)?;
             envelope::write_standard_error(out, id.as_ref(), StandardError::InvalidRequest);
             return Ok(true);
         }
@@ -146,10 +145,7 @@ fn log_notification_failure(py: Python<'_>, method: &Bound<'_, PyString>, error:
     let logger = logger(py)?;
     let exception = error.value(py);
     if exception.is_instance(json_rpc_error(py)?)? {
-        logger.call_method1(
-            intern!(py, "debug"),
-            ("notification %r answered nothing: %s", method, exception),
-        )?;
+        logger.call_method1(intern!(py, "debug"), ("notification %r answered nothing: %s", method, exception))?;
     } else {
         let kwargs = [(intern!(py, "exc_info"), exception)].into_py_dict(py)?;
         logger.call_method(intern!(py, "error"), ("notification %r failed", method), Some(&kwargs))?;
@@ -258,9 +254,7 @@ pub(crate) fn parse_request<'py>(
     } else if let Ok(array) = raw.cast::<PyByteArray>() {
         Some(array.to_vec())
     } else {
-        return Err(pyo3::exceptions::PyTypeError::new_err(
-            "parse_request takes str or bytes",
-        ));
+        return Err(pyo3::exceptions::PyTypeError::new_err("parse_request takes str or bytes"));
     };
     let parsed = bytes
         .as_deref()
@@ -275,7 +269,8 @@ pub(crate) fn parse_request<'py>(
         Message::Batch(_) => return Ok((none(), error_response(py, none(), StandardError::InvalidRequest)?)),
     };
     match entry {
-        Entry::Invalid { id } => {
+        Entry::Invalid { id, reason } => {
+            log_debug(py, "invalid request", reason)?;
             let id = id.as_ref().map_or_else(|| Ok(none()), |id| id_to_python(py, id))?;
             Ok((none(), error_response(py, id, StandardError::InvalidRequest)?))
         }
@@ -289,15 +284,10 @@ pub(crate) fn parse_request<'py>(
                 ("method", codec::decode_str(py, call.method)?.into_any()),
                 ("params", params),
                 ("id", id),
-                (
-                    "is_notification",
-                    PyBool::new(py, call.id.is_none()).to_owned().into_any(),
-                ),
+                ("is_notification", PyBool::new(py, call.id.is_none()).to_owned().into_any()),
             ]
             .into_py_dict(py)?;
-            let request = REQUEST
-                .import(py, "rpcwire._types", "Request")?
-                .call((), Some(&kwargs))?;
+            let request = REQUEST.import(py, "rpcwire._types", "Request")?.call((), Some(&kwargs))?;
             Ok((request, none()))
         }
     }

@@ -55,6 +55,7 @@ pub(crate) enum Entry<'a> {
     /// Answered with -32600; `id` is the request's id when that was valid, else `null`.
     Invalid {
         id: Option<Id<'a>>,
+        reason: &'static str,
     },
 }
 
@@ -97,16 +98,13 @@ pub(crate) fn parse_message(text: &str, max_depth: usize) -> Result<Parsed<'_>, 
         Message::Single(parse_entry(&mut scanner)?)
     };
     scanner.finish()?;
-    Ok(Parsed {
-        message,
-        longest_integer: scanner.longest_integer,
-    })
+    Ok(Parsed { message, longest_integer: scanner.longest_integer })
 }
 
 fn parse_entry<'a>(scanner: &mut Scanner<'a>) -> Result<Entry<'a>, SyntaxError> {
     if scanner.peek() != Some(b'{') {
         scanner.value()?;
-        return Ok(Entry::Invalid { id: None });
+        return Ok(Entry::Invalid { id: None, reason: "not an object" });
     }
     let mut version_ok = false;
     let mut method = Member::Absent;
@@ -120,11 +118,7 @@ fn parse_entry<'a>(scanner: &mut Scanner<'a>) -> Result<Entry<'a>, SyntaxError> 
             if key.decodes_to("jsonrpc") {
                 version_ok = peek == Some(b'"') && scanner.string()?.decodes_to("2.0");
             } else if key.decodes_to("method") {
-                method = if peek == Some(b'"') {
-                    Member::Valid(scanner.string()?)
-                } else {
-                    Member::Wrong
-                };
+                method = if peek == Some(b'"') { Member::Valid(scanner.string()?) } else { Member::Wrong };
             } else if key.decodes_to("params") {
                 params = if matches!(peek, Some(b'[' | b'{')) {
                     scanner.value()?;
@@ -155,21 +149,19 @@ fn parse_entry<'a>(scanner: &mut Scanner<'a>) -> Result<Entry<'a>, SyntaxError> 
     let id = match id {
         Member::Absent => None,
         Member::Valid(id) => Some(id),
-        Member::Wrong => return Ok(Entry::Invalid { id: None }),
+        Member::Wrong => return Ok(Entry::Invalid { id: None, reason: "id is not a string, an integer or null" }),
     };
-    Ok(match (version_ok, method, params) {
-        (true, Member::Valid(method), Member::Absent) => Entry::Call(Call {
-            method,
-            params: None,
-            id,
-        }),
-        (true, Member::Valid(method), Member::Valid(params)) => Entry::Call(Call {
-            method,
-            params: Some(params),
-            id,
-        }),
-        _ => Entry::Invalid { id },
-    })
+    // The reasons are checked in the same order as `rpcwire.pure` checks them.
+    let reason = match (version_ok, method, params) {
+        (true, Member::Valid(method), Member::Absent) => return Ok(Entry::Call(Call { method, params: None, id })),
+        (true, Member::Valid(method), Member::Valid(params)) => {
+            return Ok(Entry::Call(Call { method, params: Some(params), id }))
+        }
+        (false, _, _) => "jsonrpc is not \"2.0\"",
+        (true, Member::Absent | Member::Wrong, _) => "method is not a string",
+        (true, Member::Valid(_), Member::Wrong) => "params is not an array or an object",
+    };
+    Ok(Entry::Invalid { id, reason })
 }
 
 /// The errors the transport itself answers with.
@@ -243,7 +235,7 @@ mod tests {
     fn answer_id(text: &str) -> String {
         let id = match single(text) {
             Entry::Call(call) => call.id,
-            Entry::Invalid { id } => id,
+            Entry::Invalid { id, .. } => id,
         };
         let mut out = Vec::new();
         id.unwrap_or(Id::Null).write_json(&mut out);
@@ -253,35 +245,21 @@ mod tests {
     #[test]
     fn a_request_borrows_its_members() {
         let entry = single(r#"{"jsonrpc":"2.0","method":"add","params":[1, 2],"id":7,"extra":{"x":[]}}"#);
-        let expected = Call {
-            method: plain("add"),
-            params: Some("[1, 2]"),
-            id: Some(Id::Integer("7")),
-        };
+        let expected = Call { method: plain("add"), params: Some("[1, 2]"), id: Some(Id::Integer("7")) };
         assert_eq!(entry, Entry::Call(expected));
     }
 
     #[test]
     fn a_notification_has_no_id() {
         let entry = single(r#"{"method":"ping","jsonrpc":"2.0"}"#);
-        assert_eq!(
-            entry,
-            Entry::Call(Call {
-                method: plain("ping"),
-                params: None,
-                id: None
-            })
-        );
+        assert_eq!(entry, Entry::Call(Call { method: plain("ping"), params: None, id: None }));
     }
 
     #[test]
     fn invalid_envelopes_keep_a_valid_id() {
         for (text, id) in [
             (r#"{"jsonrpc":"2.0","method":1,"id":3}"#, Some(Id::Integer("3"))),
-            (
-                r#"{"jsonrpc":"2.0","method":"m","params":null,"id":"a"}"#,
-                Some(Id::String(plain("a"))),
-            ),
+            (r#"{"jsonrpc":"2.0","method":"m","params":null,"id":"a"}"#, Some(Id::String(plain("a")))),
             (r#"{"jsonrpc":"2.0","method":"m","params":"x"}"#, None),
             (r#"{"jsonrpc":"1.0","method":"m","id":null}"#, Some(Id::Null)),
             (r#"{"jsonrpc":2.0,"method":"m","id":1}"#, Some(Id::Integer("1"))),
@@ -293,44 +271,31 @@ mod tests {
             ("[]", None),
             ("5", None),
         ] {
-            let expected = if text == "[]" {
-                Message::Batch(vec![])
-            } else {
-                Message::Single(Entry::Invalid { id })
-            };
-            assert_eq!(parse_message(text, 128).unwrap().message, expected, "{text}");
+            let expected =
+                if text == "[]" { Message::Batch(vec![]) } else { Message::Single(Entry::Invalid { id, reason: "" }) };
+            let mut message = parse_message(text, 128).unwrap().message;
+            if let Message::Single(Entry::Invalid { reason, .. }) = &mut message {
+                assert!(!reason.is_empty());
+                *reason = "";
+            }
+            assert_eq!(message, expected, "{text}");
         }
     }
 
     #[test]
     fn escaped_member_names_and_values_count_decoded() {
         let entry = single(r#"{"jsonr\u0070c":"2\u002e0","\u006dethod":"a\/b","id":"\u00e9"}"#);
-        let Entry::Call(call) = entry else {
-            panic!("expected a call")
-        };
+        let Entry::Call(call) = entry else { panic!("expected a call") };
         assert!(call.method.decodes_to("a/b"));
-        assert_eq!(
-            answer_id(r#"{"jsonr\u0070c":"2\u002e0","\u006dethod":"a\/b","id":"\u00e9"}"#),
-            "\"é\""
-        );
+        assert_eq!(answer_id(r#"{"jsonr\u0070c":"2\u002e0","\u006dethod":"a\/b","id":"\u00e9"}"#), "\"é\"");
     }
 
     #[test]
     fn the_last_duplicate_member_wins() {
         assert_eq!(answer_id(r#"{"jsonrpc":"2.0","method":"m","id":1,"id":2}"#), "2");
         let entry = single(r#"{"jsonrpc":"2.0","method":5,"method":"m","params":1,"params":{}}"#);
-        assert_eq!(
-            entry,
-            Entry::Call(Call {
-                method: plain("m"),
-                params: Some("{}"),
-                id: None
-            })
-        );
-        assert!(matches!(
-            single(r#"{"jsonrpc":"2.0","jsonrpc":"1","method":"m"}"#),
-            Entry::Invalid { .. }
-        ));
+        assert_eq!(entry, Entry::Call(Call { method: plain("m"), params: Some("{}"), id: None }));
+        assert!(matches!(single(r#"{"jsonrpc":"2.0","jsonrpc":"1","method":"m"}"#), Entry::Invalid { .. }));
     }
 
     #[test]
@@ -338,23 +303,16 @@ mod tests {
         let big = r#"{"jsonrpc":"2.0","method":"m","id":1267650600228229401496703205376}"#;
         assert_eq!(answer_id(big), "1267650600228229401496703205376");
         assert_eq!(answer_id(r#"{"jsonrpc":"2.0","method":"m","id":-0}"#), "0");
-        assert_eq!(
-            answer_id(r#"{"jsonrpc":"2.0","method":"m","id":"tab\there\ud800"}"#),
-            r#""tab\there\ud800""#
-        );
+        assert_eq!(answer_id(r#"{"jsonrpc":"2.0","method":"m","id":"tab\there\ud800"}"#), r#""tab\there\ud800""#);
     }
 
     #[test]
     fn a_batch_checks_each_entry_and_the_whole_line_is_json() {
-        let parsed = parse_message(
-            r#"[{"jsonrpc":"2.0","method":"a","id":1}, 1, {"jsonrpc":"2.0","method":"b"}]"#,
-            128,
-        );
-        let Message::Batch(entries) = parsed.unwrap().message else {
-            panic!("expected a batch")
-        };
+        let parsed =
+            parse_message(r#"[{"jsonrpc":"2.0","method":"a","id":1}, 1, {"jsonrpc":"2.0","method":"b"}]"#, 128);
+        let Message::Batch(entries) = parsed.unwrap().message else { panic!("expected a batch") };
         assert_eq!(entries.len(), 3);
-        assert_eq!(entries[1], Entry::Invalid { id: None });
+        assert_eq!(entries[1], Entry::Invalid { id: None, reason: "not an object" });
         assert!(parse_message(r#"[{"jsonrpc":"2.0","method":"a","id":1}, {"#, 128).is_err());
         assert!(parse_message(r#"{"jsonrpc":"2.0","method":"a"} x"#, 128).is_err());
     }
@@ -373,9 +331,6 @@ mod tests {
     fn standard_errors_have_no_data() {
         let mut out = Vec::new();
         write_standard_error(&mut out, Some(&Id::String(plain("x"))), StandardError::InvalidRequest);
-        assert_eq!(
-            out,
-            br#"{"jsonrpc":"2.0","id":"x","error":{"code":-32600,"message":"Invalid Request"}}"#
-        );
+        assert_eq!(out, br#"{"jsonrpc":"2.0","id":"x","error":{"code":-32600,"message":"Invalid Request"}}"#);
     }
 }

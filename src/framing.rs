@@ -71,10 +71,7 @@ mod tests {
     fn splits_on_newline_only() {
         let mut buffer = LineBuffer::default();
         buffer.extend("a\u{2028}b\nc\r\n\n".as_bytes());
-        assert_eq!(
-            drain(&mut buffer),
-            vec!["a\u{2028}b".as_bytes().to_vec(), b"c".to_vec(), b"".to_vec()]
-        );
+        assert_eq!(drain(&mut buffer), vec!["a\u{2028}b".as_bytes().to_vec(), b"c".to_vec(), b"".to_vec()]);
         assert_eq!(buffer.pop_rest(), None);
     }
 

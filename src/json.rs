@@ -68,13 +68,7 @@ pub(crate) struct Scanner<'a> {
 
 impl<'a> Scanner<'a> {
     pub(crate) fn new(text: &'a str, max_depth: usize) -> Self {
-        Self {
-            text,
-            pos: 0,
-            depth: 0,
-            max_depth,
-            longest_integer: 0,
-        }
+        Self { text, pos: 0, depth: 0, max_depth, longest_integer: 0 }
     }
 
     fn bytes(&self) -> &'a [u8] {
@@ -82,10 +76,7 @@ impl<'a> Scanner<'a> {
     }
 
     fn error(&self, what: &'static str) -> SyntaxError {
-        SyntaxError {
-            what,
-            position: self.pos,
-        }
+        SyntaxError { what, position: self.pos }
     }
 
     pub(crate) fn skip_whitespace(&mut self) {
@@ -262,9 +253,9 @@ impl<'a> Scanner<'a> {
     pub(crate) fn value(&mut self) -> Result<Kind> {
         match self.peek() {
             Some(b'"') => self.string().map(|_| Kind::String),
-            Some(b'-' | b'0'..=b'9') => self
-                .number()
-                .map(|(_, integer)| if integer { Kind::Integer } else { Kind::Float }),
+            Some(b'-' | b'0'..=b'9') => {
+                self.number().map(|(_, integer)| if integer { Kind::Integer } else { Kind::Float })
+            }
             Some(b'n') => self.literal(b"null").map(|()| Kind::Null),
             Some(b't') => self.literal(b"true").map(|()| Kind::Bool),
             Some(b'f') => self.literal(b"false").map(|()| Kind::Bool),
@@ -301,9 +292,7 @@ fn is_hex4(digits: &[u8]) -> bool {
 }
 
 fn hex4(digits: &[u8]) -> u32 {
-    digits.iter().fold(0, |acc, &digit| {
-        (acc << 4) | char::from(digit).to_digit(16).unwrap_or(0)
-    })
+    digits.iter().fold(0, |acc, &digit| (acc << 4) | char::from(digit).to_digit(16).unwrap_or(0))
 }
 
 /// Push the code point `cp` as (generalised) UTF-8: a surrogate becomes its 3-byte WTF-8 form.
@@ -312,11 +301,7 @@ fn push_code_point(out: &mut Vec<u8>, cp: u32) {
         out.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes());
     } else {
         let [_, _, high, low] = cp.to_be_bytes();
-        out.extend_from_slice(&[
-            0xE0 | (high >> 4),
-            0x80 | ((high & 0x0F) << 2) | (low >> 6),
-            0x80 | (low & 0x3F),
-        ]);
+        out.extend_from_slice(&[0xE0 | (high >> 4), 0x80 | ((high & 0x0F) << 2) | (low >> 6), 0x80 | (low & 0x3F)]);
     }
 }
 
@@ -426,11 +411,7 @@ pub(crate) fn write_float_repr(out: &mut Vec<u8>, value: f64) {
     };
     let integer_len = mantissa.iter().position(|&b| b == b'.').unwrap_or(mantissa.len());
     let all_digits = mantissa.iter().copied().filter(u8::is_ascii_digit);
-    let leading_zeros = mantissa
-        .iter()
-        .take_while(|&&b| b == b'0' || b == b'.')
-        .filter(|&&b| b == b'0')
-        .count();
+    let leading_zeros = mantissa.iter().take_while(|&&b| b == b'0' || b == b'.').filter(|&&b| b == b'0').count();
     let mut digits: Vec<u8> = all_digits.skip(leading_zeros).collect();
     while digits.len() > 1 && digits.last() == Some(&b'0') {
         digits.pop();
@@ -476,10 +457,7 @@ pub(crate) fn write_float_repr(out: &mut Vec<u8>, value: f64) {
 }
 
 fn parse_exponent(text: &[u8]) -> i32 {
-    std::str::from_utf8(text)
-        .ok()
-        .and_then(|text| text.parse().ok())
-        .unwrap_or(0)
+    std::str::from_utf8(text).ok().and_then(|text| text.parse().ok()).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -495,15 +473,9 @@ mod tests {
 
     #[test]
     fn accepts_exactly_rfc_8259() {
-        for good in [
-            "0",
-            "-0",
-            "1.5e-3",
-            "1E+2",
-            " [1, {\"a\": [true, false, null]}] ",
-            "\"\\ud800\"",
-            "\"\\u00e9\\/\"",
-        ] {
+        for good in
+            ["0", "-0", "1.5e-3", "1E+2", " [1, {\"a\": [true, false, null]}] ", "\"\\ud800\"", "\"\\u00e9\\/\""]
+        {
             assert!(skim(good, 128).is_ok(), "{good}");
         }
         for bad in [
@@ -560,20 +532,14 @@ mod tests {
         assert_eq!(decode(r"a\nb\u00e9\/"), ("a\nbé/".as_bytes().to_vec(), false));
         assert_eq!(decode(r"\ud83d\ude00"), ("😀".as_bytes().to_vec(), false));
         assert_eq!(decode(r"\ud800x"), (vec![0xED, 0xA0, 0x80, b'x'], true));
-        assert_eq!(
-            decode(r"\udc00\ud800"),
-            (vec![0xED, 0xB0, 0x80, 0xED, 0xA0, 0x80], true)
-        );
+        assert_eq!(decode(r"\udc00\ud800"), (vec![0xED, 0xB0, 0x80, 0xED, 0xA0, 0x80], true));
     }
 
     #[test]
     fn escapes_like_python_json() {
         let mut out = Vec::new();
         write_escaped_str(&mut out, "q\"b\\n\n\u{1}\u{7f}é\u{2028}".as_bytes());
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            "\"q\\\"b\\\\n\\n\\u0001\u{7f}é\u{2028}\""
-        );
+        assert_eq!(String::from_utf8(out).unwrap(), "\"q\\\"b\\\\n\\n\\u0001\u{7f}é\u{2028}\"");
         let mut out = Vec::new();
         write_escaped_str(&mut out, &[b'a', 0xED, 0xA0, 0x80, 0xED, 0xBF, 0xBF]);
         assert_eq!(out, b"\"a\\ud800\\udfff\"");

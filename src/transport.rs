@@ -120,9 +120,7 @@ impl Reader {
         } else if let Ok(array) = data.cast::<PyByteArray>() {
             self.buffer.extend(&array.to_vec());
         } else {
-            return Err(PyTypeError::new_err(
-                "stdin must return bytes; pass a binary file-like object",
-            ));
+            return Err(PyTypeError::new_err("stdin must return bytes; pass a binary file-like object"));
         }
         Ok(data.len()? > 0)
     }
@@ -141,11 +139,7 @@ impl Writer {
         while offset < line.len() {
             let written = stream.call_method1(intern!(py, "write"), (PyBytes::new(py, &line[offset..]),))?;
             // Buffered streams take everything; a raw stream may take only part of it.
-            offset = if written.is_none() {
-                line.len()
-            } else {
-                offset + written.extract::<usize>()?
-            };
+            offset = if written.is_none() { line.len() } else { offset + written.extract::<usize>()? };
         }
         if let Some(flush) = &self.flush {
             flush.call0(py)?;
@@ -180,9 +174,7 @@ fn binary_stream<'py>(
         };
     }
     if !stream.getattr_opt(needs)?.is_some_and(|method| method.is_callable()) {
-        return Err(PyTypeError::new_err(format!(
-            "{name} must be a binary file-like object with a {needs}() method"
-        )));
+        return Err(PyTypeError::new_err(format!("{name} must be a binary file-like object with a {needs}() method")));
     }
     Ok(stream)
 }
@@ -201,9 +193,7 @@ fn read_method(py: Python<'_>, stream: &Bound<'_, PyAny>) -> PyResult<ReadMethod
 }
 
 fn lock<'a, T>(py: Python<'_>, mutex: &'a Mutex<T>) -> PyResult<MutexGuard<'a, T>> {
-    mutex
-        .lock_py_attached(py)
-        .map_err(|_| PyRuntimeError::new_err("a previous call panicked while holding the stream"))
+    mutex.lock_py_attached(py).map_err(|_| PyRuntimeError::new_err("a previous call panicked while holding the stream"))
 }
 
 /// Newline-delimited JSON-RPC 2.0 over a pair of binary streams.
@@ -238,19 +228,9 @@ impl StdioTransport {
             buffer: LineBuffer::default(),
             at_eof: false,
         };
-        let flush = stdout
-            .getattr_opt("flush")?
-            .filter(PyAnyMethods::is_callable)
-            .map(Bound::unbind);
-        let writer = Writer {
-            stream: stdout.unbind(),
-            flush,
-        };
-        Ok(Self {
-            reader: Mutex::new(reader),
-            writer: Mutex::new(writer),
-            max_depth: DEFAULT_MAX_DEPTH,
-        })
+        let flush = stdout.getattr_opt("flush")?.filter(PyAnyMethods::is_callable).map(Bound::unbind);
+        let writer = Writer { stream: stdout.unbind(), flush };
+        Ok(Self { reader: Mutex::new(reader), writer: Mutex::new(writer), max_depth: DEFAULT_MAX_DEPTH })
     }
 
     /// The next line without its `\n` (or `\r\n`); `None` at end of input.

@@ -138,25 +138,28 @@ def _encode_response(response: dict[str, Any]) -> bytes:
         return _encode(_error_response(response["id"], ERR_INTERNAL, "Internal error", data))
 
 
-def _check_envelope(message: Any) -> Request | dict[str, Any]:
-    """The request in a decoded message, or the -32600 answer for it."""
+def _check_envelope(message: Any) -> Request | tuple[Any, str]:
+    """The request in a decoded message, or the id to answer -32600 with and the reason."""
     if type(message) is not dict:
-        return _error_response(None, ERR_INVALID_REQUEST, "Invalid Request")
-    has_id = "id" in message
+        return None, "not an object"
     id_ = message.get("id")
     if id_ is not None and type(id_) not in (str, int):
-        return _error_response(None, ERR_INVALID_REQUEST, "Invalid Request")
+        return None, "id is not a string, an integer or null"
     version = message.get("jsonrpc")
+    if type(version) is not str or version != "2.0":
+        return id_, 'jsonrpc is not "2.0"'
     method = message.get("method")
+    if type(method) is not str:
+        return id_, "method is not a string"
     params = message.get("params")
-    if (
-        type(version) is not str
-        or version != "2.0"
-        or type(method) is not str
-        or ("params" in message and type(params) not in (list, dict))
-    ):
-        return _error_response(id_, ERR_INVALID_REQUEST, "Invalid Request")
-    return Request(method=method, params=params, id=id_, is_notification=not has_id)
+    if "params" in message and type(params) not in (list, dict):
+        return id_, "params is not an array or an object"
+    return Request(method=method, params=params, id=id_, is_notification="id" not in message)
+
+
+def _invalid_request(id_: Any, reason: str) -> dict[str, Any]:
+    logger.debug("invalid request: %s", reason)
+    return _error_response(id_, ERR_INVALID_REQUEST, "Invalid Request")
 
 
 def parse_request(raw: str | bytes) -> tuple[Request | None, dict[str, Any] | None]:
@@ -165,15 +168,16 @@ def parse_request(raw: str | bytes) -> tuple[Request | None, dict[str, Any] | No
     Returns ``(request, None)``, or ``(None, error_response)`` where the error response is the
     JSON-RPC answer (a dict) ready to write: -32700 for bad JSON, -32600 for a bad envelope.
     """
-    line = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
     try:
+        # A ``str`` holding lone surrogates has no UTF-8 form: it is not a JSON text on any wire.
+        line = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
         message = _decode(line, DEFAULT_MAX_DEPTH)
-    except _ParseError:
+    except (UnicodeEncodeError, _ParseError):
         return None, _error_response(None, ERR_PARSE, "Parse error")
     checked = _check_envelope(message)
     if isinstance(checked, Request):
         return checked, None
-    return None, checked
+    return None, _invalid_request(*checked)
 
 
 def _binary_stream(stream: Any, name: str, needs: str) -> Any:
@@ -241,7 +245,7 @@ class StdioTransport:
     def _answer_message(self, message: Any, handler: Handler) -> bytes | None:
         checked = _check_envelope(message)
         if not isinstance(checked, Request):
-            return _encode(checked)
+            return _encode(_invalid_request(*checked))
         try:
             result = handler(checked.method, checked.params)
         except Exception as exc:
@@ -265,7 +269,7 @@ class StdioTransport:
         if type(message) is not list:
             return self._answer_message(message, handler)
         if not message:
-            return _encode(_error_response(None, ERR_INVALID_REQUEST, "Invalid Request"))
+            return _encode(_invalid_request(None, "empty batch"))
         answers = [answer for entry in message if (answer := self._answer_message(entry, handler)) is not None]
         return b"[" + b",".join(answers) + b"]" if answers else None
 
