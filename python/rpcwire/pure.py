@@ -168,6 +168,8 @@ def parse_request(raw: str | bytes) -> tuple[Request | None, dict[str, Any] | No
     Returns ``(request, None)``, or ``(None, error_response)`` where the error response is the
     JSON-RPC answer (a dict) ready to write: -32700 for bad JSON, -32600 for a bad envelope.
     """
+    if not isinstance(raw, (str, bytes, bytearray)):
+        raise TypeError("parse_request takes str or bytes")
     try:
         # A ``str`` holding lone surrogates has no UTF-8 form: it is not a JSON text on any wire.
         line = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
