@@ -1,0 +1,282 @@
+"""JSON in and out: the bytes written equal ``json.dumps(..., ensure_ascii=False, separators=(",", ":"),
+allow_nan=False)`` (a lone surrogate as its ``\\udxxx`` escape), native and pure alike; numbers and
+strings are decoded as ``json.loads`` decodes them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+import sys
+from typing import Any
+
+import pytest
+import rpcwire
+import rpcwire.pure
+from conftest import answers, compact, echo, err, request
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+IMPLS = (rpcwire, rpcwire.pure)
+
+MAX_DIGITS = sys.get_int_max_str_digits()
+
+SPECIAL_CHARS = '"\\/\x00\x01\x08\x09\x0a\x0c\x0d\x1f\x20\x7f\x80\xa0\xff\u2028\u2029\ufeff\uffff\U0001f600\U0010ffff'
+characters = st.one_of(
+    st.characters(),
+    st.characters(categories=["Cs"]),  # lone surrogates
+    st.sampled_from(SPECIAL_CHARS),
+)
+texts = st.text(characters, max_size=20)
+
+integers = st.one_of(
+    st.integers(),
+    st.integers(min_value=-(2**300), max_value=2**300),
+    st.sampled_from([2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 2**64, 10 ** (MAX_DIGITS - 1), 1 - 10**MAX_DIGITS]),
+)
+floats = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.floats(allow_nan=False, allow_infinity=False, allow_subnormal=True, min_value=-1e-300, max_value=1e-300),
+    st.sampled_from([0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 1e16, 1e-7]),
+)
+scalars = st.one_of(st.none(), st.booleans(), integers, floats, texts)
+keys = st.one_of(texts, texts, st.integers(-1000, 1000), floats, st.booleans(), st.none())
+
+values = st.recursive(
+    scalars,
+    lambda children: st.one_of(
+        st.lists(children, max_size=5),
+        st.lists(children, max_size=5).map(tuple),
+        st.dictionaries(keys, children, max_size=5),
+    ),
+    max_leaves=25,
+)
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def expected_bytes(value: Any) -> bytes:
+    """The documented encoding: ``json.dumps`` compact UTF-8, with each surrogate written as ``\\udxxx``."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+
+
+def serve_result(impl: Any, value: Any) -> bytes:
+    out = io.BytesIO()
+    impl.StdioTransport(io.BytesIO(request("m", id=1)), out).serve(lambda m, p: value)
+    return out.getvalue()
+
+
+def write_all(impl: Any, value: Any) -> bytes:
+    out = io.BytesIO()
+    transport = impl.StdioTransport(io.BytesIO(), out)
+    transport.write_response(7, value)
+    transport.write_error("e", -32000, "m", data=value)
+    transport.write_notification("n", value)
+    return out.getvalue()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(values)
+def test_result_encoding(value: Any) -> None:
+    """A handler's result: native == pure == json.dumps (surrogates escaped)."""
+    native, pure = (serve_result(impl, value) for impl in IMPLS)
+    assert native == pure
+    assert native == b'{"jsonrpc":"2.0","id":1,"result":' + expected_bytes(value) + b"}\n"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(values)
+def test_write_methods_encoding(value: Any) -> None:
+    native, pure = (write_all(impl, value) for impl in IMPLS)
+    assert native == pure
+    notification = {"jsonrpc": "2.0", "method": "n"}
+    if value is not None:
+        notification["params"] = value
+    error: dict[str, Any] = {"code": -32000, "message": "m"}
+    if value is not None:
+        error["data"] = value
+    assert native.split(b"\n") == [
+        expected_bytes({"jsonrpc": "2.0", "id": 7, "result": value}),
+        expected_bytes({"jsonrpc": "2.0", "id": "e", "error": error}),
+        expected_bytes(notification),
+        b"",
+    ]
+
+
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), integers, floats, texts),
+    lambda children: st.one_of(st.lists(children, max_size=5), st.dictionaries(texts, children, max_size=5)),
+    max_leaves=25,
+)
+
+
+def exact(value: Any) -> str:
+    """A text that tells apart what ``==`` does not (``1`` and ``1.0``, ``0.0`` and ``-0.0``, ``True`` and ``1``)."""
+    return json.dumps(value, ensure_ascii=True)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(json_values, st.booleans())
+def test_decode_then_encode_round_trip(value: Any, ascii_only: bool) -> None:
+    """params sent as JSON (escaped or raw UTF-8) reach the handler as ``json.loads`` gives them, and come back
+    canonical."""
+    if _SURROGATE.search(json.dumps(value, ensure_ascii=False)):
+        ascii_only = True  # a raw surrogate cannot be sent as UTF-8
+    line = json.dumps({"jsonrpc": "2.0", "method": "m", "params": [value], "id": 1}, ensure_ascii=ascii_only)
+    received = json.loads(json.dumps(value))  # what json.loads makes of it (an escaped surrogate pair is one character)
+    outputs = []
+    for impl in IMPLS:
+        seen: list[Any] = []
+        out = io.BytesIO()
+        impl.StdioTransport(io.BytesIO(line.encode() + b"\n"), out).serve(lambda m, p, seen=seen: seen.append(p) or p)
+        assert len(seen) == 1
+        assert exact(seen[0]) == exact([received])
+        outputs.append(out.getvalue())
+    assert outputs[0] == outputs[1]
+    assert outputs[0] == b'{"jsonrpc":"2.0","id":1,"result":' + expected_bytes([received]) + b"}\n"
+
+
+TARGETED_FLOATS = [0.1, 1e16, 1e15, 1e-5, 1e-4, 5e-324, 1.7976931348623157e308, -0.0, 123456789.123]
+
+
+@pytest.mark.parametrize("value", TARGETED_FLOATS, ids=[repr(f) for f in TARGETED_FLOATS])
+def test_float_results_are_written_as_repr(impl: Any, value: float) -> None:
+    out = serve_result(impl, value)
+    assert out == b'{"jsonrpc":"2.0","id":1,"result":' + repr(value).encode() + b"}\n"
+    assert serve_result(impl, [value, -value]) == b'{"jsonrpc":"2.0","id":1,"result":[%s,%s]}\n' % (
+        repr(value).encode(),
+        repr(-value).encode(),
+    )
+
+
+FLOAT_TEXTS = [
+    "0.1",
+    "1e16",
+    "1E16",
+    "1.0e1",
+    "0.1e1",
+    "1e-7",
+    "0.000001",
+    "5e-324",
+    "5E-324",
+    "2.5e-324",
+    "4.9406564584124654e-324",
+    "2.2250738585072011e-308",
+    "2.2250738585072012e-308",
+    "2.2250738585072014e-308",
+    "1.7976931348623157e308",
+    "1.7976931348623158e308",
+    "8.98846567431158e307",
+    "0.30000000000000004",
+    "1e23",
+    "9007199254740993.0",
+    "9007199254740993e0",
+    "123456789012345678901234567890.0",
+    "3.14159265358979323846264338327950288419716939937510582097494459",
+    "0." + "0" * 400 + "1",
+    "1" + "0" * 300 + ".5",
+    "1e-400",
+    "-1e-400",
+    "-0.0",
+    "-0e10",
+    "0e-10",
+    "1.5e+3",
+    "100e-2",
+    "7e22",
+    "7.0e-10",
+    "0.1234567890123456789e-300",
+    "1" * 400 + "e-300",
+]
+
+
+@pytest.mark.parametrize("text", FLOAT_TEXTS, ids=[t if len(t) < 40 else t[:37] + "..." for t in FLOAT_TEXTS])
+def test_float_decoding_is_correctly_rounded(impl: Any, text: str) -> None:
+    """A number with a fraction or exponent becomes the ``float`` that ``float(text)`` gives (correctly rounded)."""
+    seen: list[Any] = []
+    out = io.BytesIO()
+    line = b'{"jsonrpc":"2.0","method":"m","params":[%s],"id":1}\n' % text.encode()
+    impl.StdioTransport(io.BytesIO(line), out).serve(lambda m, p: seen.append(p) or p)
+    assert len(seen) == 1
+    [value] = seen[0]
+    assert type(value) is float
+    assert repr(value) == repr(float(text))
+    assert out.getvalue() == b'{"jsonrpc":"2.0","id":1,"result":[' + repr(float(text)).encode() + b"]}\n"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(["{!r}", "{:.17g}", "{:.17e}", "{:.20f}", "{:.3e}", "{:.1E}"]),
+)
+def test_float_text_round_trip(value: float, form: str) -> None:
+    """Any float text comes back as ``repr(float(text))``; one that overflows to inf is a -32603."""
+    text = form.format(value)
+    if not any(c in text for c in ".eE"):
+        text += ".0"  # keep it a float
+    line = b'{"jsonrpc":"2.0","method":"m","params":[%s],"id":1}\n' % text.encode()
+    outputs = []
+    for impl in IMPLS:
+        out = io.BytesIO()
+        impl.StdioTransport(io.BytesIO(line), out).serve(echo)
+        outputs.append(out.getvalue())
+    if math.isinf(float(text)):
+        data = {"exception": "ValueError", "detail": "Out of range float values are not JSON compliant"}
+        expected = compact(err(1, -32603, "Internal error", data))
+    else:
+        expected = b'{"jsonrpc":"2.0","id":1,"result":[' + repr(float(text)).encode() + b"]}"
+    assert outputs[0] == outputs[1] == expected + b"\n"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.integers(), st.integers(min_value=-(10**MAX_DIGITS) + 1, max_value=10**MAX_DIGITS - 1)))
+def test_integer_round_trip(value: int) -> None:
+    line = b'{"jsonrpc":"2.0","method":"m","params":[%d],"id":%d}\n' % (value, value)
+    for impl in IMPLS:
+        out = io.BytesIO()
+        seen: list[Any] = []
+        impl.StdioTransport(io.BytesIO(line), out).serve(lambda m, p, seen=seen: seen.append(p) or p)
+        assert seen == [[value]]
+        assert type(seen[0][0]) is int
+        assert out.getvalue() == b'{"jsonrpc":"2.0","id":%d,"result":[%d]}\n' % (value, value)
+
+
+@pytest.mark.parametrize(
+    ("escaped", "decoded"),
+    [
+        (r"\"", '"'),
+        (r"\\", "\\"),
+        (r"\/", "/"),
+        (r"\b\f\n\r\t", "\b\f\n\r\t"),
+        (r"\u0000", "\x00"),
+        (r"\u001F", "\x1f"),
+        (r"\u00e9\u00C9", "éÉ"),
+        (r"\u20ac", "€"),
+        (r"\ud83d\ude00", "\U0001f600"),
+        (r"\uD83D\uDE00", "\U0001f600"),
+        (r"\ud800", "\ud800"),
+        (r"\udc00\ud800", "\udc00\ud800"),
+        (r"\ud800x", "\ud800x"),
+        (r"\ud800\u0041", "\ud800A"),
+        (r"\ud83d\ud83d\ude00", "\ud83d\U0001f600"),
+        ("é€😀", "é€😀"),
+        ("\x7f", "\x7f"),
+    ],
+)
+def test_string_escapes_decode_like_json_loads(impl: Any, escaped: str, decoded: str) -> None:
+    assert json.loads(f'"{escaped}"') == decoded  # the reference agrees with the table
+    seen: list[Any] = []
+    line = '{"jsonrpc":"2.0","method":"m","params":["' + escaped + '"],"id":1}\n'
+    out = io.BytesIO()
+    impl.StdioTransport(io.BytesIO(line.encode()), out).serve(lambda m, p: seen.append(p) or p)
+    assert seen == [[decoded]]
+    assert out.getvalue() == b'{"jsonrpc":"2.0","id":1,"result":[' + expected_bytes(decoded) + b"]}\n"
+
+
+def test_long_strings_and_wide_containers(impl: Any) -> None:
+    value = {"s": "é" * 100_000, "l": list(range(10_000)), "d": {str(i): i for i in range(2_000)}}
+    out = serve_result(impl, value)
+    assert out == b'{"jsonrpc":"2.0","id":1,"result":' + compact(value) + b"}\n"
+    assert answers(out) == [{"jsonrpc": "2.0", "id": 1, "result": value}]
