@@ -20,6 +20,9 @@ use crate::transport::DEFAULT_MAX_DEPTH;
 /// `CPython` never limits integer literals to fewer digits than this (`sys.set_int_max_str_digits`).
 const MIN_INT_DIGIT_LIMIT: usize = 640;
 
+/// `logging.DEBUG`.
+const LOGGING_DEBUG: u8 = 10;
+
 static LOGGER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static JSON_RPC_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static REQUEST: PyOnceLock<Py<PyType>> = PyOnceLock::new();
@@ -33,7 +36,7 @@ pub(crate) fn logger(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
 
 fn log_debug(py: Python<'_>, what: &str, detail: impl std::fmt::Display) -> PyResult<()> {
     let logger = logger(py)?;
-    if logger.call_method1(intern!(py, "isEnabledFor"), (10,))?.is_truthy()? {
+    if logger.call_method1(intern!(py, "isEnabledFor"), (LOGGING_DEBUG,))?.is_truthy()? {
         logger.call_method1(intern!(py, "debug"), ("%s: %s", what, detail.to_string()))?;
     }
     Ok(())
@@ -180,37 +183,62 @@ fn write_encode_failure(out: &mut Vec<u8>, id: &Id<'_>, error: PyErr, py: Python
 
 /// Append the answer to a handler that raised `exception` (an `Exception`).
 fn write_exception(out: &mut Vec<u8>, id: &Id<'_>, exception: &Bound<'_, PyBaseException>) -> PyResult<()> {
+    let Some((code, message, data)) = application_error(exception)? else {
+        return write_internal_error(out, id, exception);
+    };
+    let mark = out.len();
+    out.extend_from_slice(envelope::RESPONSE_START);
+    id.write_json(out);
+    if let Err(error) = write_error_member(out, &code, &message, data.as_ref()) {
+        out.truncate(mark);
+        return write_encode_failure(out, id, error, exception.py());
+    }
+    Ok(())
+}
+
+/// A `JsonRpcError`'s `code`, `message` and `data` (if any).
+type ApplicationError<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>, Option<Bound<'py, PyAny>>);
+
+/// The `code`, `message` and `data` of a `JsonRpcError`, if it is one with an `int` code and a
+/// `str` message; any other exception is answered as an internal error.
+fn application_error<'py>(exception: &Bound<'py, PyBaseException>) -> PyResult<Option<ApplicationError<'py>>> {
     let py = exception.py();
-    if exception.is_instance(json_rpc_error(py)?)? {
-        let code = exception.getattr_opt(intern!(py, "code"))?;
-        let message = exception.getattr_opt(intern!(py, "message"))?;
-        let data = exception.getattr_opt(intern!(py, "data"))?;
-        if let (Some(code), Some(message)) = (&code, &message) {
+    if !exception.is_instance(json_rpc_error(py)?)? {
+        return Ok(None);
+    }
+    let code = exception.getattr_opt(intern!(py, "code"))?;
+    let message = exception.getattr_opt(intern!(py, "message"))?;
+    let data = exception.getattr_opt(intern!(py, "data"))?;
+    Ok(match (code, message) {
+        (Some(code), Some(message))
             if code.is_instance_of::<PyInt>()
                 && !code.is_instance_of::<PyBool>()
-                && message.is_instance_of::<PyString>()
-            {
-                let mark = out.len();
-                out.extend_from_slice(envelope::RESPONSE_START);
-                id.write_json(out);
-                out.extend_from_slice(envelope::ERROR_MEMBER);
-                let mut encoded = codec::encode(out, code);
-                out.extend_from_slice(envelope::MESSAGE_MEMBER);
-                encoded = encoded.and_then(|()| codec::encode(out, message));
-                if let Some(data) = data.as_ref().filter(|data| !data.is_none()) {
-                    out.extend_from_slice(envelope::DATA_MEMBER);
-                    encoded = encoded.and_then(|()| codec::encode(out, data));
-                }
-                out.extend_from_slice(envelope::ERROR_END);
-                if let Err(error) = encoded {
-                    out.truncate(mark);
-                    return write_encode_failure(out, id, error, py);
-                }
-                return Ok(());
-            }
+                && message.is_instance_of::<PyString>() =>
+        {
+            Some((code, message, data))
         }
+        _ => None,
+    })
+}
+
+/// Append `,"error":{"code":…,"message":…[,"data":…]}}`, the part of an error answer after its id;
+/// `data` is left out when it is `None`.
+pub(crate) fn write_error_member(
+    out: &mut Vec<u8>,
+    code: &Bound<'_, PyAny>,
+    message: &Bound<'_, PyAny>,
+    data: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    out.extend_from_slice(envelope::ERROR_MEMBER);
+    codec::encode(out, code)?;
+    out.extend_from_slice(envelope::MESSAGE_MEMBER);
+    codec::encode(out, message)?;
+    if let Some(data) = data.filter(|data| !data.is_none()) {
+        out.extend_from_slice(envelope::DATA_MEMBER);
+        codec::encode(out, data)?;
     }
-    write_internal_error(out, id, exception)
+    out.extend_from_slice(envelope::ERROR_END);
+    Ok(())
 }
 
 /// Append -32603 "Internal error" with `data: {"exception": <class name>, "detail": str(exception)}`.

@@ -262,15 +262,7 @@ impl StdioTransport {
     ) -> PyResult<()> {
         let mut line = envelope::RESPONSE_START.to_vec();
         codec::encode(&mut line, id)?;
-        line.extend_from_slice(envelope::ERROR_MEMBER);
-        codec::encode(&mut line, code)?;
-        line.extend_from_slice(envelope::MESSAGE_MEMBER);
-        codec::encode(&mut line, message)?;
-        if let Some(data) = data.filter(|data| !data.is_none()) {
-            line.extend_from_slice(envelope::DATA_MEMBER);
-            codec::encode(&mut line, data)?;
-        }
-        line.extend_from_slice(envelope::ERROR_END);
+        dispatch::write_error_member(&mut line, code, message, data)?;
         self.write_line(py, line)
     }
 
