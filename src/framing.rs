@@ -47,12 +47,6 @@ impl LineBuffer {
         self.scanned = self.consumed;
         Some(strip_cr(&self.data[start..]))
     }
-
-    /// Whether a complete line is waiting, so that the next `pop_line` needs no read.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) fn has_line(&self) -> bool {
-        memchr(b'\n', &self.data[self.scanned..]).is_some()
-    }
 }
 
 fn strip_cr(line: &[u8]) -> &[u8] {
@@ -82,9 +76,8 @@ mod tests {
         assert_eq!(buffer.pop_line(), Some(&b"first"[..]));
         assert_eq!(buffer.pop_line(), None);
         buffer.extend(b"ond");
-        assert!(!buffer.has_line());
+        assert_eq!(buffer.pop_line(), None);
         buffer.extend(b"\r\nthird");
-        assert!(buffer.has_line());
         assert_eq!(buffer.pop_line(), Some(&b"second"[..]));
         assert_eq!(buffer.pop_line(), None);
         assert_eq!(buffer.pop_rest(), Some(&b"third"[..]));

@@ -344,56 +344,53 @@ pub(crate) fn unescape_into(raw: &[u8], out: &mut Vec<u8>) -> bool {
 /// Append `text` (WTF-8) as a JSON string, quotes included, escaped as Python's `json` does with
 /// `ensure_ascii=False`; a lone surrogate is written as its `\udxxx` escape.
 pub(crate) fn write_escaped_str(out: &mut Vec<u8>, text: &[u8]) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     out.reserve(text.len() + 2);
     out.push(b'"');
     let mut run_start = 0;
     let mut i = 0;
     while i < text.len() {
         let byte = text[i];
-        let escape: Option<&[u8]> = match byte {
-            b'"' => Some(b"\\\""),
-            b'\\' => Some(b"\\\\"),
-            b'\n' => Some(b"\\n"),
-            b'\r' => Some(b"\\r"),
-            b'\t' => Some(b"\\t"),
-            0x08 => Some(b"\\b"),
-            0x0C => Some(b"\\f"),
-            0x00..=0x1F => Some(b""),
-            0xED if text.get(i + 1).is_some_and(|&next| next >= 0xA0) => Some(b""),
-            _ => None,
-        };
-        let Some(escape) = escape else {
+        // In WTF-8 a surrogate is 0xED followed by 0xA0..=0xBF (UTF-8 allows only 0x80..=0x9F there).
+        let is_surrogate = byte == 0xED && text.get(i + 1).is_some_and(|&next| next >= 0xA0);
+        if byte >= 0x20 && byte != b'"' && byte != b'\\' && !is_surrogate {
             i += 1;
             continue;
-        };
+        }
         out.extend_from_slice(&text[run_start..i]);
-        if !escape.is_empty() {
-            out.extend_from_slice(escape);
-            i += 1;
-        } else if byte < 0x20 {
-            out.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[usize::from(byte >> 4)],
-                HEX[usize::from(byte & 0xF)],
-            ]);
-            i += 1;
-        } else {
-            // A surrogate in WTF-8: 0xED, 0xA0..=0xBF, 0x80..=0xBF.
-            let cp = 0xD000 | (u32::from(text[i + 1] & 0x3F) << 6) | u32::from(text[i + 2] & 0x3F);
-            out.extend_from_slice(b"\\u");
-            for shift in [12, 8, 4, 0] {
-                out.push(HEX[((cp >> shift) & 0xF) as usize]);
-            }
+        if is_surrogate {
+            let code_point = 0xD000 | (u32::from(text[i + 1] & 0x3F) << 6) | u32::from(text[i + 2] & 0x3F);
+            write_unicode_escape(out, code_point);
             i += 3;
+        } else {
+            write_ascii_escape(out, byte);
+            i += 1;
         }
         run_start = i;
     }
     out.extend_from_slice(&text[run_start..]);
     out.push(b'"');
+}
+
+fn write_ascii_escape(out: &mut Vec<u8>, byte: u8) {
+    match byte {
+        b'"' => out.extend_from_slice(b"\\\""),
+        b'\\' => out.extend_from_slice(b"\\\\"),
+        b'\n' => out.extend_from_slice(b"\\n"),
+        b'\r' => out.extend_from_slice(b"\\r"),
+        b'\t' => out.extend_from_slice(b"\\t"),
+        0x08 => out.extend_from_slice(b"\\b"),
+        0x0C => out.extend_from_slice(b"\\f"),
+        other => write_unicode_escape(out, u32::from(other)),
+    }
+}
+
+/// `\uxxxx` with lowercase hex digits, as Python writes it.
+fn write_unicode_escape(out: &mut Vec<u8>, code_point: u32) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.extend_from_slice(b"\\u");
+    for shift in [12, 8, 4, 0] {
+        out.push(HEX[((code_point >> shift) & 0xF) as usize]);
+    }
 }
 
 /// Append a finite float exactly as Python's `repr(float)` writes it.
