@@ -208,17 +208,17 @@ fn application_error<'py>(exception: &Bound<'py, PyBaseException>) -> PyResult<O
     }
     let code = exception.getattr_opt(intern!(py, "code"))?;
     let message = exception.getattr_opt(intern!(py, "message"))?;
-    let data = exception.getattr_opt(intern!(py, "data"))?;
-    Ok(match (code, message) {
+    match (code, message) {
         (Some(code), Some(message))
             if code.is_instance_of::<PyInt>()
                 && !code.is_instance_of::<PyBool>()
                 && message.is_instance_of::<PyString>() =>
         {
-            Some((code, message, data))
+            let data = exception.getattr_opt(intern!(py, "data"))?;
+            Ok(Some((code, message, data)))
         }
-        _ => None,
-    })
+        _ => Ok(None),
+    }
 }
 
 /// Append `,"error":{"code":…,"message":…[,"data":…]}}`, the part of an error answer after its id;
