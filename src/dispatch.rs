@@ -20,9 +20,6 @@ use crate::transport::DEFAULT_MAX_DEPTH;
 /// `CPython` never limits integer literals to fewer digits than this (`sys.set_int_max_str_digits`).
 const MIN_INT_DIGIT_LIMIT: usize = 640;
 
-/// `logging.DEBUG`.
-const LOGGING_DEBUG: u8 = 10;
-
 static LOGGER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static JSON_RPC_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static REQUEST: PyOnceLock<Py<PyType>> = PyOnceLock::new();
@@ -35,10 +32,8 @@ pub(crate) fn logger(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
 }
 
 fn log_debug(py: Python<'_>, what: &str, detail: impl std::fmt::Display) -> PyResult<()> {
-    let logger = logger(py)?;
-    if logger.call_method1(intern!(py, "isEnabledFor"), (LOGGING_DEBUG,))?.is_truthy()? {
-        logger.call_method1(intern!(py, "debug"), ("%s: %s", what, detail.to_string()))?;
-    }
+    // `Logger.debug` checks the level itself; asking `isEnabledFor` first would only add a call.
+    logger(py)?.call_method1(intern!(py, "debug"), ("%s: %s", what, detail.to_string()))?;
     Ok(())
 }
 
@@ -258,7 +253,8 @@ fn write_internal_error(out: &mut Vec<u8>, id: &Id<'_>, exception: &Bound<'_, Py
     out.extend_from_slice(itoa::Buffer::new().format(StandardError::Internal.code()).as_bytes());
     out.extend_from_slice(envelope::MESSAGE_MEMBER);
     write_escaped_str(out, StandardError::Internal.message().as_bytes());
-    out.extend_from_slice(br#","data":{"exception":"#);
+    out.extend_from_slice(envelope::DATA_MEMBER);
+    out.extend_from_slice(br#"{"exception":"#);
     codec::encode_str(out, &name)?;
     out.extend_from_slice(br#","detail":"#);
     codec::encode_str(out, &detail)?;
