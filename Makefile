@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.dev-installed
 
-.PHONY: help demo test test-rust test-python lint build develop bench clean
+.PHONY: help demo test test-rust test-python lint build develop clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -40,3 +40,5 @@ build: $(STAMP) ## Build a release wheel into target/wheels
 
 clean: ## Remove build products and .venv
 	rm -rf $(VENV) target
+
+-include bench/bench.mk

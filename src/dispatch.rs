@@ -15,7 +15,6 @@ use pyo3::types::{IntoPyDict, PyBool, PyByteArray, PyBytes, PyDict, PyInt, PyStr
 use crate::codec;
 use crate::envelope::{self, Entry, Id, Message, StandardError};
 use crate::json::write_escaped_str;
-use crate::transport::DEFAULT_MAX_DEPTH;
 
 /// `CPython` never limits integer literals to fewer digits than this (`sys.set_int_max_str_digits`).
 const MIN_INT_DIGIT_LIMIT: usize = 640;
@@ -37,14 +36,25 @@ fn log_debug(py: Python<'_>, what: &str, detail: impl std::fmt::Display) -> PyRe
     Ok(())
 }
 
+/// The nesting limit of incoming JSON (see `rpcwire.DEFAULT_MAX_DEPTH`).
+pub(crate) const DEFAULT_MAX_DEPTH: u16 = 128;
+
+/// What one message may hold (the `StdioTransport` keyword arguments of the same names).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub(crate) max_depth: usize,
+    pub(crate) max_batch: Option<usize>,
+}
+
 /// Answer one line into `out`; `Ok(false)` if it needs no answer (notifications only).
 pub(crate) fn answer_line(
     py: Python<'_>,
     line: &[u8],
     handler: &Bound<'_, PyAny>,
-    max_depth: usize,
+    limits: Limits,
     out: &mut Vec<u8>,
 ) -> PyResult<bool> {
+    let max_depth = limits.max_depth;
     let parsed = match std::str::from_utf8(line) {
         Ok(text) => envelope::parse_message(text, max_depth).map_err(|error| error.to_string()),
         Err(error) => Err(format!("invalid UTF-8: {error}")),
@@ -70,6 +80,11 @@ pub(crate) fn answer_line(
             envelope::write_standard_error(out, None, StandardError::InvalidRequest);
             return Ok(true);
         }
+        Message::Batch(entries) if limits.max_batch.is_some_and(|max_batch| entries.len() > max_batch) => {
+            log_debug(py, "invalid request", format_args!("a batch of {} exceeds max_batch", entries.len()))?;
+            envelope::write_standard_error(out, None, StandardError::InvalidRequest);
+            return Ok(true);
+        }
         Message::Batch(entries) => entries,
     };
     out.push(b'[');
@@ -89,6 +104,24 @@ pub(crate) fn answer_line(
     }
     out.push(b']');
     Ok(true)
+}
+
+/// Answer a line longer than `max_message_bytes`, already discarded: -32600 if it opened an object
+/// or an array (a message, too large to accept), -32700 if it did not look like JSON at all.
+pub(crate) fn answer_too_long(
+    py: Python<'_>,
+    looks_like_json: bool,
+    max_message_bytes: usize,
+    out: &mut Vec<u8>,
+) -> PyResult<()> {
+    let (error, what) = if looks_like_json {
+        (StandardError::InvalidRequest, "invalid request")
+    } else {
+        (StandardError::Parse, "parse error")
+    };
+    log_debug(py, what, format_args!("a line longer than max_message_bytes ({max_message_bytes})"))?;
+    envelope::write_standard_error(out, None, error);
+    Ok(())
 }
 
 /// Whether an integer literal of `digits` digits is more than Python's `int()` accepts.
@@ -283,7 +316,7 @@ pub(crate) fn parse_request<'py>(
     let parsed = bytes
         .as_deref()
         .and_then(|bytes| std::str::from_utf8(bytes).ok())
-        .and_then(|text| envelope::parse_message(text, DEFAULT_MAX_DEPTH).ok());
+        .and_then(|text| envelope::parse_message(text, usize::from(DEFAULT_MAX_DEPTH)).ok());
     let parsed = match parsed {
         Some(parsed) if !exceeds_int_digit_limit(py, parsed.longest_integer)? => parsed,
         _ => return Ok((none(), error_response(py, none(), StandardError::Parse)?)),
@@ -300,7 +333,7 @@ pub(crate) fn parse_request<'py>(
         }
         Entry::Call(call) => {
             let params = match call.params {
-                Some(text) => codec::decode(py, text, DEFAULT_MAX_DEPTH)?,
+                Some(text) => codec::decode(py, text, usize::from(DEFAULT_MAX_DEPTH))?,
                 None => none(),
             };
             let id = call.id.as_ref().map_or_else(|| Ok(none()), |id| id_to_python(py, id))?;

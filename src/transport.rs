@@ -4,28 +4,38 @@
 //! call the `write_*` methods (a handler's progress notifications, for instance). Reading fills a
 //! `LineBuffer` with whatever one read returns: `readinto1` (or `read1`) on buffered streams gives
 //! up to 64 KiB of what is already there and never waits for more than one line needs; streams
-//! without them are read with `readline`. Each written message is one `write` call of a whole
-//! line, then `flush`, under a lock that is awaited with the GIL released, so writers on real
-//! pipes (whose `write` releases the GIL) never interleave and never deadlock.
+//! without them are read with `readline`. Answers are coalesced: while more complete lines are
+//! already buffered, `serve` gathers its answers and writes and flushes them in one `write` before
+//! the next read that could block. Everything else (`write_*`) goes out at once, after the answers
+//! gathered so far, so the order of what was written is kept. Writing happens under a lock that
+//! is awaited with the GIL released, so writers on real pipes (whose `write` releases the GIL)
+//! never interleave and never deadlock.
 
 use std::sync::{Mutex, MutexGuard};
 
-use pyo3::exceptions::{PyBlockingIOError, PyRuntimeError, PyTypeError};
+use pyo3::exceptions::{PyBlockingIOError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::{MutexExt, PyOnceLock};
 use pyo3::types::{PyByteArray, PyBytes, PyType};
 
 use crate::codec;
-use crate::dispatch;
+use crate::dispatch::{self, Limits, DEFAULT_MAX_DEPTH};
 use crate::envelope;
-use crate::framing::LineBuffer;
+use crate::framing::{Line, LineBuffer};
 
-/// How much one `readinto1`/`read1` call may return.
+/// How much one `readinto1`/`read1`/`readline` call may return.
 const READ_CHUNK: usize = 64 * 1024;
 
-/// The nesting limit of incoming JSON (see `rpcwire.DEFAULT_MAX_DEPTH`).
-pub(crate) const DEFAULT_MAX_DEPTH: usize = 128;
+/// The longest line accepted (see `rpcwire.DEFAULT_MAX_MESSAGE_BYTES`).
+const DEFAULT_MAX_MESSAGE_BYTES: i64 = 64 * 1024 * 1024;
+
+/// The deepest `max_depth` accepted: `rpcwire.pure` decodes with `json`, which recurses on the
+/// interpreter's stack, so both stay well inside the default recursion limit of 1,000.
+const MAX_MAX_DEPTH: usize = 512;
+
+/// Gathered answers are written once they reach this size, even if more lines are buffered.
+const COALESCE_LIMIT: usize = 64 * 1024;
 
 static TEXT_IO_BASE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static RAW_IO_BASE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
@@ -44,6 +54,17 @@ enum ReadMethod {
     Readline,
 }
 
+/// What `Reader::next_line` found.
+enum Next {
+    /// A line, copied into the caller's buffer.
+    Line,
+    /// A line longer than `max_message_bytes`, discarded (see [`Line::TooLong`]).
+    TooLong {
+        looks_like_json: bool,
+    },
+    End,
+}
+
 struct Reader {
     stream: Py<PyAny>,
     method: ReadMethod,
@@ -53,26 +74,26 @@ struct Reader {
 }
 
 impl Reader {
-    /// Copy the next line (without `\n`/`\r\n`) into `line`; `Ok(false)` at end of input.
-    fn next_line(&mut self, py: Python<'_>, line: &mut Vec<u8>) -> PyResult<bool> {
+    /// Copy the next line (without `\n`/`\r\n`) into `line`.
+    fn next_line(&mut self, py: Python<'_>, line: &mut Vec<u8>) -> PyResult<Next> {
         loop {
-            if let Some(complete) = self.buffer.pop_line() {
-                line.clear();
-                line.extend_from_slice(complete);
-                return Ok(true);
-            }
-            if !self.at_eof && !self.fill(py)? {
-                self.at_eof = true;
-            }
-            if self.at_eof {
-                let Some(rest) = self.buffer.pop_rest() else {
-                    return Ok(false);
-                };
-                line.clear();
-                line.extend_from_slice(rest);
-                return Ok(true);
+            let popped = if self.at_eof { self.buffer.pop_rest() } else { self.buffer.pop_line() };
+            match popped {
+                Some(Line::Complete(complete)) => {
+                    line.clear();
+                    line.extend_from_slice(complete);
+                    return Ok(Next::Line);
+                }
+                Some(Line::TooLong { looks_like_json }) => return Ok(Next::TooLong { looks_like_json }),
+                None if self.at_eof => return Ok(Next::End),
+                None => self.at_eof = !self.fill(py)?,
             }
         }
+    }
+
+    /// Whether `next_line` can return without reading.
+    fn has_line(&mut self) -> bool {
+        self.at_eof || self.buffer.has_line()
     }
 
     /// One read from the stream into the buffer; `Ok(false)` at end of input.
@@ -110,7 +131,8 @@ impl Reader {
                 Ok(count > 0)
             }
             ReadMethod::Read1 => self.extend_with(&stream.call_method1(intern!(py, "read1"), (READ_CHUNK,))?),
-            ReadMethod::Readline => self.extend_with(&stream.call_method0(intern!(py, "readline"))?),
+            // Bounded, so that an endless line is never held whole (`max_message_bytes`).
+            ReadMethod::Readline => self.extend_with(&stream.call_method1(intern!(py, "readline"), (READ_CHUNK,))?),
         }
     }
 
@@ -129,17 +151,33 @@ impl Reader {
 struct Writer {
     stream: Py<PyAny>,
     flush: Option<Py<PyAny>>,
+    /// Whole lines gathered by `serve`, not yet written.
+    pending: Vec<u8>,
 }
 
 impl Writer {
-    /// Write `line` (a whole message ending in `\n`) and flush.
-    fn write_line(&self, py: Python<'_>, line: &[u8]) -> PyResult<()> {
+    /// Write what is pending, then `line` (a whole message ending in `\n`), and flush.
+    fn send(&mut self, py: Python<'_>, line: &[u8]) -> PyResult<()> {
+        self.pending.extend_from_slice(line);
+        self.write_pending(py)
+    }
+
+    /// Write the gathered lines in one `write` and flush. They are dropped even if writing fails,
+    /// so that nothing is ever written twice.
+    fn write_pending(&mut self, py: Python<'_>) -> PyResult<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let data = PyBytes::new(py, &self.pending);
+        self.pending.clear();
+        let length = data.as_bytes().len();
         let stream = self.stream.bind(py);
         let mut offset = 0;
-        while offset < line.len() {
-            let written = stream.call_method1(intern!(py, "write"), (PyBytes::new(py, &line[offset..]),))?;
+        while offset < length {
+            let rest = if offset == 0 { data.clone() } else { PyBytes::new(py, &data.as_bytes()[offset..]) };
+            let written = stream.call_method1(intern!(py, "write"), (rest,))?;
             // Buffered streams take everything; a raw stream may take only part of it.
-            offset = if written.is_none() { line.len() } else { offset + written.extract::<usize>()? };
+            offset = if written.is_none() { length } else { offset + written.extract::<usize>()? };
         }
         if let Some(flush) = &self.flush {
             flush.call0(py)?;
@@ -204,40 +242,112 @@ fn lock<'a, T>(py: Python<'_>, mutex: &'a Mutex<T>) -> PyResult<MutexGuard<'a, T
 pub(crate) struct StdioTransport {
     reader: Mutex<Reader>,
     writer: Mutex<Writer>,
-    max_depth: usize,
+    max_message_bytes: usize,
+    limits: Limits,
 }
 
 impl StdioTransport {
-    fn write_line(&self, py: Python<'_>, mut line: Vec<u8>) -> PyResult<()> {
+    fn send(&self, py: Python<'_>, mut line: Vec<u8>) -> PyResult<()> {
         line.push(b'\n');
-        lock(py, &self.writer)?.write_line(py, &line)
+        lock(py, &self.writer)?.send(py, &line)
+    }
+
+    fn write_pending(&self, py: Python<'_>) -> PyResult<()> {
+        lock(py, &self.writer)?.write_pending(py)
+    }
+
+    /// The serve loop; answers gathered when it fails are left for `serve` to write.
+    fn answer_all(&self, py: Python<'_>, handler: &Bound<'_, PyAny>) -> PyResult<()> {
+        let mut line = Vec::new();
+        let mut answer = Vec::new();
+        loop {
+            // Coalescing: with no complete line buffered, the next read may block, so first write
+            // what was gathered.
+            if !lock(py, &self.reader)?.has_line() {
+                self.write_pending(py)?;
+            }
+            answer.clear();
+            match lock(py, &self.reader)?.next_line(py, &mut line)? {
+                Next::End => return Ok(()),
+                Next::TooLong { looks_like_json } => {
+                    dispatch::answer_too_long(py, looks_like_json, self.max_message_bytes, &mut answer)?;
+                }
+                Next::Line if line.iter().all(|byte| matches!(byte, b' ' | b'\t' | b'\r')) => continue,
+                Next::Line => {
+                    if !dispatch::answer_line(py, &line, handler, self.limits, &mut answer)? {
+                        continue;
+                    }
+                }
+            }
+            answer.push(b'\n');
+            let mut writer = lock(py, &self.writer)?;
+            writer.pending.extend_from_slice(&answer);
+            if writer.pending.len() >= COALESCE_LIMIT {
+                writer.write_pending(py)?;
+            }
+        }
+    }
+}
+
+/// `value` if it is at least 1 (and at most `most`), else a `ValueError` naming it.
+fn positive(name: &str, value: i64, most: usize) -> PyResult<usize> {
+    match usize::try_from(value) {
+        Ok(value) if (1..=most).contains(&value) => Ok(value),
+        _ if most == usize::MAX => Err(PyValueError::new_err(format!("{name} must be at least 1, not {value}"))),
+        _ => Err(PyValueError::new_err(format!("{name} must be between 1 and {most}, not {value}"))),
     }
 }
 
 #[pymethods]
 impl StdioTransport {
     #[new]
-    #[pyo3(signature = (stdin=None, stdout=None))]
-    fn new(py: Python<'_>, stdin: Option<Bound<'_, PyAny>>, stdout: Option<Bound<'_, PyAny>>) -> PyResult<Self> {
+    #[pyo3(signature = (
+        stdin=None,
+        stdout=None,
+        *,
+        max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
+        max_depth=i64::from(DEFAULT_MAX_DEPTH),
+        max_batch=None,
+    ), text_signature = "(stdin=None, stdout=None, *, max_message_bytes=67108864, max_depth=128, max_batch=None)")]
+    fn new(
+        py: Python<'_>,
+        stdin: Option<Bound<'_, PyAny>>,
+        stdout: Option<Bound<'_, PyAny>>,
+        max_message_bytes: i64,
+        max_depth: i64,
+        max_batch: Option<i64>,
+    ) -> PyResult<Self> {
+        let max_message_bytes = positive("max_message_bytes", max_message_bytes, usize::MAX / 2)?;
+        let limits = Limits {
+            max_depth: positive("max_depth", max_depth, MAX_MAX_DEPTH)?,
+            max_batch: max_batch.map(|max_batch| positive("max_batch", max_batch, usize::MAX)).transpose()?,
+        };
         let stdin = binary_stream(py, stdin, "stdin", "readline")?;
         let stdout = binary_stream(py, stdout, "stdout", "write")?;
         let reader = Reader {
             method: read_method(py, &stdin)?,
             stream: stdin.unbind(),
             chunk: PyByteArray::new(py, &vec![0; READ_CHUNK]).unbind(),
-            buffer: LineBuffer::default(),
+            buffer: LineBuffer::new(max_message_bytes),
             at_eof: false,
         };
         let flush = stdout.getattr_opt("flush")?.filter(PyAnyMethods::is_callable).map(Bound::unbind);
-        let writer = Writer { stream: stdout.unbind(), flush };
-        Ok(Self { reader: Mutex::new(reader), writer: Mutex::new(writer), max_depth: DEFAULT_MAX_DEPTH })
+        let writer = Writer { stream: stdout.unbind(), flush, pending: Vec::new() };
+        Ok(Self { reader: Mutex::new(reader), writer: Mutex::new(writer), max_message_bytes, limits })
     }
 
-    /// The next line without its `\n` (or `\r\n`); `None` at end of input.
+    /// The next line without its `\n` (or `\r\n`); `None` at end of input. A line longer than
+    /// `max_message_bytes` is discarded and raises `ValueError`; the next call reads on after it.
     fn read_line<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let mut line = Vec::new();
-        let more = lock(py, &self.reader)?.next_line(py, &mut line)?;
-        Ok(more.then(|| PyBytes::new(py, &line)))
+        match lock(py, &self.reader)?.next_line(py, &mut line)? {
+            Next::Line => Ok(Some(PyBytes::new(py, &line))),
+            Next::TooLong { .. } => Err(PyValueError::new_err(format!(
+                "a line longer than max_message_bytes ({}) was discarded",
+                self.max_message_bytes
+            ))),
+            Next::End => Ok(None),
+        }
     }
 
     /// Write a success answer `{"jsonrpc":"2.0","id":id,"result":result}`.
@@ -247,7 +357,7 @@ impl StdioTransport {
         line.extend_from_slice(envelope::RESULT_MEMBER);
         codec::encode(&mut line, result)?;
         line.extend_from_slice(envelope::RESPONSE_END);
-        self.write_line(py, line)
+        self.send(py, line)
     }
 
     /// Write an error answer; the `data` member is left out when `data` is `None`.
@@ -263,7 +373,7 @@ impl StdioTransport {
         let mut line = envelope::RESPONSE_START.to_vec();
         codec::encode(&mut line, id)?;
         dispatch::write_error_member(&mut line, code, message, data)?;
-        self.write_line(py, line)
+        self.send(py, line)
     }
 
     /// Write a notification (no `id`), e.g. a progress event while a request is in flight.
@@ -281,24 +391,19 @@ impl StdioTransport {
             codec::encode(&mut line, params)?;
         }
         line.extend_from_slice(envelope::RESPONSE_END);
-        self.write_line(py, line)
+        self.send(py, line)
     }
 
     /// Answer every request with `handler(method, params)` until end of input.
+    ///
+    /// Stops with the exception if reading or writing fails (a `BrokenPipeError` once the peer is
+    /// gone) or if the handler raises a `BaseException` that is not an `Exception`.
     fn serve(&self, py: Python<'_>, handler: &Bound<'_, PyAny>) -> PyResult<()> {
-        let mut line = Vec::new();
-        let mut answer = Vec::new();
-        while lock(py, &self.reader)?.next_line(py, &mut line)? {
-            if line.iter().all(|byte| matches!(byte, b' ' | b'\t' | b'\r')) {
-                continue;
-            }
-            answer.clear();
-            if dispatch::answer_line(py, &line, handler, self.max_depth, &mut answer)? {
-                answer.push(b'\n');
-                lock(py, &self.writer)?.write_line(py, &answer)?;
-            }
-        }
-        Ok(())
+        let served = self.answer_all(py, handler);
+        // Answers gathered before a failure were accepted: write them (a second failure, when the
+        // writer itself failed, is dropped in favour of the first).
+        let written = self.write_pending(py);
+        served.and(written)
     }
 }
 

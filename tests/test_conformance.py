@@ -138,21 +138,57 @@ class RecordingBytesIO(io.BytesIO):
         super().flush()
 
 
-def test_each_message_is_one_write_then_flush(impl: ModuleType) -> None:
+def test_every_write_is_whole_lines_then_flush(impl: ModuleType) -> None:
     out = RecordingBytesIO()
     transport = impl.StdioTransport(io.BytesIO(request("m", ["é" * 5000], id=1) + b"[1,2]\n"), out)
     transport.write_notification("n", {"x": 1})
     transport.serve(echo)
     writes = [e for e in out.events if e != "flush"]
-    assert len(writes) == 3
+    assert writes[0] == b'{"jsonrpc":"2.0","method":"n","params":{"x":1}}\n'
+    assert b"".join(writes).count(b"\n") == 3
     for write in writes:
+        assert isinstance(write, bytes)
         assert write.endswith(b"\n")
-        assert write.count(b"\n") == 1
     # every write is followed by a flush before the next write
     for i, event in enumerate(out.events):
         if event != "flush":
             assert "flush" in out.events[i + 1 : i + 2], out.events
     assert b"".join(writes) == out.getvalue()
+
+
+def test_native_coalesces_the_answers_to_lines_read_together() -> None:
+    out = RecordingBytesIO()
+    lines = b"".join(request("m", [i], id=i) for i in range(50))
+    rpcwire.StdioTransport(io.BytesIO(lines), out).serve(echo)
+    assert out.events == [out.getvalue(), "flush"]
+    assert out.getvalue().count(b"\n") == 50
+
+
+def test_native_writes_gathered_answers_before_they_grow_past_64_kib() -> None:
+    out = RecordingBytesIO()
+    lines = b"".join(request("m", ["x" * 1000], id=i) for i in range(300))
+    rpcwire.StdioTransport(io.BytesIO(lines), out).serve(echo)
+    writes = [e for e in out.events if e != "flush"]
+    assert len(writes) > 1
+    assert all(len(write) < 64 * 1024 + 1100 for write in writes)
+    assert out.getvalue().count(b"\n") == 300
+
+
+def test_a_notification_from_a_handler_follows_the_answers_before_it(impl: ModuleType) -> None:
+    out = io.BytesIO()
+    transport = impl.StdioTransport(io.BytesIO(request("m", [1], id=1) + request("progress", [2], id=2)), out)
+
+    def handler(method: str, params: Any) -> Any:
+        if method == "progress":
+            transport.write_notification("step", params)
+        return params
+
+    transport.serve(handler)
+    assert out.getvalue().splitlines() == [
+        b'{"jsonrpc":"2.0","id":1,"result":[1]}',
+        b'{"jsonrpc":"2.0","method":"step","params":[2]}',
+        b'{"jsonrpc":"2.0","id":2,"result":[2]}',
+    ]
 
 
 class TrickleWriter(io.RawIOBase):
@@ -188,13 +224,15 @@ class TrickleReader(io.RawIOBase):
 
 
 class ReadlineOnly:
-    """Not an ``io`` object: just a ``readline``."""
+    """Not an ``io`` object: just a ``readline(size)``, which returns at most ``size`` bytes."""
 
     def __init__(self, data: bytes) -> None:
         self._data = io.BytesIO(data)
+        self.sizes: list[int] = []
 
-    def readline(self) -> bytes:
-        return self._data.readline()
+    def readline(self, size: int = -1) -> bytes:
+        self.sizes.append(size)
+        return self._data.readline(size)
 
 
 def test_partial_writes_to_a_raw_stream_are_completed(impl: ModuleType) -> None:

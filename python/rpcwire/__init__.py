@@ -8,6 +8,7 @@ import logging
 
 from rpcwire._types import (
     DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_MESSAGE_BYTES,
     ERR_INTERNAL,
     ERR_INVALID_PARAMS,
     ERR_INVALID_REQUEST,
@@ -32,6 +33,7 @@ except ImportError as exc:  # pragma: no cover - a build without the native modu
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_MESSAGE_BYTES",
     "ERR_INTERNAL",
     "ERR_INVALID_PARAMS",
     "ERR_INVALID_REQUEST",

@@ -11,9 +11,20 @@ __all__ = ["StdioTransport", "parse_request", "serve"]
 class StdioTransport:
     """Newline-delimited JSON-RPC 2.0 over a pair of binary streams."""
 
-    def __new__(cls, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> StdioTransport: ...
+    def __new__(
+        cls,
+        stdin: BinaryIO | None = None,
+        stdout: BinaryIO | None = None,
+        *,
+        max_message_bytes: int = 67108864,
+        max_depth: int = 128,
+        max_batch: int | None = None,
+    ) -> StdioTransport: ...
     def read_line(self) -> bytes | None:
-        """The next line without its ``\\n`` (or ``\\r\\n``); ``None`` at end of input."""
+        """The next line without its ``\\n`` (or ``\\r\\n``); ``None`` at end of input.
+
+        A line longer than ``max_message_bytes`` is discarded and raises ``ValueError``.
+        """
     def write_response(self, id: Any, result: Any) -> None:
         """Write a success answer."""
     def write_error(self, id: Any, code: int, message: str, data: Any = None) -> None:

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_MESSAGE_BYTES",
     "ERR_INTERNAL",
     "ERR_INVALID_PARAMS",
     "ERR_INVALID_REQUEST",
@@ -35,6 +36,10 @@ ERR_INTERNAL = -32603
 
 DEFAULT_MAX_DEPTH = 128
 """How deeply arrays and objects may nest in one incoming line, the envelope and a batch's array included."""
+MAX_MAX_DEPTH = 512
+"""The largest ``max_depth`` accepted (``json`` recurses on the interpreter's stack)."""
+DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+"""The longest line accepted, not counting its ``\\n`` or ``\\r\\n``; a longer one is discarded unread."""
 
 
 class JsonRpcError(Exception):

@@ -19,11 +19,13 @@ from typing import Any, BinaryIO
 
 from rpcwire._types import (
     DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_MESSAGE_BYTES,
     ERR_INTERNAL,
     ERR_INVALID_PARAMS,
     ERR_INVALID_REQUEST,
     ERR_METHOD_NOT_FOUND,
     ERR_PARSE,
+    MAX_MAX_DEPTH,
     InvalidParams,
     JsonRpcError,
     MethodNotFound,
@@ -50,6 +52,7 @@ logger = logging.getLogger("rpcwire")
 Handler = Callable[[str, Any], Any]
 
 _JSON_WHITESPACE = b" \t\r\n"
+_READ_CHUNK = 64 * 1024  # how much of an over-long line is read (and dropped) at a time
 _OUT_OF_RANGE_FLOAT = "Out of range float values are not JSON compliant"
 
 # Compact, UTF-8 (not \u-escaped), strict: NaN and Infinity are refused, as RFC 8259 requires.
@@ -182,6 +185,29 @@ def parse_request(raw: str | bytes) -> tuple[Request | None, dict[str, Any] | No
     return None, _invalid_request(*checked)
 
 
+def _positive(name: str, value: int, most: int | None = None) -> int:
+    if most is None and value < 1:
+        raise ValueError(f"{name} must be at least 1, not {value}")
+    if most is not None and not 1 <= value <= most:
+        raise ValueError(f"{name} must be between 1 and {most}, not {value}")
+    return value
+
+
+class _TooLong:
+    """A line longer than ``max_message_bytes``, already discarded; ``first`` is its first significant byte."""
+
+    def __init__(self, first: bytes) -> None:
+        self.first = first
+
+    def answer(self, max_message_bytes: int) -> bytes:
+        """-32600 if it opened an object or an array (a message, too large), else -32700."""
+        reason = f"a line longer than max_message_bytes ({max_message_bytes})"
+        if self.first in (b"{", b"["):
+            return _encode(_invalid_request(None, reason))
+        logger.debug("parse error: %s", reason)
+        return _encode(_error_response(None, ERR_PARSE, "Parse error"))
+
+
 def _binary_stream(stream: Any, name: str, needs: str) -> Any:
     if isinstance(stream, io.TextIOBase):
         buffer = getattr(stream, "buffer", None)
@@ -200,23 +226,51 @@ class StdioTransport:
     stream is replaced by its ``.buffer``. Writes from several threads never interleave.
     """
 
-    def __init__(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+    def __init__(
+        self,
+        stdin: BinaryIO | None = None,
+        stdout: BinaryIO | None = None,
+        *,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+        max_batch: int | None = None,
+    ) -> None:
+        self._max_message_bytes = _positive("max_message_bytes", max_message_bytes)
+        self._max_depth = _positive("max_depth", max_depth, MAX_MAX_DEPTH)
+        self._max_batch = None if max_batch is None else _positive("max_batch", max_batch)
         self._stdin = _binary_stream(sys.stdin if stdin is None else stdin, "stdin", "readline")
         self._stdout = _binary_stream(sys.stdout if stdout is None else stdout, "stdout", "write")
-        self._max_depth = DEFAULT_MAX_DEPTH
         self._read_lock = threading.Lock()
         self._write_lock = threading.Lock()
 
     def read_line(self) -> bytes | None:
-        """The next line without its ``\\n`` (or ``\\r\\n``); ``None`` at end of input."""
+        """The next line without its ``\\n`` (or ``\\r\\n``); ``None`` at end of input.
+
+        A line longer than ``max_message_bytes`` is discarded and raises ``ValueError``; the next
+        call reads on after it.
+        """
+        line = self._next_line()
+        if isinstance(line, _TooLong):
+            raise ValueError(f"a line longer than max_message_bytes ({self._max_message_bytes}) was discarded")
+        return line
+
+    def _next_line(self) -> bytes | _TooLong | None:
+        limit = self._max_message_bytes + 2  # room for the line's own "\r\n"
         with self._read_lock:
-            line: bytes = self._stdin.readline()
+            line: bytes = self._stdin.readline(limit)
+            if len(line) == limit and not line.endswith(b"\n"):
+                first = line.lstrip(_JSON_WHITESPACE)[:1]
+                while (rest := self._stdin.readline(_READ_CHUNK)) and not rest.endswith(b"\n"):
+                    first = first or rest.lstrip(_JSON_WHITESPACE)[:1]
+                return _TooLong(first or rest.lstrip(_JSON_WHITESPACE)[:1])
         if not line:
             return None
         if line.endswith(b"\n"):
             line = line[:-1]
         if line.endswith(b"\r"):
             line = line[:-1]
+        if len(line) > self._max_message_bytes:
+            return _TooLong(line.lstrip(_JSON_WHITESPACE)[:1])
         return line
 
     def _write_line(self, payload: bytes) -> None:
@@ -272,15 +326,24 @@ class StdioTransport:
             return self._answer_message(message, handler)
         if not message:
             return _encode(_invalid_request(None, "empty batch"))
+        if self._max_batch is not None and len(message) > self._max_batch:
+            return _encode(_invalid_request(None, f"a batch of {len(message)} exceeds max_batch"))
         answers = [answer for entry in message if (answer := self._answer_message(entry, handler)) is not None]
         return b"[" + b",".join(answers) + b"]" if answers else None
 
     def serve(self, handler: Handler) -> None:
-        """Answer every request with ``handler(method, params)`` until end of input."""
-        while (line := self.read_line()) is not None:
-            if not line.strip(_JSON_WHITESPACE):
+        """Answer every request with ``handler(method, params)`` until end of input.
+
+        Stops with the exception if reading or writing fails (a ``BrokenPipeError`` once the peer
+        is gone) or if the handler raises a ``BaseException`` that is not an ``Exception``.
+        """
+        while (line := self._next_line()) is not None:
+            if isinstance(line, _TooLong):
+                answer = line.answer(self._max_message_bytes)
+            elif not line.strip(_JSON_WHITESPACE):
                 continue
-            answer = self._answer_line(line, handler)
+            else:
+                answer = self._answer_line(line, handler)
             if answer is not None:
                 self._write_line(answer)
 
