@@ -18,21 +18,35 @@ use pyo3::{ffi, intern};
 
 use crate::errors::Error;
 use crate::json::{unescape_into, write_escaped_str, write_float_repr, JsonStr, Scanner};
+use crate::strings::StringCache;
 
 /// Integer literals with at most this many digits fit an `i64`; longer ones go through `int()`.
 const I64_SAFE_DIGITS: usize = 18;
 
-/// Turn one JSON value (already validated) into Python objects.
-pub(crate) fn decode<'py>(py: Python<'py>, text: &str, max_depth: usize) -> Result<Bound<'py, PyAny>, Error> {
-    let mut decoder = Decoder { py, scanner: Scanner::new(text, max_depth), scratch: Vec::new() };
+/// Turn one JSON value (already validated) into Python objects; object keys come from `strings`
+/// when it is given.
+pub(crate) fn decode<'py>(
+    py: Python<'py>,
+    text: &str,
+    max_depth: usize,
+    strings: Option<&mut StringCache>,
+) -> Result<Bound<'py, PyAny>, Error> {
+    let mut decoder = Decoder { py, scanner: Scanner::new(text, max_depth), scratch: Vec::new(), strings };
     let value = decoder.value()?;
     decoder.scanner.finish()?;
     Ok(value)
 }
 
-/// A JSON string (as the scanner saw it) as a Python `str`.
-pub(crate) fn decode_str<'py>(py: Python<'py>, text: JsonStr<'_>) -> PyResult<Bound<'py, PyString>> {
-    str_from_json(py, text, &mut Vec::new())
+/// A JSON string (as the scanner saw it) as a Python `str`, from `strings` when it is given.
+pub(crate) fn decode_str<'py>(
+    py: Python<'py>,
+    text: JsonStr<'_>,
+    strings: Option<&mut StringCache>,
+) -> PyResult<Bound<'py, PyString>> {
+    match strings {
+        Some(strings) if !text.escaped => Ok(strings.get(py, text.raw)),
+        _ => str_from_json(py, text, &mut Vec::new()),
+    }
 }
 
 fn str_from_json<'py>(py: Python<'py>, text: JsonStr<'_>, scratch: &mut Vec<u8>) -> PyResult<Bound<'py, PyString>> {
@@ -64,14 +78,15 @@ pub(crate) fn int_from_json<'py>(py: Python<'py>, digits: &str) -> PyResult<Boun
     py.get_type::<PyInt>().call1((digits,))
 }
 
-struct Decoder<'a, 'py> {
+struct Decoder<'a, 'py, 'c> {
     py: Python<'py>,
     scanner: Scanner<'a>,
     /// Reused for unescaping strings.
     scratch: Vec<u8>,
+    strings: Option<&'c mut StringCache>,
 }
 
-impl<'py> Decoder<'_, 'py> {
+impl<'py> Decoder<'_, 'py, '_> {
     fn value(&mut self) -> Result<Bound<'py, PyAny>, Error> {
         let py = self.py;
         Ok(match self.scanner.peek() {
@@ -95,8 +110,10 @@ impl<'py> Decoder<'_, 'py> {
                 let dict = PyDict::new(py);
                 if self.scanner.open(b'{')? {
                     loop {
-                        let key = self.scanner.key()?;
-                        let key = str_from_json(py, key, &mut self.scratch)?;
+                        let key = match (self.scanner.key()?, self.strings.as_deref_mut()) {
+                            (key, Some(strings)) if !key.escaped => strings.get(py, key.raw),
+                            (key, _) => str_from_json(py, key, &mut self.scratch)?,
+                        };
                         dict.set_item(key, self.value()?)?;
                         if !self.scanner.more(b'}')? {
                             break;

@@ -15,6 +15,7 @@ use pyo3::types::{IntoPyDict, PyBool, PyByteArray, PyBytes, PyDict, PyInt, PyStr
 use crate::codec;
 use crate::envelope::{self, Entry, Id, Message, StandardError};
 use crate::json::write_escaped_str;
+use crate::strings::StringCache;
 
 /// `CPython` never limits integer literals to fewer digits than this (`sys.set_int_max_str_digits`).
 const MIN_INT_DIGIT_LIMIT: usize = 640;
@@ -52,6 +53,7 @@ pub(crate) fn answer_line(
     line: &[u8],
     handler: &Bound<'_, PyAny>,
     limits: Limits,
+    strings: &mut StringCache,
     out: &mut Vec<u8>,
 ) -> PyResult<bool> {
     let max_depth = limits.max_depth;
@@ -74,7 +76,7 @@ pub(crate) fn answer_line(
         }
     };
     let entries = match message {
-        Message::Single(entry) => return answer_entry(py, &entry, handler, max_depth, out),
+        Message::Single(entry) => return answer_entry(py, &entry, handler, max_depth, strings, out),
         Message::Batch(entries) if entries.is_empty() => {
             log_debug(py, "invalid request", "empty batch")?;
             envelope::write_standard_error(out, None, StandardError::InvalidRequest);
@@ -94,7 +96,7 @@ pub(crate) fn answer_line(
         if mark > first {
             out.push(b',');
         }
-        if !answer_entry(py, entry, handler, max_depth, out)? {
+        if !answer_entry(py, entry, handler, max_depth, strings, out)? {
             out.truncate(mark);
         }
     }
@@ -139,6 +141,7 @@ fn answer_entry(
     entry: &Entry<'_>,
     handler: &Bound<'_, PyAny>,
     max_depth: usize,
+    strings: &mut StringCache,
     out: &mut Vec<u8>,
 ) -> PyResult<bool> {
     let call = match entry {
@@ -149,9 +152,9 @@ fn answer_entry(
         }
         Entry::Call(call) => call,
     };
-    let method = codec::decode_str(py, call.method)?;
+    let method = codec::decode_str(py, call.method, Some(&mut *strings))?;
     let params = match call.params {
-        Some(text) => codec::decode(py, text, max_depth)?,
+        Some(text) => codec::decode(py, text, max_depth, Some(strings))?,
         None => py.None().into_bound(py),
     };
     let outcome = handler.call1((&method, params));
@@ -333,12 +336,12 @@ pub(crate) fn parse_request<'py>(
         }
         Entry::Call(call) => {
             let params = match call.params {
-                Some(text) => codec::decode(py, text, usize::from(DEFAULT_MAX_DEPTH))?,
+                Some(text) => codec::decode(py, text, usize::from(DEFAULT_MAX_DEPTH), None)?,
                 None => none(),
             };
             let id = call.id.as_ref().map_or_else(|| Ok(none()), |id| id_to_python(py, id))?;
             let kwargs = [
-                ("method", codec::decode_str(py, call.method)?.into_any()),
+                ("method", codec::decode_str(py, call.method, None)?.into_any()),
                 ("params", params),
                 ("id", id),
                 ("is_notification", PyBool::new(py, call.id.is_none()).to_owned().into_any()),
@@ -354,7 +357,7 @@ fn id_to_python<'py>(py: Python<'py>, id: &Id<'_>) -> PyResult<Bound<'py, PyAny>
     Ok(match id {
         Id::Null => py.None().into_bound(py),
         Id::Integer(digits) => codec::int_from_json(py, digits)?,
-        Id::String(text) => codec::decode_str(py, *text)?.into_any(),
+        Id::String(text) => codec::decode_str(py, *text, None)?.into_any(),
     })
 }
 

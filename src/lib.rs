@@ -9,6 +9,7 @@ mod envelope;
 mod errors;
 mod framing;
 mod json;
+mod strings;
 mod transport;
 
 use pyo3::prelude::*;

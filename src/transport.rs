@@ -23,6 +23,7 @@ use crate::codec;
 use crate::dispatch::{self, Limits, DEFAULT_MAX_DEPTH};
 use crate::envelope;
 use crate::framing::{Line, LineBuffer};
+use crate::strings::StringCache;
 
 /// How much one `readinto1`/`read1`/`readline` call may return.
 const READ_CHUNK: usize = 64 * 1024;
@@ -260,6 +261,7 @@ impl StdioTransport {
     fn answer_all(&self, py: Python<'_>, handler: &Bound<'_, PyAny>) -> PyResult<()> {
         let mut line = Vec::new();
         let mut answer = Vec::new();
+        let mut strings = StringCache::default();
         loop {
             // Coalescing: with no complete line buffered, the next read may block, so first write
             // what was gathered.
@@ -274,7 +276,7 @@ impl StdioTransport {
                 }
                 Next::Line if line.iter().all(|byte| matches!(byte, b' ' | b'\t' | b'\r')) => continue,
                 Next::Line => {
-                    if !dispatch::answer_line(py, &line, handler, self.limits, &mut answer)? {
+                    if !dispatch::answer_line(py, &line, handler, self.limits, &mut strings, &mut answer)? {
                         continue;
                     }
                 }

@@ -1296,3 +1296,14 @@ def test_exception_defaults() -> None:
     assert rpcwire.MethodNotFound.code == -32601
     assert rpcwire.InvalidParams.code == -32602
     assert str(rpcwire.InvalidParams("x")) == "x"
+
+
+def test_object_keys_and_method_names_are_right_however_many_there_are(impl: ModuleType) -> None:
+    # More distinct short keys and method names than the native string cache has slots, so that
+    # slots are shared and overwritten, and every key comes back as it was sent.
+    keys = [f"k{i}" for i in range(3000)] + ["é", "a" * 48, "a" * 49, ""]
+    data = b"".join(request(f"m{i % 1500}", {key: i, "x": key}, id=i) for i, key in enumerate(keys))
+    seen = []
+    out = run(impl, data, lambda method, params: seen.append(method) or params)
+    assert answers(out) == [ok(i, {key: i, "x": key}) for i, key in enumerate(keys)]
+    assert seen == [f"m{i % 1500}" for i in range(len(keys))]
