@@ -11,7 +11,7 @@
 
 use std::ffi::CStr;
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRecursionError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use pyo3::{ffi, intern};
@@ -149,6 +149,11 @@ impl<'py> Decoder<'_, 'py, '_> {
 
 const OUT_OF_RANGE_FLOAT: &str = "Out of range float values are not JSON compliant";
 
+/// Containers nest at most this deep in what is encoded, whatever `sys.getrecursionlimit()` says:
+/// each level takes about 700 bytes of the native stack (measured: 15,000 levels overflowed a
+/// thread's 8 MiB), so a raised recursion limit must not turn a deep result into a crash.
+const MAX_ENCODE_DEPTH: usize = 2_000;
+
 /// Append `value` as compact JSON, exactly as `json.dumps` (see the module doc) would write it.
 pub(crate) fn encode(out: &mut Vec<u8>, value: &Bound<'_, PyAny>) -> PyResult<()> {
     Encoder { out, containers: Vec::new() }.value(value)
@@ -247,6 +252,9 @@ impl Encoder<'_> {
         items: impl FnOnce(&mut Self) -> PyResult<()>,
     ) -> PyResult<()> {
         let _guard = RecursionGuard::enter(value.py())?;
+        if self.containers.len() >= MAX_ENCODE_DEPTH {
+            return Err(PyRecursionError::new_err("maximum recursion depth exceeded while encoding a JSON object"));
+        }
         let (open, close) = if value.is_instance_of::<PyDict>() { (b'{', b'}') } else { (b'[', b']') };
         self.out.push(open);
         if len > 0 {

@@ -6,6 +6,7 @@ import enum
 import io
 import json
 import logging
+import subprocess
 import sys
 from collections import OrderedDict, namedtuple
 from types import ModuleType
@@ -1307,3 +1308,23 @@ def test_object_keys_and_method_names_are_right_however_many_there_are(impl: Mod
     out = run(impl, data, lambda method, params: seen.append(method) or params)
     assert answers(out) == [ok(i, {key: i, "x": key}) for i, key in enumerate(keys)]
     assert seen == [f"m{i % 1500}" for i in range(len(keys))]
+
+
+def test_native_refuses_results_nested_past_its_stack_whatever_the_recursion_limit() -> None:
+    # With the recursion limit raised, only the encoder's own depth cap stands between a deep result
+    # and a stack overflow; in a child process, so that a crash fails the test instead of pytest.
+    code = """
+import io, sys, rpcwire
+sys.setrecursionlimit(10**7)
+nested = []
+for _ in range(100_000):
+    nested = [nested]
+out = io.BytesIO()
+rpcwire.StdioTransport(io.BytesIO(b'{"jsonrpc":"2.0","id":1,"method":"m"}\\n'), out).serve(lambda m, p: nested)
+sys.stdout.buffer.write(out.getvalue())
+"""
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60, check=False)
+    assert child.returncode == 0, child.stderr.decode(errors="replace")[-2000:]
+    [answer] = answers(child.stdout)
+    assert answer["error"]["code"] == -32603
+    assert answer["error"]["data"]["exception"] == "RecursionError"
