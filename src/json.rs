@@ -56,6 +56,19 @@ impl<'a> JsonStr<'a> {
     }
 }
 
+/// Bytes that stand for themselves inside a JSON string: all but `"`, `\\` and control characters.
+static ORDINARY_IN_STRING: [bool; 256] = {
+    let mut table = [true; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        table[byte] = false;
+        byte += 1;
+    }
+    table[b'"' as usize] = false;
+    table[b'\\' as usize] = false;
+    table
+};
+
 /// A cursor over one JSON text that validates as it goes.
 pub(crate) struct Scanner<'a> {
     text: &'a str,
@@ -165,28 +178,33 @@ impl<'a> Scanner<'a> {
     /// A string; the cursor is at its opening quote.
     pub(crate) fn string(&mut self) -> Result<JsonStr<'a>> {
         let bytes = self.bytes();
-        self.pos += 1;
-        let start = self.pos;
+        // A local cursor (not `self.pos`) lets the loop keep it in a register, and the table
+        // tests each ordinary byte with one lookup. Callgrind, stream workload: 980 -> 790
+        // instructions per message in this function.
+        let start = self.pos + 1;
+        let mut pos = start;
         let mut escaped = false;
         loop {
-            match bytes.get(self.pos) {
-                None => return Err(self.error("unterminated string")),
+            while bytes.get(pos).is_some_and(|&byte| ORDINARY_IN_STRING[usize::from(byte)]) {
+                pos += 1;
+            }
+            match bytes.get(pos) {
+                None => return Err(SyntaxError { what: "unterminated string", position: pos }),
                 Some(b'"') => break,
                 Some(b'\\') => {
                     escaped = true;
-                    self.pos += 1;
-                    match bytes.get(self.pos) {
-                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => self.pos += 1,
-                        Some(b'u') if bytes.get(self.pos + 1..self.pos + 5).is_some_and(is_hex4) => self.pos += 5,
-                        _ => return Err(self.error("invalid escape in string")),
+                    pos += 1;
+                    match bytes.get(pos) {
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => pos += 1,
+                        Some(b'u') if bytes.get(pos + 1..pos + 5).is_some_and(is_hex4) => pos += 5,
+                        _ => return Err(SyntaxError { what: "invalid escape in string", position: pos }),
                     }
                 }
-                Some(0..=0x1f) => return Err(self.error("control character in string")),
-                Some(_) => self.pos += 1,
+                Some(_) => return Err(SyntaxError { what: "control character in string", position: pos }),
             }
         }
-        let raw = &self.text[start..self.pos];
-        self.pos += 1;
+        let raw = &self.text[start..pos];
+        self.pos = pos + 1;
         Ok(JsonStr { raw, escaped })
     }
 
