@@ -163,22 +163,41 @@ impl Writer {
         self.write_pending(py)
     }
 
+    /// Add an answer to the pending ones, writing them all once they reach `COALESCE_LIMIT`.
+    fn gather(&mut self, py: Python<'_>, line: &[u8]) -> PyResult<()> {
+        if self.pending.is_empty() && line.len() >= COALESCE_LIMIT {
+            // A large answer goes out as it is, without a copy into `pending`.
+            return self.write_all(py, line);
+        }
+        self.pending.extend_from_slice(line);
+        if self.pending.len() >= COALESCE_LIMIT {
+            self.write_pending(py)?;
+        }
+        Ok(())
+    }
+
     /// Write the gathered lines in one `write` and flush. They are dropped even if writing fails,
     /// so that nothing is ever written twice.
     fn write_pending(&mut self, py: Python<'_>) -> PyResult<()> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let data = PyBytes::new(py, &self.pending);
+        let pending = std::mem::take(&mut self.pending);
+        let written = self.write_all(py, &pending);
+        // The allocation is kept for the next answers.
+        self.pending = pending;
         self.pending.clear();
-        let length = data.as_bytes().len();
+        written
+    }
+
+    /// One `write` of `data` (more only if a raw stream takes part of it), then `flush`.
+    fn write_all(&self, py: Python<'_>, data: &[u8]) -> PyResult<()> {
         let stream = self.stream.bind(py);
         let mut offset = 0;
-        while offset < length {
-            let rest = if offset == 0 { data.clone() } else { PyBytes::new(py, &data.as_bytes()[offset..]) };
-            let written = stream.call_method1(intern!(py, "write"), (rest,))?;
+        while offset < data.len() {
+            let written = stream.call_method1(intern!(py, "write"), (PyBytes::new(py, &data[offset..]),))?;
             // Buffered streams take everything; a raw stream may take only part of it.
-            offset = if written.is_none() { length } else { offset + written.extract::<usize>()? };
+            offset = if written.is_none() { data.len() } else { offset + written.extract::<usize>()? };
         }
         if let Some(flush) = &self.flush {
             flush.call0(py)?;
@@ -282,11 +301,7 @@ impl StdioTransport {
                 }
             }
             answer.push(b'\n');
-            let mut writer = lock(py, &self.writer)?;
-            writer.pending.extend_from_slice(&answer);
-            if writer.pending.len() >= COALESCE_LIMIT {
-                writer.write_pending(py)?;
-            }
+            lock(py, &self.writer)?.gather(py, &answer)?;
         }
     }
 }
