@@ -55,6 +55,17 @@ enum ReadMethod {
     Readline,
 }
 
+impl ReadMethod {
+    fn name(self) -> &'static str {
+        match self {
+            Self::ReadInto1 => "readinto1",
+            Self::Read1 => "read1",
+            Self::ReadInto => "readinto",
+            Self::Readline => "readline",
+        }
+    }
+}
+
 /// What `Reader::next_line` found.
 enum Next {
     /// A line, copied into the caller's buffer.
@@ -69,6 +80,8 @@ enum Next {
 struct Reader {
     stream: Py<PyAny>,
     method: ReadMethod,
+    /// The stream's bound method for `method`, looked up once rather than on every read.
+    read: Py<PyAny>,
     chunk: Py<PyByteArray>,
     buffer: LineBuffer,
     at_eof: bool,
@@ -103,6 +116,7 @@ impl Reader {
             Err(error) if self.method != ReadMethod::Readline && error.is_instance(py, unsupported_operation(py)?) => {
                 // An `io.BufferedIOBase` subclass inherits `readinto1`/`read1` that it does not implement.
                 self.method = ReadMethod::Readline;
+                self.read = self.stream.bind(py).getattr(ReadMethod::Readline.name())?.unbind();
                 self.read_once(py)
             }
             other => other,
@@ -110,16 +124,11 @@ impl Reader {
     }
 
     fn read_once(&mut self, py: Python<'_>) -> PyResult<bool> {
-        let stream = self.stream.bind(py);
+        let read = self.read.bind(py);
         match self.method {
             ReadMethod::ReadInto1 | ReadMethod::ReadInto => {
-                let name = if self.method == ReadMethod::ReadInto1 {
-                    intern!(py, "readinto1")
-                } else {
-                    intern!(py, "readinto")
-                };
                 let chunk = self.chunk.bind(py);
-                let count = stream.call_method1(name, (chunk,))?;
+                let count = read.call1((chunk,))?;
                 if count.is_none() {
                     return Err(PyBlockingIOError::new_err(
                         "stdin is non-blocking and had no data; pass a blocking stream",
@@ -131,9 +140,8 @@ impl Reader {
                 self.buffer.extend(&filled[..count.min(filled.len())]);
                 Ok(count > 0)
             }
-            ReadMethod::Read1 => self.extend_with(&stream.call_method1(intern!(py, "read1"), (READ_CHUNK,))?),
-            // Bounded, so that an endless line is never held whole (`max_message_bytes`).
-            ReadMethod::Readline => self.extend_with(&stream.call_method1(intern!(py, "readline"), (READ_CHUNK,))?),
+            // `readline` is bounded too, so that an endless line is never held whole.
+            ReadMethod::Read1 | ReadMethod::Readline => self.extend_with(&read.call1((READ_CHUNK,))?),
         }
     }
 
@@ -150,7 +158,8 @@ impl Reader {
 }
 
 struct Writer {
-    stream: Py<PyAny>,
+    /// The stream's bound `write` and `flush`, looked up once.
+    write: Py<PyAny>,
     flush: Option<Py<PyAny>>,
     /// Whole lines gathered by `serve`, not yet written.
     pending: Vec<u8>,
@@ -192,10 +201,10 @@ impl Writer {
 
     /// One `write` of `data` (more only if a raw stream takes part of it), then `flush`.
     fn write_all(&self, py: Python<'_>, data: &[u8]) -> PyResult<()> {
-        let stream = self.stream.bind(py);
+        let write = self.write.bind(py);
         let mut offset = 0;
         while offset < data.len() {
-            let written = stream.call_method1(intern!(py, "write"), (PyBytes::new(py, &data[offset..]),))?;
+            let written = write.call1((PyBytes::new(py, &data[offset..]),))?;
             // Buffered streams take everything; a raw stream may take only part of it.
             offset = if written.is_none() { data.len() } else { offset + written.extract::<usize>()? };
         }
@@ -341,15 +350,17 @@ impl StdioTransport {
         };
         let stdin = binary_stream(py, stdin, "stdin", "readline")?;
         let stdout = binary_stream(py, stdout, "stdout", "write")?;
+        let method = read_method(py, &stdin)?;
         let reader = Reader {
-            method: read_method(py, &stdin)?,
+            method,
+            read: stdin.getattr(method.name())?.unbind(),
             stream: stdin.unbind(),
             chunk: PyByteArray::new(py, &vec![0; READ_CHUNK]).unbind(),
             buffer: LineBuffer::new(max_message_bytes),
             at_eof: false,
         };
         let flush = stdout.getattr_opt("flush")?.filter(PyAnyMethods::is_callable).map(Bound::unbind);
-        let writer = Writer { stream: stdout.unbind(), flush, pending: Vec::new() };
+        let writer = Writer { write: stdout.getattr(intern!(py, "write"))?.unbind(), flush, pending: Vec::new() };
         Ok(Self { reader: Mutex::new(reader), writer: Mutex::new(writer), max_message_bytes, limits })
     }
 
