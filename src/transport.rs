@@ -343,7 +343,8 @@ impl StdioTransport {
         max_depth: i64,
         max_batch: Option<i64>,
     ) -> PyResult<Self> {
-        let max_message_bytes = positive("max_message_bytes", max_message_bytes, usize::MAX / 2)?;
+        // An `i64` is at most `usize::MAX / 2` here, so `max_message_bytes + 1` cannot overflow.
+        let max_message_bytes = positive("max_message_bytes", max_message_bytes, usize::MAX)?;
         let limits = Limits {
             max_depth: positive("max_depth", max_depth, MAX_MAX_DEPTH)?,
             max_batch: max_batch.map(|max_batch| positive("max_batch", max_batch, usize::MAX)).transpose()?,

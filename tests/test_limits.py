@@ -517,17 +517,7 @@ sys.stdout.buffer.write(out.getvalue())
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize(
     "module",
-    [
-        "rpcwire",
-        pytest.param(
-            "rpcwire.pure",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="bug: rpcwire.pure encodes with json's C encoder, which recurses on the C stack; with "
-                "sys.setrecursionlimit raised, a 200,000-deep result is a segfault, not a -32603",
-            ),
-        ),
-    ],
+    ["rpcwire", "rpcwire.pure"],
 )
 def test_deep_result_with_a_raised_recursion_limit_is_not_a_crash(module: str) -> None:
     child = subprocess.run(

@@ -346,17 +346,7 @@ def traceback_length(exc: BaseException) -> int:
 
 @pytest.mark.parametrize(
     "impl_name",
-    [
-        "native",
-        pytest.param(
-            "pure",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="bug: rpcwire.pure leaves the traceback on the handler's exception; a handler that "
-                "raises the same instance every time makes it grow by 3 frames per request, unbounded",
-            ),
-        ),
-    ],
+    ["native", "pure"],
 )
 def test_a_handler_raising_the_same_exception_instance_leaves_nothing_behind(impl_name: str) -> None:
     impl = {"native": rpcwire, "pure": rpcwire.pure}[impl_name]

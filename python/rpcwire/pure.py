@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import operator
 import sys
 import threading
 from collections.abc import Callable
@@ -52,6 +53,7 @@ logger = logging.getLogger("rpcwire")
 Handler = Callable[[str, Any], Any]
 
 _JSON_WHITESPACE = b" \t\r\n"
+_I64_MAX = 2**63 - 1
 _READ_CHUNK = 64 * 1024  # how much of an over-long line is read (and dropped) at a time
 _OUT_OF_RANGE_FLOAT = "Out of range float values are not JSON compliant"
 
@@ -59,13 +61,48 @@ _OUT_OF_RANGE_FLOAT = "Out of range float values are not JSON compliant"
 _encode_text = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
-def _encode(value: Any) -> bytes:
+_MAX_ENCODE_DEPTH = 2_000
+_END = object()
+
+
+def _encode(value: Any, payload: Any = None) -> bytes:
     """Python value -> one compact JSON line's bytes (without the newline).
 
     A ``str`` may hold lone surrogates (JSON's ``"\\ud800"`` decodes to one); they cannot be UTF-8,
     so they go out as the ``\\udxxx`` escape they came in as (they only ever occur inside strings).
+    ``payload`` is the part of ``value`` that came from the caller (a result, params or data).
     """
+    if sys.getrecursionlimit() > _MAX_ENCODE_DEPTH:
+        _check_encode_depth(payload)
     return _encode_text(value).encode("utf-8", "backslashreplace")
+
+
+def _check_encode_depth(value: Any) -> None:
+    """Refuse containers nested 2,000 deep, as the native encoder does whatever the recursion limit.
+
+    With the default recursion limit ``json`` stops far earlier by itself; raised past 2,000, its C
+    encoder would recurse until the C stack overflows. The walk follows the encoder's order and
+    leaves a circular reference for ``json`` to report.
+    """
+    if not isinstance(value, (list, tuple, dict)) or not value:
+        return
+    path = [value]
+    on_path = {id(value)}
+    children = [iter(dict.values(value) if isinstance(value, dict) else value)]
+    while children:
+        child = next(children[-1], _END)
+        if child is _END:
+            children.pop()
+            on_path.discard(id(path.pop()))
+        elif isinstance(child, (list, tuple, dict)):
+            if len(path) >= _MAX_ENCODE_DEPTH:
+                raise RecursionError("maximum recursion depth exceeded while encoding a JSON object")
+            if child and id(child) not in on_path:
+                path.append(child)
+                on_path.add(id(child))
+                children.append(iter(dict.values(child) if isinstance(child, dict) else child))
+            elif child:
+                return
 
 
 def _reject_constant(name: str) -> Any:
@@ -132,8 +169,9 @@ def _exception_response(id_: Any, exc: Exception) -> dict[str, Any]:
 
 def _encode_response(response: dict[str, Any]) -> bytes:
     """Encode an answer; one whose result or data cannot be JSON becomes a -32603 for the same id."""
+    payload = response["result"] if "result" in response else response["error"].get("data")
     try:
-        return _encode(response)
+        return _encode(response, payload)
     except Exception as exc:
         data = _exception_data(exc)
         if isinstance(exc, ValueError) and data["detail"].startswith(_OUT_OF_RANGE_FLOAT):
@@ -186,6 +224,9 @@ def parse_request(raw: str | bytes) -> tuple[Request | None, dict[str, Any] | No
 
 
 def _positive(name: str, value: int, most: int | None = None) -> int:
+    value = operator.index(value)  # as the native module: an int (or bool), not a float
+    if value > _I64_MAX:
+        raise OverflowError(f"{name} does not fit a 64-bit integer")
     if most is None and value < 1:
         raise ValueError(f"{name} must be at least 1, not {value}")
     if most is not None and not 1 <= value <= most:
@@ -285,18 +326,18 @@ class StdioTransport:
 
     def write_response(self, id: Any, result: Any) -> None:
         """Write a success answer ``{"jsonrpc":"2.0","id":id,"result":result}``."""
-        self._write_line(_encode({"jsonrpc": "2.0", "id": id, "result": result}))
+        self._write_line(_encode({"jsonrpc": "2.0", "id": id, "result": result}, result))
 
     def write_error(self, id: Any, code: int, message: str, data: Any = None) -> None:
         """Write an error answer; the ``data`` member is left out when ``data`` is ``None``."""
-        self._write_line(_encode(_error_response(id, code, message, data)))
+        self._write_line(_encode(_error_response(id, code, message, data), data))
 
     def write_notification(self, method: str, params: Any = None) -> None:
         """Write a notification (no ``id``), e.g. a progress event while a request is in flight."""
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
-        self._write_line(_encode(message))
+        self._write_line(_encode(message, params))
 
     def _answer_message(self, message: Any, handler: Handler) -> bytes | None:
         checked = _check_envelope(message)
@@ -305,13 +346,18 @@ class StdioTransport:
         try:
             result = handler(checked.method, checked.params)
         except Exception as exc:
-            if not checked.is_notification:
-                return _encode_response(_exception_response(checked.id, exc))
-            if isinstance(exc, JsonRpcError):
-                logger.debug("notification %r answered nothing: %s", checked.method, exc)
-            else:
-                logger.error("notification %r failed", checked.method, exc_info=exc)
-            return None
+            try:
+                if not checked.is_notification:
+                    return _encode_response(_exception_response(checked.id, exc))
+                if isinstance(exc, JsonRpcError):
+                    logger.debug("notification %r answered nothing: %s", checked.method, exc)
+                else:
+                    logger.error("notification %r failed", checked.method, exc_info=exc)
+                return None
+            finally:
+                # A handler may raise one exception instance again and again; each raise would add
+                # its frames to the traceback kept on it, holding them (and all they refer to).
+                exc.__traceback__ = None
         if checked.is_notification:
             return None
         return _encode_response({"jsonrpc": "2.0", "id": checked.id, "result": result})
