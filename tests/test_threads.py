@@ -1,5 +1,5 @@
 """Writes from several threads are whole lines: 8 threads send notifications while ``serve`` answers requests,
-all on one real pipe whose read end a thread drains.
+all on one real pipe whose read end a thread drains; and 16 threads against 100,000 requests in a child process.
 """
 
 from __future__ import annotations
@@ -7,11 +7,15 @@ from __future__ import annotations
 import io
 import json
 import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+import rpcwire
 from conftest import request
 
 THREADS = 8
@@ -115,3 +119,105 @@ def test_handler_progress_from_worker_threads(impl: ModuleType) -> None:
         block = messages[i * 41 : (i + 1) * 41]
         assert all(m["method"] == "step" for m in block[:40])
         assert block[40] == {"jsonrpc": "2.0", "id": i, "result": "ok"}
+
+
+MANY_CHILD = """
+import importlib, json, os, sys, threading
+
+impl = importlib.import_module(sys.argv[1])
+REQUESTS, THREADS, EACH = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+in_read, in_write = os.pipe()
+out_read, out_write = os.pipe()
+chunks = []
+
+
+def drain():
+    while chunk := os.read(out_read, 1 << 16):
+        chunks.append(chunk)
+
+
+def feed():
+    with os.fdopen(in_write, "wb") as pipe:
+        for i in range(REQUESTS):
+            pipe.write(b'{"jsonrpc":"2.0","method":"echo","params":[%d,"%s"],"id":%d}\\n' % (i, b"r" * (i % 50), i))
+
+
+start = threading.Barrier(THREADS + 2)
+failures = []
+
+
+def notify(thread):
+    try:
+        start.wait()
+        for seq in range(EACH):
+            transport.write_notification("progress", {"thread": thread, "seq": seq, "pad": "é" * (seq * 37 % 6000)})
+    except BaseException as exc:
+        failures.append(repr(exc))
+
+
+stdin, stdout = os.fdopen(in_read, "rb"), os.fdopen(out_write, "wb")
+transport = impl.StdioTransport(stdin, stdout)
+drainer = threading.Thread(target=drain)
+feeder = threading.Thread(target=lambda: (start.wait(), feed()))
+writers = [threading.Thread(target=notify, args=(t,)) for t in range(THREADS)]
+for thread in [drainer, feeder, *writers]:
+    thread.start()
+start.wait()
+transport.serve(lambda method, params: params)
+for thread in [feeder, *writers]:
+    thread.join()
+stdin.close()
+stdout.close()
+drainer.join()
+os.close(out_read)
+
+output = b"".join(chunks)
+lines = output.split(b"\\n")
+summary = {"tail": lines.pop().decode(errors="replace"), "torn": [], "ids": [], "notes": [], "failures": failures}
+for line in lines:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        summary["torn"].append(line[:200].decode(errors="replace"))
+        continue
+    if "method" in message:
+        params = message["params"]
+        assert params["pad"] == "é" * (params["seq"] * 37 % 6000), "a notification's content changed"
+        summary["notes"].append([params["thread"], params["seq"]])
+    else:
+        assert message["result"] == [message["id"], "r" * (message["id"] % 50)], message
+        summary["ids"].append(message["id"])
+json.dump(summary, sys.stdout)
+"""
+
+MANY_REQUESTS = 100_000
+MANY_THREADS = 16
+MANY_EACH = 1_000
+
+
+@pytest.mark.timeout(300)
+def test_16_threads_notify_while_serve_answers_100000_requests_on_real_pipes(impl: ModuleType) -> None:
+    """In a child process (a deadlock is then a timeout, not a stuck pytest): requests arrive on a pipe fed by a
+    thread, answers and 16 threads' notifications (up to 12 KB each, beyond PIPE_BUF) share one pipe drained by
+    another thread. Every line parses, every answer and every (thread, seq) notification is there exactly once."""
+    requests = MANY_REQUESTS
+    env = dict(os.environ)
+    package_root = str(Path(rpcwire.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [package_root, env.get("PYTHONPATH", "")] if p)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", MANY_CHILD, impl.__name__, str(requests), str(MANY_THREADS), str(MANY_EACH)],
+            capture_output=True,
+            env=env,
+            timeout=240,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("the child did not finish: a deadlock between serve and the writer threads?")
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    summary = json.loads(done.stdout)
+    assert summary["failures"] == []
+    assert summary["torn"] == []
+    assert summary["tail"] == ""
+    assert sorted(summary["ids"]) == list(range(requests))
+    assert sorted(map(tuple, summary["notes"])) == [(t, s) for t in range(MANY_THREADS) for s in range(MANY_EACH)]
