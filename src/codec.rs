@@ -11,7 +11,7 @@
 
 use std::ffi::CStr;
 
-use pyo3::exceptions::{PyRecursionError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRecursionError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use pyo3::{ffi, intern};
@@ -210,7 +210,7 @@ impl Encoder<'_> {
             self.int(int)?;
         } else if let Ok(float) = value.cast::<PyFloat>() {
             self.float(float.value())?;
-        } else if let Ok(list) = value.cast::<PyList>() {
+        } else if let Ok(list) = value.cast_exact::<PyList>() {
             self.container(value, list.len(), |encoder| {
                 let mut index = 0;
                 // The length is read again each time: encoding an item can run Python code.
@@ -223,16 +223,13 @@ impl Encoder<'_> {
                 }
                 Ok(())
             })?;
-        } else if let Ok(tuple) = value.cast::<PyTuple>() {
-            self.container(value, tuple.len(), |encoder| {
-                for (index, item) in tuple.iter().enumerate() {
-                    if index > 0 {
-                        encoder.out.push(b',');
-                    }
-                    encoder.value(&item)?;
-                }
-                Ok(())
-            })?;
+        } else if let Ok(tuple) = value.cast_exact::<PyTuple>() {
+            self.items(value, tuple.iter())?;
+        } else if value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>() {
+            // As `json` (through `PySequence_Fast`): a subclass is encoded as what its `__iter__`
+            // gives, taken whole before the first item is written.
+            let items = value.try_iter()?.collect::<PyResult<Vec<_>>>()?;
+            self.items(value, items.into_iter())?;
         } else if let Ok(dict) = value.cast::<PyDict>() {
             self.dict(dict)?;
         } else {
@@ -291,29 +288,47 @@ impl Encoder<'_> {
         Ok(())
     }
 
+    /// An array of `items` (already taken from `value`, the sequence they belong to).
+    fn items<'py>(
+        &mut self,
+        value: &Bound<'py, PyAny>,
+        items: impl ExactSizeIterator<Item = Bound<'py, PyAny>>,
+    ) -> PyResult<()> {
+        self.container(value, items.len(), |encoder| {
+            for (index, item) in items.enumerate() {
+                if index > 0 {
+                    encoder.out.push(b',');
+                }
+                encoder.value(&item)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Like `json`, a dict is encoded from a snapshot of its items, taken before the first one is
+    /// written: code run while encoding may change the dict, not what is written. A subclass is
+    /// encoded through its own `items()`.
     fn dict(&mut self, dict: &Bound<'_, PyDict>) -> PyResult<()> {
         let py = dict.py();
         self.container(dict.as_any(), dict.len(), |encoder| {
             if dict.is_exact_instance_of::<PyDict>() {
-                let expected_len = dict.len();
+                let mut members = Vec::with_capacity(dict.len());
                 let mut position: ffi::Py_ssize_t = 0;
                 let mut key: *mut ffi::PyObject = std::ptr::null_mut();
                 let mut value: *mut ffi::PyObject = std::ptr::null_mut();
-                let mut first = true;
-                // SAFETY: GIL held; `PyDict_Next` gives borrowed references that are turned into
-                // owned ones at once, so that Python code run while encoding cannot free them.
+                // SAFETY: GIL held and no Python code runs during the loop, so the dict cannot
+                // change under `PyDict_Next`; its borrowed references are made owned at once.
                 while unsafe { ffi::PyDict_Next(dict.as_ptr(), &raw mut position, &raw mut key, &raw mut value) } != 0 {
-                    let (key, value) =
-                        unsafe { (Bound::from_borrowed_ptr(py, key), Bound::from_borrowed_ptr(py, value)) };
-                    encoder.member(first, &key, &value)?;
-                    first = false;
-                    if dict.len() != expected_len {
-                        return Err(PyRuntimeError::new_err("dictionary changed size during iteration"));
-                    }
+                    members.push(unsafe { (Bound::from_borrowed_ptr(py, key), Bound::from_borrowed_ptr(py, value)) });
+                }
+                for (index, (key, value)) in members.iter().enumerate() {
+                    encoder.member(index == 0, key, value)?;
                 }
             } else {
-                // Like `json`, a dict subclass is encoded through its own `items()`.
-                let items = dict.call_method0(intern!(py, "items"))?;
+                // `PyMapping_Items` is what `json` calls: `items()`, turned into a list, with
+                // CPython's own errors for a result that is not iterable.
+                // SAFETY: GIL held; a new reference or NULL with an exception set.
+                let items = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyMapping_Items(dict.as_ptr()))? };
                 for (index, item) in items.try_iter()?.enumerate() {
                     let item = item?;
                     let pair = item

@@ -207,6 +207,11 @@ impl Writer {
             let written = write.call1((PyBytes::new(py, &data[offset..]),))?;
             // Buffered streams take everything; a raw stream may take only part of it.
             offset = if written.is_none() { data.len() } else { offset + written.extract::<usize>()? };
+            if offset < data.len() {
+                // A write to a pipe that a signal interrupts returns what it wrote so far, not
+                // EINTR, so the signal's handler (SIGINT's KeyboardInterrupt) runs here or never.
+                py.check_signals()?;
+            }
         }
         if let Some(flush) = &self.flush {
             flush.call0(py)?;
