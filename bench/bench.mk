@@ -1,0 +1,14 @@
+# Included from the top Makefile, which defines VENV, PY, STAMP and `develop`.
+BENCH_STAMP := $(VENV)/.bench-installed
+
+.PHONY: bench bench-quick
+
+$(BENCH_STAMP): bench/requirements.txt $(STAMP)
+	$(PY) -m pip install --quiet -r bench/requirements.txt
+	touch $(BENCH_STAMP)
+
+bench: develop $(BENCH_STAMP) ## rpcwire against its peers: table, bench/results.json, bench/results.png (~6 min)
+	$(PY) bench/run.py $(BENCH_ARGS)
+
+bench-quick: develop $(BENCH_STAMP) ## A smoke run of the benchmark (a tenth of the messages, one repeat)
+	$(PY) bench/run.py --quick --repeats 1 $(BENCH_ARGS)

@@ -1,0 +1,151 @@
+"""rpcwire against its peers: `make bench`, or `.venv/bin/python bench/run.py [--quick] [--repeats N] [--only ...]`.
+
+Each workload runs every implementation in this one process run, interleaved (the order rotates
+each repeat), several repeats; the report gives medians. The in-memory workloads serve an
+`io.BytesIO` into an `io.BytesIO`; the pipe workloads start bench/pipe_server.py per run; peak
+memory of "large" is measured in a fresh process per implementation (bench/memory_probe.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import implementations
+import pipe_workloads
+import report
+import workloads
+
+HERE = Path(__file__).parent
+IN_MEMORY = ("stream", "batch", "large")
+PIPES = ("ping-pong", "pipelined")
+ALL = IN_MEMORY + PIPES
+# Default repeats: the cheap workloads more, the long ones fewer (--repeats sets them all).
+REPEATS = {"stream": 5, "batch": 5, "large": 3, "ping-pong": 3, "pipelined": 3}
+PIPE_COUNTS = {"ping-pong": 20_000, "pipelined": 100_000}
+
+
+def log(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def rotated(items: list, r: int) -> list:
+    k = r % len(items)
+    return items[k:] + items[:k]
+
+
+def run_in_memory(name: str, impls: list[implementations.Impl], repeats: int, quick: bool) -> dict:
+    full = workloads.build(name, quick)
+    inputs = {impl.name: full.head(impl.limit(name) or full.messages) for impl in impls}
+    for impl in impls:  # warm-up, not timed: imports, caches, first-call paths
+        implementations.run(impl, full.head(2 if name == "large" else 1_000).data)
+    runs: dict[str, list[dict]] = {impl.name: [] for impl in impls}
+    for r in range(repeats):
+        for impl in rotated(impls, r):
+            work = inputs[impl.name]
+            gc.collect()
+            start = time.perf_counter()
+            out = implementations.run(impl, work.data)
+            seconds = time.perf_counter() - start
+            checked = workloads.check(work, out)
+            del out
+            runs[impl.name].append({"seconds": seconds, "messages": work.messages, "check": vars(checked)})
+            log(f"  {name} #{r + 1} {impl.name}: {seconds / work.messages * 1e6:.2f} µs/msg, ok={checked.ok}")
+    return {"messages": full.messages, "malformed": full.malformed, "runs": runs}
+
+
+def run_pipe(name: str, impls: list[implementations.Impl], repeats: int, quick: bool) -> dict:
+    full = PIPE_COUNTS[name] // (10 if quick else 1)
+    counts = {impl.name: min(full, impl.limit(name) or full) for impl in impls}
+    measure = pipe_workloads.ping_pong if name == "ping-pong" else pipe_workloads.pipelined
+    runs: dict[str, list[dict]] = {impl.name: [] for impl in impls}
+    for r in range(repeats):
+        for impl in rotated(impls, r):
+            result = measure(impl.name, counts[impl.name])
+            entry = {"seconds": result.seconds, "messages": result.messages, "check": vars(result.checked)}
+            if result.latencies_ns is not None:
+                entry["latency_us"] = report.percentiles(result.latencies_ns)
+            if result.stderr:
+                entry["stderr"] = result.stderr[-2000:]
+            runs[impl.name].append(entry)
+            log(f"  {name} #{r + 1} {impl.name}: {result.seconds / result.messages * 1e6:.2f} µs/msg")
+    return {"messages": full, "malformed": 0, "runs": runs}
+
+
+def run_memory(impls: list[implementations.Impl], quick: bool, tmp: Path) -> dict:
+    full = workloads.build("large", quick)
+    files: dict[int, Path] = {}
+    probes = {}
+    for name in ["decoded", *(impl.name for impl in impls)]:
+        n = 1 if name == "decoded" else min(full.messages, implementations.IMPLS[name].limit("large") or full.messages)
+        if n not in files:
+            files[n] = tmp / f"large-{n}.jsonl"
+            files[n].write_bytes(full.head(n).data)
+        out = subprocess.run(
+            [sys.executable, str(HERE / "memory_probe.py"), name, str(files[n])],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if out.returncode != 0:
+            probes[name] = {"error": out.stderr[-2000:]}
+            continue
+        probes[name] = json.loads(out.stdout)
+        log(f"  memory {name}: {probes[name]['peak_extra_bytes'] / 2**20:.1f} MiB")
+    return probes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a tenth of the messages: a smoke run")
+    parser.add_argument("--repeats", type=int, help="repeats of every workload (default: 5 cheap, 3 long)")
+    parser.add_argument("--only", help=f"workloads, comma-separated, of: {','.join(ALL)} (and 'memory')")
+    parser.add_argument(
+        "--impls", help=f"implementations, comma-separated (default all): {','.join(implementations.IMPLS)}"
+    )
+    parser.add_argument("--out", default=str(HERE / "results.json"), help="where to write the JSON")
+    args = parser.parse_args(argv)
+
+    chosen = args.only.split(",") if args.only else [*ALL, "memory"]
+    names = args.impls.split(",") if args.impls else list(implementations.IMPLS)
+    unknown = [w for w in chosen if w not in (*ALL, "memory")] + [i for i in names if i not in implementations.IMPLS]
+    if unknown:
+        parser.error(f"unknown: {', '.join(unknown)}")
+    impls = [implementations.IMPLS[name] for name in names]
+
+    results: dict = {
+        "machine": report.machine_info(),
+        "config": {"quick": args.quick, "repeats": args.repeats, "argv": sys.argv[1:]},
+        "workloads": {},
+    }
+    started = time.perf_counter()
+    for name in ALL:
+        if name not in chosen:
+            continue
+        repeats = args.repeats or REPEATS[name]
+        log(f"{name}: {len(impls)} implementations x {repeats} repeats")
+        run = run_in_memory if name in IN_MEMORY else run_pipe
+        results["workloads"][name] = run(name, impls, repeats, args.quick)
+    if "memory" in chosen:
+        log("memory (large, fresh process each)")
+        with tempfile.TemporaryDirectory() as tmp:
+            results["memory"] = run_memory(impls, args.quick, Path(tmp))
+    results["seconds"] = time.perf_counter() - started
+
+    report.summarise(results)
+    text = report.render(results)
+    print(text)
+    Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
+    png = report.plot(results, Path(args.out).with_suffix(".png"))
+    print(f"\nraw timings: {args.out}" + (f"; chart: {png}" if png else "; no chart (matplotlib not importable)"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""The inputs of the in-memory workloads and the check of their answers.
+
+Every input is newline-delimited JSON-RPC built once per run. A workload knows how many messages it
+holds (the unit of "µs per message"), which request ids must be answered, and how many malformed
+lines it holds (each is owed a -32700 answer with `id: null`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import orjson
+
+# The "large" payload: a 1 MiB string (ASCII with a quote, a tab and one non-ASCII character per
+# sentence, so escaping and UTF-8 are exercised) and a list of 10,000 small objects.
+BLOB_SENTENCE = 'The quick brown fox said "hi"\tand jumped over the lazy dog \u2014 again. '
+BLOB_CHARS = 1 << 20
+LIST_LEN = 10_000
+
+
+@dataclass
+class Workload:
+    name: str
+    data: bytes
+    messages: int  # what "µs per message" divides by: lines, or batch entries for "batch"
+    request_ids: list[int]  # ids that must each get exactly one answer
+    malformed: int  # lines that are owed a -32700 answer with id null
+    batched: bool = False
+    check_result: str = "echo"  # how an answer's result is checked: "echo" or "large"
+    notes: list[str] = field(default_factory=list)
+
+    def head(self, messages: int) -> Workload:
+        """The same workload cut to its first `messages` messages (for slow peers, scaled up in the report)."""
+        if messages >= self.messages:
+            return self
+        per_line = 100 if self.batched else 1
+        lines = self.data.splitlines(keepends=True)[: max(1, messages // per_line)]
+        data = b"".join(lines)
+        kept = len(lines) * per_line
+        ids, malformed = [], 0
+        for line in lines:
+            try:
+                msg = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                malformed += 1
+                continue
+            for entry in msg if isinstance(msg, list) else [msg]:
+                if "id" in entry:
+                    ids.append(entry["id"])
+        return Workload(self.name, data, kept, ids, malformed, self.batched, self.check_result)
+
+
+def request(i: int) -> bytes:
+    return b'{"jsonrpc":"2.0","id":%d,"method":"echo","params":{"text":"hello","n":%d}}' % (i, i)
+
+
+def notification(i: int) -> bytes:
+    return b'{"jsonrpc":"2.0","method":"echo","params":{"text":"hello","n":%d}}' % i
+
+
+def malformed(i: int) -> bytes:
+    # A request cut short: not JSON, so -32700 with id null.
+    return b'{"jsonrpc":"2.0","id":%d,"method":"echo","params":{"text":"hel' % i
+
+
+def stream(n: int = 100_000) -> Workload:
+    """90% requests, 5% notifications, 5% malformed lines, spread evenly."""
+    lines, ids, bad = [], [], 0
+    for i in range(n):
+        kind = i % 20
+        if kind == 7:
+            lines.append(notification(i))
+        elif kind == 13:
+            lines.append(malformed(i))
+            bad += 1
+        else:
+            lines.append(request(i))
+            ids.append(i)
+    return Workload("stream", b"\n".join(lines) + b"\n", n, ids, bad)
+
+
+def batch(lines: int = 1_000, per_batch: int = 100) -> Workload:
+    out, ids = [], []
+    for b in range(lines):
+        entries = [request(b * per_batch + k) for k in range(per_batch)]
+        ids.extend(range(b * per_batch, (b + 1) * per_batch))
+        out.append(b"[" + b",".join(entries) + b"]")
+    return Workload("batch", b"\n".join(out) + b"\n", lines * per_batch, ids, 0, batched=True)
+
+
+def large_params() -> bytes:
+    reps = BLOB_CHARS // len(BLOB_SENTENCE) + 1
+    blob = (BLOB_SENTENCE * reps)[:BLOB_CHARS]
+    items = [
+        {"id": k, "name": f"item-{k}", "value": k * 0.25, "tags": ["alpha", "beta"], "ok": k % 2 == 0}
+        for k in range(LIST_LEN)
+    ]
+    return orjson.dumps({"blob": blob, "items": items})
+
+
+def large(n: int = 200) -> Workload:
+    params = large_params()
+    lines = [b'{"jsonrpc":"2.0","id":%d,"method":"echo","params":' % i + params + b"}" for i in range(n)]
+    return Workload("large", b"\n".join(lines) + b"\n", n, list(range(n)), 0, check_result="large")
+
+
+def build(name: str, quick: bool) -> Workload:
+    if name == "stream":
+        return stream(10_000 if quick else 100_000)
+    if name == "batch":
+        return batch(100 if quick else 1_000)
+    if name == "large":
+        return large(10 if quick else 200)
+    raise ValueError(name)
+
+
+@dataclass
+class Checked:
+    answered: int  # distinct expected request ids answered correctly
+    expected: int
+    parse_errors: int  # -32700 answers with id null
+    parse_errors_expected: int
+    wrong: int  # answers that are unexpected, duplicated or carry the wrong result
+
+    @property
+    def ok(self) -> bool:
+        return self.answered == self.expected and self.parse_errors == self.parse_errors_expected and not self.wrong
+
+
+def _result_ok(msg: dict, kind: str) -> bool:
+    value = msg.get("result")
+    if value is None and "method" in msg:  # the floor echoes the request itself
+        value = msg.get("params")
+    if not isinstance(value, dict):
+        return False
+    if kind == "echo":
+        return value.get("n") == msg["id"] and value.get("text") == "hello"
+    return len(value.get("blob", "")) == BLOB_CHARS and len(value.get("items", ())) == LIST_LEN
+
+
+def check(workload: Workload, output: bytes) -> Checked:
+    """Parse every answer line; count each expected id once, and the -32700 answers for malformed lines."""
+    expected = set(workload.request_ids)
+    seen: set = set()
+    parse_errors = wrong = 0
+    for line in output.splitlines():
+        if not line.strip():
+            continue
+        try:
+            msg = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            wrong += 1  # the floor echoes malformed lines unchanged
+            continue
+        for answer in msg if isinstance(msg, list) else [msg]:
+            if not isinstance(answer, dict):
+                wrong += 1
+                continue
+            id_ = answer.get("id")
+            if id_ is None:
+                error = answer.get("error")
+                if isinstance(error, dict) and error.get("code") == -32700:
+                    parse_errors += 1
+                elif "method" not in answer:  # an echoed notification is the floor's, not an answer
+                    wrong += 1
+                continue
+            if id_ in expected and id_ not in seen and _result_ok(answer, workload.check_result):
+                seen.add(id_)
+            else:
+                wrong += 1
+    return Checked(len(seen), len(expected), parse_errors, workload.malformed, wrong)
