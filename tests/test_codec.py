@@ -36,7 +36,13 @@ integers = st.one_of(
     st.integers(min_value=-(2**300), max_value=2**300),
     st.sampled_from([2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 2**64, 10 ** (MAX_DIGITS - 1), 1 - 10**MAX_DIGITS]),
 )
+# Short decimals (0.5, -12.25, 593366088.09029) are what payloads carry and what the native encoder
+# writes without Ryu; the boundaries of that path (1e-4, 2^50, 6 decimals) are in TARGETED_FLOATS.
+short_decimals = st.builds(
+    lambda digits, decimals: digits / 10**decimals, st.integers(-(10**17), 10**17), st.integers(0, 9)
+)
 floats = st.one_of(
+    short_decimals,
     st.floats(allow_nan=False, allow_infinity=False),
     st.floats(allow_nan=False, allow_infinity=False, allow_subnormal=True, min_value=-1e-300, max_value=1e-300),
     st.sampled_from([0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 1e16, 1e-7]),
@@ -139,7 +145,12 @@ def test_decode_then_encode_round_trip(value: Any, ascii_only: bool) -> None:
     assert outputs[0] == b'{"jsonrpc":"2.0","id":1,"result":' + expected_bytes([received]) + b"}\n"
 
 
-TARGETED_FLOATS = [0.1, 1e16, 1e15, 1e-5, 1e-4, 5e-324, 1.7976931348623157e308, -0.0, 123456789.123]
+TARGETED_FLOATS = [
+    *[0.1, 1e16, 1e15, 1e-5, 1e-4, 5e-324, 1.7976931348623157e308, -0.0, 123456789.123],
+    # around the native short-decimal path: 1e-4, 2^50, six decimals, products that round
+    *[9.999999999999999e-05, 0.00015, 1.5e-06, 2.0**50, 2.0**50 - 1, (2.0**50 - 1) / 10, 1125899906842623.5],
+    *[0.123456, 0.1234567, 593366088.09029, 0.1 + 0.2, 1e-06, 999999.999999],
+]
 
 
 @pytest.mark.parametrize("value", TARGETED_FLOATS, ids=[repr(f) for f in TARGETED_FLOATS])
