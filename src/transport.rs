@@ -297,12 +297,17 @@ impl StdioTransport {
         let mut strings = StringCache::default();
         loop {
             // Coalescing: with no complete line buffered, the next read may block, so first write
-            // what was gathered.
-            if !lock(py, &self.reader)?.has_line() {
+            // what was gathered (without holding the reader, which other threads may ask for).
+            let mut reader = lock(py, &self.reader)?;
+            if !reader.has_line() {
+                drop(reader);
                 self.write_pending(py)?;
+                reader = lock(py, &self.reader)?;
             }
+            let next = reader.next_line(py, &mut line)?;
+            drop(reader);
             answer.clear();
-            match lock(py, &self.reader)?.next_line(py, &mut line)? {
+            match next {
                 Next::End => return Ok(()),
                 Next::TooLong { looks_like_json } => {
                     dispatch::answer_too_long(py, looks_like_json, self.max_message_bytes, &mut answer)?;
