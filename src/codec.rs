@@ -18,25 +18,43 @@ use pyo3::{ffi, intern};
 
 use smallvec::SmallVec;
 
-use crate::errors::Error;
+use crate::errors::{Error, SyntaxError};
 use crate::json::{unescape_into, write_escaped_str, write_float_repr, JsonStr, Scanner};
 use crate::strings::StringCache;
 
 /// Integer literals with at most this many digits fit an `i64`; longer ones go through `int()`.
 const I64_SAFE_DIGITS: usize = 18;
 
-/// Turn one JSON value (already validated) into Python objects; object keys come from `strings`
-/// when it is given.
+/// Turn one JSON text into Python objects; object keys come from `strings` when it is given.
 pub(crate) fn decode<'py>(
     py: Python<'py>,
     text: &str,
     max_depth: usize,
     strings: Option<&mut StringCache>,
 ) -> Result<Bound<'py, PyAny>, Error> {
-    let mut decoder = Decoder { py, scanner: Scanner::new(text, max_depth), scratch: Vec::new(), strings };
-    let value = decoder.value()?;
-    decoder.scanner.finish()?;
+    let mut scanner = Scanner::new(text, max_depth);
+    let value = decode_value(py, &mut scanner, strings)?;
+    scanner.finish()?;
     Ok(value)
+}
+
+/// Turn the value at the scanner's position into Python objects, validating it as it goes.
+pub(crate) fn decode_value<'py>(
+    py: Python<'py>,
+    scanner: &mut Scanner<'_>,
+    strings: Option<&mut StringCache>,
+) -> Result<Bound<'py, PyAny>, Error> {
+    Decoder { py, scanner, scratch: Vec::new(), strings }.value()
+}
+
+/// Whether an integer literal of `digits` digits is more than Python's `int()` accepts
+/// (`sys.get_int_max_str_digits()`; `CPython` never allows fewer than 640).
+pub(crate) fn exceeds_int_digit_limit(py: Python<'_>, digits: usize) -> PyResult<bool> {
+    if digits <= 640 {
+        return Ok(false);
+    }
+    let limit: usize = py.import("sys")?.call_method0("get_int_max_str_digits")?.extract()?;
+    Ok(limit != 0 && digits > limit)
 }
 
 /// A JSON string (as the scanner saw it) as a Python `str`, from `strings` when it is given.
@@ -80,15 +98,15 @@ pub(crate) fn int_from_json<'py>(py: Python<'py>, digits: &str) -> PyResult<Boun
     py.get_type::<PyInt>().call1((digits,))
 }
 
-struct Decoder<'a, 'py, 'c> {
+struct Decoder<'s, 'a, 'py, 'c> {
     py: Python<'py>,
-    scanner: Scanner<'a>,
+    scanner: &'s mut Scanner<'a>,
     /// Reused for unescaping strings.
     scratch: Vec<u8>,
     strings: Option<&'c mut StringCache>,
 }
 
-impl<'py> Decoder<'_, 'py, '_> {
+impl<'py> Decoder<'_, '_, 'py, '_> {
     fn value(&mut self) -> Result<Bound<'py, PyAny>, Error> {
         let py = self.py;
         Ok(match self.scanner.peek() {
@@ -137,6 +155,12 @@ impl<'py> Decoder<'_, 'py, '_> {
                 py.None().into_bound(py)
             }
             _ => match self.scanner.number()? {
+                (digits, true) if exceeds_int_digit_limit(py, digits.trim_start_matches('-').len())? => {
+                    let position = self.scanner.value_start();
+                    return Err(
+                        SyntaxError { what: "an integer longer than sys.get_int_max_str_digits()", position }.into()
+                    );
+                }
                 (digits, true) => int_from_json(py, digits)?,
                 (text, false) => {
                     // Rust's parse is correctly rounded like Python's; "1e400" becomes inf in both.

@@ -14,11 +14,9 @@ use pyo3::types::{IntoPyDict, PyBool, PyByteArray, PyBytes, PyDict, PyInt, PyStr
 
 use crate::codec;
 use crate::envelope::{self, Entry, Id, Message, StandardError};
-use crate::json::write_escaped_str;
+use crate::errors::Error;
+use crate::json::{write_escaped_str, Scanner};
 use crate::strings::StringCache;
-
-/// `CPython` never limits integer literals to fewer digits than this (`sys.set_int_max_str_digits`).
-const MIN_INT_DIGIT_LIMIT: usize = 640;
 
 static LOGGER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static JSON_RPC_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
@@ -56,13 +54,19 @@ pub(crate) fn answer_line(
     strings: &mut StringCache,
     out: &mut Vec<u8>,
 ) -> PyResult<bool> {
-    let max_depth = limits.max_depth;
     let parsed = match std::str::from_utf8(line) {
-        Ok(text) => envelope::parse_message(text, max_depth).map_err(|error| error.to_string()),
+        Ok(text) => {
+            let read_params = |scanner: &mut Scanner<'_>| codec::decode_value(py, scanner, Some(&mut *strings));
+            match envelope::parse_message_with(text, limits.max_depth, read_params) {
+                Err(Error::Python(error)) => return Err(error),
+                Err(Error::Syntax(error)) => Err(error.to_string()),
+                Ok(parsed) => Ok(parsed),
+            }
+        }
         Err(error) => Err(format!("invalid UTF-8: {error}")),
     };
     let parsed = match parsed {
-        Ok(parsed) if exceeds_int_digit_limit(py, parsed.longest_integer)? => {
+        Ok(parsed) if codec::exceeds_int_digit_limit(py, parsed.longest_integer)? => {
             Err(format!("an integer with {} digits exceeds sys.get_int_max_str_digits()", parsed.longest_integer))
         }
         other => other,
@@ -76,7 +80,7 @@ pub(crate) fn answer_line(
         }
     };
     let entries = match message {
-        Message::Single(entry) => return answer_entry(py, &entry, handler, max_depth, strings, out),
+        Message::Single(entry) => return answer_entry(py, entry, handler, strings, out),
         Message::Batch(entries) if entries.is_empty() => {
             log_debug(py, "invalid request", "empty batch")?;
             envelope::write_standard_error(out, None, StandardError::InvalidRequest);
@@ -91,12 +95,12 @@ pub(crate) fn answer_line(
     };
     out.push(b'[');
     let first = out.len();
-    for entry in &entries {
+    for entry in entries {
         let mark = out.len();
         if mark > first {
             out.push(b',');
         }
-        if !answer_entry(py, entry, handler, max_depth, strings, out)? {
+        if !answer_entry(py, entry, handler, strings, out)? {
             out.truncate(mark);
         }
     }
@@ -126,21 +130,11 @@ pub(crate) fn answer_too_long(
     Ok(())
 }
 
-/// Whether an integer literal of `digits` digits is more than Python's `int()` accepts.
-pub(crate) fn exceeds_int_digit_limit(py: Python<'_>, digits: usize) -> PyResult<bool> {
-    if digits <= MIN_INT_DIGIT_LIMIT {
-        return Ok(false);
-    }
-    let limit: usize = py.import("sys")?.call_method0("get_int_max_str_digits")?.extract()?;
-    Ok(limit != 0 && digits > limit)
-}
-
 /// Serve one message; `Ok(false)` if it needs no answer (a notification).
-fn answer_entry(
-    py: Python<'_>,
-    entry: &Entry<'_>,
-    handler: &Bound<'_, PyAny>,
-    max_depth: usize,
+fn answer_entry<'py>(
+    py: Python<'py>,
+    entry: Entry<'_, Bound<'py, PyAny>>,
+    handler: &Bound<'py, PyAny>,
     strings: &mut StringCache,
     out: &mut Vec<u8>,
 ) -> PyResult<bool> {
@@ -152,11 +146,8 @@ fn answer_entry(
         }
         Entry::Call(call) => call,
     };
-    let method = codec::decode_str(py, call.method, Some(&mut *strings))?;
-    let params = match call.params {
-        Some(text) => codec::decode(py, text, max_depth, Some(strings))?,
-        None => py.None().into_bound(py),
-    };
+    let method = codec::decode_str(py, call.method, Some(strings))?;
+    let params = call.params.unwrap_or_else(|| py.None().into_bound(py));
     let outcome = handler.call1((&method, params));
     let Some(id) = &call.id else {
         if let Err(error) = outcome {
@@ -321,7 +312,7 @@ pub(crate) fn parse_request<'py>(
         .and_then(|bytes| std::str::from_utf8(bytes).ok())
         .and_then(|text| envelope::parse_message(text, usize::from(DEFAULT_MAX_DEPTH)).ok());
     let parsed = match parsed {
-        Some(parsed) if !exceeds_int_digit_limit(py, parsed.longest_integer)? => parsed,
+        Some(parsed) if !codec::exceeds_int_digit_limit(py, parsed.longest_integer)? => parsed,
         _ => return Ok((none(), error_response(py, none(), StandardError::Parse)?)),
     };
     let entry = match parsed.message {
