@@ -19,7 +19,7 @@ use pyo3::{ffi, intern};
 use smallvec::SmallVec;
 
 use crate::errors::{Error, SyntaxError};
-use crate::json::{unescape_into, write_escaped_str, write_float_repr, JsonStr, Scanner};
+use crate::json::{unescape_into, write_escaped_code_points, write_escaped_str, write_float_repr, JsonStr, Scanner};
 use crate::strings::StringCache;
 
 /// Integer literals with at most this many digits fit an `i64`; longer ones go through `int()`.
@@ -187,6 +187,28 @@ pub(crate) fn encode(out: &mut Vec<u8>, value: &Bound<'_, PyAny>) -> PyResult<()
 
 /// Append a Python `str` as a JSON string.
 pub(crate) fn encode_str(out: &mut Vec<u8>, text: &Bound<'_, PyString>) -> PyResult<()> {
+    let text_ptr = text.as_ptr();
+    // SAFETY: GIL held and `text` is a live `str`, which is immutable: a ready string's kind,
+    // length and data pointer describe its code points for as long as the reference lives.
+    unsafe {
+        if ffi::PyUnicode_IS_READY(text_ptr) != 0 {
+            let length = usize::try_from(ffi::PyUnicode_GET_LENGTH(text_ptr)).unwrap_or(0);
+            let data = ffi::PyUnicode_DATA(text_ptr);
+            match ffi::PyUnicode_KIND(text_ptr) {
+                ffi::PyUnicode_1BYTE_KIND if ffi::PyUnicode_IS_ASCII(text_ptr) != 0 => {
+                    write_escaped_str(out, std::slice::from_raw_parts(data.cast::<u8>(), length));
+                }
+                ffi::PyUnicode_1BYTE_KIND => {
+                    write_escaped_code_points(out, std::slice::from_raw_parts(data.cast::<u8>(), length));
+                }
+                ffi::PyUnicode_2BYTE_KIND => {
+                    write_escaped_code_points(out, std::slice::from_raw_parts(data.cast::<u16>(), length));
+                }
+                _ => write_escaped_code_points(out, std::slice::from_raw_parts(data.cast::<u32>(), length)),
+            }
+            return Ok(());
+        }
+    }
     if let Ok(utf8) = text.to_str() {
         write_escaped_str(out, utf8.as_bytes());
         return Ok(());
