@@ -182,7 +182,7 @@ const MAX_ENCODE_DEPTH: usize = 2_000;
 
 /// Append `value` as compact JSON, exactly as `json.dumps` (see the module doc) would write it.
 pub(crate) fn encode(out: &mut Vec<u8>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-    Encoder { out, containers: Vec::new() }.value(value)
+    Encoder { out, containers: SmallVec::new() }.value(value)
 }
 
 /// Append a Python `str` as a JSON string.
@@ -222,7 +222,9 @@ pub(crate) fn encode_str(out: &mut Vec<u8>, text: &Bound<'_, PyString>) -> PyRes
 struct Encoder<'o> {
     out: &'o mut Vec<u8>,
     /// Addresses of the lists, tuples and dicts being encoded, to refuse a circular one.
-    containers: Vec<usize>,
+    /// Inline up to 16 levels: no allocation per message for the usual results (callgrind, stream
+    /// workload: 6,567 -> 6,402 instructions a message).
+    containers: SmallVec<[usize; 16]>,
 }
 
 /// Python's own recursion limit around each container, as the `json` module's C encoder has.
