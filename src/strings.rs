@@ -18,7 +18,14 @@ const MAX_CACHED_LEN: usize = 48;
 #[derive(Default)]
 pub(crate) struct StringCache {
     /// Empty until the first lookup, so a cache that is never used costs nothing.
-    slots: Vec<Option<(u64, Py<PyString>)>>,
+    slots: Vec<Option<Slot>>,
+}
+
+struct Slot {
+    /// The string's UTF-8 bytes, compared without asking Python for them. Callgrind, stream
+    /// workload: a key found in the cache 120 -> 77 instructions (6,402 -> 6,273 a message).
+    text: Box<str>,
+    string: Py<PyString>,
 }
 
 impl StringCache {
@@ -30,19 +37,17 @@ impl StringCache {
         if self.slots.is_empty() {
             self.slots.resize_with(SLOTS, || None);
         }
-        let hash = fnv1a(text.as_bytes());
         // The truncation is the point: the low bits pick the slot.
         #[allow(clippy::cast_possible_truncation)]
-        let slot = &mut self.slots[hash as usize % SLOTS];
-        if let Some((cached_hash, string)) = slot {
-            let string = string.bind(py);
-            if *cached_hash == hash && string.to_str().is_ok_and(|cached| cached == text) {
-                return string.clone();
+        let slot = &mut self.slots[fnv1a(text.as_bytes()) as usize % SLOTS];
+        match slot {
+            Some(cached) if *cached.text == *text => cached.string.bind(py).clone(),
+            _ => {
+                let string = PyString::new(py, text);
+                *slot = Some(Slot { text: text.into(), string: string.clone().unbind() });
+                string
             }
         }
-        let string = PyString::new(py, text);
-        *slot = Some((hash, string.clone().unbind()));
-        string
     }
 }
 
