@@ -24,22 +24,14 @@ from collections.abc import Iterator
 from enum import IntEnum
 from pathlib import Path
 from types import ModuleType
-from typing import IO, Any
+from typing import Any
 
 import pytest
 import rpcwire
+from child import ServerProcess, child_env
 from conftest import PARSE_ERROR, answers, echo, err, ok, request, run
 
 CHILD_TIMEOUT = 120  # seconds; only there to turn a hang into a failure
-PACKAGE_ROOT = str(Path(rpcwire.__file__).resolve().parent.parent)
-
-
-def child_env() -> dict[str, str]:
-    """The environment of a child process: our package importable, stdio buffered as by default."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [PACKAGE_ROOT, env.get("PYTHONPATH", "")] if p)
-    env.pop("PYTHONUNBUFFERED", None)  # with it, sys.stdout.buffer would be a raw FileIO
-    return env
 
 
 def internal(id: Any, exception: str, detail: str) -> dict[str, Any]:
@@ -286,63 +278,12 @@ else:
 """
 
 
-class Server:
-    """A server process (``SERVER``) on pipes, stderr into a file, killed by a watchdog if the test hangs."""
+class Server(ServerProcess):
+    """``SERVER`` in ``mode``, once it has said it is ready."""
 
     def __init__(self, tmp_path: Path, module: str, mode: str = "default") -> None:
-        script = tmp_path / "server.py"
-        script.write_text(SERVER)
-        self.stderr_path = tmp_path / "stderr.txt"
-        with self.stderr_path.open("wb") as stderr:
-            self.process = subprocess.Popen(
-                [sys.executable, str(script), module, mode],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                env=child_env(),
-            )
-        self.watchdog = threading.Timer(CHILD_TIMEOUT, self.process.kill)
-        self.watchdog.start()
+        super().__init__(tmp_path, SERVER, [module, mode], CHILD_TIMEOUT)
         assert self.receive() == {"jsonrpc": "2.0", "method": "ready"}
-
-    @property
-    def stdin(self) -> IO[bytes]:
-        assert self.process.stdin is not None
-        return self.process.stdin
-
-    @property
-    def stdout(self) -> IO[bytes]:
-        assert self.process.stdout is not None
-        return self.process.stdout
-
-    def send(self, data: bytes) -> None:
-        self.stdin.write(data)
-        self.stdin.flush()
-
-    def receive(self) -> Any:
-        line = self.stdout.readline()
-        assert line.endswith(b"\n"), f"no answer line (server hung or died): {line!r}; stderr: {self.errors()}"
-        return json.loads(line)
-
-    def errors(self) -> str:
-        return self.stderr_path.read_text(errors="replace")
-
-    def wait(self, timeout: float = CHILD_TIMEOUT) -> int:
-        """The exit status; a server still running after ``timeout`` seconds fails the test."""
-        try:
-            return self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"the server did not exit; stderr: {self.errors()}")
-
-    def close(self) -> None:
-        self.watchdog.cancel()
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
-        for stream in (self.process.stdin, self.process.stdout):
-            if stream is not None and not stream.closed:
-                with contextlib.suppress(BrokenPipeError):
-                    stream.close()
 
 
 @pytest.fixture

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 import rpcwire
 import rpcwire.pure
+from child import child_env
 from conftest import INVALID_REQUEST, PARSE_ERROR, answers, echo, err, ok, request
 
 MIB = 1024 * 1024
@@ -631,13 +630,6 @@ transport.serve(lambda method, params: method)
 after = peak_rss()
 print(json.dumps({"growth": after - before, "out": out.getvalue().decode()}))
 """
-
-
-def child_env() -> dict[str, str]:
-    package_root = str(Path(rpcwire.__file__).resolve().parent.parent)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [package_root, env.get("PYTHONPATH", "")] if p)
-    return env
 
 
 @pytest.mark.timeout(120)

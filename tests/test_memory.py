@@ -18,16 +18,15 @@ import gc
 import io
 import json
 import logging
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 import rpcwire
+from child import child_env
 from conftest import answers
 
 MIB = 1024 * 1024
@@ -207,13 +206,6 @@ transport.serve(handler)
 samples[count] = rss()
 print(json.dumps({"samples": samples, "lines": sink.lines, "expected": expected_answers(count), "writes": sink.writes}))
 """
-
-
-def child_env() -> dict[str, str]:
-    package_root = str(Path(rpcwire.__file__).resolve().parent.parent)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [package_root, env.get("PYTHONPATH", "")] if p)
-    return env
 
 
 # 1,000,000 messages each (about 2 s native, 11 s pure), RSS sampled every 50,000 from 100,000 on. A

@@ -5,21 +5,18 @@ more input than one line needs hangs, and the watchdog turns the hang into a fai
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import queue
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import IO, Any
+from typing import Any
 
 import pytest
-import rpcwire
+from child import ServerProcess
 from conftest import echo, request
 
 SERVER = """
@@ -45,73 +42,16 @@ impl.serve(handler, transport)
 WATCHDOG_SECONDS = 60
 
 
-class Server:
-    """A server process with a watchdog that kills it if the test takes too long."""
-
-    def __init__(self, tmp_path: Path, module: str) -> None:
-        script = tmp_path / "server.py"
-        script.write_text(SERVER)
-        package_root = str(Path(rpcwire.__file__).resolve().parent.parent)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in [package_root, env.get("PYTHONPATH", "")] if p)
-        env.pop("PYTHONUNBUFFERED", None)  # the defaults must work with ordinary buffered streams
-        self.stderr = (tmp_path / "stderr.txt").open("wb")
-        self.process = subprocess.Popen(
-            [sys.executable, str(script), module],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.stderr,
-            env=env,
-        )
-        self.stderr_path = tmp_path / "stderr.txt"
-        self.watchdog = threading.Timer(WATCHDOG_SECONDS, self.process.kill)
-        self.watchdog.start()
-
-    @property
-    def stdin(self) -> IO[bytes]:
-        assert self.process.stdin is not None
-        return self.process.stdin
-
-    @property
-    def stdout(self) -> IO[bytes]:
-        assert self.process.stdout is not None
-        return self.process.stdout
-
-    def send(self, data: bytes) -> None:
-        self.stdin.write(data)
-        self.stdin.flush()
-
-    def receive(self) -> Any:
-        line = self.stdout.readline()
-        assert line.endswith(b"\n"), f"no answer line (server hung or died): {line!r}; stderr: {self.errors()}"
-        return json.loads(line)
-
-    def errors(self) -> str:
-        self.stderr.flush()
-        return self.stderr_path.read_text(errors="replace")
-
-    def close(self) -> None:
-        self.watchdog.cancel()
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
-        for stream in (self.process.stdin, self.process.stdout):
-            if stream is not None:
-                with contextlib.suppress(BrokenPipeError):
-                    stream.close()
-        self.stderr.close()
-
-
 @pytest.fixture
-def server(impl: ModuleType, tmp_path: Path) -> Iterator[Server]:
-    running = Server(tmp_path, impl.__name__)
+def server(impl: ModuleType, tmp_path: Path) -> Iterator[ServerProcess]:
+    running = ServerProcess(tmp_path, SERVER, [impl.__name__], WATCHDOG_SECONDS)
     try:
         yield running
     finally:
         running.close()
 
 
-def test_lockstep_round_trips(server: Server) -> None:
+def test_lockstep_round_trips(server: ServerProcess) -> None:
     """200 requests, each answered before the next is sent."""
     for i in range(200):
         params = [i, "é" * (i % 7), {"k": "x" * (i * 37 % 5000)}]
@@ -119,7 +59,7 @@ def test_lockstep_round_trips(server: Server) -> None:
         assert server.receive() == {"jsonrpc": "2.0", "id": i, "result": params}
 
 
-def test_lockstep_with_errors_and_crlf(server: Server) -> None:
+def test_lockstep_with_errors_and_crlf(server: ServerProcess) -> None:
     server.send(b"not json\r\n")
     assert server.receive()["error"]["code"] == -32700
     server.send(b"[]\n")
@@ -130,7 +70,7 @@ def test_lockstep_with_errors_and_crlf(server: Server) -> None:
     assert server.receive() == {"jsonrpc": "2.0", "id": 2, "result": [2]}
 
 
-def test_two_requests_in_one_write_and_a_split_request(server: Server) -> None:
+def test_two_requests_in_one_write_and_a_split_request(server: ServerProcess) -> None:
     server.send(request("echo", [1], id=1) + request("echo", [2], id=2))
     assert [server.receive(), server.receive()] == [
         {"jsonrpc": "2.0", "id": 1, "result": [1]},
@@ -143,7 +83,7 @@ def test_two_requests_in_one_write_and_a_split_request(server: Server) -> None:
     assert server.receive() == {"jsonrpc": "2.0", "id": 3, "result": ["split"]}
 
 
-def test_long_call_sends_progress_before_its_result(server: Server) -> None:
+def test_long_call_sends_progress_before_its_result(server: ServerProcess) -> None:
     for round_ in range(3):
         server.send(request("long", {"steps": 25}, id=round_))
         received = [server.receive() for _ in range(26)]
@@ -151,7 +91,7 @@ def test_long_call_sends_progress_before_its_result(server: Server) -> None:
         assert received[25] == {"jsonrpc": "2.0", "id": round_, "result": {"done": 25}}
 
 
-def test_closing_stdin_ends_the_server_with_status_0(server: Server) -> None:
+def test_closing_stdin_ends_the_server_with_status_0(server: ServerProcess) -> None:
     server.send(request("echo", [1], id=1))
     assert server.receive()["result"] == [1]
     server.stdin.close()
@@ -159,14 +99,14 @@ def test_closing_stdin_ends_the_server_with_status_0(server: Server) -> None:
     assert server.stdout.read() == b""
 
 
-def test_last_request_without_newline_is_answered_at_eof(server: Server) -> None:
+def test_last_request_without_newline_is_answered_at_eof(server: ServerProcess) -> None:
     server.send(request("echo", ["tail"], id=9).rstrip(b"\n"))
     server.stdin.close()
     assert server.receive() == {"jsonrpc": "2.0", "id": 9, "result": ["tail"]}
     assert server.process.wait(timeout=WATCHDOG_SECONDS) == 0, server.errors()
 
 
-def test_large_messages_both_ways(server: Server) -> None:
+def test_large_messages_both_ways(server: ServerProcess) -> None:
     """A 2 MB request and its 2 MB answer: more than a pipe buffer in each direction."""
     params = ["é" * 1_000_000]
     line = request("echo", params, id=1)

@@ -10,12 +10,11 @@ import os
 import subprocess
 import sys
 import threading
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
-import rpcwire
+from child import child_env
 from conftest import request
 
 THREADS = 8
@@ -201,14 +200,11 @@ def test_16_threads_notify_while_serve_answers_100000_requests_on_real_pipes(imp
     thread, answers and 16 threads' notifications (up to 12 KB each, beyond PIPE_BUF) share one pipe drained by
     another thread. Every line parses, every answer and every (thread, seq) notification is there exactly once."""
     requests = MANY_REQUESTS
-    env = dict(os.environ)
-    package_root = str(Path(rpcwire.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [package_root, env.get("PYTHONPATH", "")] if p)
     try:
         done = subprocess.run(
             [sys.executable, "-c", MANY_CHILD, impl.__name__, str(requests), str(MANY_THREADS), str(MANY_EACH)],
             capture_output=True,
-            env=env,
+            env=child_env(),
             timeout=240,
             check=False,
         )

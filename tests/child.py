@@ -1,0 +1,86 @@
+"""Child processes for the tests that need a real one: a server on real pipes, or a measurement
+(RSS, a crash) that must not happen inside pytest's own process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+import rpcwire
+
+PACKAGE_ROOT = str(Path(rpcwire.__file__).resolve().parent.parent)
+
+
+def child_env() -> dict[str, str]:
+    """The environment of a child process: our package importable, stdio buffered as by default."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [PACKAGE_ROOT, env.get("PYTHONPATH", "")] if p)
+    env.pop("PYTHONUNBUFFERED", None)  # with it, sys.stdout.buffer would be a raw FileIO
+    return env
+
+
+class ServerProcess:
+    """``python script *args`` on pipes, stderr into a file, killed by a watchdog if the test hangs."""
+
+    def __init__(self, tmp_path: Path, script: str, args: list[str], timeout: float) -> None:
+        path = tmp_path / "server.py"
+        path.write_text(script)
+        self.timeout = timeout
+        self.stderr_path = tmp_path / "stderr.txt"
+        with self.stderr_path.open("wb") as stderr:
+            self.process = subprocess.Popen(
+                [sys.executable, str(path), *args],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                env=child_env(),
+            )
+        self.watchdog = threading.Timer(timeout, self.process.kill)
+        self.watchdog.start()
+
+    @property
+    def stdin(self) -> IO[bytes]:
+        assert self.process.stdin is not None
+        return self.process.stdin
+
+    @property
+    def stdout(self) -> IO[bytes]:
+        assert self.process.stdout is not None
+        return self.process.stdout
+
+    def send(self, data: bytes) -> None:
+        self.stdin.write(data)
+        self.stdin.flush()
+
+    def receive(self) -> Any:
+        line = self.stdout.readline()
+        assert line.endswith(b"\n"), f"no answer line (server hung or died): {line!r}; stderr: {self.errors()}"
+        return json.loads(line)
+
+    def errors(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The exit status; a server still running after ``timeout`` seconds fails the test."""
+        try:
+            return self.process.wait(timeout=self.timeout if timeout is None else timeout)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the server did not exit; stderr: {self.errors()}")
+
+    def close(self) -> None:
+        self.watchdog.cancel()
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None and not stream.closed:
+                with contextlib.suppress(BrokenPipeError):
+                    stream.close()
