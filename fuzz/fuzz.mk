@@ -1,0 +1,57 @@
+# Coverage-guided fuzzing of rpcwire's pure-Rust core (fuzz/), with libFuzzer on stable Rust.
+#
+# Included from the top Makefile. Plain `cargo build` with the sanitizer-coverage flags `cargo fuzz`
+# passes (no nightly, no cargo-fuzz); everything lands in fuzz/target, apart from the main crate's.
+#   make fuzz-smoke   build, replay tests/fuzz_corpus/<target>, fuzz each target FUZZ_SMOKE_SECONDS
+#   make fuzz         the same for FUZZ_SECONDS each (default 10 minutes), corpus kept in fuzz/corpus,
+#                     then fuzz-atheris: native against pure on whole streams (installs atheris)
+# A crash stops make with libFuzzer's report; the input is in fuzz/artifacts/<target>-crash-*.
+# Replay one with `fuzz/target/<host>/release/<target> FILE`.
+
+FUZZ_DIR := fuzz
+FUZZ_TARGETS := framing envelope float_repr
+FUZZ_SECONDS ?= 600
+FUZZ_SMOKE_SECONDS ?= 4
+FUZZ_SEEDS := tests/fuzz_corpus
+FUZZ_HOST := $(shell rustc -vV | sed -n 's/^host: //p')
+FUZZ_BIN := $(FUZZ_DIR)/target/$(FUZZ_HOST)/release
+# --target keeps these flags off build scripts; --cfg fuzzing as cargo fuzz sets it.
+FUZZ_RUSTFLAGS := -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
+	-Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
+	-Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing
+# -max_len: inputs longer than this are cut; 4 KiB holds lines past the depth limit of 128.
+FUZZ_FLAGS := -max_len=4096 -timeout=10 -rss_limit_mb=2048 -dict=$(FUZZ_DIR)/json.dict
+ATHERIS := atheris==3.0.0
+
+.PHONY: fuzz fuzz-smoke fuzz-build fuzz-atheris
+
+fuzz-build: ## Build the fuzz targets (fuzz/target)
+	cd $(FUZZ_DIR) && CARGO_TARGET_DIR=target RUSTFLAGS="$(FUZZ_RUSTFLAGS)" \
+		cargo build --release --locked --quiet --target $(FUZZ_HOST)
+
+# $(1): seconds per target
+define fuzz_run
+	@set -e; for target in $(FUZZ_TARGETS); do \
+		mkdir -p $(FUZZ_DIR)/corpus/$$target $(FUZZ_DIR)/artifacts $(FUZZ_SEEDS)/$$target; \
+		echo "fuzz: $$target for $(1) s"; \
+		$(FUZZ_BIN)/$$target $(FUZZ_FLAGS) -max_total_time=$(1) -artifact_prefix=$(FUZZ_DIR)/artifacts/$$target- \
+			$(FUZZ_DIR)/corpus/$$target $(FUZZ_SEEDS)/$$target 2>$(FUZZ_DIR)/artifacts/$$target.log \
+			|| { tail -n 40 $(FUZZ_DIR)/artifacts/$$target.log; exit 1; }; \
+		grep -E '^Done [0-9]+ runs' $(FUZZ_DIR)/artifacts/$$target.log | tail -n 1; \
+	done
+endef
+
+fuzz-smoke: fuzz-build ## Replay tests/fuzz_corpus and fuzz each target for a few seconds
+	$(call fuzz_run,$(FUZZ_SMOKE_SECONDS))
+
+fuzz: fuzz-build ## Fuzz each target for FUZZ_SECONDS (default 600), then fuzz-atheris
+	$(call fuzz_run,$(FUZZ_SECONDS))
+	$(MAKE) --no-print-directory fuzz-atheris
+
+fuzz-atheris: develop ## Native against pure on whole streams with atheris, for FUZZ_SECONDS
+	$(VENV)/bin/pip install --quiet $(ATHERIS)
+	mkdir -p $(FUZZ_DIR)/corpus/transport $(FUZZ_DIR)/artifacts
+	$(PY) $(FUZZ_DIR)/atheris_transport.py $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) \
+		-artifact_prefix=$(FUZZ_DIR)/artifacts/transport- $(FUZZ_DIR)/corpus/transport $(FUZZ_SEEDS)/transport \
+		2>$(FUZZ_DIR)/artifacts/transport.log || { tail -n 40 $(FUZZ_DIR)/artifacts/transport.log; exit 1; }
+	@grep -E '^Done [0-9]+ runs' $(FUZZ_DIR)/artifacts/transport.log | tail -n 1

@@ -1,0 +1,141 @@
+//! `envelope::parse_message` (and the strict scanner under it) on any text, against serde_json.
+//!
+//! - It never panics, whatever the text and the depth limit.
+//! - It accepts exactly the RFC 8259 JSON texts (serde_json's `IgnoredAny`, a grammar check that
+//!   lets lone surrogates and numbers of any size through) nested at most `max_depth` deep.
+//! - Where it accepts and serde_json can build a `Value` (no lone surrogate), the envelope is what
+//!   the rules of docs/semantics.md give for that value: the same calls and invalid entries, the
+//!   same reasons, the same method, params and id (duplicate members: the last wins), and the id is
+//!   written back in canonical form (what `json.dumps` writes; serde_json writes strings the same).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use serde::de::IgnoredAny;
+use serde_json::Value;
+
+#[allow(dead_code)]
+#[path = "../../src/envelope.rs"]
+mod envelope;
+#[allow(dead_code)]
+#[path = "../src/errors.rs"]
+mod errors;
+#[allow(dead_code)]
+#[path = "../../src/json.rs"]
+mod json;
+
+use envelope::{Entry, Id, Message};
+
+/// How deeply arrays and objects nest in a valid JSON text.
+fn nesting_depth(text: &str) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for byte in text.bytes() {
+        if in_string {
+            match (escaped, byte) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth -= 1,
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// What docs/semantics.md says one message (or batch entry) is.
+#[derive(Debug, PartialEq)]
+enum Expected {
+    Call { method: Vec<u8>, params: Option<Value>, id: Option<Vec<u8>> },
+    Invalid { id: Option<Vec<u8>>, reason: &'static str },
+}
+
+fn is_integer(number: &serde_json::Number) -> bool {
+    !number.to_string().contains(['.', 'e', 'E'])
+}
+
+/// The id as the answer must carry it: the JSON text `json.dumps` gives for the decoded id.
+fn canonical_id(id: &Value) -> Vec<u8> {
+    match id {
+        Value::Number(number) if number.to_string() == "-0" => b"0".to_vec(),
+        other => serde_json::to_vec(other).expect("an id encodes"),
+    }
+}
+
+fn oracle(message: &Value) -> Expected {
+    let Value::Object(members) = message else {
+        return Expected::Invalid { id: None, reason: "not an object" };
+    };
+    let id = match members.get("id") {
+        None => None,
+        Some(id @ (Value::Null | Value::String(_))) => Some(canonical_id(id)),
+        Some(Value::Number(number)) if is_integer(number) => Some(canonical_id(&Value::Number(number.clone()))),
+        Some(_) => return Expected::Invalid { id: None, reason: "id is not a string, an integer or null" },
+    };
+    if members.get("jsonrpc") != Some(&Value::String("2.0".into())) {
+        return Expected::Invalid { id, reason: "jsonrpc is not \"2.0\"" };
+    }
+    let Some(Value::String(method)) = members.get("method") else {
+        return Expected::Invalid { id, reason: "method is not a string" };
+    };
+    let params = match members.get("params") {
+        None => None,
+        Some(params @ (Value::Array(_) | Value::Object(_))) => Some(params.clone()),
+        Some(_) => return Expected::Invalid { id, reason: "params is not an array or an object" },
+    };
+    Expected::Call { method: method.as_bytes().to_vec(), params, id }
+}
+
+fn written(id: Option<&Id<'_>>) -> Option<Vec<u8>> {
+    id.map(|id| {
+        let mut out = Vec::new();
+        id.write_json(&mut out);
+        out
+    })
+}
+
+fn seen(entry: &Entry<'_>) -> Expected {
+    match entry {
+        Entry::Call(call) => Expected::Call {
+            method: call.method.decode().0.into_owned(),
+            params: call.params.map(|raw| serde_json::from_str(raw).expect("params are one JSON value")),
+            id: written(call.id.as_ref()),
+        },
+        Entry::Invalid { id, reason } => Expected::Invalid { id: written(id.as_ref()), reason },
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&limit, text)) = data.split_first() else { return };
+    let max_depth = if limit & 0x80 == 0 { usize::from(limit & 0x1F) + 1 } else { 128 };
+    let text = String::from_utf8_lossy(text);
+    let parsed = envelope::parse_message(&text, max_depth);
+
+    let grammar = serde_json::from_str::<IgnoredAny>(&text);
+    if let Err(error) = &grammar {
+        if error.to_string().starts_with("recursion limit exceeded") {
+            return; // deeper than serde_json goes: only "no panic" is checked
+        }
+    }
+    let expect_ok = grammar.is_ok() && nesting_depth(&text) <= max_depth;
+    assert_eq!(parsed.is_ok(), expect_ok, "{text:?} (max_depth {max_depth}): {parsed:?} vs {grammar:?}");
+    let (Ok(parsed), Ok(value)) = (parsed, serde_json::from_str::<Value>(&text)) else { return };
+    match (&value, &parsed.message) {
+        (Value::Array(values), Message::Batch(entries)) => {
+            assert_eq!(values.len(), entries.len(), "{text:?}");
+            for (value, entry) in values.iter().zip(entries) {
+                assert_eq!(seen(entry), oracle(value), "{text:?}");
+            }
+        }
+        (Value::Array(_), _) | (_, Message::Batch(_)) => panic!("{text:?}: batch or not? {:?}", parsed.message),
+        (value, Message::Single(entry)) => assert_eq!(seen(entry), oracle(value), "{text:?}"),
+    }
+});

@@ -1,0 +1,96 @@
+//! `LineBuffer` against a reference model of the framing rules in docs/semantics.md.
+//!
+//! The input is a small limit, a list of read sizes (and how many lines to take after each read)
+//! and the bytes of the stream. The stream is fed in those pieces; the lines handed out, read
+//! after read and at the end of input, must be what splitting the whole stream at `\n`, dropping
+//! one `\r` at the end of each line, and calling every line longer than the limit too long gives.
+#![no_main]
+
+use libfuzzer_sys::arbitrary::{Result, Unstructured};
+use libfuzzer_sys::fuzz_target;
+
+#[allow(dead_code)]
+#[path = "../../src/framing.rs"]
+mod framing;
+
+use framing::{Line, LineBuffer};
+
+#[derive(Debug, PartialEq, Eq)]
+enum Expected {
+    Complete(Vec<u8>),
+    TooLong { looks_like_json: bool },
+}
+
+fn owned(line: &Line<'_>) -> Expected {
+    match line {
+        Line::Complete(bytes) => Expected::Complete(bytes.to_vec()),
+        Line::TooLong { looks_like_json } => Expected::TooLong { looks_like_json: *looks_like_json },
+    }
+}
+
+/// The framing rules applied to the whole stream at once.
+fn reference(stream: &[u8], max_line: usize) -> Vec<Expected> {
+    let mut pieces: Vec<&[u8]> = stream.split(|&byte| byte == b'\n').collect();
+    if pieces.last().is_some_and(|last| last.is_empty()) {
+        pieces.pop(); // the stream ended with `\n` (or was empty): no last partial line
+    }
+    pieces
+        .into_iter()
+        .map(|piece| {
+            let line = piece.strip_suffix(b"\r").unwrap_or(piece);
+            if line.len() > max_line {
+                let first = line.iter().find(|byte| !matches!(byte, b' ' | b'\t' | b'\r' | b'\n'));
+                Expected::TooLong { looks_like_json: matches!(first, Some(b'{' | b'[')) }
+            } else {
+                Expected::Complete(line.to_vec())
+            }
+        })
+        .collect()
+}
+
+fn run(data: &[u8]) -> Result<()> {
+    let mut input = Unstructured::new(data);
+    let max_line = usize::from(input.int_in_range(0u8..=40)?);
+    let reads: Vec<u8> = input.arbitrary()?;
+    let stream = input.take_rest();
+    let expected = reference(stream, max_line);
+
+    let mut buffer = LineBuffer::new(max_line);
+    let mut got = Vec::new();
+    let mut rest = stream;
+    let mut take = |buffer: &mut LineBuffer, most: usize| {
+        for _ in 0..most {
+            let has_line = buffer.has_line();
+            let line = buffer.pop_line();
+            assert_eq!(has_line, line.is_some(), "has_line disagrees with pop_line");
+            let Some(line) = line else { break };
+            got.push(owned(&line));
+        }
+    };
+    for (index, &read) in reads.iter().cycle().enumerate() {
+        if rest.is_empty() || index > stream.len() + reads.len() {
+            break;
+        }
+        // Low bits: how many bytes this read returns (0 is a read that returned nothing yet);
+        // high bits: how many lines the reader takes before reading again (7: all of them).
+        let size = usize::from(read & 0x1F).min(rest.len());
+        buffer.extend(&rest[..size]);
+        rest = &rest[size..];
+        let most = usize::from(read >> 5);
+        take(&mut buffer, if most == 7 { usize::MAX } else { most });
+    }
+    buffer.extend(rest);
+    take(&mut buffer, usize::MAX);
+    assert!(!buffer.has_line());
+    if let Some(line) = buffer.pop_rest() {
+        got.push(owned(&line));
+    }
+    assert_eq!(buffer.pop_rest(), None, "pop_rest twice");
+    assert_eq!(buffer.pop_line(), None, "a line after the end");
+    assert_eq!(got, expected, "max_line {max_line}, stream {stream:?}");
+    Ok(())
+}
+
+fuzz_target!(|data: &[u8]| {
+    let _ = run(data);
+});
