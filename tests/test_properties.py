@@ -530,10 +530,5 @@ def test_nesting_inside_a_replaced_duplicate_counts_native() -> None:
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: rpcwire.pure measures nesting on the decoded value, so nesting past max_depth inside a member "
-    "that a later duplicate replaces is not counted (answered, where native answers -32700)",
-)
 def test_nesting_inside_a_replaced_duplicate_counts() -> None:
     assert serve(rpcwire.pure, io.BytesIO(DEEP_BUT_REPLACED)) == PARSE_ERROR_LINE

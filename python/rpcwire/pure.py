@@ -13,6 +13,7 @@ import io
 import json
 import logging
 import operator
+import re
 import sys
 import threading
 from collections.abc import Callable
@@ -113,20 +114,24 @@ class _ParseError(Exception):
     """The line is not one strict RFC 8259 JSON text within the limits."""
 
 
-def _nesting_depth(value: Any) -> int:
-    """How deeply lists and dicts nest in ``value`` (a scalar is 0), without recursion."""
-    deepest = 0
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if type(item) is list:
-            children = item
-        elif type(item) is dict:
-            children = item.values()
-        else:
-            continue
-        deepest = max(deepest, depth)
-        stack.extend((child, depth + 1) for child in children)
+# A JSON string (the line is valid JSON by then, so each is whole) or a bracket.
+_STRING_OR_BRACKET = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _nesting_depth(line: bytes) -> int:
+    """How deeply arrays and objects nest in the text of ``line``, brackets inside strings aside.
+
+    Measured on the text, not on the decoded value: a member that a later duplicate replaces is gone
+    from the value but was still read, and the native parser counts it.
+    """
+    depth = deepest = 0
+    for token in _STRING_OR_BRACKET.finditer(line):
+        bracket = token[0]
+        if bracket in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif bracket in (b"]", b"}"):
+            depth -= 1
     return deepest
 
 
@@ -137,7 +142,7 @@ def _decode(line: bytes, max_depth: int) -> Any:
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise _ParseError(str(exc)) from None
     # Each level of nesting needs its own bracket, so only a line with many of them needs the walk.
-    if line.count(b"[") + line.count(b"{") > max_depth and _nesting_depth(value) > max_depth:
+    if line.count(b"[") + line.count(b"{") > max_depth and _nesting_depth(line) > max_depth:
         raise _ParseError(f"nesting deeper than {max_depth}")
     return value
 
