@@ -3,6 +3,9 @@
 //! Input never panics: a line that is not JSON is a [`SyntaxError`] value, answered on the wire
 //! with -32700 by the dispatcher. Its text (what and where) goes to the `rpcwire` logger, not
 //! onto the wire, so that both implementations write the same bytes.
+//!
+//! The fuzz targets (fuzz/, built with `--cfg fuzzing`) compile this file without pyo3: only
+//! [`SyntaxError`] is theirs.
 
 use std::fmt;
 
@@ -22,24 +25,28 @@ impl fmt::Display for SyntaxError {
 impl std::error::Error for SyntaxError {}
 
 /// Anything that can go wrong while turning JSON text into Python objects.
+#[cfg(not(fuzzing))]
 #[derive(Debug)]
 pub(crate) enum Error {
     Syntax(SyntaxError),
     Python(pyo3::PyErr),
 }
 
+#[cfg(not(fuzzing))]
 impl From<SyntaxError> for Error {
     fn from(error: SyntaxError) -> Self {
         Error::Syntax(error)
     }
 }
 
+#[cfg(not(fuzzing))]
 impl From<pyo3::PyErr> for Error {
     fn from(error: pyo3::PyErr) -> Self {
         Error::Python(error)
     }
 }
 
+#[cfg(not(fuzzing))]
 impl From<Error> for pyo3::PyErr {
     fn from(error: Error) -> Self {
         match error {
