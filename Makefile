@@ -7,7 +7,7 @@ STAMP := $(VENV)/.dev-installed
 .PHONY: help demo test test-rust test-python lint build develop clean
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
 
 $(STAMP): requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -20,7 +20,7 @@ develop: $(STAMP) ## Build the native module (release) into .venv
 demo: develop ## Run the demo transcript
 	$(PY) -m rpcwire demo
 
-test: test-rust test-python ## Run every test, Rust and Python
+test: test-rust test-python fuzz-smoke ## Every test: Rust, Python, and a short run of each fuzz target
 
 test-rust: $(STAMP) ## cargo test (the pure-Rust framing and envelope code)
 	PYO3_PYTHON=$(abspath $(PY)) cargo test --quiet
@@ -39,6 +39,7 @@ build: $(STAMP) ## Build a release wheel into target/wheels
 	$(VENV)/bin/maturin build --release
 
 clean: ## Remove build products and .venv
-	rm -rf $(VENV) target
+	rm -rf $(VENV) target fuzz/target
 
--include bench/bench.mk
+include bench/bench.mk
+include fuzz/fuzz.mk

@@ -17,7 +17,7 @@ use serde_json::Value;
 #[path = "../../src/envelope.rs"]
 mod envelope;
 #[allow(dead_code)]
-#[path = "../src/errors.rs"]
+#[path = "../../src/errors.rs"]
 mod errors;
 #[allow(dead_code)]
 #[path = "../../src/json.rs"]

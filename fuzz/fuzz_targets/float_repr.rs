@@ -7,7 +7,7 @@
 use libfuzzer_sys::fuzz_target;
 
 #[allow(dead_code)]
-#[path = "../src/errors.rs"]
+#[path = "../../src/errors.rs"]
 mod errors;
 #[allow(dead_code)]
 #[path = "../../src/json.rs"]
