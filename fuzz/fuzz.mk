@@ -23,7 +23,7 @@ FUZZ_RUSTFLAGS := -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
 FUZZ_FLAGS := -max_len=4096 -timeout=10 -rss_limit_mb=2048 -dict=$(FUZZ_DIR)/json.dict
 ATHERIS := atheris==3.0.0
 
-.PHONY: fuzz fuzz-smoke fuzz-build fuzz-atheris
+.PHONY: fuzz fuzz-smoke fuzz-build fuzz-atheris fuzz-lint
 
 fuzz-build: ## Build the fuzz targets (fuzz/target)
 	cd $(FUZZ_DIR) && CARGO_TARGET_DIR=target RUSTFLAGS="$(FUZZ_RUSTFLAGS)" \
@@ -55,3 +55,8 @@ fuzz-atheris: develop ## Native against pure on whole streams with atheris, for 
 		-artifact_prefix=$(FUZZ_DIR)/artifacts/transport- $(FUZZ_DIR)/corpus/transport $(FUZZ_SEEDS)/transport \
 		2>$(FUZZ_DIR)/artifacts/transport.log || { tail -n 40 $(FUZZ_DIR)/artifacts/transport.log; exit 1; }
 	@grep -E '^Done [0-9]+ runs' $(FUZZ_DIR)/artifacts/transport.log | tail -n 1
+
+fuzz-lint: ## rustfmt and clippy on the fuzz targets (--cfg fuzzing: src/errors.rs without pyo3)
+	cd $(FUZZ_DIR) && cargo fmt -- --check
+	cd $(FUZZ_DIR) && CARGO_TARGET_DIR=target/lint RUSTFLAGS="--cfg fuzzing" \
+		cargo clippy --locked --quiet --all-targets -- -D warnings
