@@ -28,7 +28,7 @@ test-rust: $(STAMP) ## cargo test (the pure-Rust framing and envelope code)
 test-python: develop ## The pytest suite against rpcwire and rpcwire.pure
 	$(PY) -m pytest
 
-lint: develop ## rustfmt, clippy, ruff, mypy.stubtest
+lint: develop fuzz-lint ## rustfmt, clippy, ruff, mypy.stubtest (and the same for fuzz/)
 	cargo fmt --all -- --check
 	PYO3_PYTHON=$(abspath $(PY)) cargo clippy --all-targets -- -D warnings
 	$(VENV)/bin/ruff check .

@@ -114,25 +114,39 @@ class _ParseError(Exception):
     """The line is not one strict RFC 8259 JSON text within the limits."""
 
 
-# A JSON string (the line is valid JSON by then, so each is whole) or a bracket.
-_STRING_OR_BRACKET = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+def _nesting(value: Any) -> tuple[int, int]:
+    """How deeply lists and dicts nest in ``value`` (a scalar is 0), and how many there are."""
+    deepest = containers = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if type(item) is list:
+            children = item
+        elif type(item) is dict:
+            children = item.values()
+        else:
+            continue
+        containers += 1
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest, containers
 
 
-def _nesting_depth(line: bytes) -> int:
-    """How deeply arrays and objects nest in the text of ``line``, brackets inside strings aside.
+# A JSON string (the line is valid JSON by then, so each is whole), and the bytes that are not brackets.
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[]{}")
 
-    Measured on the text, not on the decoded value: a member that a later duplicate replaces is gone
-    from the value but was still read, and the native parser counts it.
+
+def _text_nests_deeper(line: bytes, max_depth: int) -> bool:
+    """Whether arrays and objects nest deeper than ``max_depth`` in the text of ``line``.
+
+    Needed where the decoded value can hide it: a member replaced by a later duplicate is gone from
+    the value, but it was read, and the native parser counts it.
     """
-    depth = deepest = 0
-    for token in _STRING_OR_BRACKET.finditer(line):
-        bracket = token[0]
-        if bracket in (b"[", b"{"):
-            depth += 1
-            deepest = max(deepest, depth)
-        elif bracket in (b"]", b"}"):
-            depth -= 1
-    return deepest
+    brackets = _STRING.sub(b"", line).translate(None, _NOT_BRACKETS).replace(b"{", b"[").replace(b"}", b"]")
+    for _ in range(max_depth):  # each round removes the innermost level
+        brackets = brackets.replace(b"[]", b"")
+    return bool(brackets)
 
 
 def _decode(line: bytes, max_depth: int) -> Any:
@@ -141,9 +155,14 @@ def _decode(line: bytes, max_depth: int) -> Any:
         value = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise _ParseError(str(exc)) from None
-    # Each level of nesting needs its own bracket, so only a line with many of them needs the walk.
-    if line.count(b"[") + line.count(b"{") > max_depth and _nesting_depth(line) > max_depth:
-        raise _ParseError(f"nesting deeper than {max_depth}")
+    # Each level of nesting needs its own bracket, so only a line with many of them needs the walk,
+    # and only one with more brackets than the value has containers (brackets in strings, or a
+    # container dropped with a replaced duplicate member) needs its text read as well.
+    opening = line.count(b"[") + line.count(b"{")
+    if opening > max_depth:
+        deepest, containers = _nesting(value)
+        if deepest > max_depth or (containers < opening and _text_nests_deeper(line, max_depth)):
+            raise _ParseError(f"nesting deeper than {max_depth}")
     return value
 
 
