@@ -249,8 +249,11 @@ def test_pipe_whose_reader_closed(impl: ModuleType, buffering: int) -> None:
 
 
 SERVER = """
-import importlib, os, sys
+import importlib, os, signal, sys
 
+# A process started in the background by a non-interactive shell (as CI may start the suite) inherits
+# SIGINT ignored, and Python then leaves it ignored; the tests are about Python's usual handling.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 impl = importlib.import_module(sys.argv[1])
 mode = sys.argv[2]
 stdin = open(0, "rb", buffering=0, closefd=False) if mode == "raw-stdin" else None
