@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import rpcwire
 import rpcwire.pure
+from conftest import echo
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -425,14 +426,6 @@ def check_against_oracle(data: bytes, out: bytes, max_depth: int, max_bytes: int
 
 
 # --- serving ------------------------------------------------------------------------------------
-
-
-def echo(method: str, params: Any) -> Any:
-    if method == "missing":
-        raise rpcwire.MethodNotFound()
-    if method == "boom":
-        raise ValueError("boom")
-    return params
 
 
 class Chunks(io.RawIOBase):
