@@ -63,9 +63,19 @@ pub(crate) fn decode_str<'py>(
     text: JsonStr<'_>,
     strings: Option<&mut StringCache>,
 ) -> PyResult<Bound<'py, PyString>> {
+    cached_str_from_json(py, text, strings, &mut Vec::new())
+}
+
+/// `text` as a `str`: from `strings` when it is given and `text` has no escapes, else made anew.
+fn cached_str_from_json<'py>(
+    py: Python<'py>,
+    text: JsonStr<'_>,
+    strings: Option<&mut StringCache>,
+    scratch: &mut Vec<u8>,
+) -> PyResult<Bound<'py, PyString>> {
     match strings {
         Some(strings) if !text.escaped => Ok(strings.get(py, text.raw)),
-        _ => str_from_json(py, text, &mut Vec::new()),
+        _ => str_from_json(py, text, scratch),
     }
 }
 
@@ -130,10 +140,8 @@ impl<'py> Decoder<'_, '_, 'py, '_> {
                 let dict = PyDict::new(py);
                 if self.scanner.open(b'{')? {
                     loop {
-                        let key = match (self.scanner.key()?, self.strings.as_deref_mut()) {
-                            (key, Some(strings)) if !key.escaped => strings.get(py, key.raw),
-                            (key, _) => str_from_json(py, key, &mut self.scratch)?,
-                        };
+                        let key = self.scanner.key()?;
+                        let key = cached_str_from_json(py, key, self.strings.as_deref_mut(), &mut self.scratch)?;
                         dict.set_item(key, self.value()?)?;
                         if !self.scanner.more(b'}')? {
                             break;

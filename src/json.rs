@@ -441,12 +441,12 @@ pub(crate) fn write_escaped_str(out: &mut Vec<u8>, text: &[u8]) {
 /// text) copy their runs of plain ASCII eight units at a time. Callgrind, the `large` workload's
 /// 1 MiB UCS-2 string, fresh each message: 18.7 million instructions (Python's UTF-8 copy, then
 /// escaping) -> 10.3.
-pub(crate) fn write_escaped_code_points<T: Copy + Into<u32>>(out: &mut Vec<u8>, units: &[T]) {
+pub(crate) fn write_escaped_code_points<T: CodeUnit>(out: &mut Vec<u8>, units: &[T]) {
     out.reserve(units.len() + 2);
     out.push(b'"');
     let mut index = 0;
     while index < units.len() {
-        index += copy_plain_ascii_run(out, &units[index..]);
+        index += T::copy_plain_ascii_run(out, &units[index..]);
         if let Some(&unit) = units.get(index) {
             write_code_point(out, unit.into());
             index += 1;
@@ -455,17 +455,24 @@ pub(crate) fn write_escaped_code_points<T: Copy + Into<u32>>(out: &mut Vec<u8>, 
     out.push(b'"');
 }
 
-/// Copy the plain ASCII units (no escape needed) that start `units` to `out`; how many there were.
-/// Only UCS-2 on `x86_64` has a fast path; elsewhere it copies none and each unit is written alone.
-fn copy_plain_ascii_run<T: Copy + Into<u32>>(out: &mut Vec<u8>, units: &[T]) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    if std::mem::size_of::<T>() == 2 {
-        // SAFETY: `T` is a 2-byte code unit (`u16`), so the slice's memory is that many `u16`s.
-        let units = unsafe { std::slice::from_raw_parts(units.as_ptr().cast::<u16>(), units.len()) };
-        return copy_plain_ascii_run_ucs2(out, units);
+/// A unit of a Python `str`'s storage: Latin-1 (`u8`), UCS-2 (`u16`) or UCS-4 (`u32`).
+pub(crate) trait CodeUnit: Copy + Into<u32> {
+    /// Copy the plain ASCII units (no escape needed) that start `units` to `out`; how many there
+    /// were. Only UCS-2 on `x86_64` has a fast path; elsewhere none is copied and each unit is
+    /// written alone.
+    fn copy_plain_ascii_run(_out: &mut Vec<u8>, _units: &[Self]) -> usize {
+        0
     }
-    let _ = (out, units);
-    0
+}
+
+impl CodeUnit for u8 {}
+impl CodeUnit for u32 {}
+
+impl CodeUnit for u16 {
+    #[cfg(target_arch = "x86_64")]
+    fn copy_plain_ascii_run(out: &mut Vec<u8>, units: &[Self]) -> usize {
+        copy_plain_ascii_run_ucs2(out, units)
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
