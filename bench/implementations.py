@@ -212,6 +212,11 @@ IMPLS: dict[str, Impl] = {
 }
 
 
+BASELINE = "rpcwire@baseline"
+"""Another build of rpcwire (``run.py --baseline DIR``): its pipe server imports ``rpcwire`` from DIR."""
+BASELINE_PATH_VARIABLE = "RPCWIRE_BENCH_BASELINE"
+
+
 def run(impl: Impl, data: bytes) -> bytes:
     out = io.BytesIO()
     impl.serve(io.BytesIO(data), out)

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import implementations
 import workloads
 
 SERVER = Path(__file__).with_name("pipe_server.py")
@@ -36,8 +37,17 @@ class Server:
 
     def __init__(self, impl: str) -> None:
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
+        env = None
+        if impl == implementations.BASELINE:  # the same server code, importing rpcwire from another build
+            baseline = os.environ[implementations.BASELINE_PATH_VARIABLE]
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join([baseline, os.environ.get("PYTHONPATH", "")])}
+            impl = "rpcwire"
         self.proc = subprocess.Popen(
-            [sys.executable, str(SERVER), impl], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr
+            [sys.executable, str(SERVER), impl],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            env=env,
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.wfd = self.proc.stdin.fileno()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -82,7 +83,7 @@ def run_memory(impls: list[implementations.Impl], quick: bool, tmp: Path) -> dic
     full = workloads.build("large", quick)
     files: dict[int, Path] = {}
     probes = {}
-    for name in ["decoded", *(impl.name for impl in impls)]:
+    for name in ["decoded", *(impl.name for impl in impls if impl.name != implementations.BASELINE)]:
         n = 1 if name == "decoded" else min(full.messages, implementations.IMPLS[name].limit("large") or full.messages)
         if n not in files:
             files[n] = tmp / f"large-{n}.jsonl"
@@ -110,10 +111,21 @@ def main(argv: list[str] | None = None) -> int:
         "--impls", help=f"implementations, comma-separated (default all): {','.join(implementations.IMPLS)}"
     )
     parser.add_argument("--out", default=str(HERE / "results.json"), help="where to write the JSON")
+    parser.add_argument(
+        "--baseline",
+        help="a directory holding another build's rpcwire package (e.g. a copy of python/rpcwire from an earlier "
+        "commit, with its native module): measured beside the others as rpcwire@baseline, on the pipe workloads",
+    )
     args = parser.parse_args(argv)
+    if args.baseline:
+        os.environ[implementations.BASELINE_PATH_VARIABLE] = str(Path(args.baseline).resolve())
+        baseline = implementations.Impl(implementations.BASELINE, implementations.serve_native)
+        implementations.IMPLS[baseline.name] = baseline
 
     chosen = args.only.split(",") if args.only else [*ALL, "memory"]
     names = args.impls.split(",") if args.impls else list(implementations.IMPLS)
+    if args.baseline and implementations.BASELINE not in names:
+        names.append(implementations.BASELINE)
     unknown = [w for w in chosen if w not in (*ALL, "memory")] + [i for i in names if i not in implementations.IMPLS]
     if unknown:
         parser.error(f"unknown: {', '.join(unknown)}")
@@ -130,8 +142,11 @@ def main(argv: list[str] | None = None) -> int:
             continue
         repeats = args.repeats or REPEATS[name]
         log(f"{name}: {len(impls)} implementations x {repeats} repeats")
-        run = run_in_memory if name in IN_MEMORY else run_pipe
-        results["workloads"][name] = run(name, impls, repeats, args.quick)
+        if name in IN_MEMORY:  # the baseline build can only be imported in a process of its own
+            in_process = [impl for impl in impls if impl.name != implementations.BASELINE]
+            results["workloads"][name] = run_in_memory(name, in_process, repeats, args.quick)
+        else:
+            results["workloads"][name] = run_pipe(name, impls, repeats, args.quick)
     if "memory" in chosen:
         log("memory (large, fresh process each)")
         with tempfile.TemporaryDirectory() as tmp:

@@ -108,6 +108,13 @@ pub(crate) fn int_from_json<'py>(py: Python<'py>, digits: &str) -> PyResult<Boun
     py.get_type::<PyInt>().call1((digits,))
 }
 
+/// A JSON number with a fraction or an exponent as a Python `float`.
+pub(crate) fn float_from_json<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    // Rust's parse is correctly rounded like Python's; "1e400" becomes inf in both.
+    let value: f64 = text.parse().map_err(|e: std::num::ParseFloatError| PyValueError::new_err(e.to_string()))?;
+    Ok(PyFloat::new(py, value).into_any())
+}
+
 struct Decoder<'s, 'a, 'py, 'c> {
     py: Python<'py>,
     scanner: &'s mut Scanner<'a>,
@@ -170,12 +177,7 @@ impl<'py> Decoder<'_, '_, 'py, '_> {
                     );
                 }
                 (digits, true) => int_from_json(py, digits)?,
-                (text, false) => {
-                    // Rust's parse is correctly rounded like Python's; "1e400" becomes inf in both.
-                    let value: f64 =
-                        text.parse().map_err(|e: std::num::ParseFloatError| PyValueError::new_err(e.to_string()))?;
-                    PyFloat::new(py, value).into_any()
-                }
+                (text, false) => float_from_json(py, text)?,
             },
         })
     }

@@ -4,6 +4,9 @@
 //! for a batch), maps what the handler raised to the specification's error codes and encodes the
 //! result. A `BaseException` that is not an `Exception` (`KeyboardInterrupt`, `SystemExit`) is
 //! returned as `Err` so that `serve` stops with it; everything else becomes an answer.
+//!
+//! Just before each handler call, the caller's `before_call` runs: `serve` writes out the answers
+//! it has gathered there, so that no finished answer ever waits for a later handler.
 
 use pyo3::exceptions::PyBaseException;
 use pyo3::exceptions::PyException;
@@ -13,7 +16,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{IntoPyDict, PyBool, PyByteArray, PyBytes, PyDict, PyInt, PyString, PyType};
 
 use crate::codec;
-use crate::envelope::{self, Entry, Id, Message, StandardError};
+use crate::envelope::{self, Entry, Id, Limits, Message, StandardError};
 use crate::errors::Error;
 use crate::json::{write_escaped_str, Scanner};
 use crate::strings::StringCache;
@@ -35,15 +38,8 @@ fn log_debug(py: Python<'_>, what: &str, detail: impl std::fmt::Display) -> PyRe
     Ok(())
 }
 
-/// The nesting limit of incoming JSON (see `rpcwire.DEFAULT_MAX_DEPTH`).
-pub(crate) const DEFAULT_MAX_DEPTH: u16 = 128;
-
-/// What one message may hold (the `StdioTransport` keyword arguments of the same names).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
-    pub(crate) max_depth: usize,
-    pub(crate) max_batch: Option<usize>,
-}
+/// What runs just before each handler call.
+pub(crate) type BeforeCall<'a> = &'a mut dyn FnMut() -> PyResult<()>;
 
 /// Answer one line into `out`; `Ok(false)` if it needs no answer (notifications only).
 pub(crate) fn answer_line(
@@ -52,12 +48,13 @@ pub(crate) fn answer_line(
     handler: &Bound<'_, PyAny>,
     limits: Limits,
     strings: &mut StringCache,
+    before_call: BeforeCall<'_>,
     out: &mut Vec<u8>,
 ) -> PyResult<bool> {
     let parsed = match std::str::from_utf8(line) {
         Ok(text) => {
             let read_params = |scanner: &mut Scanner<'_>| codec::decode_value(py, scanner, Some(&mut *strings));
-            match envelope::parse_message_with(text, limits.max_depth, read_params) {
+            match envelope::parse_message_with(text, limits, read_params) {
                 Err(Error::Python(error)) => return Err(error),
                 Err(Error::Syntax(error)) => Err(error.to_string()),
                 Ok(parsed) => Ok(parsed),
@@ -80,14 +77,15 @@ pub(crate) fn answer_line(
         }
     };
     let entries = match message {
-        Message::Single(entry) => return answer_entry(py, entry, handler, strings, out),
+        Message::Single(entry) => return answer_entry(py, entry, handler, strings, before_call, out),
         Message::Batch(entries) if entries.is_empty() => {
             log_debug(py, "invalid request", "empty batch")?;
             envelope::write_standard_error(out, None, StandardError::InvalidRequest);
             return Ok(true);
         }
-        Message::Batch(entries) if limits.max_batch.is_some_and(|max_batch| entries.len() > max_batch) => {
-            log_debug(py, "invalid request", format_args!("a batch of {} exceeds max_batch", entries.len()))?;
+        Message::BatchOverLimit => {
+            let max_batch = limits.max_batch.unwrap_or_default();
+            log_debug(py, "invalid request", format_args!("a batch of more than max_batch ({max_batch}) entries"))?;
             envelope::write_standard_error(out, None, StandardError::InvalidRequest);
             return Ok(true);
         }
@@ -100,7 +98,7 @@ pub(crate) fn answer_line(
         if mark > first {
             out.push(b',');
         }
-        if !answer_entry(py, entry, handler, strings, out)? {
+        if !answer_entry(py, entry, handler, strings, before_call, out)? {
             out.truncate(mark);
         }
     }
@@ -136,6 +134,7 @@ fn answer_entry<'py>(
     entry: Entry<'_, Bound<'py, PyAny>>,
     handler: &Bound<'py, PyAny>,
     strings: &mut StringCache,
+    before_call: BeforeCall<'_>,
     out: &mut Vec<u8>,
 ) -> PyResult<bool> {
     let call = match entry {
@@ -148,6 +147,7 @@ fn answer_entry<'py>(
     };
     let method = codec::decode_str(py, call.method, Some(strings))?;
     let params = call.params.unwrap_or_else(|| py.None().into_bound(py));
+    before_call()?;
     let outcome = handler.call1((&method, params));
     let Some(id) = &call.id else {
         if let Err(error) = outcome {
@@ -222,24 +222,34 @@ fn write_exception(out: &mut Vec<u8>, id: &Id<'_>, exception: &Bound<'_, PyBaseE
 type ApplicationError<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>, Option<Bound<'py, PyAny>>);
 
 /// The `code`, `message` and `data` of a `JsonRpcError`, if it is one with an `int` code and a
-/// `str` message; any other exception is answered as an internal error.
+/// `str` message; any other exception is answered as an internal error, and so is one whose
+/// `code`, `message` or `data` cannot be read (a property that raises).
 fn application_error<'py>(exception: &Bound<'py, PyBaseException>) -> PyResult<Option<ApplicationError<'py>>> {
     let py = exception.py();
     if !exception.is_instance(json_rpc_error(py)?)? {
         return Ok(None);
     }
-    let code = exception.getattr_opt(intern!(py, "code"))?;
-    let message = exception.getattr_opt(intern!(py, "message"))?;
-    match (code, message) {
-        (Some(code), Some(message))
-            if code.is_instance_of::<PyInt>()
-                && !code.is_instance_of::<PyBool>()
-                && message.is_instance_of::<PyString>() =>
-        {
-            let data = exception.getattr_opt(intern!(py, "data"))?;
-            Ok(Some((code, message, data)))
+    let read = || -> PyResult<Option<ApplicationError<'py>>> {
+        let code = exception.getattr_opt(intern!(py, "code"))?;
+        let message = exception.getattr_opt(intern!(py, "message"))?;
+        match (code, message) {
+            (Some(code), Some(message))
+                if code.is_instance_of::<PyInt>()
+                    && !code.is_instance_of::<PyBool>()
+                    && message.is_instance_of::<PyString>() =>
+            {
+                let data = exception.getattr_opt(intern!(py, "data"))?;
+                Ok(Some((code, message, data)))
+            }
+            _ => Ok(None),
         }
-        _ => Ok(None),
+    };
+    match read() {
+        Err(error) if error.is_instance_of::<PyException>(py) => {
+            log_debug(py, "an error's code, message or data could not be read", error.value(py))?;
+            Ok(None)
+        }
+        other => other,
     }
 }
 
@@ -310,14 +320,16 @@ pub(crate) fn parse_request<'py>(
     let parsed = bytes
         .as_deref()
         .and_then(|bytes| std::str::from_utf8(bytes).ok())
-        .and_then(|text| envelope::parse_message(text, usize::from(DEFAULT_MAX_DEPTH)).ok());
+        .and_then(|text| envelope::parse_message(text, Limits { max_batch: None, ..Limits::default() }).ok());
     let parsed = match parsed {
         Some(parsed) if !codec::exceeds_int_digit_limit(py, parsed.longest_integer)? => parsed,
         _ => return Ok((none(), error_response(py, none(), StandardError::Parse)?)),
     };
     let entry = match parsed.message {
         Message::Single(entry) => entry,
-        Message::Batch(_) => return Ok((none(), error_response(py, none(), StandardError::InvalidRequest)?)),
+        Message::Batch(_) | Message::BatchOverLimit => {
+            return Ok((none(), error_response(py, none(), StandardError::InvalidRequest)?))
+        }
     };
     match entry {
         Entry::Invalid { id, reason } => {
@@ -327,7 +339,7 @@ pub(crate) fn parse_request<'py>(
         }
         Entry::Call(call) => {
             let params = match call.params {
-                Some(text) => codec::decode(py, text, usize::from(DEFAULT_MAX_DEPTH), None)?,
+                Some(text) => codec::decode(py, text, usize::from(envelope::DEFAULT_MAX_DEPTH), None)?,
                 None => none(),
             };
             let id = call.id.as_ref().map_or_else(|| Ok(none()), |id| id_to_python(py, id))?;
@@ -347,7 +359,8 @@ pub(crate) fn parse_request<'py>(
 fn id_to_python<'py>(py: Python<'py>, id: &Id<'_>) -> PyResult<Bound<'py, PyAny>> {
     Ok(match id {
         Id::Null => py.None().into_bound(py),
-        Id::Integer(digits) => codec::int_from_json(py, digits)?,
+        Id::Number(text) if text.contains(['.', 'e', 'E']) => codec::float_from_json(py, text)?,
+        Id::Number(digits) => codec::int_from_json(py, digits)?,
         Id::String(text) => codec::decode_str(py, *text, None)?.into_any(),
     })
 }

@@ -11,22 +11,49 @@
 use crate::errors::SyntaxError;
 use crate::json::{write_escaped_str, JsonStr, Scanner};
 
+/// The nesting limit of incoming JSON (see `rpcwire.DEFAULT_MAX_DEPTH`).
+pub(crate) const DEFAULT_MAX_DEPTH: u16 = 128;
+
+/// The deepest `max_depth` accepted: `rpcwire.pure` decodes with `json`, which recurses on the
+/// interpreter's stack, so both stay well inside the default recursion limit of 1,000.
+pub(crate) const MAX_MAX_DEPTH: usize = 512;
+
+/// The most entries a batch may have (see `rpcwire.DEFAULT_MAX_BATCH`): geth's limit. It bounds
+/// what the transport's own answers add to a batch: each entry is answered in at most ~80 bytes
+/// plus its echoed id (`1,` in, a -32600 of 76 bytes out), so at most ~80 KB beyond the input.
+pub(crate) const DEFAULT_MAX_BATCH: u16 = 1_000;
+
+/// What one message may hold (the `StdioTransport` keyword arguments of the same names).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub(crate) max_depth: usize,
+    /// `None`: batches of any length.
+    pub(crate) max_batch: Option<usize>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { max_depth: usize::from(DEFAULT_MAX_DEPTH), max_batch: Some(usize::from(DEFAULT_MAX_BATCH)) }
+    }
+}
+
 /// A valid request id, as written in the request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Id<'a> {
     Null,
-    /// An integer of any size, as its literal text.
-    Integer(&'a str),
+    /// Any JSON number (the specification allows fractions too), as its literal text.
+    Number(&'a str),
     String(JsonStr<'a>),
 }
 
 impl Id<'_> {
-    /// Append the id in canonical form (what `json.dumps` of the decoded id gives).
+    /// Append the id as the answer carries it: a number exactly as it was written (the
+    /// specification: the same value; `1e3`, `1.50` and `-0` keep their text), a string in the
+    /// canonical form `json.dumps` of the decoded string gives.
     pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
         match self {
             Id::Null => out.extend_from_slice(b"null"),
-            Id::Integer("-0") => out.push(b'0'),
-            Id::Integer(digits) => out.extend_from_slice(digits.as_bytes()),
+            Id::Number(text) => out.extend_from_slice(text.as_bytes()),
             Id::String(text) if !text.escaped => {
                 // Without escapes the raw text holds no quote, backslash or control character,
                 // so it is already what the encoder would write.
@@ -65,6 +92,9 @@ pub(crate) enum Entry<'a, P = &'a str> {
 pub(crate) enum Message<'a, P = &'a str> {
     Single(Entry<'a, P>),
     Batch(Vec<Entry<'a, P>>),
+    /// A batch with more entries than `max_batch`: reading stopped where the entry past the limit
+    /// begins, so neither its entries nor the rest of the line were read.
+    BatchOverLimit,
 }
 
 /// The envelope of one line, and the digits of its longest integer literal.
@@ -82,8 +112,8 @@ enum Member<T> {
 }
 
 /// Check the envelope of one line (a single message or a batch), keeping `params` as raw text.
-pub(crate) fn parse_message(text: &str, max_depth: usize) -> Result<Parsed<'_>, SyntaxError> {
-    parse_message_with(text, max_depth, |scanner| {
+pub(crate) fn parse_message(text: &str, limits: Limits) -> Result<Parsed<'_>, SyntaxError> {
+    parse_message_with(text, limits, |scanner| {
         let start = scanner.value_start();
         scanner.value()?;
         Ok(scanner.span_from(start))
@@ -97,14 +127,19 @@ pub(crate) fn parse_message(text: &str, max_depth: usize) -> Result<Parsed<'_>, 
 /// Callgrind, stream workload: 7,160 -> 6,609 instructions a message.
 pub(crate) fn parse_message_with<'a, P, E: From<SyntaxError>>(
     text: &'a str,
-    max_depth: usize,
+    limits: Limits,
     mut read_params: impl FnMut(&mut Scanner<'a>) -> Result<P, E>,
 ) -> Result<Parsed<'a, P>, E> {
-    let mut scanner = Scanner::new(text, max_depth);
+    let mut scanner = Scanner::new(text, limits.max_depth);
     let message = if scanner.peek() == Some(b'[') {
         let mut entries = Vec::new();
         if scanner.open(b'[')? {
             loop {
+                if limits.max_batch.is_some_and(|max_batch| entries.len() == max_batch) {
+                    // Stop before the entry past the limit: an over-long batch costs no more
+                    // memory or time than `max_batch` entries do, however long the line.
+                    return Ok(Parsed { message: Message::BatchOverLimit, longest_integer: scanner.longest_integer });
+                }
                 entries.push(parse_entry(&mut scanner, &mut read_params)?);
                 if !scanner.more(b']')? {
                     break;
@@ -150,10 +185,7 @@ fn parse_entry<'a, P, E: From<SyntaxError>>(
                 id = match peek {
                     Some(b'"') => Member::Valid(Id::String(scanner.string()?)),
                     Some(b'n') => Member::Valid(Id::Null),
-                    Some(b'-' | b'0'..=b'9') => match scanner.number()? {
-                        (digits, true) => Member::Valid(Id::Integer(digits)),
-                        (_, false) => Member::Wrong,
-                    },
+                    Some(b'-' | b'0'..=b'9') => Member::Valid(Id::Number(scanner.number()?.0)),
                     _ => Member::Wrong,
                 };
             }
@@ -169,7 +201,7 @@ fn parse_entry<'a, P, E: From<SyntaxError>>(
     let id = match id {
         Member::Absent => None,
         Member::Valid(id) => Some(id),
-        Member::Wrong => return Ok(Entry::Invalid { id: None, reason: "id is not a string, an integer or null" }),
+        Member::Wrong => return Ok(Entry::Invalid { id: None, reason: "id is not a string, a number or null" }),
     };
     // The reasons are checked in the same order as `rpcwire.pure` checks them.
     let reason = match (version_ok, method, params) {
@@ -238,13 +270,17 @@ pub(crate) fn write_standard_error(out: &mut Vec<u8>, id: Option<&Id<'_>>, error
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_message, write_standard_error, Call, Entry, Id, Message, StandardError};
+    use super::{parse_message, write_standard_error, Call, Entry, Id, Limits, Message, StandardError};
     use crate::json::JsonStr;
 
+    fn depth(max_depth: usize) -> Limits {
+        Limits { max_depth, ..Limits::default() }
+    }
+
     fn single(text: &str) -> Entry<'_> {
-        match parse_message(text, 128).expect("valid JSON").message {
+        match parse_message(text, Limits::default()).expect("valid JSON").message {
             Message::Single(entry) => entry,
-            Message::Batch(_) => panic!("not a single message"),
+            other => panic!("not a single message: {other:?}"),
         }
     }
 
@@ -265,7 +301,7 @@ mod tests {
     #[test]
     fn a_request_borrows_its_members() {
         let entry = single(r#"{"jsonrpc":"2.0","method":"add","params":[1, 2],"id":7,"extra":{"x":[]}}"#);
-        let expected = Call { method: plain("add"), params: Some("[1, 2]"), id: Some(Id::Integer("7")) };
+        let expected = Call { method: plain("add"), params: Some("[1, 2]"), id: Some(Id::Number("7")) };
         assert_eq!(entry, Entry::Call(expected));
     }
 
@@ -278,22 +314,21 @@ mod tests {
     #[test]
     fn invalid_envelopes_keep_a_valid_id() {
         for (text, id) in [
-            (r#"{"jsonrpc":"2.0","method":1,"id":3}"#, Some(Id::Integer("3"))),
+            (r#"{"jsonrpc":"2.0","method":1,"id":3}"#, Some(Id::Number("3"))),
             (r#"{"jsonrpc":"2.0","method":"m","params":null,"id":"a"}"#, Some(Id::String(plain("a")))),
             (r#"{"jsonrpc":"2.0","method":"m","params":"x"}"#, None),
             (r#"{"jsonrpc":"1.0","method":"m","id":null}"#, Some(Id::Null)),
-            (r#"{"jsonrpc":2.0,"method":"m","id":1}"#, Some(Id::Integer("1"))),
-            (r#"{"method":"m","id":1}"#, Some(Id::Integer("1"))),
+            (r#"{"jsonrpc":2.0,"method":"m","id":1}"#, Some(Id::Number("1"))),
+            (r#"{"method":"m","id":1.5e3}"#, Some(Id::Number("1.5e3"))),
             (r#"{"jsonrpc":"2.0","method":"m","id":true}"#, None),
-            (r#"{"jsonrpc":"2.0","method":"m","id":1.0}"#, None),
-            (r#"{"jsonrpc":"2.0","method":"m","id":1e3}"#, None),
+            (r#"{"jsonrpc":"2.0","method":"m","id":{}}"#, None),
             (r#"{"jsonrpc":"2.0","method":"m","id":[1]}"#, None),
             ("[]", None),
             ("5", None),
         ] {
             let expected =
                 if text == "[]" { Message::Batch(vec![]) } else { Message::Single(Entry::Invalid { id, reason: "" }) };
-            let mut message = parse_message(text, 128).unwrap().message;
+            let mut message = parse_message(text, Limits::default()).unwrap().message;
             if let Message::Single(Entry::Invalid { reason, .. }) = &mut message {
                 assert!(!reason.is_empty());
                 *reason = "";
@@ -319,32 +354,51 @@ mod tests {
     }
 
     #[test]
-    fn ids_are_echoed_canonically() {
+    fn numbers_are_echoed_as_written_and_strings_canonically() {
         let big = r#"{"jsonrpc":"2.0","method":"m","id":1267650600228229401496703205376}"#;
         assert_eq!(answer_id(big), "1267650600228229401496703205376");
-        assert_eq!(answer_id(r#"{"jsonrpc":"2.0","method":"m","id":-0}"#), "0");
+        for number in ["-0", "1.5", "1e3", "1E+03", "-0.0", "1.50", "1e400"] {
+            assert_eq!(answer_id(&format!(r#"{{"jsonrpc":"2.0","method":"m","id":{number}}}"#)), number);
+        }
         assert_eq!(answer_id(r#"{"jsonrpc":"2.0","method":"m","id":"tab\there\ud800"}"#), r#""tab\there\ud800""#);
     }
 
     #[test]
     fn a_batch_checks_each_entry_and_the_whole_line_is_json() {
-        let parsed =
-            parse_message(r#"[{"jsonrpc":"2.0","method":"a","id":1}, 1, {"jsonrpc":"2.0","method":"b"}]"#, 128);
+        let parsed = parse_message(
+            r#"[{"jsonrpc":"2.0","method":"a","id":1}, 1, {"jsonrpc":"2.0","method":"b"}]"#,
+            Limits::default(),
+        );
         let Message::Batch(entries) = parsed.unwrap().message else { panic!("expected a batch") };
         assert_eq!(entries.len(), 3);
         assert_eq!(entries[1], Entry::Invalid { id: None, reason: "not an object" });
-        assert!(parse_message(r#"[{"jsonrpc":"2.0","method":"a","id":1}, {"#, 128).is_err());
-        assert!(parse_message(r#"{"jsonrpc":"2.0","method":"a"} x"#, 128).is_err());
+        assert!(parse_message(r#"[{"jsonrpc":"2.0","method":"a","id":1}, {"#, Limits::default()).is_err());
+        assert!(parse_message(r#"{"jsonrpc":"2.0","method":"a"} x"#, Limits::default()).is_err());
+    }
+
+    #[test]
+    fn a_batch_over_the_limit_is_not_read_past_it() {
+        let limits = Limits { max_batch: Some(2), ..Limits::default() };
+        let Message::Batch(entries) = parse_message("[1, 2]", limits).unwrap().message else { panic!("a batch") };
+        assert_eq!(entries.len(), 2);
+        // The third entry is never read: what follows it does not matter.
+        assert_eq!(parse_message("[1, 2, 3]", limits).unwrap().message, Message::BatchOverLimit);
+        assert_eq!(parse_message("[1, 2, {not json", limits).unwrap().message, Message::BatchOverLimit);
+        assert!(parse_message("[1, {not json", limits).is_err());
+        let unlimited = Limits { max_batch: None, ..Limits::default() };
+        let long = format!("[{}1]", "1,".repeat(5_000));
+        let Message::Batch(entries) = parse_message(&long, unlimited).unwrap().message else { panic!("a batch") };
+        assert_eq!(entries.len(), 5_001);
     }
 
     #[test]
     fn depth_counts_the_envelope_and_the_batch() {
         let params = |depth: usize| "[".repeat(depth) + &"]".repeat(depth);
         let line = |depth: usize| format!(r#"{{"jsonrpc":"2.0","method":"m","params":{}}}"#, params(depth));
-        assert!(parse_message(&line(127), 128).is_ok());
-        assert!(parse_message(&line(128), 128).is_err());
-        assert!(parse_message(&format!("[{}]", line(126)), 128).is_ok());
-        assert!(parse_message(&format!("[{}]", line(127)), 128).is_err());
+        assert!(parse_message(&line(127), depth(128)).is_ok());
+        assert!(parse_message(&line(128), depth(128)).is_err());
+        assert!(parse_message(&format!("[{}]", line(126)), depth(128)).is_ok());
+        assert!(parse_message(&format!("[{}]", line(127)), depth(128)).is_err());
     }
 
     #[test]

@@ -4,12 +4,15 @@
 //! call the `write_*` methods (a handler's progress notifications, for instance). Reading fills a
 //! `LineBuffer` with whatever one read returns: `readinto1` (or `read1`) on buffered streams gives
 //! up to 64 KiB of what is already there and never waits for more than one line needs; streams
-//! without them are read with `readline`. Answers are coalesced: while more complete lines are
-//! already buffered, `serve` gathers its answers and writes and flushes them in one `write` before
-//! the next read that could block. Everything else (`write_*`) goes out at once, after the answers
-//! gathered so far, so the order of what was written is kept. Writing happens under a lock that
-//! is awaited with the GIL released, so writers on real pipes (whose `write` releases the GIL)
-//! never interleave and never deadlock.
+//! without them are read with `readline`.
+//!
+//! Answers are coalesced only where no handler stands between them: `serve` gathers answers and
+//! writes and flushes them in one `write` just before it calls the next handler, and before the
+//! next read that could block. So a finished answer is out before any later handler runs (a slow
+//! or process-ending handler cannot hold it back), while a run of answers that need no handler
+//! (-32700s, -32600s, over-long lines) goes out in one write. `write_*` calls go out at once.
+//! Each stream is used under a [`StreamLock`]: writers never interleave, a waiting thread still
+//! runs signal handlers, and a stream that calls back into its own transport gets an error.
 //!
 //! Reads go through the stream's own `readinto1`, which releases the GIL during the system call
 //! and runs signal handlers when one interrupts it. Reading a pipe's file descriptor directly was
@@ -18,18 +21,17 @@
 //! small part of the 0.8 µs that parsing, dispatch and encoding also take, and a direct read would
 //! have to drain the Python buffer first and redo its signal handling.
 
-use std::sync::{Mutex, MutexGuard};
-
-use pyo3::exceptions::{PyBlockingIOError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyBlockingIOError, PyOSError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::{MutexExt, PyOnceLock};
-use pyo3::types::{PyByteArray, PyBytes, PyType};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyByteArray, PyBytes, PyInt, PyType};
 
 use crate::codec;
-use crate::dispatch::{self, Limits, DEFAULT_MAX_DEPTH};
-use crate::envelope;
+use crate::dispatch;
+use crate::envelope::{self, Limits, DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, MAX_MAX_DEPTH};
 use crate::framing::{Line, LineBuffer};
+use crate::stream_lock::StreamLock;
 use crate::strings::StringCache;
 
 /// How much one `readinto1`/`read1`/`readline` call may return.
@@ -38,12 +40,11 @@ const READ_CHUNK: usize = 64 * 1024;
 /// The longest line accepted (see `rpcwire.DEFAULT_MAX_MESSAGE_BYTES`).
 const DEFAULT_MAX_MESSAGE_BYTES: i64 = 64 * 1024 * 1024;
 
-/// The deepest `max_depth` accepted: `rpcwire.pure` decodes with `json`, which recurses on the
-/// interpreter's stack, so both stay well inside the default recursion limit of 1,000.
-const MAX_MAX_DEPTH: usize = 512;
-
 /// Gathered answers are written once they reach this size, even if more lines are buffered.
 const COALESCE_LIMIT: usize = 64 * 1024;
+
+const REENTRANT_READ: &str = "reentrant read: the input stream called back into the transport it belongs to";
+const REENTRANT_WRITE: &str = "reentrant write: the output stream called back into the transport it belongs to";
 
 static TEXT_IO_BASE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static RAW_IO_BASE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
@@ -141,10 +142,13 @@ impl Reader {
                         "stdin is non-blocking and had no data; pass a blocking stream",
                     ));
                 }
-                let count: usize = count.extract()?;
+                let count = checked_count(&count, self.method.name(), chunk.len())?;
                 // SAFETY: no Python code runs while the slice is alive, so the bytearray cannot change.
-                let filled = unsafe { chunk.as_bytes() };
-                self.buffer.extend(&filled[..count.min(filled.len())]);
+                let filled = &mut unsafe { chunk.as_bytes_mut() }[..count];
+                self.buffer.extend(filled);
+                // Zeroed once copied: a stream that claims more than it filled gets zeros (a
+                // -32700), never the bytes of an earlier read served again.
+                filled.fill(0);
                 Ok(count > 0)
             }
             // `readline` is bounded too, so that an endless line is never held whole.
@@ -164,56 +168,34 @@ impl Reader {
     }
 }
 
+/// The count a stream method returned, if it is within `0..=most`; else `OSError`, in the words
+/// `io.BufferedReader` and `io.BufferedWriter` use for the same fault of a raw stream.
+fn checked_count(count: &Bound<'_, PyAny>, method: &str, most: usize) -> PyResult<usize> {
+    let int = count.cast::<PyInt>()?;
+    match int.extract::<usize>() {
+        Ok(count) if count <= most => Ok(count),
+        _ => Err(PyOSError::new_err(format!(
+            "{method}() returned invalid length {int} (should have been between 0 and {most})"
+        ))),
+    }
+}
+
 struct Writer {
     /// The stream's bound `write` and `flush`, looked up once.
     write: Py<PyAny>,
     flush: Option<Py<PyAny>>,
-    /// Whole lines gathered by `serve`, not yet written.
-    pending: Vec<u8>,
 }
 
 impl Writer {
-    /// Write what is pending, then `line` (a whole message ending in `\n`), and flush.
-    fn send(&mut self, py: Python<'_>, line: &[u8]) -> PyResult<()> {
-        self.pending.extend_from_slice(line);
-        self.write_pending(py)
-    }
-
-    /// Add an answer to the pending ones, writing them all once they reach `COALESCE_LIMIT`.
-    fn gather(&mut self, py: Python<'_>, line: &[u8]) -> PyResult<()> {
-        if self.pending.is_empty() && line.len() >= COALESCE_LIMIT {
-            // A large answer goes out as it is, without a copy into `pending`.
-            return self.write_all(py, line);
-        }
-        self.pending.extend_from_slice(line);
-        if self.pending.len() >= COALESCE_LIMIT {
-            self.write_pending(py)?;
-        }
-        Ok(())
-    }
-
-    /// Write the gathered lines in one `write` and flush. They are dropped even if writing fails,
-    /// so that nothing is ever written twice.
-    fn write_pending(&mut self, py: Python<'_>) -> PyResult<()> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        let pending = std::mem::take(&mut self.pending);
-        let written = self.write_all(py, &pending);
-        // The allocation is kept for the next answers.
-        self.pending = pending;
-        self.pending.clear();
-        written
-    }
-
     /// One `write` of `data` (more only if a raw stream takes part of it), then `flush`.
     fn write_all(&self, py: Python<'_>, data: &[u8]) -> PyResult<()> {
         let write = self.write.bind(py);
         let mut offset = 0;
         while offset < data.len() {
+            let rest = data.len() - offset;
             let written = write.call1((PyBytes::new(py, &data[offset..]),))?;
             // Buffered streams take everything; a raw stream may take only part of it.
-            offset = if written.is_none() { data.len() } else { offset + written.extract::<usize>()? };
+            offset += if written.is_none() { rest } else { checked_count(&written, "write", rest)? };
             if offset < data.len() {
                 // A write to a pipe that a signal interrupts returns what it wrote so far, not
                 // EINTR, so the signal's handler (SIGINT's KeyboardInterrupt) runs here or never.
@@ -271,18 +253,14 @@ fn read_method(py: Python<'_>, stream: &Bound<'_, PyAny>) -> PyResult<ReadMethod
     })
 }
 
-fn lock<'a, T>(py: Python<'_>, mutex: &'a Mutex<T>) -> PyResult<MutexGuard<'a, T>> {
-    mutex.lock_py_attached(py).map_err(|_| PyRuntimeError::new_err("a previous call panicked while holding the stream"))
-}
-
 /// Newline-delimited JSON-RPC 2.0 over a pair of binary streams.
 ///
 /// `stdin` and `stdout` default to `sys.stdin.buffer` and `sys.stdout.buffer`; a text stream is
 /// replaced by its `.buffer`. Writes from several threads never interleave.
 #[pyclass(frozen, module = "rpcwire._rpcwire")]
 pub(crate) struct StdioTransport {
-    reader: Mutex<Reader>,
-    writer: Mutex<Writer>,
+    reader: StreamLock<Reader>,
+    writer: StreamLock<Writer>,
     max_message_bytes: usize,
     limits: Limits,
 }
@@ -290,26 +268,33 @@ pub(crate) struct StdioTransport {
 impl StdioTransport {
     fn send(&self, py: Python<'_>, mut line: Vec<u8>) -> PyResult<()> {
         line.push(b'\n');
-        lock(py, &self.writer)?.send(py, &line)
+        self.writer.lock(py)?.write_all(py, &line)
     }
 
-    fn write_pending(&self, py: Python<'_>) -> PyResult<()> {
-        lock(py, &self.writer)?.write_pending(py)
+    /// Write the answers `serve` gathered, in one `write`. They are dropped even if writing (or
+    /// waiting to write) fails, so that nothing is ever written twice and an interrupt is final.
+    fn write_gathered(&self, py: Python<'_>, gathered: &mut Vec<u8>) -> PyResult<()> {
+        if gathered.is_empty() {
+            return Ok(());
+        }
+        let written = self.writer.lock(py).and_then(|writer| writer.write_all(py, gathered));
+        gathered.clear();
+        written
     }
 
-    /// The serve loop; answers gathered when it fails are left for `serve` to write.
-    fn answer_all(&self, py: Python<'_>, handler: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// The serve loop; answers gathered when it fails are left in `gathered` for `serve` to write.
+    fn answer_all(&self, py: Python<'_>, handler: &Bound<'_, PyAny>, gathered: &mut Vec<u8>) -> PyResult<()> {
         let mut line = Vec::new();
         let mut answer = Vec::new();
         let mut strings = StringCache::default();
         loop {
-            // Coalescing: with no complete line buffered, the next read may block, so first write
-            // what was gathered (without holding the reader, which other threads may ask for).
-            let mut reader = lock(py, &self.reader)?;
+            // With no complete line buffered, the next read may block: first write what was
+            // gathered (without holding the reader, which other threads may ask for).
+            let mut reader = self.reader.lock(py)?;
             if !reader.has_line() {
                 drop(reader);
-                self.write_pending(py)?;
-                reader = lock(py, &self.reader)?;
+                self.write_gathered(py, gathered)?;
+                reader = self.reader.lock(py)?;
             }
             let next = reader.next_line(py, &mut line)?;
             drop(reader);
@@ -321,13 +306,31 @@ impl StdioTransport {
                 }
                 Next::Line if line.iter().all(|byte| matches!(byte, b' ' | b'\t' | b'\r')) => continue,
                 Next::Line => {
-                    if !dispatch::answer_line(py, &line, handler, self.limits, &mut strings, &mut answer)? {
+                    // No finished answer waits for a handler: what was gathered goes out first.
+                    let mut before_call = || self.write_gathered(py, gathered);
+                    if !dispatch::answer_line(
+                        py,
+                        &line,
+                        handler,
+                        self.limits,
+                        &mut strings,
+                        &mut before_call,
+                        &mut answer,
+                    )? {
                         continue;
                     }
                 }
             }
             answer.push(b'\n');
-            lock(py, &self.writer)?.gather(py, &answer)?;
+            if gathered.is_empty() && answer.len() >= COALESCE_LIMIT {
+                // A large answer goes out as it is, without a copy.
+                self.writer.lock(py)?.write_all(py, &answer)?;
+            } else {
+                gathered.extend_from_slice(&answer);
+                if gathered.len() >= COALESCE_LIMIT {
+                    self.write_gathered(py, gathered)?;
+                }
+            }
         }
     }
 }
@@ -350,8 +353,8 @@ impl StdioTransport {
         *,
         max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
         max_depth=i64::from(DEFAULT_MAX_DEPTH),
-        max_batch=None,
-    ), text_signature = "(stdin=None, stdout=None, *, max_message_bytes=67108864, max_depth=128, max_batch=None)")]
+        max_batch=Some(i64::from(DEFAULT_MAX_BATCH)),
+    ), text_signature = "(stdin=None, stdout=None, *, max_message_bytes=67108864, max_depth=128, max_batch=1000)")]
     fn new(
         py: Python<'_>,
         stdin: Option<Bound<'_, PyAny>>,
@@ -377,16 +380,26 @@ impl StdioTransport {
             buffer: LineBuffer::new(max_message_bytes),
             at_eof: false,
         };
-        let flush = stdout.getattr_opt("flush")?.filter(PyAnyMethods::is_callable).map(Bound::unbind);
-        let writer = Writer { write: stdout.getattr(intern!(py, "write"))?.unbind(), flush, pending: Vec::new() };
-        Ok(Self { reader: Mutex::new(reader), writer: Mutex::new(writer), max_message_bytes, limits })
+        let flush = match stdout.getattr_opt("flush")? {
+            Some(flush) if !flush.is_callable() => {
+                return Err(PyTypeError::new_err("stdout.flush must be callable (or absent)"));
+            }
+            flush => flush.map(Bound::unbind),
+        };
+        let writer = Writer { write: stdout.getattr(intern!(py, "write"))?.unbind(), flush };
+        Ok(Self {
+            reader: StreamLock::new(reader, REENTRANT_READ),
+            writer: StreamLock::new(writer, REENTRANT_WRITE),
+            max_message_bytes,
+            limits,
+        })
     }
 
     /// The next line without its `\n` (or `\r\n`); `None` at end of input. A line longer than
     /// `max_message_bytes` is discarded and raises `ValueError`; the next call reads on after it.
     fn read_line<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let mut line = Vec::new();
-        match lock(py, &self.reader)?.next_line(py, &mut line)? {
+        match self.reader.lock(py)?.next_line(py, &mut line)? {
             Next::Line => Ok(Some(PyBytes::new(py, &line))),
             Next::TooLong { .. } => Err(PyValueError::new_err(format!(
                 "a line longer than max_message_bytes ({}) was discarded",
@@ -445,10 +458,11 @@ impl StdioTransport {
     /// Stops with the exception if reading or writing fails (a `BrokenPipeError` once the peer is
     /// gone) or if the handler raises a `BaseException` that is not an `Exception`.
     fn serve(&self, py: Python<'_>, handler: &Bound<'_, PyAny>) -> PyResult<()> {
-        let served = self.answer_all(py, handler);
+        let mut gathered = Vec::new();
+        let served = self.answer_all(py, handler, &mut gathered);
         // Answers gathered before a failure were accepted: write them (a second failure, when the
         // writer itself failed, is dropped in favour of the first).
-        let written = self.write_pending(py);
+        let written = self.write_gathered(py, &mut gathered);
         served.and(written)
     }
 }

@@ -157,17 +157,39 @@ def test_every_write_is_whole_lines_then_flush(impl: ModuleType) -> None:
     assert b"".join(writes) == out.getvalue()
 
 
-def test_native_coalesces_the_answers_to_lines_read_together() -> None:
+def test_every_finished_answer_is_written_before_the_next_handler_runs(impl: ModuleType) -> None:
+    """Lines read together: each handler finds every earlier answer written and flushed."""
     out = RecordingBytesIO()
-    lines = b"".join(request("m", [i], id=i) for i in range(50))
+    lines = b"".join(request("m", [i], id=i) for i in range(20)) + request("note", ["n"], id=...)
+    lines += b"[" + request("m", [20], id=20).strip() + b"]\n"
+    written_at_call: list[int] = []
+
+    def handler(method: str, params: Any) -> Any:
+        assert out.events[-1:] in ([], ["flush"]), "an answer was written but not flushed"
+        written_at_call.append(out.getvalue().count(b"\n"))
+        return params
+
+    impl.StdioTransport(io.BytesIO(lines), out).serve(handler)
+    assert written_at_call == [*range(21), 20]
+    assert out.getvalue().count(b"\n") == 21
+
+
+def test_native_coalesces_answers_no_handler_stands_between() -> None:
+    """A run of answers that need no handler (-32700, -32600) goes out in one write, before the next handler."""
+    out = RecordingBytesIO()
+    lines = b"not json\n" * 30 + b"[]\n" * 20 + request("m", [1], id=1) + b"{bad\n" * 5
     rpcwire.StdioTransport(io.BytesIO(lines), out).serve(echo)
-    assert out.events == [out.getvalue(), "flush"]
-    assert out.getvalue().count(b"\n") == 50
+    writes = [event for event in out.events if event != "flush"]
+    # the handler's answer and the -32700s after it share the last write: no handler stands between
+    assert [write.count(b"\n") for write in writes] == [50, 6]
+    assert out.events == [writes[0], "flush", writes[1], "flush"]
 
 
 def test_native_writes_gathered_answers_before_they_grow_past_64_kib() -> None:
     out = RecordingBytesIO()
-    lines = b"".join(request("m", ["x" * 1000], id=i) for i in range(300))
+    lines = b"".join(
+        b'{"jsonrpc":"2.0","method":"' + b"x" * 1000 + b'","id":' + b"%d" % i + b"}}\n" for i in range(300)
+    )
     rpcwire.StdioTransport(io.BytesIO(lines), out).serve(echo)
     writes = [e for e in out.events if e != "flush"]
     assert len(writes) > 1
@@ -529,7 +551,7 @@ def test_invalid_request_without_id_is_answered_with_null(impl: ModuleType, line
     assert serve_lines(impl, line + b"\n") == [INVALID_REQUEST]
 
 
-INVALID_IDS = ["true", "false", "1.5", "1e3", "1.0", "-0.0", "{}", '{"a":1}', "[]", "[1]"]
+INVALID_IDS = ["true", "false", "{}", '{"a":1}', "[]", "[1]"]
 
 
 @pytest.mark.parametrize("id_text", INVALID_IDS)
@@ -592,8 +614,30 @@ def test_integer_ids_keep_all_digits(impl: ModuleType, id_value: int) -> None:
     assert out == b'{"jsonrpc":"2.0","id":%d,"result":"r"}\n' % id_value
 
 
-def test_negative_zero_id_is_written_zero(impl: ModuleType) -> None:
-    assert run(impl, envelope(id="-0"), lambda m, p: 1) == b'{"jsonrpc":"2.0","id":0,"result":1}\n'
+NUMBER_IDS = ["0", "-0", "1.5", "1e3", "1E+03", "1.0", "-0.0", "1.50", "0e0", "2.5e-7", "1e400", "-1e-400", "7"]
+
+
+@pytest.mark.parametrize("id_text", NUMBER_IDS)
+def test_number_ids_are_echoed_as_written(impl: ModuleType, id_text: str) -> None:
+    """JSON-RPC 2.0: an id is a String, Number or Null, and the answer carries the same value."""
+    id_json = id_text.encode()
+    lines = envelope(id=id_text) + envelope(id=id_text, method='"missing"')
+    lines += b'{"jsonrpc":"1.0","method":"m","id":%s}\n' % id_json
+    lines += b"[" + envelope(id="1").strip() + b"," + envelope(id=id_text).strip() + b"]\n"
+    out = run(impl, lines, echo).splitlines()
+    assert out == [
+        b'{"jsonrpc":"2.0","id":%s,"result":[]}' % id_json,
+        b'{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}' % id_json,
+        b'{"jsonrpc":"2.0","id":%s,"error":{"code":-32600,"message":"Invalid Request"}}' % id_json,
+        b'[{"jsonrpc":"2.0","id":1,"result":[]},{"jsonrpc":"2.0","id":%s,"result":[]}]' % id_json,
+    ]
+
+
+def test_parse_request_gives_a_number_id_as_json_loads_does(impl: ModuleType) -> None:
+    for id_text in NUMBER_IDS:
+        parsed, error = impl.parse_request(envelope(id=id_text))
+        assert error is None
+        assert repr(parsed.id) == repr(json.loads(id_text))
 
 
 STRING_IDS = {
@@ -1202,7 +1246,7 @@ def test_parse_request_big_id_and_whitespace(impl: ModuleType) -> None:
         ('{"jsonrpc":"1.0","method":"m","id":5}', err(5, -32600, "Invalid Request")),
         ('{"jsonrpc":"2.0","method":"m","params":null,"id":"a"}', err("a", -32600, "Invalid Request")),
         ('{"jsonrpc":"2.0","method":"m","id":true}', INVALID_REQUEST),
-        ('{"jsonrpc":"2.0","method":"m","id":1.5}', INVALID_REQUEST),
+        ('{"jsonrpc":"2.0","method":"m","id":{}}', INVALID_REQUEST),
         ('{"jsonrpc":"2.0","method":7}', INVALID_REQUEST),
         ("42", INVALID_REQUEST),
         ('[{"jsonrpc":"2.0","method":"m","id":1}]', INVALID_REQUEST),
@@ -1220,7 +1264,7 @@ def test_parse_request_big_id_and_whitespace(impl: ModuleType) -> None:
         "version",
         "params-null",
         "id-bool",
-        "id-float",
+        "id-object",
         "method-int",
         "not-object",
         "batch",

@@ -249,7 +249,7 @@ def test_pipe_whose_reader_closed(impl: ModuleType, buffering: int) -> None:
 
 
 SERVER = """
-import importlib, os, signal, sys
+import importlib, os, signal, sys, threading, time
 
 # A process started in the background by a non-interactive shell (as CI may start the suite) inherits
 # SIGINT ignored, and Python then leaves it ignored; the tests are about Python's usual handling.
@@ -257,13 +257,16 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 impl = importlib.import_module(sys.argv[1])
 mode = sys.argv[2]
 stdin = open(0, "rb", buffering=0, closefd=False) if mode == "raw-stdin" else None
-stdout = open(1, "wb", buffering=0, closefd=False) if mode == "raw-stdout" else None
+stdout = open(1, "wb", buffering=0, closefd=False) if mode in ("raw-stdout", "lock-held") else None
 transport = impl.StdioTransport(stdin, stdout)
 
 
 def handler(method, params):
     if method == "big":
         return "x" * params[0]
+    if method == "hold":  # another thread holds the writer, blocked on the full pipe, while serve answers
+        threading.Thread(target=transport.write_notification, args=("big", "x" * params[0]), daemon=True).start()
+        time.sleep(0.2)
     return params
 
 
@@ -346,6 +349,103 @@ def test_server_catching_broken_pipe_exits_quietly(spawn: Any) -> None:
     assert server.wait() == 3
     sender.join(timeout=CHILD_TIMEOUT)
     assert server.errors() == ""
+
+
+# --- streams that break their contract ------------------------------------------------------------------
+
+
+class CountingOutput(io.BytesIO):
+    """A raw-like output whose ``write`` returns ``count(len(data))`` (at most 10 calls, then it stops the test)."""
+
+    def __init__(self, count: Any) -> None:
+        super().__init__()
+        self.count = count
+        self.calls = 0
+
+    def write(self, data: Any) -> Any:
+        self.calls += 1
+        if self.calls > 10:
+            raise AssertionError("write() called again and again")
+        super().write(data)
+        return self.count(len(data))
+
+
+@pytest.mark.parametrize("count", [lambda n: -1, lambda n: n + 1, lambda n: -(2**70)], ids=["negative", "more", "huge"])
+def test_a_write_count_outside_what_was_given_is_an_error(impl: ModuleType, count: Any) -> None:
+    out = CountingOutput(count)
+    with pytest.raises(OSError, match="invalid length"):
+        impl.serve(echo, impl.StdioTransport(io.BytesIO(request("m", [1]) * 3), out))
+    assert out.calls == 1  # raised once, the stream not written again
+
+
+def test_a_write_count_error_reads_the_same_in_both() -> None:
+    messages = []
+    for impl in (rpcwire, rpcwire.pure):
+        with pytest.raises(OSError) as raised:
+            impl.StdioTransport(io.BytesIO(), CountingOutput(lambda n: n + 1)).write_notification("n")
+        messages.append(str(raised.value))
+    assert messages[0] == messages[1] == "write() returned invalid length 32 (should have been between 0 and 31)"
+
+
+class OverclaimingInput(io.BufferedIOBase):
+    """``readinto1`` fills each buffer with the next chunk and returns the count paired with it (the
+    chunk's length, if honest), then reports the end of input."""
+
+    def __init__(self, reads: list[tuple[bytes, int]]) -> None:
+        super().__init__()
+        self.reads = reads
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto1(self, buffer: Any) -> int:
+        chunk, count = self.reads.pop(0) if self.reads else (b"", 0)
+        buffer[: len(chunk)] = chunk
+        return count
+
+    def readline(self, size: int | None = -1) -> bytes:
+        raise AssertionError("the native transport reads with readinto1")
+
+
+def test_native_never_serves_stale_bytes_of_a_reused_buffer() -> None:
+    """A read that fills nothing but claims a line's worth: the line before is not served again."""
+    line = request("m", ["once"], id=1)
+    calls: list[Any] = []
+    out = io.BytesIO()
+    stream = OverclaimingInput([(line, len(line)), (b"", len(line))])
+    rpcwire.serve(lambda m, p: calls.append(p), rpcwire.StdioTransport(stream, out))
+    assert calls == [["once"]]
+    assert answers(out.getvalue()) == [ok(1, None), PARSE_ERROR]  # the claimed bytes were not JSON
+
+
+@pytest.mark.parametrize("count", [64 * 1024 + 1, -1], ids=["beyond", "negative"])
+def test_native_refuses_a_read_count_outside_its_buffer(count: int) -> None:
+    stream = OverclaimingInput([(request("m", [1]), count)])
+    with pytest.raises(OSError, match=r"readinto1\(\) returned invalid length"):
+        rpcwire.serve(echo, rpcwire.StdioTransport(stream, io.BytesIO()))
+
+
+class FlushAttribute(io.BytesIO):
+    flush = None  # type: ignore[assignment]
+
+
+def test_a_flush_that_is_not_callable_is_refused_at_once(impl: ModuleType) -> None:
+    with pytest.raises(TypeError, match=r"stdout.flush must be callable"):
+        impl.StdioTransport(io.BytesIO(), FlushAttribute())
+
+
+def test_a_stream_without_flush_is_written_unflushed(impl: ModuleType) -> None:
+    class WriteOnly:
+        def __init__(self) -> None:
+            self.data = b""
+
+        def write(self, data: bytes) -> int:
+            self.data += bytes(data)
+            return len(data)
+
+    out = WriteOnly()
+    impl.serve(echo, impl.StdioTransport(io.BytesIO(request("m", [1])), out))
+    assert answers(out.data) == [ok(1, [1])]
 
 
 # --- the reader raises -------------------------------------------------------------------------------------
@@ -484,6 +584,18 @@ def test_sigint_while_blocked_writing(spawn: Any, impl: ModuleType, mode: str) -
     assert stderr.rstrip().endswith("KeyboardInterrupt"), stderr
 
 
+@pytest.mark.timeout(CHILD_TIMEOUT + 30)
+def test_sigint_while_waiting_for_the_writer(spawn: Any) -> None:
+    """serve waits to write an answer while another thread holds the writer, blocked on a full pipe (a raw
+    stdout, the client reading nothing): SIGINT must stop the wait."""
+    server = spawn("lock-held")
+    server.send(request("hold", [1_000_000], id=1))
+    status = interrupt(server)
+    stderr = server.errors()
+    assert status == -signal.SIGINT, stderr
+    assert stderr.rstrip().endswith("KeyboardInterrupt"), stderr
+
+
 # --- handlers that misbehave: in-process cases -------------------------------------------------------------
 
 
@@ -518,6 +630,25 @@ class StrReturnsInt(Exception):
 
 class BadData(rpcwire.JsonRpcError):
     code = 42
+
+
+def raise_runtime_error(*args: Any) -> Any:
+    raise RuntimeError("unreadable")
+
+
+class CodeRaises(rpcwire.JsonRpcError):
+    code = property(raise_runtime_error)  # type: ignore[assignment]
+
+
+class MessageRaises(rpcwire.JsonRpcError):
+    message = property(raise_runtime_error, lambda self, value: None)  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        Exception.__init__(self, "no message")
+
+
+class DataRaises(rpcwire.JsonRpcError):
+    data = property(raise_runtime_error, lambda self, value: None)  # type: ignore[assignment]
 
 
 class Armed:
@@ -645,6 +776,10 @@ MISBEHAVING = {
         internal(1, "TypeError", "Object of type Unprintable is not JSON serializable"),
     ),
     "error-data-int-keys": (raises(BadData("m", data={1: [2]})), err(1, 42, "m", {"1": [2]})),
+    # An error whose code, message or data cannot be read is answered as any other exception.
+    "error-code-raises": (raises(CodeRaises("m")), internal(1, "CodeRaises", "m")),
+    "error-message-raises": (raises(MessageRaises()), internal(1, "MessageRaises", "no message")),
+    "error-data-raises": (raises(DataRaises("m")), internal(1, "DataRaises", "m")),
     "subclasses-with-raising-dunders": (
         lambda: {ArmedStr("k"): [ArmedStr("v\n"), ArmedInt(7), ArmedFloat(1.5), ArmedInt(10**30)]},
         ok(1, {"k": ["v\n", 7, 1.5, 10**30]}),

@@ -3,7 +3,7 @@ they reached new code, or once broke something, plus hand-written seeds (``make 
 same files through the Rust targets).
 
 - ``transport/`` (atheris, fuzz/atheris_transport.py): first byte picks the limits, the rest is a stream.
-- ``envelope/`` (fuzz_targets/envelope.rs): first byte picks ``max_depth``, the rest is one line.
+- ``envelope/`` (fuzz_targets/envelope.rs): first byte picks ``max_depth`` and ``max_batch``, the rest is one line.
 - ``framing/`` (fuzz_targets/framing.rs): any bytes, served as a stream with a small line limit.
 - ``float_repr/`` (fuzz_targets/float_repr.rs): the first 8 bytes are a double, echoed in a result.
 
@@ -46,7 +46,7 @@ def replay(data: bytes, **limits: Any) -> None:
         pure,
         limits.get("max_depth", rpcwire.DEFAULT_MAX_DEPTH),
         limits.get("max_message_bytes", rpcwire.DEFAULT_MAX_MESSAGE_BYTES),
-        limits.get("max_batch"),
+        limits.get("max_batch", rpcwire.DEFAULT_MAX_BATCH),
     )
 
 
@@ -71,7 +71,8 @@ def test_envelope(path: Path) -> None:
     data = path.read_bytes()
     if data:
         max_depth = 128 if data[0] & 0x80 else (data[0] & 0x1F) + 1
-        replay(data[1:] + b"\n", max_depth=max_depth)
+        max_batch = (data[0] >> 5) & 0x3 or None  # kept in step with the Rust target
+        replay(data[1:] + b"\n", max_depth=max_depth, max_batch=max_batch)
 
 
 @pytest.mark.parametrize("path", files("framing"), ids=ids(files("framing")))

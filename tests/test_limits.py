@@ -273,6 +273,10 @@ def test_extreme_valid_limits_are_accepted(impl: ModuleType) -> None:
     assert answers(out) == [ok(1, [1]), [ok(2, None)]]
     out = serve_bytes(impl, b"[1]\n" + request("m", id=3), max_message_bytes=1000, max_depth=1, max_batch=2**40)
     assert answers(out) == [[INVALID_REQUEST], ok(3, None)]
+    # The largest accepted limits work on every kind of stream (pure once overflowed its readline size).
+    for stream in (io.BytesIO, lambda data: io.BufferedReader(io.BytesIO(data)), ReadlineOnly):
+        out = serve_bytes(impl, data, stream=stream, max_message_bytes=2**63 - 1, max_batch=2**63 - 1)
+        assert answers(out) == [ok(1, [1]), [ok(2, None)]]
 
 
 def test_limits_are_keyword_only(impl: ModuleType) -> None:
@@ -283,8 +287,7 @@ def test_limits_are_keyword_only(impl: ModuleType) -> None:
 def test_default_constants() -> None:
     assert rpcwire.DEFAULT_MAX_MESSAGE_BYTES == 64 * MIB
     assert rpcwire.DEFAULT_MAX_DEPTH == 128
-    assert rpcwire.pure.DEFAULT_MAX_MESSAGE_BYTES == rpcwire.DEFAULT_MAX_MESSAGE_BYTES
-    assert rpcwire.pure.DEFAULT_MAX_DEPTH == rpcwire.DEFAULT_MAX_DEPTH
+    assert rpcwire.DEFAULT_MAX_BATCH == 1000
 
 
 def test_signature_defaults_are_the_constants(impl: ModuleType) -> None:
@@ -293,7 +296,7 @@ def test_signature_defaults_are_the_constants(impl: ModuleType) -> None:
     parameters = inspect.signature(impl.StdioTransport).parameters
     assert parameters["max_message_bytes"].default == rpcwire.DEFAULT_MAX_MESSAGE_BYTES
     assert parameters["max_depth"].default == rpcwire.DEFAULT_MAX_DEPTH
-    assert parameters["max_batch"].default is None
+    assert parameters["max_batch"].default == rpcwire.DEFAULT_MAX_BATCH
     for name in ("max_message_bytes", "max_depth", "max_batch"):
         assert parameters[name].kind is inspect.Parameter.KEYWORD_ONLY
 
@@ -314,10 +317,16 @@ def test_default_max_depth_is_enforced(impl: ModuleType) -> None:
     assert answers(serve_bytes(impl, data)) == [ok(1, json.loads(nested(depth - 1))), PARSE_ERROR, NEXT_ANSWER]
 
 
-def test_batches_are_unlimited_by_default(impl: ModuleType) -> None:
+def test_default_max_batch_is_enforced(impl: ModuleType) -> None:
+    data = batch_of(rpcwire.DEFAULT_MAX_BATCH) + batch_of(rpcwire.DEFAULT_MAX_BATCH + 1) + NEXT
+    served, refused, after = answers(serve_bytes(impl, data))
+    assert served == [ok(i, [i]) for i in range(rpcwire.DEFAULT_MAX_BATCH)]
+    assert [refused, after] == [INVALID_REQUEST, NEXT_ANSWER]
+
+
+def test_max_batch_none_lifts_the_limit(impl: ModuleType) -> None:
     entries = 20_000
-    data = b"[" + b",".join(request("m", [i], id=i).rstrip(b"\n") for i in range(entries)) + b"]\n"
-    [batch] = answers(serve_bytes(impl, data))
+    [batch] = answers(serve_bytes(impl, batch_of(entries), max_batch=None))
     assert batch == [ok(i, [i]) for i in range(entries)]
 
 
@@ -397,6 +406,18 @@ def test_max_batch_boundary(impl: ModuleType, stream: Any, max_batch: int) -> No
     assert answers(out) == [[ok(i, [i]) for i in range(max_batch)], INVALID_REQUEST, NEXT_ANSWER, INVALID_REQUEST]
     # Nothing of the refused batches reached the handler.
     assert calls == [*range(max_batch), "served"]
+
+
+def test_an_over_long_batch_is_not_read_past_the_entry_past_the_limit(impl: ModuleType) -> None:
+    """Whatever follows the start of entry max_batch + 1 is not read: -32600 even if it is not JSON, but
+    bad JSON (or nesting too deep) in the entries before it is still -32700."""
+    two = b'{"jsonrpc":"2.0","method":"m","id":1},{"jsonrpc":"2.0","method":"m","id":2}'
+    data = b"[" + two + b",{not json at all\n" + b"[" + two + b", " + b"[" * 300 + b"\n"
+    data += b"[" + two + b"]] trailing\n" + b"[" + two + b"x]\n" + b'[{"a":[[1]]}, 1, 2]\n' + NEXT
+    calls: list[Any] = []
+    out = serve_bytes(impl, data, lambda m, p: calls.append(m), max_batch=2, max_depth=3)
+    assert answers(out) == [INVALID_REQUEST, INVALID_REQUEST, PARSE_ERROR, PARSE_ERROR, PARSE_ERROR, ok("next", None)]
+    assert calls == ["next"]
 
 
 def test_over_long_batch_is_refused_even_if_all_notifications_or_invalid(impl: ModuleType) -> None:

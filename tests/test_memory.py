@@ -360,3 +360,56 @@ def test_a_handler_raising_the_same_exception_instance_leaves_nothing_behind(imp
     assert traceback_length(not_found) < 10
     assert after[1] - before[1] < 10, "each frame left in the traceback holds the handler"
     assert after[0] - before[0] < LEAK_TOLERANCE
+
+
+# --- batches ---------------------------------------------------------------------------------------
+
+BATCH_CHILD = r"""
+import io, importlib, json, sys
+
+impl = importlib.import_module(sys.argv[1])
+line_bytes = int(sys.argv[2])
+
+
+def peak_rss():
+    with open("/proc/self/status") as status:
+        for row in status:
+            if row.startswith("VmHWM:"):
+                return int(row.split()[1]) * 1024
+    raise RuntimeError("no VmHWM")
+
+
+line = b"[" + b"1," * (line_bytes // 2 - 1) + b"1]\n"
+data = line + b'{"jsonrpc":"2.0","method":"next","id":2}\n'
+del line
+out = io.BytesIO()
+transport = impl.StdioTransport(io.BytesIO(data), out, max_message_bytes=len(data))
+before = peak_rss()
+transport.serve(lambda method, params: method)
+after = peak_rss()
+print(json.dumps({"growth": after - before, "out": out.getvalue().decode()}))
+"""
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("module", ["rpcwire", "rpcwire.pure"])
+@pytest.mark.parametrize("line_mib", [8, 63])
+def test_a_huge_batch_costs_a_few_times_its_line_not_an_answer_per_entry(module: str, line_mib: int) -> None:
+    """``[1,1,1,…]`` of 8 and 63 MiB (4 and 33 million entries) with the default ``max_batch``: one -32600,
+    and the child's peak RSS grows by a few times the line (the line, its text, the first 1,000 entries),
+    not by an answer per entry (unbounded, 8 MiB made a 320 MiB answer and +655 MiB of RSS)."""
+    line_bytes = line_mib * MIB
+    child = subprocess.run(
+        [sys.executable, "-c", BATCH_CHILD, module, str(line_bytes)],
+        capture_output=True,
+        timeout=110,
+        env=child_env(),
+        check=False,
+    )
+    assert child.returncode == 0, child.stderr.decode(errors="replace")[-2000:]
+    report = json.loads(child.stdout)
+    assert answers(report["out"].encode()) == [
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid Request"}},
+        {"jsonrpc": "2.0", "id": 2, "result": "next"},
+    ]
+    assert report["growth"] < 3 * line_bytes + 16 * MIB, f"peak RSS grew by {report['growth'] / MIB:.1f} MiB"

@@ -20,7 +20,7 @@ from child import ServerProcess
 from conftest import echo, request
 
 SERVER = """
-import importlib, sys
+import importlib, os, sys, time
 
 impl = importlib.import_module(sys.argv[1])
 transport = impl.StdioTransport()
@@ -29,6 +29,13 @@ transport = impl.StdioTransport()
 def handler(method, params):
     if method == "echo":
         return params
+    if method == "wait_for":  # until the test creates the file params[0] names
+        deadline = time.monotonic() + 60
+        while not os.path.exists(params[0]) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return "released"
+    if method == "exit":  # LSP's exit notification: the process ends at once
+        os._exit(0)
     if method == "long":
         for step in range(params["steps"]):
             transport.write_notification("progress", {"step": step})
@@ -89,6 +96,23 @@ def test_long_call_sends_progress_before_its_result(server: ServerProcess) -> No
         received = [server.receive() for _ in range(26)]
         assert received[:25] == [{"jsonrpc": "2.0", "method": "progress", "params": {"step": s}} for s in range(25)]
         assert received[25] == {"jsonrpc": "2.0", "id": round_, "result": {"done": 25}}
+
+
+def test_a_finished_answer_is_not_held_behind_a_later_handler(server: ServerProcess, tmp_path: Path) -> None:
+    """A fast and a slow request in one write: the fast answer arrives while the slow handler still runs
+    (held back, the read below would wait until the watchdog kills the server)."""
+    release = tmp_path / "release"
+    server.send(request("echo", ["fast"], id=1) + request("wait_for", [str(release)], id=2))
+    assert server.receive() == {"jsonrpc": "2.0", "id": 1, "result": ["fast"]}
+    release.touch()
+    assert server.receive() == {"jsonrpc": "2.0", "id": 2, "result": "released"}
+
+
+def test_an_answer_is_out_before_a_later_handler_ends_the_process(server: ServerProcess) -> None:
+    """LSP's shutdown request then exit notification in one write: the shutdown answer is not lost."""
+    server.send(request("echo", ["shutdown"], id=1) + request("exit", id=...))
+    assert server.wait() == 0
+    assert server.stdout.read() == b'{"jsonrpc":"2.0","id":1,"result":["shutdown"]}\n'
 
 
 def test_closing_stdin_ends_the_server_with_status_0(server: ServerProcess) -> None:

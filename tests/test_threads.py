@@ -217,3 +217,49 @@ def test_16_threads_notify_while_serve_answers_100000_requests_on_real_pipes(imp
     assert summary["tail"] == ""
     assert sorted(summary["ids"]) == list(range(requests))
     assert sorted(map(tuple, summary["notes"])) == [(t, s) for t in range(MANY_THREADS) for s in range(MANY_EACH)]
+
+
+# --- a stream that calls back into its own transport ---------------------------------------------------
+
+
+class ForwardingOutput(io.BytesIO):
+    """An output whose ``write`` reports each write through the transport it belongs to (as a log handler
+    that forwards records as notifications would): a re-entrant write, refused with ``RuntimeError``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.transport: Any = None
+        self.refusals: list[str] = []
+
+    def write(self, data: Any) -> int:
+        if self.transport is not None:
+            try:
+                self.transport.write_notification("wrote", len(data))
+            except RuntimeError as refused:
+                self.refusals.append(str(refused))
+        return super().write(data)
+
+
+def test_a_reentrant_write_is_refused_not_a_deadlock(impl: ModuleType) -> None:
+    out = ForwardingOutput()
+    transport = impl.StdioTransport(io.BytesIO(request("m", [1], id=1) + request("m", [2], id=2)), out)
+    out.transport = transport
+    server = threading.Thread(target=transport.serve, args=(lambda m, p: p,), daemon=True)
+    server.start()
+    server.join(timeout=30)
+    assert not server.is_alive(), "serve deadlocked on its own output stream"
+    assert out.getvalue() == b'{"jsonrpc":"2.0","id":1,"result":[1]}\n{"jsonrpc":"2.0","id":2,"result":[2]}\n'
+    expected = "reentrant write: the output stream called back into the transport it belongs to"
+    assert out.refusals == [expected, expected]
+
+
+def test_the_same_lock_is_free_again_for_other_calls(impl: ModuleType) -> None:
+    """The refusal is for the thread inside the stream's write only: later writes from it go through."""
+    out = ForwardingOutput()
+    transport = impl.StdioTransport(io.BytesIO(), out)
+    out.transport = transport
+    transport.write_notification("first")
+    out.transport = None
+    transport.write_notification("second")
+    assert out.getvalue().count(b"\n") == 2
+    assert len(out.refusals) == 1

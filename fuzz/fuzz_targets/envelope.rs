@@ -6,7 +6,9 @@
 //! - Where it accepts and serde_json can build a `Value` (no lone surrogate), the envelope is what
 //!   the rules of docs/semantics.md give for that value: the same calls and invalid entries, the
 //!   same reasons, the same method, params and id (duplicate members: the last wins), and the id is
-//!   written back in canonical form (what `json.dumps` writes; serde_json writes strings the same).
+//!   written back as the answer carries it: a number as written (serde_json's `arbitrary_precision`
+//!   keeps its text), a string in canonical form (what `json.dumps` writes; serde_json writes the same).
+//! - A batch is read up to `max_batch` entries and no further.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -58,14 +60,10 @@ enum Expected {
     Invalid { id: Option<Vec<u8>>, reason: &'static str },
 }
 
-fn is_integer(number: &serde_json::Number) -> bool {
-    !number.to_string().contains(['.', 'e', 'E'])
-}
-
-/// The id as the answer must carry it: the JSON text `json.dumps` gives for the decoded id.
-fn canonical_id(id: &Value) -> Vec<u8> {
+/// The id as the answer must carry it: a number as written, a string as `json.dumps` writes it.
+fn answer_id(id: &Value) -> Vec<u8> {
     match id {
-        Value::Number(number) if number.to_string() == "-0" => b"0".to_vec(),
+        Value::Number(number) => number.to_string().into_bytes(),
         other => serde_json::to_vec(other).expect("an id encodes"),
     }
 }
@@ -76,9 +74,8 @@ fn oracle(message: &Value) -> Expected {
     };
     let id = match members.get("id") {
         None => None,
-        Some(id @ (Value::Null | Value::String(_))) => Some(canonical_id(id)),
-        Some(Value::Number(number)) if is_integer(number) => Some(canonical_id(&Value::Number(number.clone()))),
-        Some(_) => return Expected::Invalid { id: None, reason: "id is not a string, an integer or null" },
+        Some(id @ (Value::Null | Value::String(_) | Value::Number(_))) => Some(answer_id(id)),
+        Some(_) => return Expected::Invalid { id: None, reason: "id is not a string, a number or null" },
     };
     if members.get("jsonrpc") != Some(&Value::String("2.0".into())) {
         return Expected::Invalid { id, reason: "jsonrpc is not \"2.0\"" };
@@ -116,8 +113,13 @@ fn seen(entry: &Entry<'_>) -> Expected {
 fuzz_target!(|data: &[u8]| {
     let Some((&limit, text)) = data.split_first() else { return };
     let max_depth = if limit & 0x80 == 0 { usize::from(limit & 0x1F) + 1 } else { 128 };
+    // Bits 5-6: no batch limit, or a limit of 1, 2 or 3 entries.
+    let max_batch = match (limit >> 5) & 0x3 {
+        0 => None,
+        small => Some(usize::from(small)),
+    };
     let text = String::from_utf8_lossy(text);
-    let parsed = envelope::parse_message(&text, max_depth);
+    let parsed = envelope::parse_message(&text, envelope::Limits { max_depth, max_batch });
 
     let grammar = serde_json::from_str::<IgnoredAny>(&text);
     if let Err(error) = &grammar {
@@ -125,17 +127,27 @@ fuzz_target!(|data: &[u8]| {
             return; // deeper than serde_json goes: only "no panic" is checked
         }
     }
+    if let Ok(envelope::Parsed { message: Message::BatchOverLimit, .. }) = &parsed {
+        // Read up to the entry past the limit only: the entries before it were valid JSON.
+        assert!(text.trim_start().starts_with('['), "{text:?}");
+        let values = serde_json::from_str::<Vec<IgnoredAny>>(&text);
+        assert!(values.is_err() || values.is_ok_and(|values| values.len() > max_batch.unwrap()), "{text:?}");
+        return;
+    }
     let expect_ok = grammar.is_ok() && nesting_depth(&text) <= max_depth;
     assert_eq!(parsed.is_ok(), expect_ok, "{text:?} (max_depth {max_depth}): {parsed:?} vs {grammar:?}");
     let (Ok(parsed), Ok(value)) = (parsed, serde_json::from_str::<Value>(&text)) else { return };
     match (&value, &parsed.message) {
         (Value::Array(values), Message::Batch(entries)) => {
             assert_eq!(values.len(), entries.len(), "{text:?}");
+            assert!(max_batch.is_none_or(|max_batch| entries.len() <= max_batch), "{text:?}");
             for (value, entry) in values.iter().zip(entries) {
                 assert_eq!(seen(entry), oracle(value), "{text:?}");
             }
         }
-        (Value::Array(_), _) | (_, Message::Batch(_)) => panic!("{text:?}: batch or not? {:?}", parsed.message),
+        (Value::Array(_), _) | (_, Message::Batch(_) | Message::BatchOverLimit) => {
+            panic!("{text:?}: batch or not? {:?}", parsed.message)
+        }
         (value, Message::Single(entry)) => assert_eq!(seen(entry), oracle(value), "{text:?}"),
     }
 });

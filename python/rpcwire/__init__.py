@@ -7,6 +7,7 @@
 import logging
 
 from rpcwire._types import (
+    DEFAULT_MAX_BATCH,
     DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_MESSAGE_BYTES,
     ERR_INTERNAL,
@@ -32,6 +33,7 @@ except ImportError as exc:  # pragma: no cover - a build without the native modu
     NATIVE = False
 
 __all__ = [
+    "DEFAULT_MAX_BATCH",
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_MESSAGE_BYTES",
     "ERR_INTERNAL",

@@ -18,7 +18,7 @@ class StdioTransport:
         *,
         max_message_bytes: int = 67108864,
         max_depth: int = 128,
-        max_batch: int | None = None,
+        max_batch: int | None = 1000,
     ) -> StdioTransport: ...
     def read_line(self) -> bytes | None:
         """The next line without its ``\\n`` (or ``\\r\\n``); ``None`` at end of input.

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 __all__ = [
+    "DEFAULT_MAX_BATCH",
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_MESSAGE_BYTES",
     "ERR_INTERNAL",
@@ -38,6 +39,9 @@ DEFAULT_MAX_DEPTH = 128
 """How deeply arrays and objects may nest in one incoming line, the envelope and a batch's array included."""
 MAX_MAX_DEPTH = 512
 """The largest ``max_depth`` accepted (``json`` recurses on the interpreter's stack)."""
+DEFAULT_MAX_BATCH = 1_000
+"""The most entries one batch may have (geth's limit); ``max_batch=None`` lifts it. A longer batch is
+answered with one -32600, read no further than the entry past the limit."""
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 """The longest line accepted, not counting its ``\\n`` or ``\\r\\n``; a longer one is discarded unread."""
 

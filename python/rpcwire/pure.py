@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from rpcwire._types import (
+    DEFAULT_MAX_BATCH,
     DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_MESSAGE_BYTES,
     ERR_INTERNAL,
@@ -54,6 +55,7 @@ logger = logging.getLogger("rpcwire")
 Handler = Callable[[str, Any], Any]
 
 _JSON_WHITESPACE = b" \t\r\n"
+_WHITESPACE = re.compile(r"[ \t\r\n]*")
 _I64_MAX = 2**63 - 1
 _READ_CHUNK = 64 * 1024  # how much of an over-long line is read (and dropped) at a time
 _OUT_OF_RANGE_FLOAT = "Out of range float values are not JSON compliant"
@@ -149,21 +151,100 @@ def _text_nests_deeper(line: bytes, max_depth: int) -> bool:
     return bool(brackets)
 
 
-def _decode(line: bytes, max_depth: int) -> Any:
-    """Strictly decode one line: UTF-8, RFC 8259 JSON, at most ``max_depth`` levels of nesting."""
-    try:
-        value = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
-        raise _ParseError(str(exc)) from None
-    # Each level of nesting needs its own bracket, so only a line with many of them needs the walk,
+class _BatchOverLimit:
+    """What a line decodes to when it is a batch of more than ``max_batch`` entries."""
+
+
+_BATCH_OVER_LIMIT = _BatchOverLimit()
+_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _check_nesting(value: Any, text: bytes, max_depth: int) -> None:
+    """Refuse ``value`` (decoded from ``text``) if arrays and objects nest deeper than ``max_depth`` in it."""
+    # Each level of nesting needs its own bracket, so only a text with many of them needs the walk,
     # and only one with more brackets than the value has containers (brackets in strings, or a
-    # container dropped with a replaced duplicate member) needs its text read as well.
-    opening = line.count(b"[") + line.count(b"{")
+    # container dropped with a replaced duplicate member) needs to be read as well.
+    opening = text.count(b"[") + text.count(b"{")
     if opening > max_depth:
         deepest, containers = _nesting(value)
-        if deepest > max_depth or (containers < opening and _text_nests_deeper(line, max_depth)):
+        if deepest > max_depth or (containers < opening and _text_nests_deeper(text, max_depth)):
             raise _ParseError(f"nesting deeper than {max_depth}")
+
+
+def _decode(line: bytes, max_depth: int, max_batch: int | None = None) -> Any:
+    """Strictly decode one line: UTF-8, RFC 8259 JSON, at most ``max_depth`` levels of nesting.
+
+    A batch of more than ``max_batch`` entries decodes to ``_BATCH_OVER_LIMIT``, read no further
+    than where the entry past the limit begins.
+    """
+    try:
+        text = line.decode("utf-8")
+        start = _WHITESPACE.match(text).end()  # type: ignore[union-attr]  # it matches the empty string
+        if max_batch is not None and text.startswith("[", start):
+            return _decode_batch(text, start, max_depth, max_batch)
+        value = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise _ParseError(str(exc)) from None
+    _check_nesting(value, line, max_depth)
     return value
+
+
+def _decode_batch(text: str, start: int, max_depth: int, max_batch: int) -> list[Any] | _BatchOverLimit:
+    """The batch that opens at ``text[start]``, decoded entry by entry (``json.loads`` would build it whole)."""
+    entries: list[Any] = []
+    position = _WHITESPACE.match(text, start + 1).end()  # type: ignore[union-attr]
+    if text.startswith("]", position):
+        position += 1
+    else:
+        while True:
+            if len(entries) == max_batch:
+                return _BATCH_OVER_LIMIT
+            entry, end = _decoder.raw_decode(text, position)
+            # The batch's array is a level of its own (a str slice is only made for a deep entry).
+            if text.count("[", position, end) + text.count("{", position, end) >= max_depth:
+                _check_nesting(entry, text[position:end].encode("utf-8"), max_depth - 1)
+            entries.append(entry)
+            position = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
+            if text.startswith(",", position):
+                position = _WHITESPACE.match(text, position + 1).end()  # type: ignore[union-attr]
+            elif text.startswith("]", position):
+                position += 1
+                break
+            else:
+                raise ValueError(f"expected ',' or ']' at {position}")
+    if _WHITESPACE.match(text, position).end() != len(text):  # type: ignore[union-attr]
+        raise ValueError(f"extra data at {position}")
+    return entries
+
+
+class _NumberText:
+    """A number as it was written (``json.loads``'s ``parse_int``/``parse_float`` hook)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _needs_id_text(id_: Any) -> bool:
+    """Whether an id's own text may differ from what ``json.dumps`` writes for it (``1e3``, ``1.50``, ``-0``)."""
+    return type(id_) is float or (type(id_) is int and id_ == 0)
+
+
+def _id_text(line: bytes, index: int | None) -> bytes:
+    """The id of the message in ``line`` (of batch entry ``index``), exactly as it was written."""
+    message = json.loads(line, parse_int=_NumberText, parse_float=_NumberText)
+    number: _NumberText = (message if index is None else message[index])["id"]
+    return number.text.encode("ascii")
+
+
+_ANSWER_WITH_NULL_ID = b'{"jsonrpc":"2.0","id":null'
+_ANSWER_START = b'{"jsonrpc":"2.0","id":'
+
+
+def _with_id_text(answer: bytes, id_text: bytes) -> bytes:
+    """``answer``, written with ``"id":null``, with the request's id as written in its place."""
+    return _ANSWER_START + id_text + answer[len(_ANSWER_WITH_NULL_ID) :]
 
 
 def _error_response(id_: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
@@ -181,13 +262,26 @@ def _exception_data(exc: BaseException) -> dict[str, str]:
     return {"exception": type(exc).__name__, "detail": detail}
 
 
-def _exception_response(id_: Any, exc: Exception) -> dict[str, Any]:
-    """The answer to a handler that raised ``exc``."""
-    if isinstance(exc, JsonRpcError):
+def _application_error(exc: Exception) -> tuple[int, str, Any] | None:
+    """The ``code``, ``message`` and ``data`` of a ``JsonRpcError`` with an ``int`` code and a ``str``
+    message; ``None`` for any other exception, and for one whose attributes cannot be read."""
+    if not isinstance(exc, JsonRpcError):
+        return None
+    try:
         code = getattr(exc, "code", None)
         message = getattr(exc, "message", None)
         if isinstance(code, int) and not isinstance(code, bool) and isinstance(message, str):
-            return _error_response(id_, code, message, getattr(exc, "data", None))
+            return code, message, getattr(exc, "data", None)
+    except Exception as error:  # a property that raises: the request still gets its -32603
+        logger.debug("%s: %s", "an error's code, message or data could not be read", error)
+    return None
+
+
+def _exception_response(id_: Any, exc: Exception) -> dict[str, Any]:
+    """The answer to a handler that raised ``exc``."""
+    error = _application_error(exc)
+    if error is not None:
+        return _error_response(id_, *error)
     return _error_response(id_, ERR_INTERNAL, "Internal error", _exception_data(exc))
 
 
@@ -208,8 +302,8 @@ def _check_envelope(message: Any) -> Request | tuple[Any, str]:
     if type(message) is not dict:
         return None, "not an object"
     id_ = message.get("id")
-    if id_ is not None and type(id_) not in (str, int):
-        return None, "id is not a string, an integer or null"
+    if id_ is not None and type(id_) not in (str, int, float):
+        return None, "id is not a string, a number or null"
     version = message.get("jsonrpc")
     if type(version) is not str or version != "2.0":
         return id_, 'jsonrpc is not "2.0"'
@@ -238,7 +332,7 @@ def parse_request(raw: str | bytes) -> tuple[Request | None, dict[str, Any] | No
     try:
         # A ``str`` holding lone surrogates has no UTF-8 form: it is not a JSON text on any wire.
         line = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
-        message = _decode(line, DEFAULT_MAX_DEPTH)
+        message = _decode(line, DEFAULT_MAX_DEPTH, max_batch=None)
     except (UnicodeEncodeError, _ParseError):
         return None, _error_response(None, ERR_PARSE, "Parse error")
     checked = _check_envelope(message)
@@ -284,6 +378,32 @@ def _binary_stream(stream: Any, name: str, needs: str) -> Any:
     return stream
 
 
+_ABSENT = object()
+_REENTRANT_READ = "reentrant read: the input stream called back into the transport it belongs to"
+_REENTRANT_WRITE = "reentrant write: the output stream called back into the transport it belongs to"
+
+
+class _StreamLock:
+    """The lock around one stream; a stream that calls back into its transport from the same
+    thread gets ``RuntimeError`` instead of waiting for itself forever (as ``io.BufferedWriter``)."""
+
+    def __init__(self, reentrant_message: str) -> None:
+        self._lock = threading.Lock()
+        self._owner: int | None = None
+        self._reentrant_message = reentrant_message
+
+    def __enter__(self) -> None:
+        me = threading.get_ident()
+        if self._owner == me:
+            raise RuntimeError(self._reentrant_message)
+        self._lock.acquire()  # interruptible: SIGINT's KeyboardInterrupt is raised while waiting
+        self._owner = me
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._owner = None
+        self._lock.release()
+
+
 class StdioTransport:
     """Newline-delimited JSON-RPC 2.0 over a pair of binary streams (pure Python).
 
@@ -298,15 +418,19 @@ class StdioTransport:
         *,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_depth: int = DEFAULT_MAX_DEPTH,
-        max_batch: int | None = None,
+        max_batch: int | None = DEFAULT_MAX_BATCH,
     ) -> None:
         self._max_message_bytes = _positive("max_message_bytes", max_message_bytes)
         self._max_depth = _positive("max_depth", max_depth, MAX_MAX_DEPTH)
         self._max_batch = None if max_batch is None else _positive("max_batch", max_batch)
         self._stdin = _binary_stream(sys.stdin if stdin is None else stdin, "stdin", "readline")
         self._stdout = _binary_stream(sys.stdout if stdout is None else stdout, "stdout", "write")
-        self._read_lock = threading.Lock()
-        self._write_lock = threading.Lock()
+        flush = getattr(self._stdout, "flush", _ABSENT)
+        if flush is not _ABSENT and not callable(flush):
+            raise TypeError("stdout.flush must be callable (or absent)")
+        self._flush: Callable[[], Any] | None = None if flush is _ABSENT else flush
+        self._reader = _StreamLock(_REENTRANT_READ)
+        self._writer = _StreamLock(_REENTRANT_WRITE)
 
     def read_line(self) -> bytes | None:
         """The next line without its ``\\n`` (or ``\\r\\n``); ``None`` at end of input.
@@ -320,8 +444,8 @@ class StdioTransport:
         return line
 
     def _next_line(self) -> bytes | _TooLong | None:
-        limit = self._max_message_bytes + 2  # room for the line's own "\r\n"
-        with self._read_lock:
+        limit = min(self._max_message_bytes + 2, sys.maxsize)  # room for the line's own "\r\n"
+        with self._reader:
             line: bytes = self._stdin.readline(limit)
             if len(line) == limit and not line.endswith(b"\n"):
                 first = line.lstrip(_JSON_WHITESPACE)[:1]
@@ -340,13 +464,17 @@ class StdioTransport:
 
     def _write_line(self, payload: bytes) -> None:
         data = memoryview(payload + b"\n")
-        with self._write_lock:
+        with self._writer:
             while data:  # a raw (unbuffered) stream may take only part of it
                 written = self._stdout.write(data)
-                data = data[len(data) if written is None else written :]
-            flush = getattr(self._stdout, "flush", None)
-            if flush is not None:
-                flush()
+                count = len(data) if written is None else operator.index(written)
+                if not 0 <= count <= len(data):
+                    raise OSError(
+                        f"write() returned invalid length {count} (should have been between 0 and {len(data)})"
+                    )
+                data = data[count:]
+            if self._flush is not None:
+                self._flush()
 
     def write_response(self, id: Any, result: Any) -> None:
         """Write a success answer ``{"jsonrpc":"2.0","id":id,"result":result}``."""
@@ -363,7 +491,14 @@ class StdioTransport:
             message["params"] = params
         self._write_line(_encode(message, params))
 
-    def _answer_message(self, message: Any, handler: Handler) -> bytes | None:
+    def _answer_message(self, message: Any, handler: Handler, line: bytes, index: int | None) -> bytes | None:
+        """The answer to one message (batch entry ``index`` of ``line``), its id echoed as written."""
+        if type(message) is not dict or not _needs_id_text(message.get("id")):
+            return self._answer_entry(message, handler)
+        answer = self._answer_entry({**message, "id": None}, handler)
+        return None if answer is None else _with_id_text(answer, _id_text(line, index))
+
+    def _answer_entry(self, message: Any, handler: Handler) -> bytes | None:
         checked = _check_envelope(message)
         if not isinstance(checked, Request):
             return _encode(_invalid_request(*checked))
@@ -388,17 +523,21 @@ class StdioTransport:
 
     def _answer_line(self, line: bytes, handler: Handler) -> bytes | None:
         try:
-            message = _decode(line, self._max_depth)
+            message = _decode(line, self._max_depth, self._max_batch)
         except _ParseError as exc:
             logger.debug("parse error: %s", exc)
             return _encode(_error_response(None, ERR_PARSE, "Parse error"))
+        if message is _BATCH_OVER_LIMIT:
+            return _encode(_invalid_request(None, f"a batch of more than max_batch ({self._max_batch}) entries"))
         if type(message) is not list:
-            return self._answer_message(message, handler)
+            return self._answer_message(message, handler, line, None)
         if not message:
             return _encode(_invalid_request(None, "empty batch"))
-        if self._max_batch is not None and len(message) > self._max_batch:
-            return _encode(_invalid_request(None, f"a batch of {len(message)} exceeds max_batch"))
-        answers = [answer for entry in message if (answer := self._answer_message(entry, handler)) is not None]
+        answers = [
+            answer
+            for index, entry in enumerate(message)
+            if (answer := self._answer_message(entry, handler, line, index)) is not None
+        ]
         return b"[" + b",".join(answers) + b"]" if answers else None
 
     def serve(self, handler: Handler) -> None:

@@ -1,0 +1,86 @@
+//! The lock around one of a transport's streams: only one thread reads, only one writes at a time.
+//!
+//! Two things a plain mutex gets wrong here:
+//! - Waiting must not block signals. The holder may be blocked for seconds in a `write` to a full
+//!   pipe (with the GIL released); a thread waiting for the lock waits with the GIL released too,
+//!   in slices of [`WAIT_SLICE`], and runs Python's signal handlers between them, so SIGINT's
+//!   `KeyboardInterrupt` stops it promptly (`threading.Lock` waits the same way).
+//! - A stream that calls back into its own transport from the same thread (an output stream whose
+//!   `write()` logs through a handler that writes notifications) would wait for itself forever. That
+//!   is refused with `RuntimeError`, as `io.BufferedWriter` refuses a re-entrant call.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use parking_lot::{Mutex, MutexGuard};
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+
+/// How long a waiting thread stays away from Python's signal handlers at most.
+const WAIT_SLICE: Duration = Duration::from_millis(20);
+
+/// A number that tells the current thread from every other live thread, and is never 0.
+fn current_thread() -> usize {
+    thread_local!(static MARK: u8 = const { 0 });
+    MARK.with(|mark| std::ptr::from_ref(mark) as usize)
+}
+
+pub(crate) struct StreamLock<T> {
+    inner: Mutex<T>,
+    /// `current_thread()` of the holder, 0 when free.
+    owner: AtomicUsize,
+    /// What the refusal of a re-entrant call says.
+    reentrant_message: &'static str,
+}
+
+impl<T: Send> StreamLock<T> {
+    pub(crate) fn new(value: T, reentrant_message: &'static str) -> Self {
+        Self { inner: Mutex::new(value), owner: AtomicUsize::new(0), reentrant_message }
+    }
+
+    /// Take the lock; waits with the GIL released, running signal handlers every [`WAIT_SLICE`].
+    pub(crate) fn lock(&self, py: Python<'_>) -> PyResult<StreamGuard<'_, T>> {
+        let me = current_thread();
+        // Only this thread ever stores its own mark, so seeing it means this thread holds the lock.
+        if self.owner.load(Ordering::Relaxed) == me {
+            return Err(PyRuntimeError::new_err(self.reentrant_message));
+        }
+        let guard = match self.inner.try_lock() {
+            Some(guard) => guard,
+            None => loop {
+                if let Some(guard) = py.detach(|| self.inner.try_lock_for(WAIT_SLICE)) {
+                    break guard;
+                }
+                py.check_signals()?;
+            },
+        };
+        self.owner.store(me, Ordering::Relaxed);
+        Ok(StreamGuard { lock: self, guard })
+    }
+}
+
+pub(crate) struct StreamGuard<'a, T> {
+    lock: &'a StreamLock<T>,
+    guard: MutexGuard<'a, T>,
+}
+
+impl<T> Drop for StreamGuard<'_, T> {
+    fn drop(&mut self) {
+        // Before `guard` unlocks (fields drop after this body).
+        self.lock.owner.store(0, Ordering::Relaxed);
+    }
+}
+
+impl<T> Deref for StreamGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.guard
+    }
+}
+
+impl<T> DerefMut for StreamGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.guard
+    }
+}
