@@ -20,6 +20,7 @@ use smallvec::SmallVec;
 
 use crate::errors::{Error, SyntaxError};
 use crate::json::{unescape_into, write_escaped_code_points, write_escaped_str, write_float_repr, JsonStr, Scanner};
+use crate::stack::StackFloor;
 use crate::strings::StringCache;
 
 /// Integer literals with at most this many digits fit an `i64`; longer ones go through `int()`.
@@ -183,14 +184,14 @@ impl<'py> Decoder<'_, '_, 'py, '_> {
 
 const OUT_OF_RANGE_FLOAT: &str = "Out of range float values are not JSON compliant";
 
-/// Containers nest at most this deep in what is encoded, whatever `sys.getrecursionlimit()` says:
-/// each level takes about 700 bytes of the native stack (measured: 15,000 levels overflowed a
-/// thread's 8 MiB), so a raised recursion limit must not turn a deep result into a crash.
+/// Containers nest at most this deep in what is encoded, whatever `sys.getrecursionlimit()` says,
+/// as in `rpcwire.pure` (which must stop `json`'s C encoder before the stack ends). The stack
+/// actually left to the thread (`StackFloor`) may stop the encoder earlier, on a small stack.
 const MAX_ENCODE_DEPTH: usize = 2_000;
 
 /// Append `value` as compact JSON, exactly as `json.dumps` (see the module doc) would write it.
 pub(crate) fn encode(out: &mut Vec<u8>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-    Encoder { out, containers: SmallVec::new() }.value(value)
+    Encoder { out, containers: SmallVec::new(), stack: StackFloor::new() }.value(value)
 }
 
 /// Append a Python `str` as a JSON string.
@@ -233,6 +234,8 @@ struct Encoder<'o> {
     /// Inline up to 16 levels: no allocation per message for the usual results (callgrind, stream
     /// workload: 6,567 -> 6,402 instructions a message).
     containers: SmallVec<[usize; 16]>,
+    /// Where this thread's stack must stop: a container is entered only above it.
+    stack: StackFloor,
 }
 
 /// Python's own recursion limit around each container, as the `json` module's C encoder has.
@@ -309,6 +312,11 @@ impl Encoder<'_> {
         let _guard = RecursionGuard::enter(value.py())?;
         if self.containers.len() >= MAX_ENCODE_DEPTH {
             return Err(PyRecursionError::new_err("maximum recursion depth exceeded while encoding a JSON object"));
+        }
+        if !self.stack.has_room(self.containers.len()) {
+            return Err(PyRecursionError::new_err(
+                "maximum recursion depth exceeded while encoding a JSON object (this thread's stack is nearly full)",
+            ));
         }
         let (open, close) = if value.is_instance_of::<PyDict>() { (b'{', b'}') } else { (b'[', b']') };
         self.out.push(open);
