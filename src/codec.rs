@@ -228,6 +228,34 @@ pub(crate) fn encode_str(out: &mut Vec<u8>, text: &Bound<'_, PyString>) -> PyRes
     Ok(())
 }
 
+/// `json.JSONEncoder.default`'s error, from the same f-string: it names `o.__class__.__name__`,
+/// which is what the object claims to be (a `Mock(spec=X)` claims `X`); an exception raised while
+/// looking that up is raised instead, as `json` raises it.
+fn not_serializable(value: &Bound<'_, PyAny>) -> PyErr {
+    let py = value.py();
+    let name = match value.getattr(intern!(py, "__class__")).and_then(|class| class.getattr(intern!(py, "__name__"))) {
+        Ok(name) => name,
+        Err(error) => return error,
+    };
+    // SAFETY: GIL held; a NULL format spec is the empty one (an f-string's `{x}`); the result is a
+    // new reference or NULL with an exception set.
+    let name = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyObject_Format(name.as_ptr(), std::ptr::null_mut())) };
+    match name.and_then(|name| name.cast_into::<PyString>().map_err(PyErr::from)) {
+        Ok(name) => PyTypeError::new_err(format!("Object of type {name} is not JSON serializable")),
+        Err(error) => error,
+    }
+}
+
+/// `json`'s error for a key it cannot write. Its C code formats the type's `tp_name` with
+/// `%.100s`: the first 100 bytes of that UTF-8 name, decoded with replacement characters for a
+/// character cut in the middle.
+fn bad_key(key: &Bound<'_, PyAny>) -> PyErr {
+    // SAFETY: every live object has a type whose `tp_name` is a NUL-terminated string.
+    let type_name = unsafe { CStr::from_ptr((*ffi::Py_TYPE(key.as_ptr())).tp_name) }.to_bytes();
+    let type_name = String::from_utf8_lossy(&type_name[..type_name.len().min(100)]);
+    PyTypeError::new_err(format!("keys must be str, int, float, bool or None, not {type_name}"))
+}
+
 struct Encoder<'o> {
     out: &'o mut Vec<u8>,
     /// Addresses of the lists, tuples and dicts being encoded, to refuse a circular one.
@@ -287,15 +315,21 @@ impl Encoder<'_> {
         } else if let Ok(tuple) = value.cast_exact::<PyTuple>() {
             self.items(value, tuple.iter())?;
         } else if value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>() {
-            // As `json` (through `PySequence_Fast`): a subclass is encoded as what its `__iter__`
-            // gives, taken whole before the first item is written.
-            let items = value.try_iter()?.collect::<PyResult<Vec<_>>>()?;
-            self.items(value, items.into_iter())?;
+            // As `json`: a subclass is encoded as what its `__iter__` gives, taken whole before the
+            // first item is written, with `PySequence_Fast`'s error if that fails with a TypeError.
+            // SAFETY: GIL held; the message is a NUL-terminated literal; a new reference or NULL
+            // with an exception set.
+            let items = unsafe {
+                Bound::from_owned_ptr_or_err(
+                    value.py(),
+                    ffi::PySequence_Fast(value.as_ptr(), c"_iterencode_list needs a sequence".as_ptr()),
+                )?
+            };
+            self.items(value, items.try_iter()?.collect::<PyResult<Vec<_>>>()?.into_iter())?;
         } else if let Ok(dict) = value.cast::<PyDict>() {
             self.dict(dict)?;
         } else {
-            let name = value.get_type().name()?;
-            return Err(PyTypeError::new_err(format!("Object of type {name} is not JSON serializable")));
+            return Err(not_serializable(value));
         }
         Ok(())
     }
@@ -435,10 +469,7 @@ impl Encoder<'_> {
         } else if let Ok(int) = key.cast::<PyInt>() {
             self.int(int)?;
         } else {
-            // SAFETY: every live object has a type whose `tp_name` is a NUL-terminated string.
-            let type_name = unsafe { CStr::from_ptr((*ffi::Py_TYPE(key.as_ptr())).tp_name) };
-            let type_name = type_name.to_string_lossy();
-            return Err(PyTypeError::new_err(format!("keys must be str, int, float, bool or None, not {type_name}")));
+            return Err(bad_key(key));
         }
         self.out.push(b'"');
         Ok(())
