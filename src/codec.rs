@@ -315,17 +315,7 @@ impl Encoder<'_> {
         } else if let Ok(tuple) = value.cast_exact::<PyTuple>() {
             self.items(value, tuple.iter())?;
         } else if value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>() {
-            // As `json`: a subclass is encoded as what its `__iter__` gives, taken whole before the
-            // first item is written, with `PySequence_Fast`'s error if that fails with a TypeError.
-            // SAFETY: GIL held; the message is a NUL-terminated literal; a new reference or NULL
-            // with an exception set.
-            let items = unsafe {
-                Bound::from_owned_ptr_or_err(
-                    value.py(),
-                    ffi::PySequence_Fast(value.as_ptr(), c"_iterencode_list needs a sequence".as_ptr()),
-                )?
-            };
-            self.items(value, items.try_iter()?.collect::<PyResult<Vec<_>>>()?.into_iter())?;
+            self.sequence_subclass(value)?;
         } else if let Ok(dict) = value.cast::<PyDict>() {
             self.dict(dict)?;
         } else {
@@ -343,7 +333,14 @@ impl Encoder<'_> {
         len: usize,
         items: impl FnOnce(&mut Self) -> PyResult<()>,
     ) -> PyResult<()> {
-        let _guard = RecursionGuard::enter(value.py())?;
+        let _guard = self.enter(value.py())?;
+        self.brackets(value, len, items)
+    }
+
+    /// The checks before one more level of nesting: Python's recursion limit (held until the
+    /// returned guard is dropped), the cap on nesting, and the stack left to this thread.
+    fn enter(&mut self, py: Python<'_>) -> PyResult<RecursionGuard> {
+        let guard = RecursionGuard::enter(py)?;
         if self.containers.len() >= MAX_ENCODE_DEPTH {
             return Err(PyRecursionError::new_err("maximum recursion depth exceeded while encoding a JSON object"));
         }
@@ -352,6 +349,16 @@ impl Encoder<'_> {
                 "maximum recursion depth exceeded while encoding a JSON object (this thread's stack is nearly full)",
             ));
         }
+        Ok(guard)
+    }
+
+    /// A container's brackets and cycle check around its items, once `enter` has let it in.
+    fn brackets(
+        &mut self,
+        value: &Bound<'_, PyAny>,
+        len: usize,
+        items: impl FnOnce(&mut Self) -> PyResult<()>,
+    ) -> PyResult<()> {
         let (open, close) = if value.is_instance_of::<PyDict>() { (b'{', b'}') } else { (b'[', b']') };
         self.out.push(open);
         if len > 0 {
@@ -366,6 +373,23 @@ impl Encoder<'_> {
         }
         self.out.push(close);
         Ok(())
+    }
+
+    /// A list or tuple subclass, in `json`'s order: the recursion checks, then what its `__iter__`
+    /// gives (`PySequence_Fast`, with its error when that fails with a `TypeError`), taken whole
+    /// before the first item is written, then the brackets and items as for any array.
+    fn sequence_subclass(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let _guard = self.enter(value.py())?;
+        // SAFETY: GIL held; the message is a NUL-terminated literal; a new reference or NULL
+        // with an exception set.
+        let items = unsafe {
+            Bound::from_owned_ptr_or_err(
+                value.py(),
+                ffi::PySequence_Fast(value.as_ptr(), c"_iterencode_list needs a sequence".as_ptr()),
+            )?
+        };
+        let items = items.try_iter()?.collect::<PyResult<Vec<_>>>()?;
+        self.brackets(value, items.len(), |encoder| encoder.write_items(items.into_iter()))
     }
 
     fn int(&mut self, int: &Bound<'_, PyInt>) -> PyResult<()> {
@@ -394,15 +418,17 @@ impl Encoder<'_> {
         value: &Bound<'py, PyAny>,
         items: impl ExactSizeIterator<Item = Bound<'py, PyAny>>,
     ) -> PyResult<()> {
-        self.container(value, items.len(), |encoder| {
-            for (index, item) in items.enumerate() {
-                if index > 0 {
-                    encoder.out.push(b',');
-                }
-                encoder.value(&item)?;
+        self.container(value, items.len(), |encoder| encoder.write_items(items))
+    }
+
+    fn write_items<'py>(&mut self, items: impl Iterator<Item = Bound<'py, PyAny>>) -> PyResult<()> {
+        for (index, item) in items.enumerate() {
+            if index > 0 {
+                self.out.push(b',');
             }
-            Ok(())
-        })
+            self.value(&item)?;
+        }
+        Ok(())
     }
 
     /// Like `json`, a dict is encoded from a snapshot of its items, taken before the first one is

@@ -22,20 +22,20 @@ use std::cell::Cell;
 /// subclass's `items()`) and building the error.
 ///
 /// Measured on x86-64, Python 3.11, release build, from the depth reached in 256 and 512 KiB
-/// threads: a level takes 608 bytes when encoding a list, 670 a list subclass, 960 a dict or a
+/// threads: a level takes 640 bytes when encoding a list, 800 a list subclass, 840 a dict or a
 /// dict subclass, and 368 when decoding a line. A dict subclass whose `items()` logs and sorts
 /// with a Python key function crashed a 256 KiB thread with a 4 KiB reserve and not with 16 KiB;
 /// 64 KiB is four times that, and leaves a 256 KiB thread room for about 300 levels of lists,
-/// 190 of dicts and all 512 levels of decoding.
+/// 230 of dicts and all 512 levels of decoding.
 pub(crate) const RESERVE: usize = 64 * 1024;
 
 /// Levels entered before the stack is first looked at: the usual message nests less than this,
-/// so it never pays for the lookup (a thread-local read) nor the checks. They take at most 8 KiB
-/// (8 levels of 960 bytes), which any thread that could call us has.
+/// so it never pays for the lookup (a thread-local read) nor the checks. They take at most 7 KiB
+/// (8 levels of 840 bytes), which any thread that could call us has.
 ///
 /// Callgrind, stream workload (12,000 messages), instructions a message in the native module:
 /// 3,978 before the stack checks; 4,047 (+1.7%) with a check at every level and the floor read
-/// for every walk; 3,971 with this and the check out of line (`above_floor`).
+/// for every walk; 3,975 with this and the check out of line (`above_floor`).
 pub(crate) const UNCHECKED_LEVELS: usize = 8;
 
 /// Where a walk over nested containers must stop on this thread's stack: the lowest address it

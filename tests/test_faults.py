@@ -781,6 +781,25 @@ def test_raised_recursion_limit_encodes_as_json_does(impl: ModuleType, case: str
         sys.setrecursionlimit(previous)
 
 
+class IterRaises(list):
+    def __iter__(self) -> Any:
+        raise KeyError("iter")
+
+
+def test_depth_is_checked_before_a_list_subclass_is_iterated(impl: ModuleType) -> None:
+    """As json: past 2,000 levels, the RecursionError comes before the container's ``__iter__`` is called."""
+    value: Any = IterRaises([1])
+    for _ in range(2_000):
+        value = [value]
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(5_000)
+    try:
+        got = serve_result(impl, lambda: value)
+    finally:
+        sys.setrecursionlimit(previous)
+    assert got == internal(1, "RecursionError", "maximum recursion depth exceeded while encoding a JSON object")
+
+
 def test_raised_recursion_limit_calls_items_and_iter_once(impl: ModuleType) -> None:
     previous = sys.getrecursionlimit()
     sys.setrecursionlimit(5_000)
