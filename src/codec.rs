@@ -20,6 +20,7 @@ use smallvec::SmallVec;
 
 use crate::errors::{Error, SyntaxError};
 use crate::json::{unescape_into, write_escaped_code_points, write_escaped_str, write_float_repr, JsonStr, Scanner};
+use crate::stack::StackFloor;
 use crate::strings::StringCache;
 
 /// Integer literals with at most this many digits fit an `i64`; longer ones go through `int()`.
@@ -185,14 +186,14 @@ impl<'py> Decoder<'_, '_, 'py, '_> {
 
 const OUT_OF_RANGE_FLOAT: &str = "Out of range float values are not JSON compliant";
 
-/// Containers nest at most this deep in what is encoded, whatever `sys.getrecursionlimit()` says:
-/// each level takes about 700 bytes of the native stack (measured: 15,000 levels overflowed a
-/// thread's 8 MiB), so a raised recursion limit must not turn a deep result into a crash.
+/// Containers nest at most this deep in what is encoded, whatever `sys.getrecursionlimit()` says,
+/// as in `rpcwire.pure` (which must stop `json`'s C encoder before the stack ends). The stack
+/// actually left to the thread (`StackFloor`) may stop the encoder earlier, on a small stack.
 const MAX_ENCODE_DEPTH: usize = 2_000;
 
 /// Append `value` as compact JSON, exactly as `json.dumps` (see the module doc) would write it.
 pub(crate) fn encode(out: &mut Vec<u8>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-    Encoder { out, containers: SmallVec::new() }.value(value)
+    Encoder { out, containers: SmallVec::new(), stack: StackFloor::new() }.value(value)
 }
 
 /// Append a Python `str` as a JSON string.
@@ -229,12 +230,42 @@ pub(crate) fn encode_str(out: &mut Vec<u8>, text: &Bound<'_, PyString>) -> PyRes
     Ok(())
 }
 
+/// `json.JSONEncoder.default`'s error, from the same f-string: it names `o.__class__.__name__`,
+/// which is what the object claims to be (a `Mock(spec=X)` claims `X`); an exception raised while
+/// looking that up is raised instead, as `json` raises it.
+fn not_serializable(value: &Bound<'_, PyAny>) -> PyErr {
+    let py = value.py();
+    let name = match value.getattr(intern!(py, "__class__")).and_then(|class| class.getattr(intern!(py, "__name__"))) {
+        Ok(name) => name,
+        Err(error) => return error,
+    };
+    // SAFETY: GIL held; a NULL format spec is the empty one (an f-string's `{x}`); the result is a
+    // new reference or NULL with an exception set.
+    let name = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyObject_Format(name.as_ptr(), std::ptr::null_mut())) };
+    match name.and_then(|name| name.cast_into::<PyString>().map_err(PyErr::from)) {
+        Ok(name) => PyTypeError::new_err(format!("Object of type {name} is not JSON serializable")),
+        Err(error) => error,
+    }
+}
+
+/// `json`'s error for a key it cannot write. Its C code formats the type's `tp_name` with
+/// `%.100s`: the first 100 bytes of that UTF-8 name, decoded with replacement characters for a
+/// character cut in the middle.
+fn bad_key(key: &Bound<'_, PyAny>) -> PyErr {
+    // SAFETY: every live object has a type whose `tp_name` is a NUL-terminated string.
+    let type_name = unsafe { CStr::from_ptr((*ffi::Py_TYPE(key.as_ptr())).tp_name) }.to_bytes();
+    let type_name = String::from_utf8_lossy(&type_name[..type_name.len().min(100)]);
+    PyTypeError::new_err(format!("keys must be str, int, float, bool or None, not {type_name}"))
+}
+
 struct Encoder<'o> {
     out: &'o mut Vec<u8>,
     /// Addresses of the lists, tuples and dicts being encoded, to refuse a circular one.
     /// Inline up to 16 levels: no allocation per message for the usual results (callgrind, stream
     /// workload: 6,567 -> 6,402 instructions a message).
     containers: SmallVec<[usize; 16]>,
+    /// Where this thread's stack must stop: a container is entered only above it.
+    stack: StackFloor,
 }
 
 /// Python's own recursion limit around each container, as the `json` module's C encoder has.
@@ -286,15 +317,11 @@ impl Encoder<'_> {
         } else if let Ok(tuple) = value.cast_exact::<PyTuple>() {
             self.items(value, tuple.iter())?;
         } else if value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>() {
-            // As `json` (through `PySequence_Fast`): a subclass is encoded as what its `__iter__`
-            // gives, taken whole before the first item is written.
-            let items = value.try_iter()?.collect::<PyResult<Vec<_>>>()?;
-            self.items(value, items.into_iter())?;
+            self.sequence_subclass(value)?;
         } else if let Ok(dict) = value.cast::<PyDict>() {
             self.dict(dict)?;
         } else {
-            let name = value.get_type().name()?;
-            return Err(PyTypeError::new_err(format!("Object of type {name} is not JSON serializable")));
+            return Err(not_serializable(value));
         }
         Ok(())
     }
@@ -308,10 +335,32 @@ impl Encoder<'_> {
         len: usize,
         items: impl FnOnce(&mut Self) -> PyResult<()>,
     ) -> PyResult<()> {
-        let _guard = RecursionGuard::enter(value.py())?;
+        let _guard = self.enter(value.py())?;
+        self.brackets(value, len, items)
+    }
+
+    /// The checks before one more level of nesting: Python's recursion limit (held until the
+    /// returned guard is dropped), the cap on nesting, and the stack left to this thread.
+    fn enter(&mut self, py: Python<'_>) -> PyResult<RecursionGuard> {
+        let guard = RecursionGuard::enter(py)?;
         if self.containers.len() >= MAX_ENCODE_DEPTH {
             return Err(PyRecursionError::new_err("maximum recursion depth exceeded while encoding a JSON object"));
         }
+        if !self.stack.has_room(self.containers.len()) {
+            return Err(PyRecursionError::new_err(
+                "maximum recursion depth exceeded while encoding a JSON object (this thread's stack is nearly full)",
+            ));
+        }
+        Ok(guard)
+    }
+
+    /// A container's brackets and cycle check around its items, once `enter` has let it in.
+    fn brackets(
+        &mut self,
+        value: &Bound<'_, PyAny>,
+        len: usize,
+        items: impl FnOnce(&mut Self) -> PyResult<()>,
+    ) -> PyResult<()> {
         let (open, close) = if value.is_instance_of::<PyDict>() { (b'{', b'}') } else { (b'[', b']') };
         self.out.push(open);
         if len > 0 {
@@ -326,6 +375,23 @@ impl Encoder<'_> {
         }
         self.out.push(close);
         Ok(())
+    }
+
+    /// A list or tuple subclass, in `json`'s order: the recursion checks, then what its `__iter__`
+    /// gives (`PySequence_Fast`, with its error when that fails with a `TypeError`), taken whole
+    /// before the first item is written, then the brackets and items as for any array.
+    fn sequence_subclass(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let _guard = self.enter(value.py())?;
+        // SAFETY: GIL held; the message is a NUL-terminated literal; a new reference or NULL
+        // with an exception set.
+        let items = unsafe {
+            Bound::from_owned_ptr_or_err(
+                value.py(),
+                ffi::PySequence_Fast(value.as_ptr(), c"_iterencode_list needs a sequence".as_ptr()),
+            )?
+        };
+        let items = items.try_iter()?.collect::<PyResult<Vec<_>>>()?;
+        self.brackets(value, items.len(), |encoder| encoder.write_items(items.into_iter()))
     }
 
     fn int(&mut self, int: &Bound<'_, PyInt>) -> PyResult<()> {
@@ -354,15 +420,17 @@ impl Encoder<'_> {
         value: &Bound<'py, PyAny>,
         items: impl ExactSizeIterator<Item = Bound<'py, PyAny>>,
     ) -> PyResult<()> {
-        self.container(value, items.len(), |encoder| {
-            for (index, item) in items.enumerate() {
-                if index > 0 {
-                    encoder.out.push(b',');
-                }
-                encoder.value(&item)?;
+        self.container(value, items.len(), |encoder| encoder.write_items(items))
+    }
+
+    fn write_items<'py>(&mut self, items: impl Iterator<Item = Bound<'py, PyAny>>) -> PyResult<()> {
+        for (index, item) in items.enumerate() {
+            if index > 0 {
+                self.out.push(b',');
             }
-            Ok(())
-        })
+            self.value(&item)?;
+        }
+        Ok(())
     }
 
     /// Like `json`, a dict is encoded from a snapshot of its items, taken before the first one is
@@ -429,10 +497,7 @@ impl Encoder<'_> {
         } else if let Ok(int) = key.cast::<PyInt>() {
             self.int(int)?;
         } else {
-            // SAFETY: every live object has a type whose `tp_name` is a NUL-terminated string.
-            let type_name = unsafe { CStr::from_ptr((*ffi::Py_TYPE(key.as_ptr())).tp_name) };
-            let type_name = type_name.to_string_lossy();
-            return Err(PyTypeError::new_err(format!("keys must be str, int, float, bool or None, not {type_name}")));
+            return Err(bad_key(key));
         }
         self.out.push(b'"');
         Ok(())

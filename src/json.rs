@@ -7,11 +7,13 @@
 //! exactly what `json.loads` accepts with NaN and Infinity refused, so both implementations agree
 //! on every byte: lone surrogate escapes are allowed (strings are handled as WTF-8 here), numbers
 //! of any length are allowed (the longest integer is recorded for Python's digit limit), and the
-//! nesting depth is bounded by `max_depth` before any recursion.
+//! nesting depth is bounded by `max_depth`, and by the stack left to the thread (`stack`), before
+//! any recursion.
 
 use std::borrow::Cow;
 
 use crate::errors::SyntaxError;
+use crate::stack::StackFloor;
 
 type Result<T> = std::result::Result<T, SyntaxError>;
 
@@ -120,13 +122,15 @@ pub(crate) struct Scanner<'a> {
     pos: usize,
     depth: usize,
     max_depth: usize,
+    /// Where this thread's stack must stop: a container is entered only above it.
+    stack: StackFloor,
     /// Digits of the longest integer literal seen (Python refuses to parse very long ones).
     pub(crate) longest_integer: usize,
 }
 
 impl<'a> Scanner<'a> {
     pub(crate) fn new(text: &'a str, max_depth: usize) -> Self {
-        Self { text, pos: 0, depth: 0, max_depth, longest_integer: 0 }
+        Self { text, pos: 0, depth: 0, max_depth, stack: StackFloor::new(), longest_integer: 0 }
     }
 
     fn bytes(&self) -> &'a [u8] {
@@ -183,6 +187,10 @@ impl<'a> Scanner<'a> {
         self.expect(bracket, "expected '[' or '{'")?;
         if self.depth == self.max_depth {
             return Err(self.error("nesting deeper than the limit"));
+        }
+        // The only recursion of the walks over JSON text (here and in `codec`) is through `open`.
+        if !self.stack.has_room(self.depth) {
+            return Err(self.error("nesting deeper than this thread's stack allows"));
         }
         self.depth += 1;
         let close = if bracket == b'[' { b']' } else { b'}' };

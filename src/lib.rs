@@ -9,6 +9,7 @@ mod envelope;
 mod errors;
 mod framing;
 mod json;
+mod stack;
 mod stream_lock;
 mod strings;
 mod transport;

@@ -10,6 +10,7 @@ import json
 import math
 import re
 import sys
+import unittest.mock
 from typing import Any
 
 import pytest
@@ -291,3 +292,89 @@ def test_long_strings_and_wide_containers(impl: Any) -> None:
     out = serve_result(impl, value)
     assert out == b'{"jsonrpc":"2.0","id":1,"result":' + compact(value) + b"}\n"
     assert answers(out) == [{"jsonrpc": "2.0", "id": 1, "result": value}]
+
+
+# --- errors on exotic results: the detail is json's own, to the byte -------------------------------------
+
+
+def json_error(value: Any) -> BaseException:
+    """What ``json.dumps`` raises for ``value``."""
+    with pytest.raises(Exception) as raised:
+        json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return raised.value
+
+
+def internal_error_line(exc: BaseException) -> bytes:
+    data = {"exception": type(exc).__name__, "detail": str(exc)}
+    return compact(err(1, -32603, "Internal error", data)) + b"\n"
+
+
+def key_of_type_named(name: str) -> Any:
+    return type(name, (), {"__hash__": lambda self: 1})()
+
+
+# json's C encoder formats the key's type name with %.100s: its first 100 bytes of UTF-8, a character cut in
+# two becoming U+FFFD; "é" is 2 bytes, so 59 + 41 bytes cuts the 21st "é", 60 + 40 does not.
+LONG_TYPE_NAMES = {"cut-utf8": "K" * 59 + "é" * 30, "whole-utf8": "K" * 60 + "é" * 30, "ascii": "T" * 150}
+
+
+@pytest.mark.parametrize("name", list(LONG_TYPE_NAMES.values()), ids=list(LONG_TYPE_NAMES))
+def test_key_of_a_type_with_a_long_name(impl: Any, name: str) -> None:
+    value = {"ok": 1, key_of_type_named(name): 2}
+    exc = json_error(value)
+    assert str(exc).endswith(" not " + name.encode()[:100].decode(errors="replace"))
+    assert serve_result(impl, value) == internal_error_line(exc)
+
+
+class Claimed:
+    """What a ``Mock(spec=Claimed)`` claims to be through its ``__class__``."""
+
+
+class ClassRaises:
+    @property  # type: ignore[misc]
+    def __class__(self) -> Any:
+        raise LookupError("no class here")
+
+
+class Name:
+    """A class ``__name__`` that is not a ``str``: an f-string formats it."""
+
+    def __format__(self, spec: str) -> str:
+        return "formatted"
+
+
+NOT_SERIALIZABLE = {
+    "mock-spec": lambda: [1, unittest.mock.Mock(spec=Claimed)],
+    "non-callable-mock": lambda: {"a": unittest.mock.NonCallableMagicMock(spec=dict)},
+    "class-raises": lambda: [ClassRaises()],
+    "class-name-formatted": lambda: [unittest.mock.Mock(__class__=unittest.mock.Mock(__name__=Name()))],
+}
+
+
+@pytest.mark.parametrize("case", list(NOT_SERIALIZABLE))
+def test_object_named_by_its_class_attribute(impl: Any, case: str) -> None:
+    """json's ``default`` names ``o.__class__.__name__``, not the type; an error on the way is raised as is."""
+    value = NOT_SERIALIZABLE[case]()
+    exc = json_error(value)
+    assert serve_result(impl, value) == internal_error_line(exc)
+    if case == "mock-spec":
+        assert str(exc) == "Object of type Claimed is not JSON serializable"
+
+
+class IterNotIterator(list):
+    def __iter__(self) -> Any:
+        return 5
+
+
+class IterRaisesTypeError(tuple):
+    def __iter__(self) -> Any:
+        raise TypeError("mine")
+
+
+@pytest.mark.parametrize("make", [lambda: IterNotIterator([1]), lambda: [IterRaisesTypeError((1,))]])
+def test_sequence_subclass_that_cannot_be_iterated(impl: Any, make: Any) -> None:
+    """json takes a list or tuple subclass with PySequence_Fast, which replaces a TypeError with its own."""
+    value = make()
+    exc = json_error(value)
+    assert str(exc) == "_iterencode_list needs a sequence"
+    assert serve_result(impl, value) == internal_error_line(exc)

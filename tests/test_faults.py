@@ -854,6 +854,99 @@ def test_native_and_pure_agree_on_exotic_subclasses(case: str) -> None:
     assert serve_result(rpcwire, make) == serve_result(rpcwire.pure, make)
 
 
+class CountsIter(list):
+    calls = 0
+
+    def __iter__(self) -> Any:
+        CountsIter.calls += 1
+        return super().__iter__()
+
+
+class CountsItems(dict):
+    calls = 0
+
+    def items(self) -> Any:
+        CountsItems.calls += 1
+        return [("k", CountsIter([1, CountsIter([])]))]
+
+
+class ItemsRaiseLater(dict):
+    def items(self) -> Any:
+        raise KeyError("items")
+
+
+class DuplicateItems(dict):
+    """items() may give keys a dict could not hold together (1, True, 1.0): json writes each pair."""
+
+    def items(self) -> Any:
+        return [("a", 1), (1, "int"), (True, "bool"), (1.0, "float"), (None, [])]
+
+
+def circular() -> Any:
+    x: list[Any] = [1]
+    x.append(x)
+    return x
+
+
+# json fails at the first of these in its order of encoding; whatever else the result holds is never looked at
+ORDERED_FAILURES = {
+    "object-then-cycle": lambda: [object(), circular()],
+    "cycle-then-object": lambda: [circular(), object()],
+    "object-then-items-raises": lambda: [object(), ItemsRaiseLater(a=1)],
+    "items-raises-then-object": lambda: [ItemsRaiseLater(a=1), object()],
+    "nan-then-items-raises": lambda: {"a": float("nan"), "b": ItemsRaiseLater(a=1)},
+    "bad-key-then-items-raises": lambda: {(1,): ItemsRaiseLater(a=1)},
+    "bad-item-then-items-raises": lambda: [ItemsNotPairs(a=1), ItemsRaiseLater(a=1)],
+    "duplicate-and-colliding-keys": lambda: DuplicateItems(a=1),
+}
+
+
+@pytest.mark.parametrize("case", [*MISBEHAVING, *EXOTIC_SUBCLASSES, *ORDERED_FAILURES])
+def test_raised_recursion_limit_encodes_as_json_does(impl: ModuleType, case: str) -> None:
+    """With the limit raised past 2,000, rpcwire.pure encodes a copy made as json reads the result: same bytes."""
+    if case in ARMED:
+        return
+    make = (MISBEHAVING.get(case) or (None,))[0] or EXOTIC_SUBCLASSES.get(case) or ORDERED_FAILURES[case]
+    expected = serve_result(rpcwire, make)
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(5_000)
+    try:
+        assert serve_result(impl, make) == expected
+    finally:
+        sys.setrecursionlimit(previous)
+
+
+class IterRaises(list):
+    def __iter__(self) -> Any:
+        raise KeyError("iter")
+
+
+def test_depth_is_checked_before_a_list_subclass_is_iterated(impl: ModuleType) -> None:
+    """As json: past 2,000 levels, the RecursionError comes before the container's ``__iter__`` is called."""
+    value: Any = IterRaises([1])
+    for _ in range(2_000):
+        value = [value]
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(5_000)
+    try:
+        got = serve_result(impl, lambda: value)
+    finally:
+        sys.setrecursionlimit(previous)
+    assert got == internal(1, "RecursionError", "maximum recursion depth exceeded while encoding a JSON object")
+
+
+def test_raised_recursion_limit_calls_items_and_iter_once(impl: ModuleType) -> None:
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(5_000)
+    CountsItems.calls = CountsIter.calls = 0
+    try:
+        result = serve_result(impl, lambda: [CountsItems(a=1), CountsIter([CountsIter([])])])
+    finally:
+        sys.setrecursionlimit(previous)
+    assert result == ok(1, [{"k": [1, []]}, [[]]])
+    assert (CountsItems.calls, CountsIter.calls) == (1, 4)
+
+
 # --- handlers that misbehave: in a child process -----------------------------------------------------------
 
 CASE_CHILD = """
@@ -915,6 +1008,16 @@ for _ in range(100_000):
 result = lambda: deep
 """
 
+DEEP_BEHIND_ITEMS = """
+class Items(dict):
+    def items(self):
+        deep = []
+        for _ in range(100_000):
+            deep = [deep]
+        yield ("k", deep)
+result = lambda: [Items(a=1)]
+"""
+
 ENCODING_DEPTH = internal(0, "RecursionError", "maximum recursion depth exceeded while encoding a JSON object")
 CALL_DEPTH = internal(0, "RecursionError", "maximum recursion depth exceeded while calling a Python object")
 
@@ -928,6 +1031,12 @@ def test_deeply_nested_result_is_an_internal_error(impl: ModuleType, setup: str,
     # items() is a Python call: at the recursion limit, the interpreter's own check is the one that trips
     expected = CALL_DEPTH if setup is DEEP_DICT_SUBCLASS and limit is None else ENCODING_DEPTH
     assert serve_in_child(impl, prefix + setup) == [expected]
+
+
+@pytest.mark.timeout(CHILD_TIMEOUT + 30)
+def test_deep_value_behind_a_dict_subclass_items(impl: ModuleType) -> None:
+    """What ``items()`` gives is what is encoded, so that is what the depth guard must walk (pure crashed)."""
+    assert serve_in_child(impl, "sys.setrecursionlimit(1_000_000)\n" + DEEP_BEHIND_ITEMS) == [ENCODING_DEPTH]
 
 
 CIRCULAR = {

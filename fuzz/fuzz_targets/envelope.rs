@@ -24,6 +24,9 @@ mod errors;
 #[allow(dead_code)]
 #[path = "../../src/json.rs"]
 mod json;
+#[allow(dead_code)]
+#[path = "../../src/stack.rs"]
+mod stack;
 
 use envelope::{Entry, Id, Message};
 

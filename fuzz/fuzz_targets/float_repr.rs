@@ -12,6 +12,9 @@ mod errors;
 #[allow(dead_code)]
 #[path = "../../src/json.rs"]
 mod json;
+#[allow(dead_code)]
+#[path = "../../src/stack.rs"]
+mod stack;
 
 /// The significant digits of a float literal and the decimal exponent of the first one.
 fn decompose(text: &str) -> (String, i32) {

@@ -65,6 +65,7 @@ _encode_text = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow
 
 
 _MAX_ENCODE_DEPTH = 2_000
+_TOO_DEEP = "maximum recursion depth exceeded while encoding a JSON object"
 _END = object()
 
 
@@ -74,38 +75,193 @@ def _encode(value: Any, payload: Any = None) -> bytes:
     A ``str`` may hold lone surrogates (JSON's ``"\\ud800"`` decodes to one); they cannot be UTF-8,
     so they go out as the ``\\udxxx`` escape they came in as (they only ever occur inside strings).
     ``payload`` is the part of ``value`` that came from the caller (a result, params or data).
+
+    With the recursion limit raised past 2,000, ``json``'s C encoder would recurse until the C stack
+    overflows, so ``payload`` is first copied as ``json`` reads it, at most 2,000 containers deep
+    (see ``_json_view``), and the copy is what is encoded.
     """
-    if sys.getrecursionlimit() > _MAX_ENCODE_DEPTH:
-        _check_encode_depth(payload)
-    return _encode_text(value).encode("utf-8", "backslashreplace")
+    if sys.getrecursionlimit() > _MAX_ENCODE_DEPTH and isinstance(payload, (list, tuple, dict)):
+        text = _encode_view_text(_with_member(value, payload, _json_view(payload)))
+    else:
+        text = _encode_text(value)
+    return text.encode("utf-8", "backslashreplace")
 
 
-def _check_encode_depth(value: Any) -> None:
-    """Refuse containers nested 2,000 deep, as the native encoder does whatever the recursion limit.
+class _Fail:
+    """Where ``json`` must fail while encoding a ``_json_view``: its ``default`` raises ``error``."""
 
-    With the default recursion limit ``json`` stops far earlier by itself; raised past 2,000, its C
-    encoder would recurse until the C stack overflows. The walk follows the encoder's order and
-    leaves a circular reference for ``json`` to report.
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class _Items(dict):  # type: ignore[type-arg]
+    """A dict subclass's ``items()``, taken once: ``json`` encodes this through ``items()`` as well.
+
+    It holds one placeholder member so that ``json`` does not take it for an empty dict.
     """
-    if not isinstance(value, (list, tuple, dict)) or not value:
-        return
-    path = [value]
-    on_path = {id(value)}
-    children = [iter(dict.values(value) if isinstance(value, dict) else value)]
-    while children:
-        child = next(children[-1], _END)
-        if child is _END:
-            children.pop()
-            on_path.discard(id(path.pop()))
-        elif isinstance(child, (list, tuple, dict)):
-            if len(path) >= _MAX_ENCODE_DEPTH:
-                raise RecursionError("maximum recursion depth exceeded while encoding a JSON object")
-            if child and id(child) not in on_path:
-                path.append(child)
-                on_path.add(id(child))
-                children.append(iter(dict.values(child) if isinstance(child, dict) else child))
-            elif child:
-                return
+
+    __slots__ = ("pairs",)
+
+    def __init__(self, pairs: list[Any]) -> None:
+        super().__init__({None: None})
+        self.pairs = pairs
+
+    def items(self) -> Any:  # type: ignore[override]
+        return self.pairs
+
+
+def _default_in_view(value: Any) -> Any:
+    if type(value) is _Fail:
+        raise value.error
+    # json.JSONEncoder.default's own error
+    raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
+
+
+_encode_view_text = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_default_in_view
+).encode
+
+
+def _with_member(envelope: dict[str, Any], payload: Any, view: Any) -> dict[str, Any]:
+    """``envelope`` (a message, or an answer whose ``error`` holds ``data``) with ``payload`` replaced by ``view``."""
+    copy = dict(envelope)
+    for key, member in envelope.items():
+        if member is payload:
+            copy[key] = view
+        elif key == "error" and type(member) is dict:
+            copy[key] = _with_member(member, payload, view)
+    return copy
+
+
+def _type_name(cls: type) -> str:
+    """``tp_name`` as CPython's C code formats it with ``%.200s``: a static type's has its module."""
+    name = (
+        cls.__name__
+        if cls.__flags__ & (1 << 9) or cls.__module__ == "builtins"
+        else cls.__module__ + "." + cls.__name__
+    )
+    return name.encode("utf-8", "surrogatepass")[:200].decode("utf-8", "replace")
+
+
+def _sequence_items(value: Any) -> Any:
+    """A list or tuple subclass's items, as ``json`` takes them (``PySequence_Fast``)."""
+    try:
+        iterator = iter(value)
+    except TypeError:
+        raise TypeError("_iterencode_list needs a sequence") from None
+    return list(iterator)
+
+
+def _mapping_items(value: Any) -> Any:
+    """A dict subclass's ``items()``, as ``json`` takes them (``PyMapping_Items``)."""
+    items = value.items()
+    if type(items) is list:
+        return items
+    try:
+        iterator = iter(items)
+    except TypeError:
+        raise TypeError(
+            f"{_type_name(type(value))}.items() returned a non-iterable (type {_type_name(type(items))})"
+        ) from None
+    return list(iterator)
+
+
+def _is_valid_key(key: Any) -> bool:
+    """Whether ``json`` writes ``key`` as a member name (a huge ``int`` aside: that it refuses)."""
+    if isinstance(key, float):
+        return key - key == 0.0  # not NaN or an infinity
+    return key is None or isinstance(key, (str, int))
+
+
+_BAD_ITEM = object()
+
+
+def _pairs(items: list[Any]) -> Any:
+    """``(key, value)`` for each of ``items()``'s items; ``(_BAD_ITEM, item)`` for one ``json`` refuses."""
+    for item in items:
+        if isinstance(item, tuple) and tuple.__len__(item) == 2:
+            yield tuple.__getitem__(item, 0), tuple.__getitem__(item, 1)
+        else:
+            yield _BAD_ITEM, item
+
+
+def _json_view(value: Any) -> Any:
+    """A copy of the container ``value`` as ``json`` reads it, for ``json`` to encode instead.
+
+    Lists and tuples (their subclasses through ``__iter__``) become lists, a dict a dict, a dict
+    subclass an ``_Items`` holding what its ``items()`` gave; everything else is kept as is. Each of
+    those methods is called once, in the order ``json`` would call it. Where ``json`` (or the native
+    encoder) must fail, at a container 2,000 deep, a circular one or an exception from ``items()``
+    or ``__iter__``, the copy holds a ``_Fail`` that raises that error when the encoding reaches it,
+    after what comes before it. The walk stops at the first place where ``json`` will fail (also a
+    value or key it cannot encode), since ``json`` calls nothing after it.
+    """
+    root: list[Any] = []
+    path: list[int] = []  # ids of the containers being copied, outermost first
+    on_path: set[int] = set()
+    # For each container being copied: its remaining (key, member) pairs, and its copy.
+    frames: list[tuple[Any, Any]] = [(iter([(None, value)]), root)]
+    while frames:
+        members, copy = frames[-1]
+        key, child = next(members, (_END, None))
+        if key is _END:
+            frames.pop()
+            if path:
+                on_path.discard(path.pop())
+            continue
+        if key is _BAD_ITEM:  # json raises "items must return 2-tuples" at it
+            copy.pairs.append(child)
+            break
+        bad_key = type(copy) is not list and not _is_valid_key(key)
+        # json fails at a bad key before it looks at the value
+        view, children, stop = (child, None, True) if bad_key else _view_of(child, len(path), on_path)
+        if type(copy) is list:
+            copy.append(view)
+        elif type(copy) is dict:
+            copy[key] = view
+        else:
+            copy.pairs.append((key, view))
+        if stop:
+            break
+        if children is not None:
+            path.append(id(child))
+            on_path.add(id(child))
+            frames.append((children, view))
+    return root[0]
+
+
+def _view_of(value: Any, depth: int, on_path: set[int]) -> tuple[Any, Any, bool]:
+    """What stands for ``value`` in its container's copy, its (key, member) pairs if it is a
+    container to walk, and whether ``json`` fails at it (so that the walk stops)."""
+    if value is None or isinstance(value, (str, int)):
+        return value, None, False
+    if isinstance(value, float):
+        return value, None, value - value != 0.0  # NaN and the infinities are a ValueError
+    is_sequence = isinstance(value, (list, tuple))
+    if not is_sequence and not isinstance(value, dict):
+        return value, None, True  # json's default() raises TypeError
+    if depth >= _MAX_ENCODE_DEPTH:
+        return _Fail(RecursionError(_TOO_DEEP)), None, True
+    try:
+        if is_sequence:
+            items = value if type(value) in (list, tuple) else _sequence_items(value)
+            if not items:
+                return [], None, False
+            if id(value) in on_path:
+                raise ValueError("Circular reference detected")
+            return [], ((None, item) for item in items), False
+        if not dict.__len__(value):
+            return {}, None, False
+        if id(value) in on_path:
+            raise ValueError("Circular reference detected")
+        if type(value) is dict:
+            return {}, iter(list(dict.items(value))), False
+        view = _Items([])
+        return view, _pairs(_mapping_items(value)), False
+    except BaseException as exc:  # raised where json raises it, after what comes before
+        return _Fail(exc), None, True
 
 
 def _reject_constant(name: str) -> Any:
