@@ -6,7 +6,7 @@ handler written against one implementation behaves the same under the other.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 __all__ = [
@@ -18,10 +18,12 @@ __all__ = [
     "ERR_INVALID_REQUEST",
     "ERR_METHOD_NOT_FOUND",
     "ERR_PARSE",
+    "ERR_REQUEST_CANCELLED",
     "InvalidParams",
     "JsonRpcError",
     "MethodNotFound",
     "Request",
+    "RequestCancelled",
 ]
 
 ERR_PARSE = -32700
@@ -34,6 +36,8 @@ ERR_INVALID_PARAMS = -32602
 """Invalid method parameters."""
 ERR_INTERNAL = -32603
 """Internal JSON-RPC error (a handler failed, or its result could not be encoded)."""
+ERR_REQUEST_CANCELLED = -32800
+"""The request was cancelled (LSP's ``RequestCancelled``, answered to a ``$/cancelRequest``)."""
 
 DEFAULT_MAX_DEPTH = 128
 """How deeply arrays and objects may nest in one incoming line, the envelope and a batch's array included."""
@@ -76,6 +80,13 @@ class InvalidParams(JsonRpcError):
     default_message = "Invalid params"
 
 
+class RequestCancelled(JsonRpcError):
+    """Raised by a handler that stops because its request was cancelled: answered with -32800."""
+
+    code = ERR_REQUEST_CANCELLED
+    default_message = "Request cancelled"
+
+
 @dataclass(frozen=True)
 class Request:
     """One parsed JSON-RPC request or notification.
@@ -88,3 +99,6 @@ class Request:
     params: Any = None
     id: Any = None
     is_notification: bool = False
+    id_json: bytes | None = field(default=None, compare=False, repr=False)
+    """The id as an answer writes it (a number's text as written, a string as the encoder writes it,
+    ``b"null"``); ``None`` for a notification."""

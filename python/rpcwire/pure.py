@@ -9,6 +9,7 @@ The rules both implementations follow are in ``docs/semantics.md``.
 
 from __future__ import annotations
 
+import inspect
 import io
 import json
 import logging
@@ -19,6 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
+from rpcwire import _engine
 from rpcwire._types import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_DEPTH,
@@ -394,20 +396,47 @@ def _id_text(line: bytes, index: int | None) -> bytes:
     return number.text.encode("ascii")
 
 
-_ANSWER_WITH_NULL_ID = b'{"jsonrpc":"2.0","id":null'
-_ANSWER_START = b'{"jsonrpc":"2.0","id":'
-
-
-def _with_id_text(answer: bytes, id_text: bytes) -> bytes:
-    """``answer``, written with ``"id":null``, with the request's id as written in its place."""
-    return _ANSWER_START + id_text + answer[len(_ANSWER_WITH_NULL_ID) :]
+def _encode_value(value: Any) -> bytes:
+    """A result (or any payload) alone, as ``_encode`` writes it inside a message."""
+    if sys.getrecursionlimit() > _MAX_ENCODE_DEPTH and isinstance(value, (list, tuple, dict)):
+        return _encode_view_text(_json_view(value)).encode("utf-8", "backslashreplace")
+    return _encode_text(value).encode("utf-8", "backslashreplace")
 
 
 def _error_response(id_: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    """An error answer as a dict (``parse_request`` returns these)."""
+    return {"jsonrpc": "2.0", "id": id_, "error": _error_object(code, message, data)}
+
+
+def _error_object(code: int, message: str, data: Any = None) -> dict[str, Any]:
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
-    return {"jsonrpc": "2.0", "id": id_, "error": error}
+    return error
+
+
+# The bytes of every answer, built in one place: the id as its JSON text, then the result or the error.
+_ANSWER_START = b'{"jsonrpc":"2.0","id":'
+_RESULT_MEMBER = b',"result":'
+_ERROR_MEMBER = b',"error":'
+_ANSWER_END = b"}"
+
+
+def _answer(id_json: bytes, member: bytes, value: bytes) -> bytes:
+    return _ANSWER_START + id_json + member + value + _ANSWER_END
+
+
+def _standard_error(id_json: bytes, code: int, message: str) -> bytes:
+    """An error the transport itself answers with (no ``data``)."""
+    return _answer(id_json, _ERROR_MEMBER, _encode(_error_object(code, message)))
+
+
+_PARSE_ERROR = _standard_error(b"null", ERR_PARSE, "Parse error")
+
+
+def _invalid_request(id_json: bytes, reason: str) -> bytes:
+    logger.debug("invalid request: %s", reason)
+    return _standard_error(id_json, ERR_INVALID_REQUEST, "Invalid Request")
 
 
 def _exception_data(exc: BaseException) -> dict[str, str]:
@@ -418,7 +447,7 @@ def _exception_data(exc: BaseException) -> dict[str, str]:
     return {"exception": type(exc).__name__, "detail": detail}
 
 
-def _application_error(exc: Exception) -> tuple[int, str, Any] | None:
+def _application_error(exc: BaseException) -> tuple[int, str, Any] | None:
     """The ``code``, ``message`` and ``data`` of a ``JsonRpcError`` with an ``int`` code and a ``str``
     message; ``None`` for any other exception, and for one whose attributes cannot be read."""
     if not isinstance(exc, JsonRpcError):
@@ -433,28 +462,45 @@ def _application_error(exc: Exception) -> tuple[int, str, Any] | None:
     return None
 
 
-def _exception_response(id_: Any, exc: Exception) -> dict[str, Any]:
-    """The answer to a handler that raised ``exc``."""
-    error = _application_error(exc)
-    if error is not None:
-        return _error_response(id_, *error)
-    return _error_response(id_, ERR_INTERNAL, "Internal error", _exception_data(exc))
+def _internal_error(id_json: bytes, exc: BaseException) -> bytes:
+    """-32603 with ``data`` naming the exception (a handler's, or why its answer could not be encoded)."""
+    data = _exception_data(exc)
+    if isinstance(exc, ValueError) and data["detail"].startswith(_OUT_OF_RANGE_FLOAT):
+        data["detail"] = _OUT_OF_RANGE_FLOAT  # the wording differs between Python versions
+    return _answer(id_json, _ERROR_MEMBER, _encode(_error_object(ERR_INTERNAL, "Internal error", data)))
 
 
-def _encode_response(response: dict[str, Any]) -> bytes:
-    """Encode an answer; one whose result or data cannot be JSON becomes a -32603 for the same id."""
-    payload = response["result"] if "result" in response else response["error"].get("data")
+def _answer_result(id_json: bytes, result: Any) -> bytes:
+    """A success answer; one whose result cannot be encoded is a -32603 for the same id."""
     try:
-        return _encode(response, payload)
+        return _answer(id_json, _RESULT_MEMBER, _encode_value(result))
     except Exception as exc:
-        data = _exception_data(exc)
-        if isinstance(exc, ValueError) and data["detail"].startswith(_OUT_OF_RANGE_FLOAT):
-            data["detail"] = _OUT_OF_RANGE_FLOAT  # the wording differs between Python versions
-        return _encode(_error_response(response["id"], ERR_INTERNAL, "Internal error", data))
+        return _internal_error(id_json, exc)
+
+
+def _answer_error(id_json: bytes, exc: BaseException) -> bytes:
+    """The answer to a handler that raised ``exc``: its own error if it is a readable ``JsonRpcError``."""
+    error = _application_error(exc)
+    if error is None:
+        return _internal_error(id_json, exc)
+    code, message, data = error
+    try:
+        return _answer(id_json, _ERROR_MEMBER, _encode(_error_object(code, message, data), data))
+    except Exception as failure:
+        return _internal_error(id_json, failure)
+
+
+def _id_json(id_: Any, line: bytes, index: int | None) -> bytes:
+    """The id as its answer carries it: a number as written, a string as the encoder writes it."""
+    if _needs_id_text(id_):
+        return _id_text(line, index)
+    if type(id_) is int:
+        return b"%d" % id_
+    return _encode(id_)
 
 
 def _check_envelope(message: Any) -> Request | tuple[Any, str]:
-    """The request in a decoded message, or the id to answer -32600 with and the reason."""
+    """The request in a decoded message (without ``id_json``), or the id to answer -32600 with and the reason."""
     if type(message) is not dict:
         return None, "not an object"
     id_ = message.get("id")
@@ -472,9 +518,15 @@ def _check_envelope(message: Any) -> Request | tuple[Any, str]:
     return Request(method=method, params=params, id=id_, is_notification="id" not in message)
 
 
-def _invalid_request(id_: Any, reason: str) -> dict[str, Any]:
-    logger.debug("invalid request: %s", reason)
-    return _error_response(id_, ERR_INVALID_REQUEST, "Invalid Request")
+def _classify(message: Any, line: bytes, index: int | None) -> Request | bytes:
+    """A decoded message (batch entry ``index`` of ``line``): a ``Request``, or its -32600 answer's bytes."""
+    checked = _check_envelope(message)
+    if isinstance(checked, Request):
+        if checked.is_notification:
+            return checked
+        return Request(checked.method, checked.params, checked.id, False, _id_json(checked.id, line, index))
+    id_, reason = checked
+    return _invalid_request(b"null" if id_ is None else _id_json(id_, line, index), reason)
 
 
 def parse_request(raw: str | bytes) -> tuple[Request | None, dict[str, Any] | None]:
@@ -493,8 +545,12 @@ def parse_request(raw: str | bytes) -> tuple[Request | None, dict[str, Any] | No
         return None, _error_response(None, ERR_PARSE, "Parse error")
     checked = _check_envelope(message)
     if isinstance(checked, Request):
-        return checked, None
-    return None, _invalid_request(*checked)
+        if checked.is_notification:
+            return checked, None
+        return Request(checked.method, checked.params, checked.id, False, _id_json(checked.id, line, None)), None
+    id_, reason = checked
+    logger.debug("invalid request: %s", reason)
+    return None, _error_response(id_, ERR_INVALID_REQUEST, "Invalid Request")
 
 
 def _positive(name: str, value: int, most: int | None = None) -> int:
@@ -518,9 +574,9 @@ class _TooLong:
         """-32600 if it opened an object or an array (a message, too large), else -32700."""
         reason = f"a line longer than max_message_bytes ({max_message_bytes})"
         if self.first in (b"{", b"["):
-            return _encode(_invalid_request(None, reason))
+            return _invalid_request(b"null", reason)
         logger.debug("parse error: %s", reason)
-        return _encode(_error_response(None, ERR_PARSE, "Parse error"))
+        return _PARSE_ERROR
 
 
 def _binary_stream(stream: Any, name: str, needs: str) -> Any:
@@ -634,11 +690,11 @@ class StdioTransport:
 
     def write_response(self, id: Any, result: Any) -> None:
         """Write a success answer ``{"jsonrpc":"2.0","id":id,"result":result}``."""
-        self._write_line(_encode({"jsonrpc": "2.0", "id": id, "result": result}, result))
+        self._write_line(_answer(_encode(id), _RESULT_MEMBER, _encode_value(result)))
 
     def write_error(self, id: Any, code: int, message: str, data: Any = None) -> None:
         """Write an error answer; the ``data`` member is left out when ``data`` is ``None``."""
-        self._write_line(_encode(_error_response(id, code, message, data), data))
+        self._write_line(_answer(_encode(id), _ERROR_MEMBER, _encode(_error_object(code, message, data), data)))
 
     def write_notification(self, method: str, params: Any = None) -> None:
         """Write a notification (no ``id``), e.g. a progress event while a request is in flight."""
@@ -647,72 +703,54 @@ class StdioTransport:
             message["params"] = params
         self._write_line(_encode(message, params))
 
-    def _answer_message(self, message: Any, handler: Handler, line: bytes, index: int | None) -> bytes | None:
-        """The answer to one message (batch entry ``index`` of ``line``), its id echoed as written."""
-        if type(message) is not dict or not _needs_id_text(message.get("id")):
-            return self._answer_entry(message, handler)
-        answer = self._answer_entry({**message, "id": None}, handler)
-        return None if answer is None else _with_id_text(answer, _id_text(line, index))
+    # --- the core the engine (rpcwire._engine) schedules over ------------------------------------
 
-    def _answer_entry(self, message: Any, handler: Handler) -> bytes | None:
-        checked = _check_envelope(message)
-        if not isinstance(checked, Request):
-            return _encode(_invalid_request(*checked))
-        try:
-            result = handler(checked.method, checked.params)
-        except Exception as exc:
-            try:
-                if not checked.is_notification:
-                    return _encode_response(_exception_response(checked.id, exc))
-                if isinstance(exc, JsonRpcError):
-                    logger.debug("notification %r answered nothing: %s", checked.method, exc)
-                else:
-                    logger.error("notification %r failed", checked.method, exc_info=exc)
-                return None
-            finally:
-                # A handler may raise one exception instance again and again; each raise would add
-                # its frames to the traceback kept on it, holding them (and all they refer to).
-                exc.__traceback__ = None
-        if checked.is_notification:
-            return None
-        return _encode_response({"jsonrpc": "2.0", "id": checked.id, "result": result})
+    def _read_message(self) -> bytes | Request | list[Request | bytes] | None:
+        """The next message, read and classified: ``None`` at end of input; the bytes of the answer the
+        transport itself gives (-32700, -32600, an over-long line); a ``Request``; or a batch's entries,
+        each a ``Request`` or its -32600 answer's bytes."""
+        while (line := self._next_line()) is not None:
+            if isinstance(line, _TooLong):
+                return line.answer(self._max_message_bytes)
+            if line.strip(_JSON_WHITESPACE):
+                return self._classify_line(line)
+        return None
 
-    def _answer_line(self, line: bytes, handler: Handler) -> bytes | None:
+    def _classify_line(self, line: bytes) -> bytes | Request | list[Request | bytes]:
         try:
             message = _decode(line, self._max_depth, self._max_batch)
         except _ParseError as exc:
             logger.debug("parse error: %s", exc)
-            return _encode(_error_response(None, ERR_PARSE, "Parse error"))
+            return _PARSE_ERROR
         if message is _BATCH_OVER_LIMIT:
-            return _encode(_invalid_request(None, f"a batch of more than max_batch ({self._max_batch}) entries"))
+            return _invalid_request(b"null", f"a batch of more than max_batch ({self._max_batch}) entries")
         if type(message) is not list:
-            return self._answer_message(message, handler, line, None)
+            return _classify(message, line, None)
         if not message:
-            return _encode(_invalid_request(None, "empty batch"))
-        answers = [
-            answer
-            for index, entry in enumerate(message)
-            if (answer := self._answer_message(entry, handler, line, index)) is not None
-        ]
-        return b"[" + b",".join(answers) + b"]" if answers else None
+            return _invalid_request(b"null", "empty batch")
+        return [_classify(entry, line, index) for index, entry in enumerate(message)]
 
-    def serve(self, handler: Handler) -> None:
+    @staticmethod
+    def _answer_result(id_json: bytes, result: Any) -> bytes:
+        """The success answer's bytes; a -32603 for the same id when ``result`` cannot be encoded."""
+        return _answer_result(id_json, result)
+
+    @staticmethod
+    def _answer_error(id_json: bytes, exception: BaseException) -> bytes:
+        """The bytes of the answer to a handler that raised ``exception``."""
+        return _answer_error(id_json, exception)
+
+    def serve(self, handler: Handler, *, max_concurrency: int = 1) -> None:
         """Answer every request with ``handler(method, params)`` until end of input.
 
         Stops with the exception if reading or writing fails (a ``BrokenPipeError`` once the peer
         is gone) or if the handler raises a ``BaseException`` that is not an ``Exception``.
+        ``max_concurrency`` and ``async def`` handlers: see ``rpcwire.serve``.
         """
-        while (line := self._next_line()) is not None:
-            if isinstance(line, _TooLong):
-                answer = line.answer(self._max_message_bytes)
-            elif not line.strip(_JSON_WHITESPACE):
-                continue
-            else:
-                answer = self._answer_line(line, handler)
-            if answer is not None:
-                self._write_line(answer)
+        if max_concurrency == 1 and not inspect.iscoroutinefunction(handler):
+            _engine.serve_sequential(handler, self)
+        else:
+            _engine.serve(handler, self, max_concurrency=max_concurrency)
 
 
-def serve(handler: Handler, transport: StdioTransport) -> None:
-    """Serve ``handler`` on ``transport`` until end of input (same as ``transport.serve(handler)``)."""
-    transport.serve(handler)
+serve = _engine.serve

@@ -1,0 +1,591 @@
+"""The engine: how requests are scheduled, written once for both implementations.
+
+A transport (native or :mod:`rpcwire.pure`) is the *core*: it reads and classifies messages
+(``_read_message``), builds answer bytes (``_answer_result``, ``_answer_error``) and writes whole lines
+(``_write_line``, ``write_notification``). Everything above that lives here, in Python, shared by both:
+
+- **Sequential** (``max_concurrency=1``, a sync handler): one message at a time, in order. The native
+  transport runs its own loop in Rust (``StdioTransport.serve``); ``rpcwire.pure`` runs
+  :func:`serve_sequential`. Both write the same bytes.
+- **Threads** (``max_concurrency=N > 1``): the calling thread reads; each request runs on one of N
+  daemon worker threads and is answered as soon as it finishes (any order, as the specification
+  allows). Notifications run on the reading thread, one at a time and in arrival order, before
+  anything after them is read (LSP's ``didChange`` is seen by the next request). With N requests in
+  flight, reading pauses: nothing is queued without bound.
+- **asyncio** (:func:`serve_async`): a reader thread hands each message to the event loop, which never
+  blocks on input; a request runs as a task (an ``async def`` handler is awaited, a sync one runs on a
+  worker thread), at most N at once.
+
+Every request runs with a :class:`RequestContext` (:func:`current_request`): its id and method, whether
+it was cancelled (LSP's ``$/cancelRequest``, MCP's ``notifications/cancelled``, consumed here and never
+passed to the handler), progress in the dialect its params ask for, and the W3C ``traceparent`` its
+``_meta`` carries (added to the ``rpcwire`` logger's records while it runs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import functools
+import inspect
+import logging
+import queue
+import re
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from rpcwire._types import JsonRpcError, Request, RequestCancelled
+
+__all__ = ["RequestContext", "current_request", "serve", "serve_async", "serve_sequential"]
+
+logger = logging.getLogger("rpcwire")
+
+Handler = Callable[[str, Any], Any]
+
+LSP_CANCEL = "$/cancelRequest"
+MCP_CANCEL = "notifications/cancelled"
+MCP_PROGRESS = "notifications/progress"
+LSP_PROGRESS = "$/progress"
+
+_current: contextvars.ContextVar[RequestContext] = contextvars.ContextVar("rpcwire_request")
+
+# W3C Trace Context: version-traceid-parentid-flags, lowercase hex; version ff and all-zero ids are invalid.
+_TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
+
+
+def _valid_traceparent(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    match = _TRACEPARENT.fullmatch(value)
+    if match is None or match[1] == "ff" or set(match[2]) == {"0"} or set(match[3]) == {"0"}:
+        return None
+    return value
+
+
+def _meta(params: Any) -> dict[str, Any]:
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def _id_key(id_: Any) -> tuple[bool, Any]:
+    """Ids compare as JSON values: ``1`` and ``1.0`` are one id, ``1`` and ``"1"`` two."""
+    return (isinstance(id_, str), id_)
+
+
+class RequestContext:
+    """The request a handler is serving (see :func:`current_request`). Immutable but for ``cancelled``."""
+
+    __slots__ = (
+        "_cancel_dialect",
+        "_done",
+        "_lsp_begun",
+        "_task",
+        "_token",
+        "_traceparent",
+        "_transport",
+        "id",
+        "is_notification",
+        "method",
+    )
+
+    id: Any
+    method: str
+    is_notification: bool
+
+    def __init__(self, request: Request, transport: Any) -> None:
+        self.id = request.id
+        self.method = request.method
+        self.is_notification = request.is_notification
+        self._transport = transport
+        meta = _meta(request.params)
+        if "progressToken" in meta:
+            self._token: tuple[str, Any] | None = ("mcp", meta["progressToken"])
+        elif isinstance(request.params, dict) and "workDoneToken" in request.params:
+            self._token = ("lsp", request.params["workDoneToken"])
+        else:
+            self._token = None
+        self._traceparent = _valid_traceparent(meta.get("traceparent"))
+        self._cancel_dialect: str | None = None
+        self._lsp_begun = False
+        self._done = False
+        self._task: asyncio.Task[Any] | None = None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ("id", "method", "is_notification") and hasattr(self, name):
+            raise AttributeError(f"RequestContext.{name} is read-only")
+        object.__setattr__(self, name, value)
+
+    def __repr__(self) -> str:
+        return f"RequestContext(id={self.id!r}, method={self.method!r}, cancelled={self.cancelled})"
+
+    @property
+    def cancelled(self) -> bool:
+        """True once a cancellation for this request arrived (either dialect)."""
+        return self._cancel_dialect is not None
+
+    @property
+    def traceparent(self) -> str | None:
+        """The W3C ``traceparent`` of ``params._meta.traceparent`` when it is valid, else ``None``."""
+        return self._traceparent
+
+    def raise_if_cancelled(self) -> None:
+        """Raise :class:`RequestCancelled` if a cancellation for this request arrived."""
+        if self.cancelled:
+            raise RequestCancelled()
+
+    def notify(self, method: str, params: Any = None) -> None:
+        """Write a notification now, before this request's answer."""
+        self._transport.write_notification(method, params)
+
+    def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Report progress in the dialect the request asked for, before its answer.
+
+        MCP (``params._meta.progressToken``): ``notifications/progress``. LSP (``params.workDoneToken``):
+        ``$/progress`` with ``begin`` first and ``report`` after (``end`` is written before the answer);
+        ``percentage`` is ``progress / total`` in percent, or ``progress`` itself without a total.
+        Neither token: nothing is written. After the answer: nothing is written either.
+        """
+        if self._token is None or self._done:
+            return
+        dialect, token = self._token
+        if dialect == "mcp":
+            params: dict[str, Any] = {"progressToken": token, "progress": progress}
+            if total is not None:
+                params["total"] = total
+            if message is not None:
+                params["message"] = message
+            self._transport.write_notification(MCP_PROGRESS, params)
+            return
+        value: dict[str, Any]
+        if self._lsp_begun:
+            value = {"kind": "report"}
+            if message is not None:
+                value["message"] = message
+        else:
+            value = {"kind": "begin", "title": message if message is not None else self.method}
+            self._lsp_begun = True
+        percentage = progress if total is None else (progress / total * 100 if total else 0)
+        value["percentage"] = max(0, min(100, round(percentage)))
+        self._transport.write_notification(LSP_PROGRESS, {"token": token, "value": value})
+
+    def _finish(self) -> None:
+        """Before the answer: LSP's ``end``, and no progress after it."""
+        if self._lsp_begun and self._token is not None and not self._done:
+            self._transport.write_notification(LSP_PROGRESS, {"token": self._token[1], "value": {"kind": "end"}})
+        self._done = True
+
+    def _cancel(self, dialect: str) -> None:
+        if self._cancel_dialect is None:
+            self._cancel_dialect = dialect
+        if self._task is not None:
+            self._task.get_loop().call_soon_threadsafe(self._task.cancel)
+
+    @property
+    def _answer_suppressed(self) -> bool:
+        """MCP: a cancelled request gets no answer at all."""
+        return self._cancel_dialect == "mcp"
+
+
+def current_request() -> RequestContext:
+    """The request the calling handler serves; ``LookupError`` outside one."""
+    try:
+        return _current.get()
+    except LookupError:
+        raise LookupError("current_request() is only available inside a handler that rpcwire is running") from None
+
+
+class _TraceFilter(logging.Filter):
+    """Adds ``traceparent`` and ``request_id`` to the ``rpcwire`` logger's records made while a request runs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        context = _current.get(None)
+        if context is not None:
+            record.traceparent = context.traceparent
+            record.request_id = context.id
+        return True
+
+
+logger.addFilter(_TraceFilter())
+
+
+# --- one request ---------------------------------------------------------------------------------
+
+
+def _call(transport: Any, request: Request, handler: Handler, context: RequestContext | None = None) -> bytes | None:
+    """Run ``handler`` for ``request`` (in its context) and return its answer's bytes, ``None`` if none."""
+    if context is None:
+        context = RequestContext(request, transport)
+    if context.cancelled:  # cancelled before it started: never run
+        return _cancelled_answer(transport, request, context)
+    token = _current.set(context)
+    try:
+        try:
+            result = handler(request.method, request.params)
+        except Exception as exc:
+            return _failure_answer(transport, request, context, exc)
+        return _result_answer(transport, request, context, result)
+    finally:
+        _current.reset(token)
+
+
+def _result_answer(transport: Any, request: Request, context: RequestContext, result: Any) -> bytes | None:
+    context._finish()
+    if request.is_notification or context._answer_suppressed:
+        return None
+    return bytes(transport._answer_result(request.id_json, result))
+
+
+def _failure_answer(transport: Any, request: Request, context: RequestContext, exc: BaseException) -> bytes | None:
+    try:
+        context._finish()
+        if request.is_notification:
+            if isinstance(exc, JsonRpcError):
+                logger.debug("notification %r answered nothing: %s", request.method, exc)
+            else:
+                logger.error("notification %r failed", request.method, exc_info=exc)
+            return None
+        if context._answer_suppressed:
+            return None
+        if isinstance(exc, asyncio.CancelledError):
+            exc = RequestCancelled()
+        return bytes(transport._answer_error(request.id_json, exc))
+    finally:
+        # A handler may raise one exception instance again and again; each raise would add its frames
+        # to the traceback kept on it, holding them (and all they refer to).
+        exc.__traceback__ = None
+
+
+def _cancelled_answer(transport: Any, request: Request, context: RequestContext) -> bytes | None:
+    if request.is_notification or context._answer_suppressed:
+        return None
+    return bytes(transport._answer_error(request.id_json, RequestCancelled()))
+
+
+def _batch_line(answers: list[bytes | None]) -> bytes | None:
+    given = [answer for answer in answers if answer is not None]
+    return b"[" + b",".join(given) + b"]" if given else None
+
+
+def serve_sequential(handler: Handler, transport: Any) -> None:
+    """One message at a time, in order, on the calling thread (``rpcwire.pure``'s ``serve``)."""
+    while (message := transport._read_message()) is not None:
+        if isinstance(message, bytes):
+            answer: bytes | None = message
+        elif isinstance(message, Request):
+            answer = _call(transport, message, handler)
+        else:
+            answer = _batch_line([e if isinstance(e, bytes) else _call(transport, e, handler) for e in message])
+        if answer is not None:
+            transport._write_line(answer)
+
+
+# --- cancellation ----------------------------------------------------------------------------------
+
+
+class _InFlight:
+    """The requests read and not yet answered, by id, for cancellations to find."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_id: dict[tuple[bool, Any], RequestContext] = {}
+
+    def add(self, context: RequestContext) -> None:
+        with self._lock:
+            self._by_id[_id_key(context.id)] = context
+
+    def remove(self, context: RequestContext) -> None:
+        with self._lock:
+            if self._by_id.get(_id_key(context.id)) is context:
+                del self._by_id[_id_key(context.id)]
+
+    def contexts(self) -> list[RequestContext]:
+        with self._lock:
+            return list(self._by_id.values())
+
+    def cancel(self, request: Request) -> bool:
+        """If ``request`` is a cancellation (either dialect), apply it and return True."""
+        if request.method == LSP_CANCEL:
+            dialect, key = "lsp", "id"
+        elif request.method == MCP_CANCEL:
+            dialect, key = "mcp", "requestId"
+        else:
+            return False
+        params = request.params
+        if isinstance(params, dict) and key in params and isinstance(params[key], (str, int, float)):
+            with self._lock:
+                context = self._by_id.get(_id_key(params[key]))
+            if context is not None:  # unknown and finished ids are ignored
+                context._cancel(dialect)
+        return True
+
+
+# --- threads ---------------------------------------------------------------------------------------
+
+
+class _Workers:
+    """N daemon threads running submitted calls; a stuck handler never keeps the process alive."""
+
+    def __init__(self, count: int) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._threads = [
+            threading.Thread(target=self._work, name=f"rpcwire-worker-{i}", daemon=True) for i in range(count)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            job()
+
+    def submit(self, job: Callable[[], None]) -> None:
+        self._jobs.put(job)
+
+    def stop(self) -> None:
+        for _ in self._threads:
+            self._jobs.put(None)
+
+
+class _Batch:
+    """The answers of one batch's entries; the array line is written when the last one is in."""
+
+    def __init__(self, transport: Any, count: int) -> None:
+        self._transport = transport
+        self._answers: list[bytes | None] = [None] * count
+        self._left = count
+        self._lock = threading.Lock()
+
+    def put(self, index: int, answer: bytes | None) -> None:
+        with self._lock:
+            self._answers[index] = answer
+            self._left -= 1
+            done = self._left == 0
+        if done and (line := _batch_line(self._answers)) is not None:
+            self._transport._write_line(line)
+
+
+class _ThreadServer:
+    """``max_concurrency=N > 1`` on threads: the calling thread reads, N workers run requests."""
+
+    def __init__(self, handler: Handler, transport: Any, max_concurrency: int) -> None:
+        self.handler = handler
+        self.transport = transport
+        self.max_concurrency = max_concurrency
+        self.slots = threading.BoundedSemaphore(max_concurrency)
+        self.in_flight = _InFlight()
+        self.failures: list[BaseException] = []
+
+    def serve(self) -> None:
+        workers = _Workers(self.max_concurrency)
+        try:
+            while not self.failures and (message := self.transport._read_message()) is not None:
+                if isinstance(message, bytes):
+                    self.transport._write_line(message)
+                elif isinstance(message, Request):
+                    self.dispatch(message, self.write, workers)
+                else:
+                    batch = _Batch(self.transport, len(message))
+                    for index, entry in enumerate(message):
+                        if isinstance(entry, bytes):
+                            batch.put(index, entry)
+                        else:
+                            self.dispatch(entry, functools.partial(batch.put, index), workers)
+            for _ in range(self.max_concurrency):  # end of input: wait for what is in flight
+                self.slots.acquire()
+        except BaseException:
+            for context in self.in_flight.contexts():
+                context._cancel("lsp")
+            raise
+        finally:
+            workers.stop()
+        if self.failures:
+            raise self.failures[0]
+
+    def write(self, answer: bytes | None) -> None:
+        if answer is not None:
+            self.transport._write_line(answer)
+
+    def dispatch(self, request: Request, deliver: Callable[[bytes | None], None], workers: _Workers) -> None:
+        if request.is_notification:  # on this thread, before anything after it is read
+            if not self.in_flight.cancel(request):
+                _call(self.transport, request, self.handler)
+            deliver(None)
+            return
+        self.slots.acquire()  # at most N in flight: beyond that, reading pauses
+        context = RequestContext(request, self.transport)
+        self.in_flight.add(context)
+        workers.submit(functools.partial(self.run, request, context, deliver))
+
+    def run(self, request: Request, context: RequestContext, deliver: Callable[[bytes | None], None]) -> None:
+        try:
+            deliver(_call(self.transport, request, self.handler, context))
+        except BaseException as exc:  # the writer failed, or KeyboardInterrupt/SystemExit in the handler
+            self.failures.append(exc)
+        finally:
+            self.in_flight.remove(context)
+            self.slots.release()
+
+
+# --- asyncio ---------------------------------------------------------------------------------------
+
+
+async def serve_async(handler: Handler, transport: Any, *, max_concurrency: int = 64) -> None:
+    """Serve inside a running event loop until end of input: each request as a task, at most N at once.
+
+    An ``async def`` handler is awaited on the loop; a sync one runs on a worker thread. Reading happens
+    on a thread of its own, so the loop never waits for input. At end of input the requests in flight
+    are awaited; if this coroutine is cancelled, so are they.
+    """
+    _check_max_concurrency(max_concurrency)
+    await _AsyncServer(handler, transport, max_concurrency).serve()
+
+
+class _AsyncServer:
+    """:func:`serve_async`: the loop dispatches what a reader thread hands it, one message at a time."""
+
+    def __init__(self, handler: Handler, transport: Any, max_concurrency: int) -> None:
+        self.handler = handler
+        self.transport = transport
+        self.loop = asyncio.get_running_loop()
+        self.is_async = inspect.iscoroutinefunction(handler)
+        self.slots = asyncio.Semaphore(max_concurrency)
+        self.in_flight = _InFlight()
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.workers = None if self.is_async else _Workers(max_concurrency)
+        self.messages: asyncio.Queue[Any] = asyncio.Queue(maxsize=1)
+
+    async def serve(self) -> None:
+        reader = threading.Thread(target=self.read, name="rpcwire-reader", daemon=True)
+        reader.start()
+        try:
+            while (message := await self.messages.get()) is not _ENDED:
+                if isinstance(message, BaseException):
+                    raise message
+                if isinstance(message, bytes):
+                    self.transport._write_line(message)
+                elif isinstance(message, Request):
+                    await self.dispatch(message, self.write)
+                else:
+                    batch = _Batch(self.transport, len(message))
+                    for index, entry in enumerate(message):
+                        if isinstance(entry, bytes):
+                            batch.put(index, entry)
+                        else:
+                            await self.dispatch(entry, functools.partial(batch.put, index))
+            if self.tasks:
+                await asyncio.gather(*self.tasks)
+        except BaseException:
+            for task in self.tasks:
+                task.cancel()
+            for context in self.in_flight.contexts():
+                context._cancel("lsp")
+            raise
+        finally:
+            if self.workers is not None:
+                self.workers.stop()
+
+    def read(self) -> None:
+        """On the reader thread: one message at a time, each handed over once the loop takes it."""
+        try:
+            while (message := self.transport._read_message()) is not None:
+                asyncio.run_coroutine_threadsafe(self.messages.put(message), self.loop).result()
+            asyncio.run_coroutine_threadsafe(self.messages.put(_ENDED), self.loop).result()
+        except BaseException as exc:
+            with contextlib.suppress(RuntimeError):  # the loop is gone
+                asyncio.run_coroutine_threadsafe(self.messages.put(exc), self.loop).result()
+
+    def write(self, answer: bytes | None) -> None:
+        if answer is not None:
+            self.transport._write_line(answer)
+
+    async def dispatch(self, request: Request, deliver: Callable[[bytes | None], None]) -> None:
+        if request.is_notification:  # awaited here, before anything after it is dispatched
+            if not self.in_flight.cancel(request):
+                await self.call(request, RequestContext(request, self.transport))
+            deliver(None)
+            return
+        await self.slots.acquire()
+        context = RequestContext(request, self.transport)
+        self.in_flight.add(context)
+        task = self.loop.create_task(self.run(request, context, deliver))
+        context._task = task if self.is_async else None
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def run(self, request: Request, context: RequestContext, deliver: Callable[[bytes | None], None]) -> None:
+        try:
+            deliver(await self.call(request, context))
+        finally:
+            self.in_flight.remove(context)
+            self.slots.release()
+
+    async def call(self, request: Request, context: RequestContext) -> bytes | None:
+        if not self.is_async:
+            return await self.in_worker(request, context)
+        if context.cancelled:
+            return _cancelled_answer(self.transport, request, context)
+        token = _current.set(context)
+        try:
+            try:
+                result = await self.handler(request.method, request.params)
+            except (Exception, asyncio.CancelledError) as exc:
+                return _failure_answer(self.transport, request, context, exc)
+            return _result_answer(self.transport, request, context, result)
+        finally:
+            _current.reset(token)
+
+    def in_worker(self, request: Request, context: RequestContext) -> asyncio.Future[bytes | None]:
+        """A sync handler's call on a worker thread, never on the loop."""
+        done: asyncio.Future[bytes | None] = self.loop.create_future()
+        call_context = contextvars.copy_context()
+
+        def job() -> None:
+            try:
+                answer = call_context.run(_call, self.transport, request, self.handler, context)
+            except BaseException as exc:
+                self.loop.call_soon_threadsafe(_settle, done, None, exc)
+            else:
+                self.loop.call_soon_threadsafe(_settle, done, answer, None)
+
+        assert self.workers is not None
+        self.workers.submit(job)
+        return done
+
+
+_ENDED = object()
+
+
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
+# --- the entry point ---------------------------------------------------------------------------------
+
+
+def serve(handler: Handler, transport: Any, *, max_concurrency: int = 1) -> None:
+    """Answer every request with ``handler(method, params)`` until end of input.
+
+    ``max_concurrency=1`` (a sync handler): one request at a time, in order. ``N > 1``: up to N requests
+    run at once on worker threads, each answered as it finishes. An ``async def`` handler runs on an
+    event loop of its own (:func:`serve_async`, with N or 64 tasks at most).
+    """
+    _check_max_concurrency(max_concurrency)
+    if inspect.iscoroutinefunction(handler):
+        asyncio.run(serve_async(handler, transport, max_concurrency=max_concurrency))
+    elif max_concurrency == 1:
+        transport.serve(handler)  # the native transport's own loop, or serve_sequential
+    else:
+        _ThreadServer(handler, transport, max_concurrency).serve()
+
+
+def _check_max_concurrency(max_concurrency: int) -> None:
+    if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int):
+        raise TypeError(f"max_concurrency must be an int, not {type(max_concurrency).__name__}")
+    if max_concurrency < 1:
+        raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
