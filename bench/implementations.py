@@ -11,8 +11,9 @@ from __future__ import annotations
 import io
 import logging
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO
 
 import anyio
 import jsonrpc

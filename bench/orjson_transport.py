@@ -8,7 +8,8 @@ the issue's targets are set against: no framework overhead, just the JSON librar
 
 from __future__ import annotations
 
-from typing import Any, BinaryIO, Callable
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
 import orjson
 

@@ -49,12 +49,16 @@ pub(crate) fn decode_value<'py>(
 }
 
 /// Whether an integer literal of `digits` digits is more than Python's `int()` accepts
-/// (`sys.get_int_max_str_digits()`; `CPython` never allows fewer than 640).
+/// (`sys.get_int_max_str_digits()`; `CPython` never allows fewer than 640). `CPython` 3.10.0 to
+/// 3.10.6 have no such function and `int()` no limit: its absence means no limit.
 pub(crate) fn exceeds_int_digit_limit(py: Python<'_>, digits: usize) -> PyResult<bool> {
     if digits <= 640 {
         return Ok(false);
     }
-    let limit: usize = py.import("sys")?.call_method0("get_int_max_str_digits")?.extract()?;
+    let Some(get_limit) = py.import("sys")?.getattr_opt(intern!(py, "get_int_max_str_digits"))? else {
+        return Ok(false);
+    };
+    let limit: usize = get_limit.call0()?.extract()?;
     Ok(limit != 0 && digits > limit)
 }
 
