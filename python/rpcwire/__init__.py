@@ -15,20 +15,23 @@ from rpcwire._types import (
     ERR_INVALID_REQUEST,
     ERR_METHOD_NOT_FOUND,
     ERR_PARSE,
+    ERR_REQUEST_CANCELLED,
     InvalidParams,
     JsonRpcError,
     MethodNotFound,
     Request,
+    RequestCancelled,
 )
+from rpcwire._engine import RequestContext, current_request, serve, serve_async
 
 try:
-    from rpcwire._rpcwire import StdioTransport, parse_request, serve
+    from rpcwire._rpcwire import StdioTransport, parse_request
 
     NATIVE = True
     """Whether the native (Rust) transport is in use; ``False`` only when it could not be imported."""
 except ImportError as exc:  # pragma: no cover - a build without the native module
     logging.getLogger("rpcwire").warning("native module unavailable (%s); using rpcwire.pure", exc)
-    from rpcwire.pure import StdioTransport, parse_request, serve
+    from rpcwire.pure import StdioTransport, parse_request
 
     NATIVE = False
 
@@ -41,12 +44,17 @@ __all__ = [
     "ERR_INVALID_REQUEST",
     "ERR_METHOD_NOT_FOUND",
     "ERR_PARSE",
+    "ERR_REQUEST_CANCELLED",
     "NATIVE",
     "InvalidParams",
     "JsonRpcError",
     "MethodNotFound",
     "Request",
+    "RequestCancelled",
+    "RequestContext",
     "StdioTransport",
+    "current_request",
     "parse_request",
     "serve",
+    "serve_async",
 ]

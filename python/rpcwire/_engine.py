@@ -10,11 +10,15 @@ A transport (native or :mod:`rpcwire.pure`) is the *core*: it reads and classifi
 - **Threads** (``max_concurrency=N > 1``): the calling thread reads; each request runs on one of N
   daemon worker threads and is answered as soon as it finishes (any order, as the specification
   allows). Notifications run on the reading thread, one at a time and in arrival order, before
-  anything after them is read (LSP's ``didChange`` is seen by the next request). With N requests in
-  flight, reading pauses: nothing is queued without bound.
+  anything after them is read (LSP's ``didChange`` is seen by the next request).
 - **asyncio** (:func:`serve_async`): a reader thread hands each message to the event loop, which never
   blocks on input; a request runs as a task (an ``async def`` handler is awaited, a sync one runs on a
-  worker thread), at most N at once.
+  worker thread).
+
+In both, at most N handlers run at once, and reading goes on while up to N more requests wait their
+turn (so that a cancellation or a notification behind them is still read; a request cancelled while it
+waits is never run). With 2N requests read and unanswered, reading pauses: nothing is queued without
+bound.
 
 Every request runs with a :class:`RequestContext` (:func:`current_request`): its id and method, whether
 it was cancelled (LSP's ``$/cancelRequest``, MCP's ``notifications/cancelled``, consumed here and never
@@ -372,7 +376,8 @@ class _ThreadServer:
         self.handler = handler
         self.transport = transport
         self.max_concurrency = max_concurrency
-        self.slots = threading.BoundedSemaphore(max_concurrency)
+        # Read and not yet answered: N running and N waiting for a worker, at most.
+        self.admitted = threading.BoundedSemaphore(2 * max_concurrency)
         self.in_flight = _InFlight()
         self.failures: list[BaseException] = []
 
@@ -391,8 +396,8 @@ class _ThreadServer:
                             batch.put(index, entry)
                         else:
                             self.dispatch(entry, functools.partial(batch.put, index), workers)
-            for _ in range(self.max_concurrency):  # end of input: wait for what is in flight
-                self.slots.acquire()
+            for _ in range(2 * self.max_concurrency):  # end of input: wait for what is in flight
+                self.admitted.acquire()
         except BaseException:
             for context in self.in_flight.contexts():
                 context._cancel("lsp")
@@ -412,7 +417,7 @@ class _ThreadServer:
                 _call(self.transport, request, self.handler)
             deliver(None)
             return
-        self.slots.acquire()  # at most N in flight: beyond that, reading pauses
+        self.admitted.acquire()  # 2N read and unanswered: reading pauses
         context = RequestContext(request, self.transport)
         self.in_flight.add(context)
         workers.submit(functools.partial(self.run, request, context, deliver))
@@ -424,7 +429,7 @@ class _ThreadServer:
             self.failures.append(exc)
         finally:
             self.in_flight.remove(context)
-            self.slots.release()
+            self.admitted.release()
 
 
 # --- asyncio ---------------------------------------------------------------------------------------
@@ -449,10 +454,13 @@ class _AsyncServer:
         self.transport = transport
         self.loop = asyncio.get_running_loop()
         self.is_async = inspect.iscoroutinefunction(handler)
-        self.slots = asyncio.Semaphore(max_concurrency)
+        self.admitted = asyncio.Semaphore(2 * max_concurrency)  # read and not yet answered
+        self.running = asyncio.Semaphore(max_concurrency)  # async handlers running
         self.in_flight = _InFlight()
         self.tasks: set[asyncio.Task[None]] = set()
         self.workers = None if self.is_async else _Workers(max_concurrency)
+        # Notifications on a thread of their own: never behind requests that may wait for one of them.
+        self.notification_worker = None if self.is_async else _Workers(1)
         self.messages: asyncio.Queue[Any] = asyncio.Queue(maxsize=1)
 
     async def serve(self) -> None:
@@ -482,8 +490,9 @@ class _AsyncServer:
                 context._cancel("lsp")
             raise
         finally:
-            if self.workers is not None:
-                self.workers.stop()
+            for workers in (self.workers, self.notification_worker):
+                if workers is not None:
+                    workers.stop()
 
     def read(self) -> None:
         """On the reader thread: one message at a time, each handed over once the loop takes it."""
@@ -505,7 +514,7 @@ class _AsyncServer:
                 await self.call(request, RequestContext(request, self.transport))
             deliver(None)
             return
-        await self.slots.acquire()
+        await self.admitted.acquire()
         context = RequestContext(request, self.transport)
         self.in_flight.add(context)
         task = self.loop.create_task(self.run(request, context, deliver))
@@ -518,25 +527,31 @@ class _AsyncServer:
             deliver(await self.call(request, context))
         finally:
             self.in_flight.remove(context)
-            self.slots.release()
+            self.admitted.release()
 
     async def call(self, request: Request, context: RequestContext) -> bytes | None:
         if not self.is_async:
-            return await self.in_worker(request, context)
+            return await self.in_worker(request, context)  # N worker threads: at most N run at once
+        try:
+            if request.is_notification:  # not held back by the requests running
+                return await self.await_handler(request, context)
+            async with self.running:  # a task cancelled while it waits here never runs its handler
+                return await self.await_handler(request, context)
+        except (Exception, asyncio.CancelledError) as exc:
+            return _failure_answer(self.transport, request, context, exc)
+
+    async def await_handler(self, request: Request, context: RequestContext) -> bytes | None:
         if context.cancelled:
             return _cancelled_answer(self.transport, request, context)
         token = _current.set(context)
         try:
-            try:
-                result = await self.handler(request.method, request.params)
-            except (Exception, asyncio.CancelledError) as exc:
-                return _failure_answer(self.transport, request, context, exc)
-            return _result_answer(self.transport, request, context, result)
+            result = await self.handler(request.method, request.params)
         finally:
             _current.reset(token)
+        return _result_answer(self.transport, request, context, result)
 
     def in_worker(self, request: Request, context: RequestContext) -> asyncio.Future[bytes | None]:
-        """A sync handler's call on a worker thread, never on the loop."""
+        """A sync handler's call on a worker thread (notifications on their own), never on the loop."""
         done: asyncio.Future[bytes | None] = self.loop.create_future()
         call_context = contextvars.copy_context()
 
@@ -548,8 +563,9 @@ class _AsyncServer:
             else:
                 self.loop.call_soon_threadsafe(_settle, done, answer, None)
 
-        assert self.workers is not None
-        self.workers.submit(job)
+        workers = self.notification_worker if request.is_notification else self.workers
+        assert workers is not None
+        workers.submit(job)
         return done
 
 

@@ -30,12 +30,15 @@ from rpcwire._types import (
     ERR_INVALID_REQUEST,
     ERR_METHOD_NOT_FOUND,
     ERR_PARSE,
+    ERR_REQUEST_CANCELLED,
     MAX_MAX_DEPTH,
     InvalidParams,
     JsonRpcError,
     MethodNotFound,
     Request,
+    RequestCancelled,
 )
+from rpcwire._engine import RequestContext, current_request, serve_async
 
 __all__ = [
     "ERR_INTERNAL",
@@ -43,13 +46,18 @@ __all__ = [
     "ERR_INVALID_REQUEST",
     "ERR_METHOD_NOT_FOUND",
     "ERR_PARSE",
+    "ERR_REQUEST_CANCELLED",
     "InvalidParams",
     "JsonRpcError",
     "MethodNotFound",
     "Request",
+    "RequestCancelled",
+    "RequestContext",
     "StdioTransport",
+    "current_request",
     "parse_request",
     "serve",
+    "serve_async",
 ]
 
 logger = logging.getLogger("rpcwire")

@@ -1,0 +1,420 @@
+"""The concurrent engine (docs/semantics.md, "Concurrency"): requests in flight together on threads and on
+asyncio, the request context, progress and cancellation in the MCP and LSP dialects.
+
+Every test is deterministic: handlers wait for events that other handlers, notifications or the output
+stream set, never for time to pass. A wait that times out (5 s) is a failure, not a slow pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import threading
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import pytest
+import rpcwire
+from conftest import answers, err, ok, request
+
+WAIT = 5.0  # seconds: only ever reached when the behaviour under test is broken
+MODES = ["threads", "asyncio-sync", "asyncio-async"]
+
+
+def cancel_lsp(id_: Any) -> bytes:
+    return request("$/cancelRequest", {"id": id_}, id=...)
+
+
+def cancel_mcp(id_: Any) -> bytes:
+    return request("notifications/cancelled", {"requestId": id_, "reason": "test"}, id=...)
+
+
+class Watched(io.BytesIO):
+    """An output that calls ``on_line(line)`` for every line written (after it is written)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.on_line: Callable[[bytes], None] = lambda line: None
+
+    def write(self, data: Any) -> int:
+        written = super().write(data)
+        for line in bytes(data).splitlines():
+            self.on_line(line)
+        return written
+
+
+def serve_in(mode: str, impl: ModuleType, handler: Callable[[str, Any], Any], data: bytes, n: int = 4) -> Watched:
+    """Serve ``data`` in ``mode``; ``handler`` is sync, and wrapped in an ``async def`` for asyncio-async."""
+    out = Watched()
+    return serve_into(mode, impl, handler, data, out, n)
+
+
+def serve_into(
+    mode: str, impl: ModuleType, handler: Callable[[str, Any], Any], data: bytes, out: Watched, n: int = 4
+) -> Watched:
+    transport = impl.StdioTransport(io.BytesIO(data), out)
+    if mode == "threads":
+        impl.serve(handler, transport, max_concurrency=n)
+    elif mode == "asyncio-sync":
+        asyncio.run(impl.serve_async(handler, transport, max_concurrency=n))
+    else:
+
+        async def async_handler(method: str, params: Any) -> Any:
+            return await asyncio.to_thread(handler, method, params)  # in the request's context
+
+        asyncio.run(impl.serve_async(async_handler, transport, max_concurrency=n))
+    return out
+
+
+def by_id(out: Watched) -> dict[Any, Any]:
+    return {answer["id"]: answer for answer in answers(out.getvalue())}
+
+
+@pytest.fixture(params=MODES)
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+# --- requests in flight together ---------------------------------------------------------------------
+
+
+def test_two_slow_requests_overlap(impl: ModuleType, mode: str) -> None:
+    """Each waits for the other to have started: only possible if both run at once."""
+    barrier = threading.Barrier(2, timeout=WAIT)
+
+    def handler(method: str, params: Any) -> Any:
+        barrier.wait()
+        return params
+
+    out = serve_in(mode, impl, handler, request("m", [1], id=1) + request("m", [2], id=2))
+    assert by_id(out) == {1: ok(1, [1]), 2: ok(2, [2])}
+
+
+def test_a_fast_answer_arrives_while_a_slow_request_is_blocked(impl: ModuleType, mode: str) -> None:
+    fast_written = threading.Event()
+    out = Watched()
+    out.on_line = lambda line: fast_written.set() if b'"id":2' in line else None
+
+    def handler(method: str, params: Any) -> Any:
+        if method == "slow":
+            return fast_written.wait(WAIT)  # True only if the fast answer was written meanwhile
+        return "fast"
+
+    serve_into(mode, impl, handler, request("slow", id=1) + request("fast", id=2), out)
+    assert answers(out.getvalue()) == [ok(2, "fast"), ok(1, True)]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_never_more_than_n_handlers_at_once(impl: ModuleType, mode: str, n: int) -> None:
+    lock = threading.Lock()
+    active = [0]
+    most = [0]
+    full = threading.Event()
+
+    def handler(method: str, params: Any) -> Any:
+        with lock:
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+            if active[0] == n:
+                full.set()
+        full.wait(WAIT)  # the first n wait until n run together; the rest find it set
+        with lock:
+            active[0] -= 1
+        return params
+
+    out = serve_in(mode, impl, handler, b"".join(request("m", [i], id=i) for i in range(12)), n=n)
+    assert sorted(by_id(out)) == list(range(12))
+    assert most[0] == n
+
+
+def test_notifications_run_in_order_before_what_follows(impl: ModuleType, mode: str) -> None:
+    """LSP's didChange: each notification is handled before any later message is dispatched."""
+    seen: list[Any] = []
+
+    def handler(method: str, params: Any) -> Any:
+        if method == "didChange":
+            seen.append(params[0])
+            return None
+        return list(seen)
+
+    data = b"".join(request("didChange", [i], id=...) for i in range(3)) + request("read", id="a")
+    data += request("didChange", [3], id=...) + request("read", id="b")
+    got = by_id(serve_in(mode, impl, handler, data))
+    # "a" runs concurrently with what follows it, so it may see didChange 3 as well, but never misses 0-2
+    assert got["a"]["result"][:3] == [0, 1, 2]
+    assert got["b"] == ok("b", [0, 1, 2, 3])
+
+
+def test_a_batch_is_one_line_once_every_entry_is_done(impl: ModuleType, mode: str) -> None:
+    barrier = threading.Barrier(2, timeout=WAIT)
+
+    def handler(method: str, params: Any) -> Any:
+        if method == "pair":
+            barrier.wait()  # the two entries run at once
+        return params
+
+    entries = [request("pair", [1], id=1), request("note", [0], id=...), b"7\n", request("pair", [2], id=2)]
+    data = b"[" + b",".join(entry.strip() for entry in entries) + b"]\n" + request("after", ["x"], id=3)
+    lines = answers(serve_in(mode, impl, handler, data).getvalue())
+    batch = next(line for line in lines if isinstance(line, list))
+    assert batch == [ok(1, [1]), err(None, -32600, "Invalid Request"), ok(2, [2])]
+    assert ok(3, ["x"]) in lines
+
+
+def test_end_of_input_waits_for_the_requests_in_flight(impl: ModuleType, mode: str) -> None:
+    release = threading.Event()
+
+    def handler(method: str, params: Any) -> Any:
+        if method == "release":
+            release.set()
+            return None
+        return release.wait(WAIT)
+
+    data = b"".join(request("wait", id=i) for i in range(3)) + request("release", id=...)
+    out = serve_in(mode, impl, handler, data)
+    assert by_id(out) == {i: ok(i, True) for i in range(3)}
+
+
+def test_a_handler_raising_in_a_worker_is_answered(impl: ModuleType, mode: str) -> None:
+    def handler(method: str, params: Any) -> Any:
+        if method == "missing":
+            raise rpcwire.MethodNotFound()
+        raise ValueError("boom")
+
+    out = serve_in(mode, impl, handler, request("missing", id=1) + request("boom", id=2))
+    assert by_id(out) == {
+        1: err(1, -32601, "Method not found"),
+        2: err(2, -32603, "Internal error", {"exception": "ValueError", "detail": "boom"}),
+    }
+
+
+def test_malformed_lines_are_answered_in_concurrent_modes(impl: ModuleType, mode: str) -> None:
+    out = serve_in(mode, impl, lambda m, p: p, b"{bad\n[]\n" + request("m", [1], id=1e3 if False else "x"))
+    assert answers(out.getvalue()) == [
+        err(None, -32700, "Parse error"),
+        err(None, -32600, "Invalid Request"),
+        ok("x", [1]),
+    ]
+
+
+# --- the request context ------------------------------------------------------------------------------
+
+
+def test_current_request_outside_a_handler_is_a_lookup_error(impl: ModuleType) -> None:
+    with pytest.raises(LookupError):
+        impl.current_request()
+
+
+def test_current_request_inside_a_handler(impl: ModuleType, mode: str) -> None:
+    def handler(method: str, params: Any) -> Any:
+        context = impl.current_request()
+        with pytest.raises(AttributeError):
+            context.id = 5
+        return [context.id, context.method, context.is_notification, context.cancelled, context.traceparent]
+
+    trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    data = request("m", {"_meta": {"traceparent": trace}}, id=7) + request("n", {"_meta": {"traceparent": "bad"}}, id=8)
+    assert by_id(serve_in(mode, impl, handler, data)) == {
+        7: ok(7, [7, "m", False, False, trace]),
+        8: ok(8, [8, "n", False, False, None]),
+    }
+
+
+# --- cancellation ---------------------------------------------------------------------------------------
+
+
+class Started:
+    """Handlers say they started; the notification ``started`` waits (on the reading side, so before
+    anything after it is read) until ``count`` of them did."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.lock = threading.Lock()
+        self.all = threading.Event()
+
+    def handler(self, method: str, params: Any) -> Any:
+        if method == "started":
+            assert self.all.wait(WAIT)
+            return None
+        with self.lock:
+            self.count -= 1
+            if self.count == 0:
+                self.all.set()
+        if method == "other":
+            return params
+        return wait_until_cancelled(method, params)
+
+
+def wait_until_cancelled(method: str, params: Any) -> Any:
+    """Runs until its request is cancelled; ``finish`` then returns a result, anything else raises."""
+    context = rpcwire.current_request()
+    for _ in range(int(WAIT / 0.005)):
+        if context.cancelled:
+            if method == "finish":
+                return "finished anyway"
+            context.raise_if_cancelled()
+        threading.Event().wait(0.005)
+    return "never cancelled"
+
+
+def test_lsp_cancel_of_a_request_in_flight(impl: ModuleType, mode: str) -> None:
+    """Still answered: -32800 when the handler gives up, its result when it finishes anyway."""
+    data = request("work", id=1) + request("finish", id=2) + request("started", id=...) + cancel_lsp(1) + cancel_lsp(2)
+    out = serve_in(mode, impl, Started(2).handler, data)
+    # An async handler's task is cancelled wherever it awaits, so it cannot finish anyway.
+    finished = err(2, -32800, "Request cancelled") if mode == "asyncio-async" else ok(2, "finished anyway")
+    assert by_id(out) == {1: err(1, -32800, "Request cancelled"), 2: finished}
+
+
+def test_mcp_cancel_of_a_request_in_flight_gets_no_answer(impl: ModuleType, mode: str) -> None:
+    data = request("work", id="a") + request("finish", id="b") + request("started", id=...)
+    data += cancel_mcp("a") + cancel_mcp("b") + request("other", [1], id="c")
+    out = serve_in(mode, impl, Started(3).handler, data)
+    assert answers(out.getvalue()) == [ok("c", [1])]
+
+
+def test_unknown_and_finished_ids_are_ignored_and_cancellations_never_reach_the_handler(
+    impl: ModuleType, mode: str
+) -> None:
+    seen: list[str] = []
+
+    def handler(method: str, params: Any) -> Any:
+        seen.append(method)
+        return params
+
+    data = request("m", [1], id=1) + cancel_lsp(99) + cancel_mcp("nope") + cancel_lsp({"bad": 1})
+    data += request("$/cancelRequest", None, id=...) + request("m", [2], id=2)
+    out = serve_in(mode, impl, handler, data, n=2)
+    assert by_id(out) == {1: ok(1, [1]), 2: ok(2, [2])}
+    assert seen == ["m", "m"]
+
+
+@pytest.mark.parametrize("dialect", ["lsp", "mcp"])
+def test_a_request_cancelled_before_it_started_is_never_run(impl: ModuleType, mode: str, dialect: str) -> None:
+    """N = 2: "queued" waits behind two running requests; its cancellation is read, then "release" lets the
+    two end."""
+    release = threading.Event()
+    ran: list[str] = []
+
+    def handler(method: str, params: Any) -> Any:
+        if method == "release":
+            release.set()
+            return None
+        ran.append(method)
+        return release.wait(WAIT)
+
+    cancel = cancel_lsp("q") if dialect == "lsp" else cancel_mcp("q")
+    data = request("first", id=1) + request("first", id=2) + request("queued", id="q") + cancel
+    data += request("release", id=...)
+    out = serve_in(mode, impl, handler, data, n=2)
+    expected = {1: ok(1, True), 2: ok(2, True)}
+    if dialect == "lsp":
+        expected["q"] = err("q", -32800, "Request cancelled")
+    assert by_id(out) == expected
+    assert ran == ["first", "first"]
+
+
+def test_an_async_handler_is_cancelled_as_a_task(impl: ModuleType) -> None:
+    started = asyncio.Event()
+
+    async def handler(method: str, params: Any) -> Any:
+        if method == "cancel-me":
+            started.set()
+            await asyncio.sleep(WAIT)
+            return "not cancelled"
+        await started.wait()
+        return "waited"
+
+    # The cancellation is read only once "wait" has seen "cancel-me" start? No: the reader runs ahead; the
+    # task is cancelled wherever it awaits, before or after it started.
+    data = request("cancel-me", id=1) + request("wait", id=2) + cancel_lsp(1)
+    out = io.BytesIO()
+    asyncio.run(impl.serve_async(handler, impl.StdioTransport(io.BytesIO(data), out)))
+    got = {answer["id"]: answer for answer in answers(out.getvalue())}
+    assert got[1] == err(1, -32800, "Request cancelled")
+
+
+# --- progress -------------------------------------------------------------------------------------------
+
+
+def progressing(method: str, params: Any) -> Any:
+    context = rpcwire.current_request()
+    context.progress(1, 4)
+    context.progress(2, 4, "halfway")
+    context.notify("log", {"text": "hi"})
+    return "done"
+
+
+def test_mcp_progress_goes_out_before_the_answer(impl: ModuleType, mode: str) -> None:
+    data = request("tool", {"_meta": {"progressToken": "tok"}}, id=1)
+    lines = answers(serve_in(mode, impl, progressing, data).getvalue())
+    assert lines == [
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/progress",
+            "params": {"progressToken": "tok", "progress": 1, "total": 4},
+        },
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/progress",
+            "params": {"progressToken": "tok", "progress": 2, "total": 4, "message": "halfway"},
+        },
+        {"jsonrpc": "2.0", "method": "log", "params": {"text": "hi"}},
+        ok(1, "done"),
+    ]
+
+
+def test_lsp_work_done_progress_begins_reports_and_ends_before_the_answer(impl: ModuleType, mode: str) -> None:
+    data = request("textDocument/references", {"workDoneToken": 5}, id=1)
+    lines = answers(serve_in(mode, impl, progressing, data).getvalue())
+    progress = [line["params"] for line in lines if line.get("method") == "$/progress"]
+    assert progress == [
+        {"token": 5, "value": {"kind": "begin", "title": "textDocument/references", "percentage": 25}},
+        {"token": 5, "value": {"kind": "report", "message": "halfway", "percentage": 50}},
+        {"token": 5, "value": {"kind": "end"}},
+    ]
+    assert lines[-1] == ok(1, "done")
+
+
+def test_no_token_no_progress(impl: ModuleType, mode: str) -> None:
+    lines = answers(serve_in(mode, impl, progressing, request("m", {"x": 1}, id=1)).getvalue())
+    assert lines == [{"jsonrpc": "2.0", "method": "log", "params": {"text": "hi"}}, ok(1, "done")]
+
+
+# --- both implementations ---------------------------------------------------------------------------------
+
+
+def test_native_and_pure_write_the_same_lines(mode: str) -> None:
+    data = b"{bad\n" + request("m", [1], id=1.5) + request("note", id=...) + b"[1," + request("m", id="x").strip()
+    data += b"]\n" + request("m", {"_meta": {"progressToken": 1}}, id=2) + request("missing", id=3)
+
+    def handler(method: str, params: Any) -> Any:
+        if method == "missing":
+            raise rpcwire.MethodNotFound()
+        rpcwire.current_request().progress(1)
+        return params
+
+    outputs = [sorted(serve_in(mode, impl, handler, data).getvalue().splitlines()) for impl in (rpcwire, rpcwire.pure)]
+    assert outputs[0] == outputs[1]
+    assert len(outputs[0]) == 7
+
+
+def test_max_concurrency_must_be_a_positive_int(impl: ModuleType) -> None:
+    transport = impl.StdioTransport(io.BytesIO(), io.BytesIO())
+    for bad, error in [(0, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError)]:
+        with pytest.raises(error):
+            impl.serve(lambda m, p: p, transport, max_concurrency=bad)
+
+
+def test_progress_values_are_json(impl: ModuleType) -> None:
+    """A float total and progress: the notification is compact JSON like every other line."""
+    data = request("m", {"_meta": {"progressToken": "t"}}, id=1)
+
+    def handler(method: str, params: Any) -> Any:
+        rpcwire.current_request().progress(0.5, 1.0)
+        return None
+
+    out = serve_in("threads", impl, handler, data)
+    assert json.loads(out.getvalue().splitlines()[0])["params"] == {"progressToken": "t", "progress": 0.5, "total": 1.0}
