@@ -47,12 +47,11 @@ class Watched(io.BytesIO):
 
 def serve_in(mode: str, impl: ModuleType, handler: Callable[[str, Any], Any], data: bytes, n: int = 4) -> Watched:
     """Serve ``data`` in ``mode``; ``handler`` is sync, and wrapped in an ``async def`` for asyncio-async."""
-    out = Watched()
-    return serve_into(mode, impl, handler, data, out, n)
+    return serve_into(mode, impl, handler, data, Watched(), n=n)
 
 
 def serve_into(
-    mode: str, impl: ModuleType, handler: Callable[[str, Any], Any], data: bytes, out: Watched, n: int = 4
+    mode: str, impl: ModuleType, handler: Callable[[str, Any], Any], data: bytes, out: Watched, *, n: int = 4
 ) -> Watched:
     transport = impl.StdioTransport(io.BytesIO(data), out)
     if mode == "threads":

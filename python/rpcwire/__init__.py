@@ -6,6 +6,7 @@
 
 import logging
 
+from rpcwire._engine import RequestContext, current_request, serve, serve_async
 from rpcwire._types import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_DEPTH,
@@ -22,7 +23,6 @@ from rpcwire._types import (
     Request,
     RequestCancelled,
 )
-from rpcwire._engine import RequestContext, current_request, serve, serve_async
 
 try:
     from rpcwire._rpcwire import StdioTransport, parse_request

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from rpcwire import _engine
+from rpcwire._engine import RequestContext, current_request, serve_async
 from rpcwire._types import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_DEPTH,
@@ -38,7 +39,6 @@ from rpcwire._types import (
     Request,
     RequestCancelled,
 )
-from rpcwire._engine import RequestContext, current_request, serve_async
 
 __all__ = [
     "ERR_INTERNAL",
