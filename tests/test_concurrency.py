@@ -206,6 +206,19 @@ def test_current_request_outside_a_handler_is_a_lookup_error(impl: ModuleType) -
         impl.current_request()
 
 
+def test_the_sequential_serve_sets_no_context(impl: ModuleType) -> None:
+    """The sequential loop keeps its native speed: no context, in both implementations alike."""
+
+    def handler(method: str, params: Any) -> Any:
+        with pytest.raises(LookupError):
+            impl.current_request()
+        return "no context"
+
+    out = io.BytesIO()
+    impl.serve(handler, impl.StdioTransport(io.BytesIO(request("m", id=1)), out))
+    assert answers(out.getvalue()) == [ok(1, "no context")]
+
+
 def test_current_request_inside_a_handler(impl: ModuleType, mode: str) -> None:
     def handler(method: str, params: Any) -> Any:
         context = impl.current_request()
@@ -417,3 +430,94 @@ def test_progress_values_are_json(impl: ModuleType) -> None:
 
     out = serve_in("threads", impl, handler, data)
     assert json.loads(out.getvalue().splitlines()[0])["params"] == {"progressToken": "t", "progress": 0.5, "total": 1.0}
+
+
+# --- real processes on real pipes -----------------------------------------------------------------------
+
+ASYNC_SERVER = """
+import asyncio, importlib, sys
+
+impl = importlib.import_module(sys.argv[1])
+released = None
+
+
+async def handler(method, params):
+    global released
+    if released is None:
+        released = asyncio.Event()
+    if method == "wait":
+        await released.wait()
+        return "released"
+    if method == "release":
+        released.set()
+        return "releasing"
+    return params
+
+
+async def main():
+    await impl.serve_async(handler, impl.StdioTransport(), max_concurrency=8)
+
+
+asyncio.run(main())
+"""
+
+
+def test_serve_async_in_a_subprocess_on_real_pipes(impl: ModuleType, tmp_path: Any) -> None:
+    """Three calls wait on the event loop while others are answered; one more call releases them."""
+    from child import ServerProcess
+
+    server = ServerProcess(tmp_path, ASYNC_SERVER, [impl.__name__], 60)
+    try:
+        server.send(b"".join(request("wait", id=i) for i in range(3)) + request("echo", [1], id="e"))
+        assert server.receive() == ok("e", [1])
+        server.send(request("release", id="r"))
+        got = [server.receive() for _ in range(4)]
+        assert sorted(json.dumps(answer, sort_keys=True) for answer in got) == sorted(
+            json.dumps(answer, sort_keys=True)
+            for answer in [ok("r", "releasing"), *(ok(i, "released") for i in range(3))]
+        )
+        server.stdin.close()
+        assert server.wait() == 0, server.errors()
+    finally:
+        server.close()
+
+
+def test_the_example_tool_server(tmp_path: Any) -> None:
+    """examples/tool_server.py: add answered while slow_count reports progress; cancelled, it gets no answer."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from child import child_env
+
+    example = Path(__file__).parent.parent / "examples" / "tool_server.py"
+    process = subprocess.Popen(
+        [sys.executable, str(example)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=child_env(),
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        slow = {"name": "slow_count", "arguments": {"n": 200}, "_meta": {"progressToken": "p1"}}
+        process.stdin.write(
+            request("tools/call", slow, id=1)
+            + request("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}, id=2)
+        )
+        process.stdin.flush()
+        seen: list[Any] = []
+        while not (any(line.get("id") == 2 for line in seen) and any(line.get("method") for line in seen)):
+            seen.append(json.loads(process.stdout.readline()))
+        process.stdin.write(request("notifications/cancelled", {"requestId": 1, "reason": "test"}, id=...))
+        process.stdin.close()
+        seen += [json.loads(line) for line in process.stdout.read().splitlines()]
+        assert process.wait(timeout=30) == 0
+    finally:
+        process.kill()
+        process.wait()
+    assert ok(2, {"content": [{"type": "text", "text": "5"}]}) in seen
+    progress = [line["params"] for line in seen if line.get("method") == "notifications/progress"]
+    assert progress and all(item["progressToken"] == "p1" and item["total"] == 200 for item in progress)
+    assert len(progress) < 200  # stopped by the cancellation
+    assert not any(line.get("id") == 1 for line in seen)  # MCP: a cancelled call gets no answer

@@ -217,13 +217,11 @@ logger.addFilter(_TraceFilter())
 # --- one request ---------------------------------------------------------------------------------
 
 
-def _call(transport: Any, request: Request, handler: Handler, context: RequestContext | None = None) -> bytes | None:
-    """Run ``handler`` for ``request`` (in its context) and return its answer's bytes, ``None`` if none."""
-    if context is None:
-        context = RequestContext(request, transport)
-    if context.cancelled:  # cancelled before it started: never run
+def _call(transport: Any, request: Request, handler: Handler, context: RequestContext | None) -> bytes | None:
+    """Run ``handler`` for ``request`` (in ``context``, if any) and return its answer's bytes, ``None`` if none."""
+    if context is not None and context.cancelled:  # cancelled before it started: never run
         return _cancelled_answer(transport, request, context)
-    token = _current.set(context)
+    token = None if context is None else _current.set(context)
     try:
         try:
             result = handler(request.method, request.params)
@@ -231,26 +229,33 @@ def _call(transport: Any, request: Request, handler: Handler, context: RequestCo
             return _failure_answer(transport, request, context, exc)
         return _result_answer(transport, request, context, result)
     finally:
-        _current.reset(token)
+        if token is not None:
+            _current.reset(token)
 
 
-def _result_answer(transport: Any, request: Request, context: RequestContext, result: Any) -> bytes | None:
-    context._finish()
-    if request.is_notification or context._answer_suppressed:
+def _result_answer(transport: Any, request: Request, context: RequestContext | None, result: Any) -> bytes | None:
+    if context is not None:
+        context._finish()
+        if context._answer_suppressed:
+            return None
+    if request.is_notification:
         return None
     return bytes(transport._answer_result(request.id_json, result))
 
 
-def _failure_answer(transport: Any, request: Request, context: RequestContext, exc: BaseException) -> bytes | None:
+def _failure_answer(
+    transport: Any, request: Request, context: RequestContext | None, exc: BaseException
+) -> bytes | None:
     try:
-        context._finish()
+        if context is not None:
+            context._finish()
         if request.is_notification:
             if isinstance(exc, JsonRpcError):
                 logger.debug("notification %r answered nothing: %s", request.method, exc)
             else:
                 logger.error("notification %r failed", request.method, exc_info=exc)
             return None
-        if context._answer_suppressed:
+        if context is not None and context._answer_suppressed:
             return None
         if isinstance(exc, asyncio.CancelledError):
             exc = RequestCancelled()
@@ -273,14 +278,17 @@ def _batch_line(answers: list[bytes | None]) -> bytes | None:
 
 
 def serve_sequential(handler: Handler, transport: Any) -> None:
-    """One message at a time, in order, on the calling thread (``rpcwire.pure``'s ``serve``)."""
+    """One message at a time, in order, on the calling thread (``rpcwire.pure``'s ``serve``).
+
+    As the native loop, it sets no request context: ``current_request()`` is for the concurrent modes.
+    """
     while (message := transport._read_message()) is not None:
         if isinstance(message, bytes):
             answer: bytes | None = message
         elif isinstance(message, Request):
-            answer = _call(transport, message, handler)
+            answer = _call(transport, message, handler, None)
         else:
-            answer = _batch_line([e if isinstance(e, bytes) else _call(transport, e, handler) for e in message])
+            answer = _batch_line([e if isinstance(e, bytes) else _call(transport, e, handler, None) for e in message])
         if answer is not None:
             transport._write_line(answer)
 
@@ -414,7 +422,7 @@ class _ThreadServer:
     def dispatch(self, request: Request, deliver: Callable[[bytes | None], None], workers: _Workers) -> None:
         if request.is_notification:  # on this thread, before anything after it is read
             if not self.in_flight.cancel(request):
-                _call(self.transport, request, self.handler)
+                _call(self.transport, request, self.handler, RequestContext(request, self.transport))
             deliver(None)
             return
         self.admitted.acquire()  # 2N read and unanswered: reading pauses
