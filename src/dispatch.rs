@@ -157,16 +157,34 @@ fn answer_entry<'py>(
     };
     match outcome {
         Ok(result) => write_result(out, id, &result)?,
-        Err(error) if error.is_instance_of::<PyException>(py) => write_exception(out, id, error.value(py))?,
+        Err(error) if error.is_instance_of::<PyException>(py) => {
+            let answered = write_exception(out, id, error.value(py));
+            forget_traceback(py, &error);
+            answered?;
+        }
         Err(error) => return Err(error),
     }
     Ok(true)
+}
+
+/// Drop the traceback an answered exception holds. A handler may raise one instance again and again,
+/// and since Python 3.12 each raise adds its frames to the traceback kept on the instance itself:
+/// without this it grows, holding every frame (and all they refer to), for as long as we serve.
+fn forget_traceback(py: Python<'_>, error: &PyErr) {
+    // A failure here would change nothing on the wire: it is not reported.
+    let _ = error.value(py).setattr(intern!(py, "__traceback__"), py.None());
 }
 
 fn log_notification_failure(py: Python<'_>, method: &Bound<'_, PyString>, error: PyErr) -> PyResult<()> {
     if !error.is_instance_of::<PyException>(py) {
         return Err(error);
     }
+    let logged = log_handled_notification_failure(py, method, &error);
+    forget_traceback(py, &error);
+    logged
+}
+
+fn log_handled_notification_failure(py: Python<'_>, method: &Bound<'_, PyString>, error: &PyErr) -> PyResult<()> {
     let logger = logger(py)?;
     let exception = error.value(py);
     if exception.is_instance(json_rpc_error(py)?)? {
