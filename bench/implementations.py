@@ -8,9 +8,12 @@ stdin and stdout. What each one does exactly is in bench/README.md.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import io
 import logging
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -33,6 +36,10 @@ logging.disable(logging.CRITICAL)
 
 
 def handler(method: str, params: Any) -> Any:
+    return params
+
+
+async def async_handler(method: str, params: Any) -> Any:
     return params
 
 
@@ -175,6 +182,10 @@ class Impl:
     # measured on those and the report says so.
     subset: tuple[tuple[str, int], ...] = ()
     serve_process: Callable[[], None] | None = None
+    # The concurrent variants of rpcwire and rpcwire.pure (see concurrent_variant): which package, which mode.
+    base: str = ""
+    mode: str = ""
+    max_concurrency: int = 1
 
     def limit(self, workload: str) -> int | None:
         return dict(self.subset).get(workload)
@@ -205,7 +216,13 @@ IMPLS: dict[str, Impl] = {
             serve_mcp_stdio,
             batches=False,
             parse_errors=False,
-            subset=(("stream", 10_000), ("large", 40), ("ping-pong", 5_000), ("pipelined", 10_000)),
+            subset=(
+                ("stream", 10_000),
+                ("large", 40),
+                ("ping-pong", 5_000),
+                ("pipelined", 10_000),
+                ("pipelined-concurrent", 10_000),
+            ),
             serve_process=serve_mcp_stdio_process,
         ),
         Impl("floor", serve_floor),
@@ -218,7 +235,101 @@ BASELINE = "rpcwire@baseline"
 BASELINE_PATH_VARIABLE = "RPCWIRE_BENCH_BASELINE"
 
 
+# --- the concurrent engine (rpcwire.serve(..., max_concurrency=N), rpcwire.serve_async) ---------------
+
+CONCURRENT_BASES = {"rpcwire": rpcwire, "rpcwire.pure": rpcwire.pure}
+MODES = {
+    "threads": "threads (`serve`, sync handler)",
+    "asyncio": "asyncio (`serve_async`, async def handler)",
+    "asyncio-sync": "asyncio (`serve_async`, sync handler on worker threads)",
+}
+PIPE_CONCURRENCY = 16  # max_concurrency of the concurrent variants on pipes (a trivial echo)
+SLEEP_CONCURRENCY = 100  # max_concurrency of "concurrent-sleep"
+SLEEP_SECONDS = 0.01  # what each handler of "concurrent-sleep" sleeps
+
+
+def sleep_handler(method: str, params: Any) -> Any:
+    time.sleep(SLEEP_SECONDS)
+    return params
+
+
+async def async_sleep_handler(method: str, params: Any) -> Any:
+    await asyncio.sleep(SLEEP_SECONDS)
+    return params
+
+
+def serve_concurrent(
+    inp: BinaryIO,
+    out: BinaryIO,
+    *,
+    base: str,
+    mode: str,
+    max_concurrency: int,
+    sync_handler: Callable[[str, Any], Any],
+    coroutine_handler: Callable[[str, Any], Any],
+) -> None:
+    package = CONCURRENT_BASES[base]
+    transport = package.StdioTransport(inp, out)
+    if mode == "threads":
+        package.serve(sync_handler, transport, max_concurrency=max_concurrency)
+    else:
+        chosen = coroutine_handler if mode == "asyncio" else sync_handler
+        asyncio.run(package.serve_async(chosen, transport, max_concurrency=max_concurrency))
+
+
+def concurrent_variant(
+    base: str,
+    mode: str,
+    max_concurrency: int,
+    sync_handler: Callable[[str, Any], Any] = handler,
+    coroutine_handler: Callable[[str, Any], Any] = async_handler,
+) -> Impl:
+    """rpcwire or rpcwire.pure served by the engine in one mode, named "BASE/MODE"."""
+    serve = functools.partial(
+        serve_concurrent,
+        base=base,
+        mode=mode,
+        max_concurrency=max_concurrency,
+        sync_handler=sync_handler,
+        coroutine_handler=coroutine_handler,
+    )
+    return Impl(f"{base}/{mode}", serve, base=base, mode=mode, max_concurrency=max_concurrency)
+
+
+# On pipes (bench/pipe_server.py looks them up by name): the trivial echo, threads and asyncio.
+PIPE_VARIANTS: dict[str, Impl] = {
+    impl.name: impl
+    for base in CONCURRENT_BASES
+    for impl in (
+        concurrent_variant(base, "threads", PIPE_CONCURRENCY),
+        concurrent_variant(base, "asyncio", PIPE_CONCURRENCY),
+    )
+}
+
+
+def sleep_variants(base: str) -> list[Impl]:
+    """The three modes of "concurrent-sleep" for one package: handlers sleeping SLEEP_SECONDS."""
+    return [concurrent_variant(base, mode, SLEEP_CONCURRENCY, sleep_handler, async_sleep_handler) for mode in MODES]
+
+
+def get(name: str) -> Impl:
+    return IMPLS[name] if name in IMPLS else PIPE_VARIANTS[name]
+
+
 def run(impl: Impl, data: bytes) -> bytes:
     out = io.BytesIO()
     impl.serve(io.BytesIO(data), out)
     return out.getvalue()
+
+
+def unavailable(impl: Impl, data: bytes) -> str | None:
+    """Why `impl` cannot serve on this build (a transport without the engine's core methods), else None.
+
+    Runs it once on `data` (a warm-up too). The native transport gains `_read_message` & co. in another
+    branch; until then its concurrent modes raise AttributeError, reported as "not available".
+    """
+    try:
+        run(impl, data)
+    except AttributeError as exc:
+        return f"not available on this build: {exc}"
+    return None

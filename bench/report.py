@@ -1,5 +1,5 @@
 # ruff: noqa: RUF001 (the multiplication sign in the report is on purpose)
-"""Medians, ratios, the targets of issue 3, the markdown report, machine info and the bar chart."""
+"""Medians, ratios, the targets (issue 3, concurrent serving), the markdown report, machine info and the bar chart."""
 
 from __future__ import annotations
 
@@ -13,7 +13,16 @@ from pathlib import Path
 
 import implementations
 
-NATIVE, PURE, ORJSON = "rpcwire", "rpcwire.pure", "orjson"
+NATIVE, PURE, ORJSON, MCP_STDIO = "rpcwire", "rpcwire.pure", "orjson", "mcp-stdio"
+SLEEP, PIPELINED_CONCURRENT = "concurrent-sleep", "pipelined-concurrent"
+CONCURRENT = (SLEEP, PIPELINED_CONCURRENT)  # reported in sections of their own
+MODE_LABELS = {
+    "sequential": "sequential `serve`",
+    "threads": "threads",
+    "asyncio": "asyncio, async handler",
+    "asyncio-sync": "asyncio, sync handler",
+    "peer": "its own serving loop",
+}
 PEERS = ("orjson", "python-lsp-jsonrpc", "ujson", "jsonrpcserver", "json-rpc", "mcp", "pydantic", "anyio", "matplotlib")
 
 
@@ -68,7 +77,7 @@ def _all_ok(runs: list[dict]) -> bool:
 
 def summarise(results: dict) -> None:
     """Add medians, ratios and targets to `results` in place."""
-    for workload in results["workloads"].values():
+    for name, workload in results["workloads"].items():
         medians = {}
         for impl, runs in workload["runs"].items():
             per_msg = [run["seconds"] / run["messages"] * 1e6 for run in runs]
@@ -87,6 +96,16 @@ def summarise(results: dict) -> None:
         for summary in medians.values():
             summary["x_native"] = summary["median_us"] / native["median_us"] if native else None
         workload["summary"] = medians
+        if name == SLEEP:
+            for impl, summary in medians.items():
+                summary["wall_ms"] = statistics.median(run["seconds"] for run in workload["runs"][impl]) * 1e3
+                summary["x_ideal"] = summary["wall_ms"] / (workload["ideal_seconds"] * 1e3)
+        if name == PIPELINED_CONCURRENT:
+            mcp = medians.get(MCP_STDIO)
+            for impl, summary in medians.items():
+                summary["x_faster_than_mcp"] = mcp["median_us"] / summary["median_us"] if mcp else None
+                sequential = medians.get(impl.split("/")[0]) if "/" in impl else None
+                summary["over_sequential_us"] = summary["median_us"] - sequential["median_us"] if sequential else None
     if "memory" in results:
         decoded = results["memory"].get("decoded", {}).get("peak_extra_bytes")
         for probe in results["memory"].values():
@@ -105,12 +124,22 @@ def _ratio(results: dict, workload: str, slow: str, fast: str = NATIVE, key: str
     return summary[slow][key] / summary[fast][key]
 
 
+def _concurrent(results: dict, workload: str, variant: str, key: str) -> tuple[float | None, str | None]:
+    """A concurrent variant's figure, or why it is missing ("not available" on this build)."""
+    found = results["workloads"].get(workload, {})
+    if variant in found.get("unavailable", {}):
+        return None, found["unavailable"][variant]
+    return found.get("summary", {}).get(variant, {}).get(key), None
+
+
 def targets(results: dict) -> list[dict]:
     out = []
 
-    def add(text: str, value: float | None, goal: float, unit: str = "×", higher: bool = True) -> None:
+    def add(
+        text: str, value: float | None, goal: float, unit: str = "×", higher: bool = True, *, why: str | None = None
+    ) -> None:
         met = None if value is None else (value >= goal if higher else value <= goal)
-        out.append({"target": text, "measured": value, "goal": goal, "unit": unit, "met": met})
+        out.append({"target": text, "measured": value, "goal": goal, "unit": unit, "met": met, "unavailable": why})
 
     add("stream: native ≥ 10× rpcwire.pure", _ratio(results, "stream", PURE), 10)
     add("stream: native ≥ 2.5× orjson transport", _ratio(results, "stream", ORJSON), 2.5)
@@ -126,7 +155,17 @@ def targets(results: dict) -> list[dict]:
     )
     add("pipe pipelined: native ≥ 5× rpcwire.pure", _ratio(results, "pipelined", PURE), 5)
     for name in results["workloads"]:
-        add(f"{name}: native not slower than rpcwire.pure", _ratio(results, name, PURE), 1)
+        if name not in CONCURRENT:
+            add(f"{name}: native not slower than rpcwire.pure", _ratio(results, name, PURE), 1)
+    # Concurrent serving: the engine is shared, so rpcwire.pure's rows measure it on the pure core.
+    for base in (NATIVE, PURE):
+        for mode in ("threads", "asyncio", "asyncio-sync"):
+            value, why = _concurrent(results, SLEEP, f"{base}/{mode}", "x_ideal")
+            add(f"{SLEEP} ({MODE_LABELS[mode]}): {base} ≤ 1.5× ideal", value, 1.5, "× ideal", False, why=why)
+    for base in (NATIVE, PURE):
+        for mode in ("threads", "asyncio"):
+            value, why = _concurrent(results, PIPELINED_CONCURRENT, f"{base}/{mode}", "x_faster_than_mcp")
+            add(f"{PIPELINED_CONCURRENT} ({MODE_LABELS[mode]}): {base} ≥ 20× mcp-stdio", value, 20, "×", True, why=why)
     return out
 
 
@@ -175,11 +214,16 @@ def render(results: dict) -> str:
         "",
         "Medians over repeats; × native = time per message / rpcwire's (higher is slower). ",
         "answers: expected request ids answered correctly (+ -32700 answers to malformed lines).",
-        "",
-        "| workload | implementation | µs/msg | × native | answers | note |",
-        "| --- | --- | ---: | ---: | --- | --- |",
     ]
+    if any(name not in CONCURRENT for name in results["workloads"]):
+        lines += [
+            "",
+            "| workload | implementation | µs/msg | × native | answers | note |",
+            "| --- | --- | ---: | ---: | --- | --- |",
+        ]
     for name, workload in results["workloads"].items():
+        if name in CONCURRENT:
+            continue
         for impl, s in workload["summary"].items():
             unusable = name == "batch" and not implementations.IMPLS[impl].batches
             lines.append(
@@ -224,15 +268,86 @@ def render(results: dict) -> str:
                 f"| {impl} | {p['messages']} | {p['peak_extra_bytes'] / 2**20:.1f} | {_fmt(p['x_message'])} "
                 f"| {p['x_input']:.3f} | {_fmt(p.get('x_message_beyond_decoded'))} |"
             )
-    lines += ["", "## Targets (issue 3)", "", "| target | measured | met |", "| --- | ---: | --- |"]
+    lines += _render_concurrent(results)
+    lines += ["", "## Targets (issue 3; concurrent serving)", "", "| target | measured | met |", "| --- | ---: | --- |"]
     for t in results["targets"]:
-        met = {True: "met", False: "NOT MET", None: "not measured"}[t["met"]]
+        met = (
+            "not available" if t.get("unavailable") else {True: "met", False: "NOT MET", None: "not measured"}[t["met"]]
+        )
         lines.append(
             f"| {t['target']} | {_fmt(t['measured'])} {t['unit'] if t['measured'] is not None else ''} | {met} |"
         )
     lines.append("")
     lines.append(f"Total benchmark time: {results['seconds']:.0f} s.")
     return "\n".join(lines)
+
+
+def _mode(workload: dict, impl: str) -> str:
+    mode = workload["modes"].get(impl, "sequential")
+    n = workload.get("max_concurrency")
+    return MODE_LABELS.get(mode, mode) + (f", N={n}" if n and mode not in ("sequential", "peer") else "")
+
+
+def _unavailable_rows(workload: dict, columns: int) -> list[str]:
+    return [
+        f"| {impl.split('/')[0]} | {_mode(workload, impl)} | not available |" + " |" * (columns - 4) + f" {why} |"
+        for impl, why in workload.get("unavailable", {}).items()
+    ]
+
+
+def _render_concurrent(results: dict) -> list[str]:
+    lines = []
+    sleep = results["workloads"].get(SLEEP)
+    if sleep:
+        ideal_ms = sleep["ideal_seconds"] * 1e3
+        lines += [
+            "",
+            f"## Concurrent serving: {sleep['messages']:,} requests whose handler sleeps "
+            f"{sleep['sleep_seconds'] * 1e3:g} ms, max_concurrency={sleep['max_concurrency']} (in memory)",
+            "",
+            f"Ideal: {sleep['messages']:,} × {sleep['sleep_seconds'] * 1e3:g} ms / {sleep['max_concurrency']} = "
+            f"{ideal_ms:g} ms; goal ≤ 1.5× ideal. Wall time from the call to `serve` (or `asyncio.run`) to its "
+            "return: starting the workers or the event loop is included. Median over repeats.",
+            "",
+            "| implementation | mode | wall ms | × ideal | answers | out of order | note |",
+            "| --- | --- | ---: | ---: | --- | ---: | --- |",
+        ]
+        for impl, s in sleep["summary"].items():
+            lines.append(
+                f"| {impl.split('/')[0]} | {_mode(sleep, impl)} | {_fmt(s['wall_ms'], 1)} | {_fmt(s['x_ideal'])} "
+                f"| {_answers(s)} | {s['check'].get('out_of_order', 0):,} | "
+                f"{'' if s['ok'] else 'UNEXPECTED ANSWERS (see results.json)'} |"
+            )
+        lines += _unavailable_rows(sleep, 7)
+    pipelined = results["workloads"].get(PIPELINED_CONCURRENT)
+    if pipelined:
+        lines += [
+            "",
+            "## Concurrent serving: pipelined on pipes (trivial echo)",
+            "",
+            "As `pipelined`: a thread writes the requests while the main thread reads the answers. "
+            "× mcp-stdio = mcp-stdio's µs/msg over this row's (higher is faster; goal ≥ 20× for the "
+            "concurrent modes); over sequential = this row's µs/msg minus its package's sequential `serve`. "
+            "The check counts answered ids in any order.",
+            "",
+            "| implementation | mode | µs/msg | msgs/s | × mcp-stdio | over sequential µs/msg | answers "
+            "| out of order | note |",
+            "| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | --- |",
+        ]
+        for impl, s in pipelined["summary"].items():
+            note = []
+            if s["messages"] < pipelined["messages"]:
+                note.append(f"measured on the first {s['messages']:,} of {pipelined['messages']:,} messages")
+            if not s["ok"]:
+                note.append("UNEXPECTED ANSWERS (see results.json)")
+            over = s.get("over_sequential_us")
+            lines.append(
+                f"| {impl.split('/')[0]} | {_mode(pipelined, impl)} | {_fmt(s['median_us'])} | {_fmt(s['per_second'])} "
+                f"| {_fmt(s.get('x_faster_than_mcp'), 1)} | {'—' if over is None else f'{over:+.2f}'} "
+                f"| {_answers(s)} | {s['check'].get('out_of_order', 0):,} | {'; '.join(note)} |"
+            )
+        lines += _unavailable_rows(pipelined, 9)
+    return lines
 
 
 def plot(results: dict, path: Path) -> Path | None:
@@ -243,11 +358,11 @@ def plot(results: dict, path: Path) -> Path | None:
         import matplotlib.pyplot as plt  # noqa: PLC0415
     except ImportError:
         return None
-    names = list(results["workloads"])
+    names = [name for name in results["workloads"] if name != SLEEP]  # wall time, not µs per message
     if not names:
         return None
     fig, axes = plt.subplots(len(names), 1, figsize=(9, 2.6 * len(names)), squeeze=False)
-    for ax, name in zip(axes[:, 0], names):
+    for ax, name in zip(axes[:, 0], names, strict=True):
         summary = results["workloads"][name]["summary"]
         impls = [i for i in summary if name != "batch" or implementations.IMPLS[i].batches]
         values = [summary[i]["median_us"] for i in impls]

@@ -3,7 +3,9 @@
 Each workload runs every implementation in this one process run, interleaved (the order rotates
 each repeat), several repeats; the report gives medians. The in-memory workloads serve an
 `io.BytesIO` into an `io.BytesIO`; the pipe workloads start bench/pipe_server.py per run; peak
-memory of "large" is measured in a fresh process per implementation (bench/memory_probe.py).
+memory of "large" is measured in a fresh process per implementation (bench/memory_probe.py). The
+concurrent workloads run rpcwire and rpcwire.pure through the engine (threads, asyncio) beside their
+sequential `serve` and mcp-stdio; a mode the build cannot run is reported "not available".
 """
 
 from __future__ import annotations
@@ -26,10 +28,21 @@ import workloads
 HERE = Path(__file__).parent
 IN_MEMORY = ("stream", "batch", "large")
 PIPES = ("ping-pong", "pipelined")
-ALL = IN_MEMORY + PIPES
+CONCURRENT = ("concurrent-sleep", "pipelined-concurrent")
+ALL = IN_MEMORY + PIPES + CONCURRENT
 # Default repeats: the cheap workloads more, the long ones fewer (--repeats sets them all).
-REPEATS = {"stream": 5, "batch": 5, "large": 3, "ping-pong": 3, "pipelined": 3}
-PIPE_COUNTS = {"ping-pong": 20_000, "pipelined": 100_000}
+REPEATS = {
+    "stream": 5,
+    "batch": 5,
+    "large": 3,
+    "ping-pong": 3,
+    "pipelined": 3,
+    "concurrent-sleep": 5,
+    "pipelined-concurrent": 3,
+}
+PIPE_COUNTS = {"ping-pong": 20_000, "pipelined": 100_000, "pipelined-concurrent": 100_000}
+# pipelined-concurrent: the concurrent variants beside the sequential serve of their package and this peer.
+CONCURRENT_PEERS = ("mcp-stdio",)
 
 
 def log(text: str) -> None:
@@ -59,6 +72,71 @@ def run_in_memory(name: str, impls: list[implementations.Impl], repeats: int, qu
             runs[impl.name].append({"seconds": seconds, "messages": work.messages, "check": vars(checked)})
             log(f"  {name} #{r + 1} {impl.name}: {seconds / work.messages * 1e6:.2f} µs/msg, ok={checked.ok}")
     return {"messages": full.messages, "malformed": full.malformed, "runs": runs}
+
+
+def run_concurrent_sleep(impls: list[implementations.Impl], repeats: int) -> dict:
+    """Every mode of rpcwire and rpcwire.pure on 1,000 sleeping requests: wall time (report.py: the ratio to ideal)."""
+    work = workloads.build("concurrent-sleep", quick=False)
+    variants = [
+        v
+        for impl in impls
+        if impl.name in implementations.CONCURRENT_BASES
+        for v in implementations.sleep_variants(impl.name)
+    ]
+    unavailable = {}
+    for variant in variants:  # warm-up, not timed (threads, event loop, first-call paths), and the probe
+        if (why := implementations.unavailable(variant, work.head(100).data)) is not None:
+            unavailable[variant.name] = why
+            log(f"  concurrent-sleep {variant.name}: {why}")
+    variants = [v for v in variants if v.name not in unavailable]
+    runs: dict[str, list[dict]] = {v.name: [] for v in variants}
+    for r in range(repeats):
+        for variant in rotated(variants, r) if variants else []:
+            gc.collect()
+            start = time.perf_counter()
+            out = implementations.run(variant, work.data)
+            seconds = time.perf_counter() - start
+            checked = workloads.check(work, out)
+            runs[variant.name].append({"seconds": seconds, "messages": work.messages, "check": vars(checked)})
+            log(f"  concurrent-sleep #{r + 1} {variant.name}: {seconds * 1e3:.1f} ms, ok={checked.ok}")
+    ideal = work.messages * implementations.SLEEP_SECONDS / implementations.SLEEP_CONCURRENCY
+    return {
+        "messages": work.messages,
+        "malformed": 0,
+        "sleep_seconds": implementations.SLEEP_SECONDS,
+        "max_concurrency": implementations.SLEEP_CONCURRENCY,
+        "ideal_seconds": ideal,
+        "modes": {v.name: v.mode for v in variants} | {name: name.split("/")[1] for name in unavailable},
+        "unavailable": unavailable,
+        "runs": runs,
+    }
+
+
+def run_pipelined_concurrent(impls: list[implementations.Impl], repeats: int, quick: bool) -> dict:
+    """pipelined, with rpcwire and rpcwire.pure also served by the engine (threads, asyncio), beside mcp-stdio."""
+    chosen = []
+    unavailable = {}
+    probe = workloads.concurrent_sleep(16).data  # 16 echo requests (the trivial handler: no sleep)
+    for impl in impls:
+        if impl.name in CONCURRENT_PEERS:
+            chosen.append(impl)
+        elif impl.name in implementations.CONCURRENT_BASES:
+            chosen.append(impl)
+            for variant in implementations.PIPE_VARIANTS.values():
+                if variant.base != impl.name:
+                    continue
+                if (why := implementations.unavailable(variant, probe)) is not None:
+                    unavailable[variant.name] = why
+                    log(f"  pipelined-concurrent {variant.name}: {why}")
+                else:
+                    chosen.append(variant)
+    result = run_pipe("pipelined-concurrent", chosen, repeats, quick) if chosen else {"messages": 0, "runs": {}}
+    result["unavailable"] = unavailable
+    result["modes"] = {
+        impl.name: impl.mode or ("peer" if impl.name in CONCURRENT_PEERS else "sequential") for impl in chosen
+    } | {name: name.split("/")[1] for name in unavailable}
+    result["max_concurrency"] = implementations.PIPE_CONCURRENCY
+    return result
 
 
 def run_pipe(name: str, impls: list[implementations.Impl], repeats: int, quick: bool) -> dict:
@@ -142,9 +220,14 @@ def main(argv: list[str] | None = None) -> int:
             continue
         repeats = args.repeats or REPEATS[name]
         log(f"{name}: {len(impls)} implementations x {repeats} repeats")
-        if name in IN_MEMORY:  # the baseline build can only be imported in a process of its own
-            in_process = [impl for impl in impls if impl.name != implementations.BASELINE]
+        # The baseline build can only be imported in a process of its own.
+        in_process = [impl for impl in impls if impl.name != implementations.BASELINE]
+        if name in IN_MEMORY:
             results["workloads"][name] = run_in_memory(name, in_process, repeats, args.quick)
+        elif name == "concurrent-sleep":
+            results["workloads"][name] = run_concurrent_sleep(in_process, repeats)
+        elif name == "pipelined-concurrent":
+            results["workloads"][name] = run_pipelined_concurrent(in_process, repeats, args.quick)
         else:
             results["workloads"][name] = run_pipe(name, impls, repeats, args.quick)
     if "memory" in chosen:

@@ -104,7 +104,14 @@ def large(n: int = 200) -> Workload:
     return Workload("large", b"\n".join(lines) + b"\n", n, list(range(n)), 0, check_result="large")
 
 
+def concurrent_sleep(n: int = 1_000) -> Workload:
+    """n echo requests, one a line; their handler sleeps (implementations.SLEEP_SECONDS) before answering."""
+    return Workload("concurrent-sleep", b"".join(request(i) + b"\n" for i in range(n)), n, list(range(n)), 0)
+
+
 def build(name: str, quick: bool) -> Workload:
+    if name == "concurrent-sleep":  # not cut by --quick: 1,000 x 10 ms / 100 is ~0.1 s; fewer waves would say less
+        return concurrent_sleep()
     if name == "stream":
         return stream(10_000 if quick else 100_000)
     if name == "batch":
@@ -121,6 +128,9 @@ class Checked:
     parse_errors: int  # -32700 answers with id null
     parse_errors_expected: int
     wrong: int  # answers that are unexpected, duplicated or carry the wrong result
+    # Answers whose id is below one answered before them: information, not an error (the check counts
+    # ids in a set, so answers may come in any order, as the concurrent modes give them).
+    out_of_order: int = 0
 
     @property
     def ok(self) -> bool:
@@ -139,10 +149,11 @@ def _result_ok(msg: dict, kind: str) -> bool:
 
 
 def check(workload: Workload, output: bytes) -> Checked:
-    """Parse every answer line; count each expected id once, and the -32700 answers for malformed lines."""
+    """Parse every answer line; count each expected id once (any order), and the -32700 answers to malformed lines."""
     expected = set(workload.request_ids)
     seen: set = set()
-    parse_errors = wrong = 0
+    parse_errors = wrong = out_of_order = 0
+    highest = None
     for line in output.splitlines():
         if not line.strip():
             continue
@@ -165,6 +176,9 @@ def check(workload: Workload, output: bytes) -> Checked:
                 continue
             if id_ in expected and id_ not in seen and _result_ok(answer, workload.check_result):
                 seen.add(id_)
+                if highest is not None and id_ < highest:
+                    out_of_order += 1
+                highest = id_ if highest is None else max(highest, id_)
             else:
                 wrong += 1
-    return Checked(len(seen), len(expected), parse_errors, workload.malformed, wrong)
+    return Checked(len(seen), len(expected), parse_errors, workload.malformed, wrong, out_of_order)
