@@ -247,7 +247,7 @@ def plot(results: dict, path: Path) -> Path | None:
     if not names:
         return None
     fig, axes = plt.subplots(len(names), 1, figsize=(9, 2.6 * len(names)), squeeze=False)
-    for ax, name in zip(axes[:, 0], names):
+    for ax, name in zip(axes[:, 0], names, strict=True):
         summary = results["workloads"][name]["summary"]
         impls = [i for i in summary if name != "batch" or implementations.IMPLS[i].batches]
         values = [summary[i]["median_us"] for i in impls]
