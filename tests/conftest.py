@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -18,6 +19,15 @@ import rpcwire
 import rpcwire.pure
 
 IMPLEMENTATIONS = {"native": rpcwire, "pure": rpcwire.pure}
+
+# How many digits int() accepts; 0 where there is no limit: CPython 3.10.0 to 3.10.6 have neither the limit
+# nor sys.get_int_max_str_digits (0 is also what sys.set_int_max_str_digits(0) sets: no limit).
+INT_MAX_STR_DIGITS: int = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+# Inputs "as long as the limit allows" where there is none: long enough to go through int() as text.
+LONG_INT_DIGITS = INT_MAX_STR_DIGITS or 4_300
+needs_int_digit_limit = pytest.mark.skipif(
+    INT_MAX_STR_DIGITS == 0, reason="int() has no digit limit here (CPython 3.10.0 to 3.10.6, or set to 0)"
+)
 
 Handler = Callable[[str, Any], Any]
 

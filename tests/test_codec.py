@@ -9,20 +9,19 @@ import io
 import json
 import math
 import re
-import sys
 import unittest.mock
 from typing import Any
 
 import pytest
 import rpcwire
 import rpcwire.pure
-from conftest import answers, compact, echo, err, request
+from conftest import LONG_INT_DIGITS, answers, compact, echo, err, request
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 IMPLS = (rpcwire, rpcwire.pure)
 
-MAX_DIGITS = sys.get_int_max_str_digits()
+MAX_DIGITS = LONG_INT_DIGITS
 
 SPECIAL_CHARS = '"\\/\x00\x01\x08\x09\x0a\x0c\x0d\x1f\x20\x7f\x80\xa0\xff\u2028\u2029\ufeff\uffff\U0001f600\U0010ffff'
 characters = st.one_of(

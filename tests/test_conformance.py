@@ -22,6 +22,7 @@ from conftest import (
     compact,
     echo,
     err,
+    needs_int_digit_limit,
     ok,
     request,
     run,
@@ -435,6 +436,7 @@ def test_very_deep_nesting_is_a_parse_error_not_an_exception(impl: ModuleType, o
     assert serve_lines(impl, line + b"\n" + request("m", id=1)) == [PARSE_ERROR, ok(1, None)]
 
 
+@needs_int_digit_limit
 def test_big_integers_up_to_the_int_digit_limit(impl: ModuleType) -> None:
     limit = sys.get_int_max_str_digits()
     biggest = "9" * limit
@@ -992,6 +994,7 @@ def test_dict_results_keep_iteration_order(impl: ModuleType) -> None:
     )
 
 
+@needs_int_digit_limit
 def test_int_result_up_to_the_digit_limit_is_written_in_decimal(impl: ModuleType) -> None:
     """'int ... in decimal, up to sys.get_int_max_str_digits()'; longer is json.dumps's ValueError."""
     limit = sys.get_int_max_str_digits()

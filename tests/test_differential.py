@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 from typing import Any
 
 import rpcwire
 import rpcwire.pure
+from conftest import LONG_INT_DIGITS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -110,7 +110,7 @@ def mutations(draw: st.DrawFn, raw: bytes) -> bytes:
         if not digits:
             return raw
         at = draw(st.sampled_from(digits))
-        limit = sys.get_int_max_str_digits()
+        limit = LONG_INT_DIGITS
         huge = draw(st.sampled_from([b"9" * limit, b"9" * (limit + 1), b"1e400", b"1" * 400 + b".5", b"2.5e-324"]))
         return raw[:at] + huge + raw[at + 1 :]
     if kind == 11:  # deep nesting around the params or the whole line

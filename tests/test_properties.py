@@ -18,14 +18,13 @@ import io
 import json
 import math
 import re
-import sys
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 import rpcwire
 import rpcwire.pure
-from conftest import echo
+from conftest import LONG_INT_DIGITS, echo
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -188,9 +187,9 @@ def lines(draw: st.DrawFn) -> bytes:
 
 
 HUGE_NUMBERS = [
-    b"9" * sys.get_int_max_str_digits(),
-    b"-" + b"9" * sys.get_int_max_str_digits(),
-    b"-" + b"9" * (sys.get_int_max_str_digits() + 1),
+    b"9" * LONG_INT_DIGITS,
+    b"-" + b"9" * LONG_INT_DIGITS,
+    b"-" + b"9" * (LONG_INT_DIGITS + 1),
     b"0" * 2 + b"1",
     b"1" * 5000 + b"e-4990",
     b"1" * 5000 + b".0",
@@ -464,7 +463,7 @@ def check_against_oracle(data: bytes, out: bytes, max_depth: int, max_bytes: int
     ]
     got = decoded_lines(out)
     assert len(got) == len(expected), (got, expected)
-    for answer, wanted in zip(got, expected):
+    for answer, wanted in zip(got, expected, strict=True):
         if isinstance(wanted, list):
             assert isinstance(answer, list), (answer, wanted)
             assert len(answer) == len(wanted) and all(map(matches, answer, wanted)), (answer, wanted)
