@@ -1,5 +1,5 @@
-//! The JSON-RPC 2.0 envelope: which messages are requests, which are invalid, and the bytes of
-//! the answers.
+//! The JSON-RPC 2.0 envelope: which messages are requests, which are invalid and why, and the
+//! ids answers echo (the answers themselves are built in `answer`).
 //!
 //! A line is checked in one pass of the strict scanner: the `jsonrpc`, `method` and `id` members
 //! are borrowed from the input and the `id` is echoed from its raw text. `params` is read by the
@@ -44,6 +44,8 @@ pub(crate) enum Id<'a> {
     /// Any JSON number (the specification allows fractions too), as its literal text.
     Number(&'a str),
     String(JsonStr<'a>),
+    /// An id already encoded as an answer writes it (a `Request`'s `id_json`), written as is.
+    Json(&'a [u8]),
 }
 
 impl Id<'_> {
@@ -62,6 +64,7 @@ impl Id<'_> {
                 out.push(b'"');
             }
             Id::String(text) => write_escaped_str(out, &text.decode().0),
+            Id::Json(json) => out.extend_from_slice(json),
         }
     }
 }
@@ -216,61 +219,9 @@ fn parse_entry<'a, P, E: From<SyntaxError>>(
     Ok(Entry::Invalid { id, reason })
 }
 
-/// The errors the transport itself answers with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum StandardError {
-    Parse,
-    InvalidRequest,
-    Internal,
-}
-
-impl StandardError {
-    pub(crate) fn code(self) -> i64 {
-        match self {
-            StandardError::Parse => -32700,
-            StandardError::InvalidRequest => -32600,
-            StandardError::Internal => -32603,
-        }
-    }
-
-    pub(crate) fn message(self) -> &'static str {
-        match self {
-            StandardError::Parse => "Parse error",
-            StandardError::InvalidRequest => "Invalid Request",
-            StandardError::Internal => "Internal error",
-        }
-    }
-}
-
-/// The start of every answer; the id follows.
-pub(crate) const RESPONSE_START: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
-/// After the id of a success answer; the result follows, then [`RESPONSE_END`].
-pub(crate) const RESULT_MEMBER: &[u8] = br#","result":"#;
-/// After the id of an error answer; the code follows, then [`MESSAGE_MEMBER`].
-pub(crate) const ERROR_MEMBER: &[u8] = br#","error":{"code":"#;
-pub(crate) const MESSAGE_MEMBER: &[u8] = br#","message":"#;
-/// Optional, after the message; the data follows.
-pub(crate) const DATA_MEMBER: &[u8] = br#","data":"#;
-pub(crate) const RESPONSE_END: &[u8] = b"}";
-pub(crate) const ERROR_END: &[u8] = b"}}";
-/// The start of a notification; the method name follows.
-pub(crate) const NOTIFICATION_START: &[u8] = br#"{"jsonrpc":"2.0","method":"#;
-pub(crate) const PARAMS_MEMBER: &[u8] = br#","params":"#;
-
-/// Append a whole error answer of the transport's own (no `data`).
-pub(crate) fn write_standard_error(out: &mut Vec<u8>, id: Option<&Id<'_>>, error: StandardError) {
-    out.extend_from_slice(RESPONSE_START);
-    id.unwrap_or(&Id::Null).write_json(out);
-    out.extend_from_slice(ERROR_MEMBER);
-    out.extend_from_slice(itoa::Buffer::new().format(error.code()).as_bytes());
-    out.extend_from_slice(MESSAGE_MEMBER);
-    write_escaped_str(out, error.message().as_bytes());
-    out.extend_from_slice(ERROR_END);
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{parse_message, write_standard_error, Call, Entry, Id, Limits, Message, StandardError};
+    use super::{parse_message, Call, Entry, Id, Limits, Message};
     use crate::json::JsonStr;
 
     fn depth(max_depth: usize) -> Limits {
@@ -399,12 +350,5 @@ mod tests {
         assert!(parse_message(&line(128), depth(128)).is_err());
         assert!(parse_message(&format!("[{}]", line(126)), depth(128)).is_ok());
         assert!(parse_message(&format!("[{}]", line(127)), depth(128)).is_err());
-    }
-
-    #[test]
-    fn standard_errors_have_no_data() {
-        let mut out = Vec::new();
-        write_standard_error(&mut out, Some(&Id::String(plain("x"))), StandardError::InvalidRequest);
-        assert_eq!(out, br#"{"jsonrpc":"2.0","id":"x","error":{"code":-32600,"message":"Invalid Request"}}"#);
     }
 }

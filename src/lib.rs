@@ -3,12 +3,15 @@
 //! `lib.rs` only wires the modules together and registers the Python module `rpcwire._rpcwire`.
 //! The byte-level rules both implementations follow are in `docs/semantics.md`.
 
+mod answer;
 mod codec;
 mod dispatch;
 mod envelope;
 mod errors;
 mod framing;
 mod json;
+mod log;
+mod request;
 mod stack;
 mod stream_lock;
 mod strings;
@@ -19,7 +22,6 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _rpcwire(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<transport::StdioTransport>()?;
-    module.add_function(wrap_pyfunction!(transport::serve, module)?)?;
-    module.add_function(wrap_pyfunction!(dispatch::parse_request, module)?)?;
+    module.add_function(wrap_pyfunction!(request::parse_request, module)?)?;
     Ok(())
 }

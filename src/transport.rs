@@ -21,16 +21,19 @@
 //! small part of the 0.8 µs that parsing, dispatch and encoding also take, and a direct read would
 //! have to drain the Python buffer first and redo its signal handling.
 
-use pyo3::exceptions::{PyBlockingIOError, PyOSError, PyTypeError, PyValueError};
+use parking_lot::Mutex;
+use pyo3::exceptions::{PyBaseException, PyBlockingIOError, PyOSError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyByteArray, PyBytes, PyInt, PyType};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyInt, PyType};
 
+use crate::answer;
 use crate::codec;
 use crate::dispatch;
-use crate::envelope::{self, Limits, DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, MAX_MAX_DEPTH};
+use crate::envelope::{Id, Limits, DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, MAX_MAX_DEPTH};
 use crate::framing::{Line, LineBuffer};
+use crate::request;
 use crate::stream_lock::StreamLock;
 use crate::strings::StringCache;
 
@@ -263,6 +266,14 @@ pub(crate) struct StdioTransport {
     writer: StreamLock<Writer>,
     max_message_bytes: usize,
     limits: Limits,
+    /// `_read_message`'s cache of short strings (`serve` has its own, per call). Taken with
+    /// `try_lock`: a thread that finds it in use decodes without it.
+    strings: Mutex<StringCache>,
+}
+
+/// Whether `serve` skips the line: JSON whitespace only.
+fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(|byte| matches!(byte, b' ' | b'\t' | b'\r'))
 }
 
 impl StdioTransport {
@@ -302,9 +313,9 @@ impl StdioTransport {
             match next {
                 Next::End => return Ok(()),
                 Next::TooLong { looks_like_json } => {
-                    dispatch::answer_too_long(py, looks_like_json, self.max_message_bytes, &mut answer)?;
+                    request::answer_too_long(py, looks_like_json, self.max_message_bytes, &mut answer)?;
                 }
-                Next::Line if line.iter().all(|byte| matches!(byte, b' ' | b'\t' | b'\r')) => continue,
+                Next::Line if is_blank(&line) => continue,
                 Next::Line => {
                     // No finished answer waits for a handler: what was gathered goes out first.
                     let mut before_call = || self.write_gathered(py, gathered);
@@ -333,6 +344,13 @@ impl StdioTransport {
             }
         }
     }
+}
+
+/// `id` as an answer writes it.
+fn encoded(id: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    let mut json = Vec::new();
+    codec::encode(&mut json, id)?;
+    Ok(json)
 }
 
 /// `value` if it is at least 1 (and at most `most`), else a `ValueError` naming it.
@@ -392,6 +410,7 @@ impl StdioTransport {
             writer: StreamLock::new(writer, REENTRANT_WRITE),
             max_message_bytes,
             limits,
+            strings: Mutex::new(StringCache::default()),
         })
     }
 
@@ -411,11 +430,8 @@ impl StdioTransport {
 
     /// Write a success answer `{"jsonrpc":"2.0","id":id,"result":result}`.
     fn write_response(&self, py: Python<'_>, id: &Bound<'_, PyAny>, result: &Bound<'_, PyAny>) -> PyResult<()> {
-        let mut line = envelope::RESPONSE_START.to_vec();
-        codec::encode(&mut line, id)?;
-        line.extend_from_slice(envelope::RESULT_MEMBER);
-        codec::encode(&mut line, result)?;
-        line.extend_from_slice(envelope::RESPONSE_END);
+        let mut line = Vec::new();
+        answer::success(&mut line, &Id::Json(&encoded(id)?), result)?;
         self.send(py, line)
     }
 
@@ -429,9 +445,8 @@ impl StdioTransport {
         message: &Bound<'_, PyAny>,
         data: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let mut line = envelope::RESPONSE_START.to_vec();
-        codec::encode(&mut line, id)?;
-        dispatch::write_error_member(&mut line, code, message, data)?;
+        let mut line = Vec::new();
+        answer::error(&mut line, &Id::Json(&encoded(id)?), code, message, data)?;
         self.send(py, line)
     }
 
@@ -443,32 +458,111 @@ impl StdioTransport {
         method: &Bound<'_, PyAny>,
         params: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let mut line = envelope::NOTIFICATION_START.to_vec();
-        codec::encode(&mut line, method)?;
-        if let Some(params) = params.filter(|params| !params.is_none()) {
-            line.extend_from_slice(envelope::PARAMS_MEMBER);
-            codec::encode(&mut line, params)?;
-        }
-        line.extend_from_slice(envelope::RESPONSE_END);
+        let mut line = Vec::new();
+        answer::notification(&mut line, method, params)?;
         self.send(py, line)
+    }
+
+    /// The next message, read and classified as `serve` reads it (blank lines skipped): `None` at
+    /// end of input; `bytes`, the whole answer line (without `\n`) the transport gives itself (a
+    /// parse error, an invalid message, an empty or over-long batch, a line over
+    /// `max_message_bytes`); a `Request`; for a batch, a `list` of a `Request` per valid entry and
+    /// the answer's `bytes` per invalid one, in order.
+    #[pyo3(name = "_read_message")]
+    fn read_message<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let mut line = Vec::new();
+        loop {
+            let next = self.reader.lock(py)?.next_line(py, &mut line)?;
+            return match next {
+                Next::End => Ok(None),
+                Next::TooLong { looks_like_json } => {
+                    let mut answer = Vec::new();
+                    request::answer_too_long(py, looks_like_json, self.max_message_bytes, &mut answer)?;
+                    Ok(Some(PyBytes::new(py, &answer).into_any()))
+                }
+                Next::Line if is_blank(&line) => continue,
+                Next::Line => {
+                    let mut strings = self.strings.try_lock();
+                    request::message_object(py, &line, self.limits, strings.as_deref_mut()).map(Some)
+                }
+            };
+        }
+    }
+
+    /// The answer line (without `\n`) `serve` writes for a handler that returned `result` to the
+    /// request whose `id_json` is given: a success answer, or -32603 if `result` cannot be encoded.
+    #[pyo3(name = "_answer_result")]
+    #[allow(clippy::unused_self)] // a method, so that an engine reaches either core through its transport
+    fn answer_result<'py>(
+        &self,
+        py: Python<'py>,
+        id_json: &[u8],
+        result: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let mut line = Vec::new();
+        answer::result(&mut line, &Id::Json(id_json), result)?;
+        Ok(PyBytes::new(py, &line))
+    }
+
+    /// The answer line (without `\n`) `serve` writes for a handler that raised `exception` to the
+    /// request whose `id_json` is given.
+    #[pyo3(name = "_answer_error")]
+    #[allow(clippy::unused_self)] // a method, so that an engine reaches either core through its transport
+    fn answer_error<'py>(
+        &self,
+        py: Python<'py>,
+        id_json: &[u8],
+        exception: &Bound<'py, PyBaseException>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let mut line = Vec::new();
+        answer::exception(&mut line, &Id::Json(id_json), exception)?;
+        Ok(PyBytes::new(py, &line))
+    }
+
+    /// Write `line` and `\n` in one `write`, then flush, under the writer lock (as `write_*` do).
+    #[pyo3(name = "_write_line")]
+    fn write_line(&self, py: Python<'_>, line: &[u8]) -> PyResult<()> {
+        let mut data = Vec::with_capacity(line.len() + 1);
+        data.extend_from_slice(line);
+        self.send(py, data)
     }
 
     /// Answer every request with `handler(method, params)` until end of input.
     ///
     /// Stops with the exception if reading or writing fails (a `BrokenPipeError` once the peer is
-    /// gone) or if the handler raises a `BaseException` that is not an `Exception`.
-    fn serve(&self, py: Python<'_>, handler: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// gone) or if the handler raises a `BaseException` that is not an `Exception`. With
+    /// `max_concurrency` other than 1, or an `async def` handler, the engine (`rpcwire._engine`)
+    /// schedules the requests over this transport's core methods; otherwise this loop runs.
+    #[pyo3(signature = (handler, *, max_concurrency=None))]
+    fn serve(
+        slf: &Bound<'_, Self>,
+        handler: &Bound<'_, PyAny>,
+        max_concurrency: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        let sequential = match max_concurrency {
+            None => true,
+            Some(value) => value.is_exact_instance_of::<PyInt>() && value.extract::<i64>().is_ok_and(|n| n == 1),
+        };
+        let is_async = || -> PyResult<bool> {
+            py.import(intern!(py, "inspect"))?.call_method1(intern!(py, "iscoroutinefunction"), (handler,))?.is_truthy()
+        };
+        if !sequential || is_async()? {
+            let kwargs = PyDict::new(py);
+            if let Some(value) = max_concurrency {
+                kwargs.set_item(intern!(py, "max_concurrency"), value)?;
+            }
+            py.import(intern!(py, "rpcwire._engine"))?
+                .getattr(intern!(py, "serve"))?
+                .call((handler, slf), Some(&kwargs))?;
+            return Ok(());
+        }
+        let transport = slf.get();
         let mut gathered = Vec::new();
-        let served = self.answer_all(py, handler, &mut gathered);
+        let served = transport.answer_all(py, handler, &mut gathered);
         // Answers gathered before a failure were accepted: write them (a second failure, when the
         // writer itself failed, is dropped in favour of the first).
-        let written = self.write_gathered(py, &mut gathered);
+        let written = transport.write_gathered(py, &mut gathered);
         served.and(written)
     }
-}
-
-/// Serve `handler` on `transport` until end of input (same as `transport.serve(handler)`).
-#[pyfunction]
-pub(crate) fn serve(py: Python<'_>, handler: &Bound<'_, PyAny>, transport: &Bound<'_, StdioTransport>) -> PyResult<()> {
-    transport.get().serve(py, handler)
 }

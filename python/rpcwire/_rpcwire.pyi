@@ -5,7 +5,7 @@ from typing import Any, BinaryIO, final
 
 from rpcwire._types import Request
 
-__all__ = ["StdioTransport", "parse_request", "serve"]
+__all__ = ["StdioTransport", "parse_request"]
 
 @final
 class StdioTransport:
@@ -31,11 +31,32 @@ class StdioTransport:
         """Write an error answer; no ``data`` member when ``data`` is ``None``."""
     def write_notification(self, method: str, params: Any = None) -> None:
         """Write a notification (no ``id``); no ``params`` member when ``params`` is ``None``."""
-    def serve(self, handler: Callable[[str, Any], Any]) -> None:
-        """Answer every request with ``handler(method, params)`` until end of input."""
+    def _read_message(self) -> bytes | Request | list[Request | bytes] | None:
+        """The next message, read and classified as ``serve`` reads it (blank lines skipped).
 
-def serve(handler: Callable[[str, Any], Any], transport: StdioTransport) -> None:
-    """Serve ``handler`` on ``transport`` until end of input."""
+        ``None`` at end of input; ``bytes``: the whole answer line (without ``\\n``) the transport
+        gives itself (-32700 for a parse error, -32600 for an invalid message, an empty batch, a
+        batch over ``max_batch`` or a line over ``max_message_bytes``); a ``Request``; for a batch,
+        a ``list`` of a ``Request`` per valid entry and the answer's ``bytes`` per invalid one, in
+        order (notifications included: they are not answered).
+        """
+    def _answer_result(self, id_json: bytes, result: Any) -> bytes:
+        """The answer line (without ``\\n``) ``serve`` writes when the handler returned ``result``.
+
+        A success answer for the id ``id_json`` (a ``Request``'s), or -32603 when ``result``
+        cannot be encoded; a ``BaseException`` that is not an ``Exception`` propagates.
+        """
+    def _answer_error(self, id_json: bytes, exception: BaseException) -> bytes:
+        """The answer line (without ``\\n``) ``serve`` writes when the handler raised ``exception``.
+
+        A ``JsonRpcError``'s code, message and data; -32603 with ``data: {"exception", "detail"}``
+        for anything else or a ``JsonRpcError`` that cannot be read; -32603 when ``data`` cannot
+        be encoded.
+        """
+    def _write_line(self, line: bytes) -> None:
+        """Write ``line + b"\\n"`` in one ``write`` and flush, under the writer lock."""
+    def serve(self, handler: Callable[[str, Any], Any], *, max_concurrency: int | None = None) -> None:
+        """Answer every request with ``handler(method, params)`` until end of input (see ``rpcwire.serve``)."""
 
 def parse_request(raw: str | bytes) -> tuple[Request | None, dict[str, Any] | None]:
     """Parse one JSON-RPC message: ``(request, None)`` or ``(None, error_response)``."""

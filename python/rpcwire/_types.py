@@ -93,6 +93,12 @@ class Request:
 
     ``params`` is ``None`` when the member is absent. ``is_notification`` is true exactly when the
     ``id`` member is absent (an explicit ``"id": null`` is a request, answered with ``id: null``).
+
+    ``id_json`` is the id exactly as an answer writes it: a number's text as the request wrote it
+    (``b"1e3"``, ``b"-0"``, ``b"1.50"``, where ``id`` is ``1000.0``, ``-0`` and ``1.5``), a string
+    as the encoder writes it (``"\\u00e9"`` becomes ``b'"\\xc3\\xa9"'``), ``b"null"`` for
+    ``"id": null``; ``None`` for a notification. The transports fill it; it takes no part in
+    comparisons and is not shown in the ``repr``.
     """
 
     method: str

@@ -1,0 +1,274 @@
+//! Every line rpcwire writes, built in one place: success answers, error answers (the transport's
+//! own, a handler's `JsonRpcError`, -32603 for any other exception or a result that cannot be
+//! encoded) and notifications.
+//!
+//! An answer's id is an [`Id`]: the one a request was parsed with on the hot path (echoed from the
+//! line's text, never through Python), or `Id::Json`, text already encoded (the `id_json` of a
+//! `Request`, or an id a `write_*` caller gave, encoded first). Every builder appends to the
+//! caller's buffer, so `serve` gathers answers without a copy. The shape of each line, member by
+//! member, is `json.dumps(..., separators=(",", ":"))` of the same dict, as `rpcwire.pure` writes it.
+
+use pyo3::exceptions::{PyBaseException, PyException};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyInt, PyString, PyType};
+
+use crate::codec;
+use crate::envelope::Id;
+use crate::json::write_escaped_str;
+use crate::log;
+
+static JSON_RPC_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// The errors the transport itself answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StandardError {
+    Parse,
+    InvalidRequest,
+    Internal,
+}
+
+impl StandardError {
+    pub(crate) fn code(self) -> i64 {
+        match self {
+            StandardError::Parse => -32700,
+            StandardError::InvalidRequest => -32600,
+            StandardError::Internal => -32603,
+        }
+    }
+
+    pub(crate) fn message(self) -> &'static str {
+        match self {
+            StandardError::Parse => "Parse error",
+            StandardError::InvalidRequest => "Invalid Request",
+            StandardError::Internal => "Internal error",
+        }
+    }
+}
+
+/// The start of every answer; the id follows.
+const RESPONSE_START: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
+/// After the id of a success answer; the result follows, then [`RESPONSE_END`].
+const RESULT_MEMBER: &[u8] = br#","result":"#;
+/// After the id of an error answer; the code follows, then [`MESSAGE_MEMBER`].
+const ERROR_MEMBER: &[u8] = br#","error":{"code":"#;
+const MESSAGE_MEMBER: &[u8] = br#","message":"#;
+/// Optional, after the message; the data follows.
+const DATA_MEMBER: &[u8] = br#","data":"#;
+const RESPONSE_END: &[u8] = b"}";
+const ERROR_END: &[u8] = b"}}";
+/// The start of a notification; the method name follows.
+const NOTIFICATION_START: &[u8] = br#"{"jsonrpc":"2.0","method":"#;
+const PARAMS_MEMBER: &[u8] = br#","params":"#;
+
+/// `JsonRpcError`, from `rpcwire._types`.
+pub(crate) fn json_rpc_error(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    JSON_RPC_ERROR.import(py, "rpcwire._types", "JsonRpcError")
+}
+
+fn start(out: &mut Vec<u8>, id: &Id<'_>) {
+    out.extend_from_slice(RESPONSE_START);
+    id.write_json(out);
+}
+
+/// Append an error answer of the transport's own (no `data`); `None` is `id: null`.
+pub(crate) fn standard_error(out: &mut Vec<u8>, id: Option<&Id<'_>>, error: StandardError) {
+    start(out, id.unwrap_or(&Id::Null));
+    standard_error_member(out, error);
+    out.extend_from_slice(ERROR_END);
+}
+
+/// `,"error":{"code":…,"message":…`, for one of the transport's own errors.
+fn standard_error_member(out: &mut Vec<u8>, error: StandardError) {
+    out.extend_from_slice(ERROR_MEMBER);
+    out.extend_from_slice(itoa::Buffer::new().format(error.code()).as_bytes());
+    out.extend_from_slice(MESSAGE_MEMBER);
+    write_escaped_str(out, error.message().as_bytes());
+}
+
+/// Append a success answer; if `result` cannot be encoded, `out` is left as it was and the
+/// encoder's error is returned (what `write_response` raises).
+pub(crate) fn success(out: &mut Vec<u8>, id: &Id<'_>, result: &Bound<'_, PyAny>) -> PyResult<()> {
+    whole(out, |out| {
+        start(out, id);
+        out.extend_from_slice(RESULT_MEMBER);
+        codec::encode(out, result)?;
+        out.extend_from_slice(RESPONSE_END);
+        Ok(())
+    })
+}
+
+/// Run `write`, and if it fails, take back what it appended.
+fn whole(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>) -> PyResult<()>) -> PyResult<()> {
+    let mark = out.len();
+    let written = write(out);
+    if written.is_err() {
+        out.truncate(mark);
+    }
+    written
+}
+
+/// Append the answer to a handler that returned `result`: a success answer, or -32603 if it
+/// cannot be encoded (a `BaseException` that is not an `Exception` is returned as `Err`).
+pub(crate) fn result(out: &mut Vec<u8>, id: &Id<'_>, result: &Bound<'_, PyAny>) -> PyResult<()> {
+    let mark = out.len();
+    start(out, id);
+    out.extend_from_slice(RESULT_MEMBER);
+    if let Err(error) = codec::encode(out, result) {
+        out.truncate(mark);
+        return encode_failure(out, id, error, result.py());
+    }
+    out.extend_from_slice(RESPONSE_END);
+    Ok(())
+}
+
+/// Append an error answer; the `data` member is left out when `data` is `None`. If something
+/// cannot be encoded, `out` is left as it was and the encoder's error is returned (what
+/// `write_error` raises).
+pub(crate) fn error(
+    out: &mut Vec<u8>,
+    id: &Id<'_>,
+    code: &Bound<'_, PyAny>,
+    message: &Bound<'_, PyAny>,
+    data: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    whole(out, |out| {
+        start(out, id);
+        out.extend_from_slice(ERROR_MEMBER);
+        codec::encode(out, code)?;
+        out.extend_from_slice(MESSAGE_MEMBER);
+        codec::encode(out, message)?;
+        if let Some(data) = data.filter(|data| !data.is_none()) {
+            out.extend_from_slice(DATA_MEMBER);
+            codec::encode(out, data)?;
+        }
+        out.extend_from_slice(ERROR_END);
+        Ok(())
+    })
+}
+
+/// Append the answer to a handler that raised `exception`: a `JsonRpcError`'s own code, message
+/// and data; -32603 with the exception's class name and text for anything else, for a
+/// `JsonRpcError` that cannot be read, and for data that cannot be encoded.
+pub(crate) fn exception(out: &mut Vec<u8>, id: &Id<'_>, exception: &Bound<'_, PyBaseException>) -> PyResult<()> {
+    match application_error(exception)? {
+        Some((code, message, data)) => error(out, id, &code, &message, data.as_ref())
+            .or_else(|error| encode_failure(out, id, error, exception.py())),
+        None => internal_error(out, id, exception),
+    }
+}
+
+/// -32603 for an answer whose result or data failed to encode with `error`; an error that is not
+/// an `Exception` (`KeyboardInterrupt` in a list subclass's `__iter__`) is returned instead.
+fn encode_failure(out: &mut Vec<u8>, id: &Id<'_>, error: PyErr, py: Python<'_>) -> PyResult<()> {
+    if !error.is_instance_of::<PyException>(py) {
+        return Err(error);
+    }
+    internal_error(out, id, error.value(py))
+}
+
+/// A `JsonRpcError`'s `code`, `message` and `data` (if any).
+type ApplicationError<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>, Option<Bound<'py, PyAny>>);
+
+/// The `code`, `message` and `data` of a `JsonRpcError`, if it is one with an `int` code and a
+/// `str` message; any other exception is answered as an internal error, and so is one whose
+/// `code`, `message` or `data` cannot be read (a property that raises).
+fn application_error<'py>(exception: &Bound<'py, PyBaseException>) -> PyResult<Option<ApplicationError<'py>>> {
+    let py = exception.py();
+    if !exception.is_instance(json_rpc_error(py)?)? {
+        return Ok(None);
+    }
+    let read = || -> PyResult<Option<ApplicationError<'py>>> {
+        let code = exception.getattr_opt(intern!(py, "code"))?;
+        let message = exception.getattr_opt(intern!(py, "message"))?;
+        match (code, message) {
+            (Some(code), Some(message))
+                if code.is_instance_of::<PyInt>()
+                    && !code.is_instance_of::<PyBool>()
+                    && message.is_instance_of::<PyString>() =>
+            {
+                let data = exception.getattr_opt(intern!(py, "data"))?;
+                Ok(Some((code, message, data)))
+            }
+            _ => Ok(None),
+        }
+    };
+    match read() {
+        Err(error) if error.is_instance_of::<PyException>(py) => {
+            log::debug(py, "an error's code, message or data could not be read", error.value(py))?;
+            Ok(None)
+        }
+        other => other,
+    }
+}
+
+/// Append -32603 "Internal error" with `data: {"exception": <class name>, "detail": str(exception)}`.
+fn internal_error(out: &mut Vec<u8>, id: &Id<'_>, exception: &Bound<'_, PyBaseException>) -> PyResult<()> {
+    let py = exception.py();
+    let name = exception.get_type().name()?;
+    let detail = match exception.str() {
+        Ok(detail) => detail,
+        Err(error) if error.is_instance_of::<PyException>(py) => {
+            PyString::new(py, &format!("<unprintable {name} object>"))
+        }
+        Err(error) => return Err(error),
+    };
+    start(out, id);
+    standard_error_member(out, StandardError::Internal);
+    out.extend_from_slice(DATA_MEMBER);
+    out.extend_from_slice(br#"{"exception":"#);
+    codec::encode_str(out, &name)?;
+    out.extend_from_slice(br#","detail":"#);
+    codec::encode_str(out, &detail)?;
+    out.extend_from_slice(b"}}}");
+    Ok(())
+}
+
+/// Append a notification (no `id`); the `params` member is left out when `params` is `None`. If
+/// something cannot be encoded, the encoder's error is returned (what `write_notification` raises)
+/// and `out` is left as it was.
+pub(crate) fn notification(
+    out: &mut Vec<u8>,
+    method: &Bound<'_, PyAny>,
+    params: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    whole(out, |out| {
+        out.extend_from_slice(NOTIFICATION_START);
+        codec::encode(out, method)?;
+        if let Some(params) = params.filter(|params| !params.is_none()) {
+            out.extend_from_slice(PARAMS_MEMBER);
+            codec::encode(out, params)?;
+        }
+        out.extend_from_slice(RESPONSE_END);
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{standard_error, StandardError};
+    use crate::envelope::Id;
+    use crate::json::JsonStr;
+
+    #[test]
+    fn standard_errors_have_no_data() {
+        let mut out = Vec::new();
+        standard_error(
+            &mut out,
+            Some(&Id::String(JsonStr { raw: "x", escaped: false })),
+            StandardError::InvalidRequest,
+        );
+        assert_eq!(out, br#"{"jsonrpc":"2.0","id":"x","error":{"code":-32600,"message":"Invalid Request"}}"#);
+        out.clear();
+        standard_error(&mut out, None, StandardError::Parse);
+        assert_eq!(out, br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#);
+    }
+
+    #[test]
+    fn an_encoded_id_is_written_as_is() {
+        let mut out = Vec::new();
+        standard_error(&mut out, Some(&Id::Json(b"1e3")), StandardError::Internal);
+        assert_eq!(out, br#"{"jsonrpc":"2.0","id":1e3,"error":{"code":-32603,"message":"Internal error"}}"#);
+    }
+}

@@ -1,0 +1,235 @@
+//! Requests as Python receives them: one line read into the answer the transport gives itself or
+//! the requests it holds (shared by `serve`'s dispatch and `StdioTransport._read_message`), the
+//! `Request` objects `_read_message` and `parse_request` return, and `parse_request`.
+//!
+//! A line is checked and its `params` decoded in one pass (`envelope::parse_message_with` with the
+//! codec's reader). What the transport answers without a handler (-32700, an empty batch, a batch
+//! over `max_batch`, an invalid message or batch entry, a line over `max_message_bytes`) is built
+//! here, with its detail logged at DEBUG, so that both paths write the same bytes and log the same.
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyList, PyString, PyType};
+
+use crate::answer::{self, StandardError};
+use crate::codec;
+use crate::envelope::{self, Call, Entry, Id, Limits, Message};
+use crate::errors::Error;
+use crate::json::Scanner;
+use crate::log;
+use crate::strings::StringCache;
+
+static REQUEST: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// One message or batch entry, its `params` decoded.
+pub(crate) type PyEntry<'a, 'py> = Entry<'a, Bound<'py, PyAny>>;
+
+/// A line, read.
+pub(crate) enum Read<'a, 'py> {
+    /// Answered by the transport itself (a parse error, an empty batch, a batch over `max_batch`):
+    /// the answer was appended to `out`.
+    Answered,
+    Single(PyEntry<'a, 'py>),
+    /// A batch of at least one entry.
+    Batch(Vec<PyEntry<'a, 'py>>),
+}
+
+/// Read one line (not blank): check it, decode its `params` (object keys from `strings` when it
+/// is given), and answer it into `out` if the transport answers it as a whole.
+pub(crate) fn read_line<'a, 'py>(
+    py: Python<'py>,
+    line: &'a [u8],
+    limits: Limits,
+    mut strings: Option<&mut StringCache>,
+    out: &mut Vec<u8>,
+) -> PyResult<Read<'a, 'py>> {
+    let parsed = match std::str::from_utf8(line) {
+        Ok(text) => {
+            let read_params = |scanner: &mut Scanner<'a>| codec::decode_value(py, scanner, strings.as_deref_mut());
+            match envelope::parse_message_with(text, limits, read_params) {
+                Err(Error::Python(error)) => return Err(error),
+                Err(Error::Syntax(error)) => Err(error.to_string()),
+                Ok(parsed) => Ok(parsed),
+            }
+        }
+        Err(error) => Err(format!("invalid UTF-8: {error}")),
+    };
+    let parsed = match parsed {
+        Ok(parsed) if codec::exceeds_int_digit_limit(py, parsed.longest_integer)? => {
+            Err(format!("an integer with {} digits exceeds sys.get_int_max_str_digits()", parsed.longest_integer))
+        }
+        other => other,
+    };
+    let message = match parsed {
+        Ok(parsed) => parsed.message,
+        Err(detail) => {
+            log::debug(py, "parse error", detail)?;
+            answer::standard_error(out, None, StandardError::Parse);
+            return Ok(Read::Answered);
+        }
+    };
+    match message {
+        Message::Single(entry) => Ok(Read::Single(entry)),
+        Message::Batch(entries) if entries.is_empty() => {
+            answer_invalid(py, None, "empty batch", out)?;
+            Ok(Read::Answered)
+        }
+        Message::Batch(entries) => Ok(Read::Batch(entries)),
+        Message::BatchOverLimit => {
+            let max_batch = limits.max_batch.unwrap_or_default();
+            let reason = format!("a batch of more than max_batch ({max_batch}) entries");
+            answer_invalid(py, None, &reason, out)?;
+            Ok(Read::Answered)
+        }
+    }
+}
+
+/// Append the -32600 answer to an invalid message (`id` is its id, if that was valid), and log why.
+pub(crate) fn answer_invalid(py: Python<'_>, id: Option<&Id<'_>>, reason: &str, out: &mut Vec<u8>) -> PyResult<()> {
+    log::debug(py, "invalid request", reason)?;
+    answer::standard_error(out, id, StandardError::InvalidRequest);
+    Ok(())
+}
+
+/// Append the answer to a line longer than `max_message_bytes`, already discarded: -32600 if it
+/// opened an object or an array (a message, too large to accept), -32700 if it did not look like
+/// JSON at all.
+pub(crate) fn answer_too_long(
+    py: Python<'_>,
+    looks_like_json: bool,
+    max_message_bytes: usize,
+    out: &mut Vec<u8>,
+) -> PyResult<()> {
+    let (error, what) = if looks_like_json {
+        (StandardError::InvalidRequest, "invalid request")
+    } else {
+        (StandardError::Parse, "parse error")
+    };
+    log::debug(py, what, format_args!("a line longer than max_message_bytes ({max_message_bytes})"))?;
+    answer::standard_error(out, None, error);
+    Ok(())
+}
+
+/// What `StdioTransport._read_message` returns for a line (not blank): the transport's own answer
+/// as `bytes`, a `Request`, or for a batch a `list` of a `Request` per valid entry and the answer's
+/// `bytes` per invalid one, in order.
+pub(crate) fn message_object<'py>(
+    py: Python<'py>,
+    line: &[u8],
+    limits: Limits,
+    mut strings: Option<&mut StringCache>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut out = Vec::new();
+    let mut entry_object = |entry: PyEntry<'_, 'py>, strings: Option<&mut StringCache>| match entry {
+        Entry::Call(call) => request_object(py, call, strings),
+        Entry::Invalid { id, reason } => {
+            out.clear();
+            answer_invalid(py, id.as_ref(), reason, &mut out)?;
+            Ok(PyBytes::new(py, &out).into_any())
+        }
+    };
+    let mut answer = Vec::new();
+    match read_line(py, line, limits, strings.as_deref_mut(), &mut answer)? {
+        Read::Answered => Ok(PyBytes::new(py, &answer).into_any()),
+        Read::Single(entry) => entry_object(entry, strings),
+        Read::Batch(entries) => {
+            let items = entries
+                .into_iter()
+                .map(|entry| entry_object(entry, strings.as_deref_mut()))
+                .collect::<PyResult<Vec<_>>>()?;
+            Ok(PyList::new(py, items)?.into_any())
+        }
+    }
+}
+
+/// A `Request` for a valid message: the method from `strings` when it is given, the id as
+/// `json.loads` gives it and as an answer writes it (`id_json`).
+fn request_object<'py>(
+    py: Python<'py>,
+    call: Call<'_, Bound<'py, PyAny>>,
+    strings: Option<&mut StringCache>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let method = codec::decode_str(py, call.method, strings)?;
+    let params = call.params.unwrap_or_else(|| py.None().into_bound(py));
+    let (id, id_json) = match &call.id {
+        Some(id) => {
+            let mut json = Vec::new();
+            id.write_json(&mut json);
+            (id_to_python(py, id)?, PyBytes::new(py, &json).into_any())
+        }
+        None => (py.None().into_bound(py), py.None().into_bound(py)),
+    };
+    let is_notification = PyBool::new(py, call.id.is_none()).to_owned().into_any();
+    // Positional, in the order of the dataclass's fields: no keyword dict to build.
+    REQUEST.import(py, "rpcwire._types", "Request")?.call1((method, params, id, is_notification, id_json))
+}
+
+/// A request's id as `json.loads` would give it (`1e3` is `1000.0`).
+fn id_to_python<'py>(py: Python<'py>, id: &Id<'_>) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match id {
+        Id::Null => py.None().into_bound(py),
+        Id::Number(text) if text.contains(['.', 'e', 'E']) => codec::float_from_json(py, text)?,
+        Id::Number(digits) => codec::int_from_json(py, digits)?,
+        Id::String(text) => codec::decode_str(py, *text, None)?.into_any(),
+        Id::Json(json) => codec::decode(py, &String::from_utf8_lossy(json), 1, None)?,
+    })
+}
+
+/// Parse one JSON-RPC message (not a batch): `(Request, None)`, or `(None, error_response)` where
+/// the error response is the answer as a dict, ready to write.
+#[pyfunction]
+pub(crate) fn parse_request<'py>(
+    py: Python<'py>,
+    raw: &Bound<'py, PyAny>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let none = || py.None().into_bound(py);
+    let bytes = if let Ok(text) = raw.cast::<PyString>() {
+        // A `str` holding lone surrogates has no UTF-8 form: it is not a JSON text on any wire.
+        text.to_str().map(|text| text.as_bytes().to_vec()).ok()
+    } else if let Ok(bytes) = raw.cast::<PyBytes>() {
+        Some(bytes.as_bytes().to_vec())
+    } else if let Ok(array) = raw.cast::<PyByteArray>() {
+        Some(array.to_vec())
+    } else {
+        return Err(pyo3::exceptions::PyTypeError::new_err("parse_request takes str or bytes"));
+    };
+    let parsed = bytes
+        .as_deref()
+        .and_then(|bytes| std::str::from_utf8(bytes).ok())
+        .and_then(|text| envelope::parse_message(text, Limits { max_batch: None, ..Limits::default() }).ok());
+    let parsed = match parsed {
+        Some(parsed) if !codec::exceeds_int_digit_limit(py, parsed.longest_integer)? => parsed,
+        _ => return Ok((none(), error_response(py, none(), StandardError::Parse)?)),
+    };
+    let entry = match parsed.message {
+        Message::Single(entry) => entry,
+        Message::Batch(_) | Message::BatchOverLimit => {
+            return Ok((none(), error_response(py, none(), StandardError::InvalidRequest)?))
+        }
+    };
+    match entry {
+        Entry::Invalid { id, reason } => {
+            log::debug(py, "invalid request", reason)?;
+            let id = id.as_ref().map_or_else(|| Ok(none()), |id| id_to_python(py, id))?;
+            Ok((none(), error_response(py, id, StandardError::InvalidRequest)?))
+        }
+        Entry::Call(Call { method, params, id }) => {
+            let params = match params {
+                Some(text) => Some(codec::decode(py, text, usize::from(envelope::DEFAULT_MAX_DEPTH), None)?),
+                None => None,
+            };
+            Ok((request_object(py, Call { method, params, id }, None)?, none()))
+        }
+    }
+}
+
+fn error_response<'py>(py: Python<'py>, id: Bound<'py, PyAny>, error: StandardError) -> PyResult<Bound<'py, PyAny>> {
+    let body = PyDict::new(py);
+    body.set_item("code", error.code())?;
+    body.set_item("message", error.message())?;
+    let response = PyDict::new(py);
+    response.set_item("jsonrpc", "2.0")?;
+    response.set_item("id", id)?;
+    response.set_item("error", body)?;
+    Ok(response.into_any())
+}
