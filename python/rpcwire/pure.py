@@ -156,11 +156,16 @@ def _encode_capped(value: Any, payload: Any) -> str:
 
 def _plain_nesting_reaches(value: Any, depth: int) -> tuple[bool, bool]:
     """Whether the lists, tuples and dicts of ``value`` (not their subclasses, which are not looked
-    into) nest ``depth`` levels or deeper below it, and whether it holds such a subclass."""
+    into) nest ``depth`` levels or deeper below it, and whether it holds such a subclass. A container
+    met again inside itself is where ``json`` and the native encoder stop ("Circular reference")."""
     opaque = False
-    stack = [(value, 0)]
+    on_path: set[int] = set()
+    stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, level = stack.pop()
+        if item is _END:  # the walk leaves the container whose id is ``level``
+            on_path.discard(level)
+            continue
         kind = type(item)
         if kind is list or kind is tuple:
             children: Any = item
@@ -169,8 +174,12 @@ def _plain_nesting_reaches(value: Any, depth: int) -> tuple[bool, bool]:
         else:
             opaque = opaque or isinstance(item, (list, tuple, dict))
             continue
+        if id(item) in on_path:
+            continue
         if level >= depth:
             return True, opaque
+        on_path.add(id(item))
+        stack.append((_END, id(item)))
         stack.extend((child, level + 1) for child in children)
     return False, opaque
 
