@@ -37,7 +37,7 @@ import logging
 import queue
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from rpcwire._types import JsonRpcError, Request, RequestCancelled
@@ -377,6 +377,24 @@ class _Batch:
             self._transport._write_line(line)
 
 
+def _requests(
+    transport: Any, message: Any, write: Callable[[bytes | None], None]
+) -> Iterator[tuple[Request, Callable[[bytes | None], None]]]:
+    """The requests one message read holds, each with where its answer goes; the transport's own
+    answers (a -32700, an invalid entry) are written or put in their batch on the way."""
+    if isinstance(message, bytes):
+        transport._write_line(message)
+    elif isinstance(message, Request):
+        yield message, write
+    else:
+        batch = _Batch(transport, len(message))
+        for index, entry in enumerate(message):
+            if isinstance(entry, bytes):
+                batch.put(index, entry)
+            else:
+                yield entry, functools.partial(batch.put, index)
+
+
 class _ThreadServer:
     """``max_concurrency=N > 1`` on threads: the calling thread reads, N workers run requests."""
 
@@ -393,17 +411,8 @@ class _ThreadServer:
         workers = _Workers(self.max_concurrency)
         try:
             while not self.failures and (message := self.transport._read_message()) is not None:
-                if isinstance(message, bytes):
-                    self.transport._write_line(message)
-                elif isinstance(message, Request):
-                    self.dispatch(message, self.write, workers)
-                else:
-                    batch = _Batch(self.transport, len(message))
-                    for index, entry in enumerate(message):
-                        if isinstance(entry, bytes):
-                            batch.put(index, entry)
-                        else:
-                            self.dispatch(entry, functools.partial(batch.put, index), workers)
+                for request, deliver in _requests(self.transport, message, self.write):
+                    self.dispatch(request, deliver, workers)
             for _ in range(2 * self.max_concurrency):  # end of input: wait for what is in flight
                 self.admitted.acquire()
         except BaseException:
@@ -482,17 +491,8 @@ class _AsyncServer:
                 self.read_ahead.release()
                 if isinstance(message, BaseException):
                     raise message
-                if isinstance(message, bytes):
-                    self.transport._write_line(message)
-                elif isinstance(message, Request):
-                    await self.dispatch(message, self.write)
-                else:
-                    batch = _Batch(self.transport, len(message))
-                    for index, entry in enumerate(message):
-                        if isinstance(entry, bytes):
-                            batch.put(index, entry)
-                        else:
-                            await self.dispatch(entry, functools.partial(batch.put, index))
+                for request, deliver in _requests(self.transport, message, self.write):
+                    await self.dispatch(request, deliver)
             if self.tasks:
                 await asyncio.gather(*self.tasks)
         except BaseException:
