@@ -36,6 +36,7 @@ import inspect
 import logging
 import queue
 import re
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -508,6 +509,11 @@ class _AsyncServer:
 
     def read(self) -> None:
         """On the reader thread: at most ``_READ_AHEAD`` messages ahead of what the loop has taken."""
+        # Interrupted (Ctrl-C), the process exits while this thread is still blocked in a read, holding
+        # the input's buffer lock; the interpreter would then abort ("could not acquire lock for
+        # <stdin> at interpreter shutdown") closing sys.stdin on its way out. Holding the standard
+        # streams here keeps them alive, so they are never closed under this thread.
+        standard_streams = (sys.stdin, sys.__stdin__)  # noqa: F841
         try:
             while True:
                 self.read_ahead.acquire()
