@@ -69,11 +69,6 @@ def _valid_traceparent(value: Any) -> str | None:
     return value
 
 
-def _meta(params: Any) -> dict[str, Any]:
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    return meta if isinstance(meta, dict) else {}
-
-
 def _id_key(id_: Any) -> tuple[bool, Any]:
     """Ids compare as JSON values: ``1`` and ``1.0`` are one id, ``1`` and ``"1"`` two."""
     return (isinstance(id_, str), id_)
@@ -82,45 +77,41 @@ def _id_key(id_: Any) -> tuple[bool, Any]:
 class RequestContext:
     """The request a handler is serving (see :func:`current_request`). Immutable but for ``cancelled``."""
 
-    __slots__ = (
-        "_cancel_dialect",
-        "_done",
-        "_lsp_begun",
-        "_task",
-        "_token",
-        "_traceparent",
-        "_transport",
-        "id",
-        "is_notification",
-        "method",
-    )
-
-    id: Any
-    method: str
-    is_notification: bool
+    __slots__ = ("_cancel_dialect", "_done", "_lsp_begun", "_request", "_task", "_token", "_traceparent", "_transport")
 
     def __init__(self, request: Request, transport: Any) -> None:
-        self.id = request.id
-        self.method = request.method
-        self.is_notification = request.is_notification
+        self._request = request
         self._transport = transport
-        meta = _meta(request.params)
-        if "progressToken" in meta:
-            self._token: tuple[str, Any] | None = ("mcp", meta["progressToken"])
-        elif isinstance(request.params, dict) and "workDoneToken" in request.params:
-            self._token = ("lsp", request.params["workDoneToken"])
-        else:
-            self._token = None
-        self._traceparent = _valid_traceparent(meta.get("traceparent"))
+        self._token: tuple[str, Any] | None = None
+        self._traceparent: str | None = None
+        params = request.params
+        if type(params) is dict:  # the token and the trace context are looked for only where they can be
+            meta = params.get("_meta")
+            if type(meta) is dict:
+                if "progressToken" in meta:
+                    self._token = ("mcp", meta["progressToken"])
+                self._traceparent = _valid_traceparent(meta.get("traceparent"))
+            if self._token is None and "workDoneToken" in params:
+                self._token = ("lsp", params["workDoneToken"])
         self._cancel_dialect: str | None = None
         self._lsp_begun = False
         self._done = False
         self._task: asyncio.Task[Any] | None = None
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in ("id", "method", "is_notification") and hasattr(self, name):
-            raise AttributeError(f"RequestContext.{name} is read-only")
-        object.__setattr__(self, name, value)
+    @property
+    def id(self) -> Any:
+        """The request's id (``None`` for a notification)."""
+        return self._request.id
+
+    @property
+    def method(self) -> str:
+        """The method called."""
+        return self._request.method
+
+    @property
+    def is_notification(self) -> bool:
+        """Whether the request has no id (no answer will be written)."""
+        return self._request.is_notification
 
     def __repr__(self) -> str:
         return f"RequestContext(id={self.id!r}, method={self.method!r}, cancelled={self.cancelled})"
@@ -403,8 +394,12 @@ class _ThreadServer:
         self.handler = handler
         self.transport = transport
         self.max_concurrency = max_concurrency
-        # Read and not yet answered: N running and N waiting for a worker, at most.
-        self.admitted = threading.BoundedSemaphore(2 * max_concurrency)
+        # Read and not yet answered: N running and N waiting for a worker, at most. A token each, in a
+        # SimpleQueue: taking and giving one back costs 56 ns against 1.25 µs for a BoundedSemaphore,
+        # and waiting for one is interrupted by SIGINT alike.
+        self.admitted: queue.SimpleQueue[None] = queue.SimpleQueue()
+        for _ in range(2 * max_concurrency):
+            self.admitted.put(None)
         self.in_flight = _InFlight()
         self.failures: list[BaseException] = []
 
@@ -415,7 +410,7 @@ class _ThreadServer:
                 for request, deliver in _requests(self.transport, message, self.write):
                     self.dispatch(request, deliver, workers)
             for _ in range(2 * self.max_concurrency):  # end of input: wait for what is in flight
-                self.admitted.acquire()
+                self.admitted.get()
         except BaseException:
             for context in self.in_flight.contexts():
                 context._cancel("lsp")
@@ -435,7 +430,7 @@ class _ThreadServer:
                 _call(self.transport, request, self.handler, RequestContext(request, self.transport))
             deliver(None)
             return
-        self.admitted.acquire()  # 2N read and unanswered: reading pauses
+        self.admitted.get()  # 2N read and unanswered: reading pauses
         context = RequestContext(request, self.transport)
         self.in_flight.add(context)
         workers.submit(functools.partial(self.run, request, context, deliver))
@@ -447,7 +442,7 @@ class _ThreadServer:
             self.failures.append(exc)
         finally:
             self.in_flight.remove(context)
-            self.admitted.release()
+            self.admitted.put(None)
 
 
 # --- asyncio ---------------------------------------------------------------------------------------
