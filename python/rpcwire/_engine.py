@@ -351,11 +351,61 @@ class _Workers:
             self._jobs.put(None)
 
 
+class _AnswerWriter:
+    """The answers of the concurrent modes go out through one thread of their own, which never waits
+    for a handler: what finished while it was writing goes out together in the next ``write``.
+
+    Workers (and the event loop) only hand their answer over, so neither contends for the output nor
+    blocks on a full pipe; a burst of answers costs one ``write`` and one ``flush``, not one each.
+    A request's own notifications (progress) are written at once by its handler, so they always
+    precede its answer. If writing fails, the failure is kept for ``serve`` to raise.
+    """
+
+    def __init__(self, transport: Any) -> None:
+        self._transport = transport
+        self._pending: list[bytes] = []
+        self._ready = threading.Condition(threading.Lock())
+        self._closed = False
+        self.failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="rpcwire-writer", daemon=True)
+        self._thread.start()
+
+    def put(self, answer: bytes | None) -> None:
+        if answer is None:
+            return
+        with self._ready:
+            self._pending.append(answer)
+            if len(self._pending) == 1:
+                self._ready.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._ready:
+                while not self._pending and not self._closed:
+                    self._ready.wait()
+                answers, self._pending = self._pending, []
+            if not answers:
+                return
+            if self.failure is None:  # after a failure, nothing more is written
+                try:
+                    self._transport._write_line(b"\n".join(answers))
+                except BaseException as exc:
+                    self.failure = exc
+
+    def close(self, *, wait: bool) -> None:
+        """Write what is pending, then stop; ``wait``: until it is written (not when interrupted)."""
+        with self._ready:
+            self._closed = True
+            self._ready.notify()
+        if wait:
+            self._thread.join()
+
+
 class _Batch:
     """The answers of one batch's entries; the array line is written when the last one is in."""
 
-    def __init__(self, transport: Any, count: int) -> None:
-        self._transport = transport
+    def __init__(self, write: Callable[[bytes | None], None], count: int) -> None:
+        self._write = write
         self._answers: list[bytes | None] = [None] * count
         self._left = count
         self._lock = threading.Lock()
@@ -365,21 +415,21 @@ class _Batch:
             self._answers[index] = answer
             self._left -= 1
             done = self._left == 0
-        if done and (line := _batch_line(self._answers)) is not None:
-            self._transport._write_line(line)
+        if done:
+            self._write(_batch_line(self._answers))
 
 
 def _requests(
-    transport: Any, message: Any, write: Callable[[bytes | None], None]
+    message: Any, write: Callable[[bytes | None], None]
 ) -> Iterator[tuple[Request, Callable[[bytes | None], None]]]:
     """The requests one message read holds, each with where its answer goes; the transport's own
     answers (a -32700, an invalid entry) are written or put in their batch on the way."""
     if isinstance(message, bytes):
-        transport._write_line(message)
+        write(message)
     elif isinstance(message, Request):
         yield message, write
     else:
-        batch = _Batch(transport, len(message))
+        batch = _Batch(write, len(message))
         for index, entry in enumerate(message):
             if isinstance(entry, bytes):
                 batch.put(index, entry)
@@ -405,24 +455,28 @@ class _ThreadServer:
 
     def serve(self) -> None:
         workers = _Workers(self.max_concurrency)
+        writer = _AnswerWriter(self.transport)
         try:
-            while not self.failures and (message := self.transport._read_message()) is not None:
-                for request, deliver in _requests(self.transport, message, self.write):
+            while not self.failures and writer.failure is None:
+                message = self.transport._read_message()
+                if message is None:
+                    break
+                for request, deliver in _requests(message, writer.put):
                     self.dispatch(request, deliver, workers)
             for _ in range(2 * self.max_concurrency):  # end of input: wait for what is in flight
                 self.admitted.get()
         except BaseException:
             for context in self.in_flight.contexts():
                 context._cancel("lsp")
+            writer.close(wait=False)
             raise
         finally:
             workers.stop()
+        writer.close(wait=True)
+        if writer.failure is not None:
+            raise writer.failure
         if self.failures:
             raise self.failures[0]
-
-    def write(self, answer: bytes | None) -> None:
-        if answer is not None:
-            self.transport._write_line(answer)
 
     def dispatch(self, request: Request, deliver: Callable[[bytes | None], None], workers: _Workers) -> None:
         if request.is_notification:  # on this thread, before anything after it is read
@@ -482,12 +536,13 @@ class _AsyncServer:
     async def serve(self) -> None:
         reader = threading.Thread(target=self.read, name="rpcwire-reader", daemon=True)
         reader.start()
+        writer = _AnswerWriter(self.transport)  # the loop never blocks on a full pipe
         try:
-            while (message := await self.messages.get()) is not _ENDED:
+            while writer.failure is None and (message := await self.messages.get()) is not _ENDED:
                 self.read_ahead.release()
                 if isinstance(message, BaseException):
                     raise message
-                for request, deliver in _requests(self.transport, message, self.write):
+                for request, deliver in _requests(message, writer.put):
                     await self.dispatch(request, deliver)
             if self.tasks:
                 await asyncio.gather(*self.tasks)
@@ -496,11 +551,15 @@ class _AsyncServer:
                 task.cancel()
             for context in self.in_flight.contexts():
                 context._cancel("lsp")
+            writer.close(wait=False)
             raise
         finally:
             for workers in (self.workers, self.notification_worker):
                 if workers is not None:
                     workers.stop()
+        await asyncio.get_running_loop().run_in_executor(None, functools.partial(writer.close, wait=True))
+        if writer.failure is not None:
+            raise writer.failure
 
     def read(self) -> None:
         """On the reader thread: at most ``_READ_AHEAD`` messages ahead of what the loop has taken."""
@@ -519,10 +578,6 @@ class _AsyncServer:
         except BaseException as exc:
             with contextlib.suppress(RuntimeError):  # the loop is gone
                 self.loop.call_soon_threadsafe(self.messages.put_nowait, exc)
-
-    def write(self, answer: bytes | None) -> None:
-        if answer is not None:
-            self.transport._write_line(answer)
 
     async def dispatch(self, request: Request, deliver: Callable[[bytes | None], None]) -> None:
         if request.is_notification:  # awaited here, before anything after it is dispatched
