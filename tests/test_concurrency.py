@@ -297,7 +297,7 @@ def test_unknown_and_finished_ids_are_ignored_and_cancellations_never_reach_the_
         seen.append(method)
         return params
 
-    data = request("m", [1], id=1) + cancel_lsp(99) + cancel_mcp("nope") + cancel_lsp({"bad": 1})
+    data = request("m", [1], id=1) + cancel_lsp(99) + cancel_mcp("nope") + cancel_lsp({"bad": 1}) + cancel_lsp(True)
     data += request("$/cancelRequest", None, id=...) + request("m", [2], id=2)
     out = serve_in(mode, impl, handler, data, n=2)
     assert by_id(out) == {1: ok(1, [1]), 2: ok(2, [2])}

@@ -317,7 +317,7 @@ class _InFlight:
         else:
             return False
         params = request.params
-        if isinstance(params, dict) and key in params and isinstance(params[key], (str, int, float)):
+        if isinstance(params, dict) and key in params and type(params[key]) in (str, int, float):  # not a bool
             with self._lock:
                 context = self._by_id.get(_id_key(params[key]))
             if context is not None:  # unknown and finished ids are ignored
