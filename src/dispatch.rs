@@ -16,6 +16,7 @@ use pyo3::types::{IntoPyDict, PyString};
 
 use crate::answer;
 use crate::codec;
+use crate::current;
 use crate::envelope::{Entry, Limits};
 use crate::log;
 use crate::request::{self, PyEntry, Read};
@@ -24,19 +25,26 @@ use crate::strings::StringCache;
 /// What runs just before each handler call.
 pub(crate) type BeforeCall<'a> = &'a mut dyn FnMut() -> PyResult<()>;
 
+/// Who answers: the handler, the transport it is called for (`current_request()` finds it), and
+/// what runs before each call.
+pub(crate) struct Caller<'a, 'py> {
+    pub(crate) transport: &'a Bound<'py, PyAny>,
+    pub(crate) handler: &'a Bound<'py, PyAny>,
+    pub(crate) before_call: BeforeCall<'a>,
+}
+
 /// Answer one line (not blank) into `out`; `Ok(false)` if it needs no answer (notifications only).
 pub(crate) fn answer_line(
     py: Python<'_>,
     line: &[u8],
-    handler: &Bound<'_, PyAny>,
+    caller: &mut Caller<'_, '_>,
     limits: Limits,
     strings: &mut StringCache,
-    before_call: BeforeCall<'_>,
     out: &mut Vec<u8>,
 ) -> PyResult<bool> {
     let entries = match request::read_line(py, line, limits, Some(&mut *strings), out)? {
         Read::Answered => return Ok(true),
-        Read::Single(entry) => return answer_entry(py, entry, handler, strings, before_call, out),
+        Read::Single(entry) => return answer_entry(py, entry, caller, strings, out),
         Read::Batch(entries) => entries,
     };
     out.push(b'[');
@@ -46,7 +54,7 @@ pub(crate) fn answer_line(
         if mark > first {
             out.push(b',');
         }
-        if !answer_entry(py, entry, handler, strings, before_call, out)? {
+        if !answer_entry(py, entry, caller, strings, out)? {
             out.truncate(mark);
         }
     }
@@ -62,9 +70,8 @@ pub(crate) fn answer_line(
 fn answer_entry<'py>(
     py: Python<'py>,
     entry: PyEntry<'_, 'py>,
-    handler: &Bound<'py, PyAny>,
+    caller: &mut Caller<'_, '_>,
     strings: &mut StringCache,
-    before_call: BeforeCall<'_>,
     out: &mut Vec<u8>,
 ) -> PyResult<bool> {
     let call = match entry {
@@ -76,8 +83,11 @@ fn answer_entry<'py>(
     };
     let method = codec::decode_str(py, call.method, Some(strings))?;
     let params = call.params.unwrap_or_else(|| py.None().into_bound(py));
-    before_call()?;
-    let outcome = handler.call1((&method, params));
+    (caller.before_call)()?;
+    // `current_request()` finds the call here, and its context is finished before the answer.
+    let calling = current::Calling::enter(&method, &params, call.id.as_ref(), caller.transport);
+    let outcome = caller.handler.call1((&method, &params));
+    calling.finish(py)?;
     let Some(id) = &call.id else {
         if let Err(error) = outcome {
             log_notification_failure(py, &method, error)?;

@@ -151,7 +151,17 @@ fn request_object<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let method = codec::decode_str(py, call.method, strings)?;
     let params = call.params.unwrap_or_else(|| py.None().into_bound(py));
-    let (id, id_json) = match &call.id {
+    request_from_parts(py, method, params, call.id.as_ref())
+}
+
+/// A `Request` from its method, params and id (`None` for a notification).
+pub(crate) fn request_from_parts<'py>(
+    py: Python<'py>,
+    method: Bound<'py, PyString>,
+    params: Bound<'py, PyAny>,
+    id: Option<&Id<'_>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (id_object, id_json) = match id {
         Some(id) => {
             let mut json = Vec::new();
             id.write_json(&mut json);
@@ -159,9 +169,9 @@ fn request_object<'py>(
         }
         None => (py.None().into_bound(py), py.None().into_bound(py)),
     };
-    let is_notification = PyBool::new(py, call.id.is_none()).to_owned().into_any();
+    let is_notification = PyBool::new(py, id.is_none()).to_owned().into_any();
     // Positional, in the order of the dataclass's fields: no keyword dict to build.
-    REQUEST.import(py, "rpcwire._types", "Request")?.call1((method, params, id, is_notification, id_json))
+    REQUEST.import(py, "rpcwire._types", "Request")?.call1((method, params, id_object, is_notification, id_json))
 }
 
 /// A request's id as `json.loads` would give it (`1e3` is `1000.0`).

@@ -294,7 +294,13 @@ impl StdioTransport {
     }
 
     /// The serve loop; answers gathered when it fails are left in `gathered` for `serve` to write.
-    fn answer_all(&self, py: Python<'_>, handler: &Bound<'_, PyAny>, gathered: &mut Vec<u8>) -> PyResult<()> {
+    fn answer_all(
+        &self,
+        py: Python<'_>,
+        this: &Bound<'_, PyAny>,
+        handler: &Bound<'_, PyAny>,
+        gathered: &mut Vec<u8>,
+    ) -> PyResult<()> {
         let mut line = Vec::new();
         let mut answer = Vec::new();
         let mut strings = StringCache::default();
@@ -319,15 +325,8 @@ impl StdioTransport {
                 Next::Line => {
                     // No finished answer waits for a handler: what was gathered goes out first.
                     let mut before_call = || self.write_gathered(py, gathered);
-                    if !dispatch::answer_line(
-                        py,
-                        &line,
-                        handler,
-                        self.limits,
-                        &mut strings,
-                        &mut before_call,
-                        &mut answer,
-                    )? {
+                    let mut caller = dispatch::Caller { transport: this, handler, before_call: &mut before_call };
+                    if !dispatch::answer_line(py, &line, &mut caller, self.limits, &mut strings, &mut answer)? {
                         continue;
                     }
                 }
@@ -559,7 +558,7 @@ impl StdioTransport {
         }
         let transport = slf.get();
         let mut gathered = Vec::new();
-        let served = transport.answer_all(py, handler, &mut gathered);
+        let served = transport.answer_all(py, slf.as_any(), handler, &mut gathered);
         // Answers gathered before a failure were accepted: write them (a second failure, when the
         // writer itself failed, is dropped in favour of the first).
         let written = transport.write_gathered(py, &mut gathered);

@@ -5,7 +5,7 @@ from typing import Any, BinaryIO, final
 
 from rpcwire._types import Request
 
-__all__ = ["StdioTransport", "parse_request"]
+__all__ = ["StdioTransport", "_current_call", "_current_context", "_set_current_context", "parse_request"]
 
 @final
 class StdioTransport:
@@ -60,3 +60,12 @@ class StdioTransport:
 
 def parse_request(raw: str | bytes) -> tuple[Request | None, dict[str, Any] | None]:
     """Parse one JSON-RPC message: ``(request, None)`` or ``(None, error_response)``."""
+
+def _current_call() -> tuple[Request, StdioTransport] | None:
+    """The call the sequential ``serve`` is making on this thread: its ``Request`` and transport."""
+
+def _current_context() -> Any:
+    """The ``RequestContext`` already made for the call in progress, if any."""
+
+def _set_current_context(context: Any) -> None:
+    """Keep ``context`` for the rest of the call in progress."""

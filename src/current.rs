@@ -1,0 +1,119 @@
+//! The request the sequential `serve` is calling its handler for, for `rpcwire.current_request()`.
+//!
+//! The concurrent engine gives every request a `RequestContext` in a context variable. The native
+//! sequential loop would pay for one per message that few handlers ask for, so it only notes, for
+//! the length of each handler call, where the call's pieces are: no reference taken, nothing
+//! allocated, a few stores into a thread-local. `_current_call()` builds a `Request` from them only
+//! when the handler asks (through `current_request()`). The context Python makes then is kept here,
+//! so that every `current_request()` of the call gets the same one, and it is finished (LSP's
+//! `$/progress` `end`) before the call's answer is built.
+
+use std::cell::RefCell;
+
+use pyo3::ffi;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyAny, PyString};
+
+use crate::envelope::Id;
+use crate::request;
+
+/// Where the pieces of the call in progress are. Valid only while that call runs, on this thread:
+/// they belong to `dispatch::answer_entry`'s frame (or to `serve`'s caller), which outlives it.
+#[derive(Clone, Copy)]
+struct Call {
+    method: *mut ffi::PyObject,
+    params: *mut ffi::PyObject,
+    /// Null for a notification.
+    id: *const Id<'static>,
+    transport: *mut ffi::PyObject,
+}
+
+#[derive(Default)]
+struct Slot {
+    call: Option<Call>,
+    /// The `RequestContext` made for the call, once a handler asked for one.
+    context: Option<Py<PyAny>>,
+}
+
+thread_local! {
+    static SLOT: RefCell<Slot> = RefCell::new(Slot::default());
+}
+
+/// The call in progress, noted while this guard lives; what was noted before (a handler that runs
+/// another `serve`) comes back when it is dropped.
+pub(crate) struct Calling {
+    previous: Slot,
+}
+
+impl Calling {
+    pub(crate) fn enter(
+        method: &Bound<'_, PyString>,
+        params: &Bound<'_, PyAny>,
+        id: Option<&Id<'_>>,
+        transport: &Bound<'_, PyAny>,
+    ) -> Self {
+        let call = Call {
+            method: method.as_ptr(),
+            params: params.as_ptr(),
+            id: id.map_or(std::ptr::null(), |id| std::ptr::from_ref(id).cast()),
+            transport: transport.as_ptr(),
+        };
+        let previous =
+            SLOT.with(|slot| std::mem::replace(&mut *slot.borrow_mut(), Slot { call: Some(call), context: None }));
+        Self { previous }
+    }
+
+    /// The handler returned: finish the context it asked for, if any (before its answer is built).
+    pub(crate) fn finish(self, py: Python<'_>) -> PyResult<()> {
+        let context = SLOT.with(|slot| slot.borrow_mut().context.take());
+        drop(self); // the call is over: what was noted before it comes back
+        if let Some(context) = context {
+            context.bind(py).call_method0(intern!(py, "_finish"))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Calling {
+    fn drop(&mut self) {
+        let previous = std::mem::take(&mut self.previous);
+        SLOT.with(|slot| *slot.borrow_mut() = previous);
+    }
+}
+
+/// `(Request, transport)` for the call the sequential `serve` is making on this thread, or `None`.
+#[pyfunction]
+pub(crate) fn _current_call(py: Python<'_>) -> PyResult<Option<(Bound<'_, PyAny>, Bound<'_, PyAny>)>> {
+    let Some(call) = SLOT.with(|slot| slot.borrow().call) else { return Ok(None) };
+    // SAFETY: the slot holds a call only while `Calling` lives, that is while `answer_entry` (whose
+    // frame owns the method, the params and the id) waits for the handler, which is running this
+    // function on this very thread; the transport is `serve`'s own. Borrowed pointers become owned
+    // references here, before any other Python code runs.
+    let (method, params, transport, id) = unsafe {
+        (
+            Bound::from_borrowed_ptr(py, call.method).cast_into_unchecked::<PyString>(),
+            Bound::from_borrowed_ptr(py, call.params),
+            Bound::from_borrowed_ptr(py, call.transport),
+            call.id.as_ref(),
+        )
+    };
+    Ok(Some((request::request_from_parts(py, method, params, id)?, transport)))
+}
+
+/// The `RequestContext` already made for the call in progress, if any.
+#[pyfunction]
+pub(crate) fn _current_context(py: Python<'_>) -> Option<Py<PyAny>> {
+    SLOT.with(|slot| slot.borrow().context.as_ref().map(|context| context.clone_ref(py)))
+}
+
+/// Keep `context` for the rest of the call in progress (ignored outside one).
+#[pyfunction]
+pub(crate) fn _set_current_context(context: Bound<'_, PyAny>) {
+    SLOT.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        if slot.call.is_some() {
+            slot.context = Some(context.unbind());
+        }
+    });
+}
