@@ -8,7 +8,7 @@
 //! so that every `current_request()` of the call gets the same one, and it is finished (LSP's
 //! `$/progress` `end`) before the call's answer is built.
 
-use std::cell::RefCell;
+use std::cell::Cell;
 
 use pyo3::ffi;
 use pyo3::intern;
@@ -29,21 +29,18 @@ struct Call {
     transport: *mut ffi::PyObject,
 }
 
-#[derive(Default)]
-struct Slot {
-    call: Option<Call>,
-    /// The `RequestContext` made for the call, once a handler asked for one.
-    context: Option<Py<PyAny>>,
-}
-
 thread_local! {
-    static SLOT: RefCell<Slot> = RefCell::new(Slot::default());
+    // `Cell`s, `const`-initialised: noting a call costs a few stores, no borrow flag, no lazy init.
+    static CALL: Cell<Option<Call>> = const { Cell::new(None) };
+    /// The `RequestContext` made for the call, once a handler asked for one.
+    static CONTEXT: Cell<Option<Py<PyAny>>> = const { Cell::new(None) };
 }
 
 /// The call in progress, noted while this guard lives; what was noted before (a handler that runs
 /// another `serve`) comes back when it is dropped.
 pub(crate) struct Calling {
-    previous: Slot,
+    previous_call: Option<Call>,
+    previous_context: Option<Py<PyAny>>,
 }
 
 impl Calling {
@@ -59,14 +56,12 @@ impl Calling {
             id: id.map_or(std::ptr::null(), |id| std::ptr::from_ref(id).cast()),
             transport: transport.as_ptr(),
         };
-        let previous =
-            SLOT.with(|slot| std::mem::replace(&mut *slot.borrow_mut(), Slot { call: Some(call), context: None }));
-        Self { previous }
+        Self { previous_call: CALL.replace(Some(call)), previous_context: CONTEXT.take() }
     }
 
     /// The handler returned: finish the context it asked for, if any (before its answer is built).
     pub(crate) fn finish(self, py: Python<'_>) -> PyResult<()> {
-        let context = SLOT.with(|slot| slot.borrow_mut().context.take());
+        let context = CONTEXT.take();
         drop(self); // the call is over: what was noted before it comes back
         if let Some(context) = context {
             context.bind(py).call_method0(intern!(py, "_finish"))?;
@@ -77,15 +72,17 @@ impl Calling {
 
 impl Drop for Calling {
     fn drop(&mut self) {
-        let previous = std::mem::take(&mut self.previous);
-        SLOT.with(|slot| *slot.borrow_mut() = previous);
+        CALL.set(self.previous_call);
+        if let Some(context) = self.previous_context.take() {
+            CONTEXT.set(Some(context));
+        }
     }
 }
 
 /// `(Request, transport)` for the call the sequential `serve` is making on this thread, or `None`.
 #[pyfunction]
 pub(crate) fn _current_call(py: Python<'_>) -> PyResult<Option<(Bound<'_, PyAny>, Bound<'_, PyAny>)>> {
-    let Some(call) = SLOT.with(|slot| slot.borrow().call) else { return Ok(None) };
+    let Some(call) = CALL.get() else { return Ok(None) };
     // SAFETY: the slot holds a call only while `Calling` lives, that is while `answer_entry` (whose
     // frame owns the method, the params and the id) waits for the handler, which is running this
     // function on this very thread; the transport is `serve`'s own. Borrowed pointers become owned
@@ -104,16 +101,16 @@ pub(crate) fn _current_call(py: Python<'_>) -> PyResult<Option<(Bound<'_, PyAny>
 /// The `RequestContext` already made for the call in progress, if any.
 #[pyfunction]
 pub(crate) fn _current_context(py: Python<'_>) -> Option<Py<PyAny>> {
-    SLOT.with(|slot| slot.borrow().context.as_ref().map(|context| context.clone_ref(py)))
+    let context = CONTEXT.take();
+    let copy = context.as_ref().map(|context| context.clone_ref(py));
+    CONTEXT.set(context);
+    copy
 }
 
 /// Keep `context` for the rest of the call in progress (ignored outside one).
 #[pyfunction]
 pub(crate) fn _set_current_context(context: Bound<'_, PyAny>) {
-    SLOT.with(|slot| {
-        let mut slot = slot.borrow_mut();
-        if slot.call.is_some() {
-            slot.context = Some(context.unbind());
-        }
-    });
+    if CALL.get().is_some() {
+        CONTEXT.set(Some(context.unbind()));
+    }
 }
