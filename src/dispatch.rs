@@ -1,4 +1,5 @@
-//! Dispatch: one line in, the bytes of its answer out (the sequential `serve`).
+//! Dispatch: one line in, the bytes of its answer out (the sequential `serve`, and `rpcwire.dispatch`
+//! for one whole JSON text such as an HTTP body).
 //!
 //! Reads the line (`request`), calls `handler(method, params)` for each request (one by one, in
 //! order, for a batch) and has `answer` build what it answers: the result, or what the handler
@@ -9,17 +10,70 @@
 //! Just before each handler call, the caller's `before_call` runs: `serve` writes out the answers
 //! it has gathered there, so that no finished answer ever waits for a later handler.
 
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{IntoPyDict, PyString};
+use pyo3::types::{IntoPyDict, PyByteArray, PyBytes, PyString, PyTypeMethods};
 
-use crate::answer;
+use crate::answer::{self, StandardError};
 use crate::codec;
-use crate::envelope::{Entry, Limits};
+use crate::envelope::{Entry, Limits, DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES};
 use crate::log;
 use crate::request::{self, PyEntry, Read};
 use crate::strings::StringCache;
+
+/// `rpcwire.dispatch(body, handler)`: one whole JSON text (newlines are JSON whitespace here, not
+/// frames) answered as `serve` answers a line, the answer's bytes without `\n`; `None` when nothing is
+/// answered (notifications only). An empty or whitespace-only body is -32600 `id: null`, where `serve`
+/// skips a blank line; a body over `max_message_bytes` is answered as an over-long line. No string
+/// cache: one body holds too few repeated keys to pay for the cache's 1,024 slots.
+#[pyfunction]
+#[pyo3(signature = (
+    body,
+    handler,
+    *,
+    max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
+    max_depth=i64::from(DEFAULT_MAX_DEPTH),
+    max_batch=Some(i64::from(DEFAULT_MAX_BATCH)),
+), text_signature = "(body, handler, *, max_message_bytes=67108864, max_depth=128, max_batch=1000)")]
+pub(crate) fn dispatch<'py>(
+    py: Python<'py>,
+    body: &Bound<'py, PyAny>,
+    handler: &Bound<'py, PyAny>,
+    max_message_bytes: i64,
+    max_depth: i64,
+    max_batch: Option<i64>,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let (max_message_bytes, limits) = request::checked_limits(max_message_bytes, max_depth, max_batch)?;
+    let copied;
+    let body: &[u8] = if let Ok(text) = body.cast::<PyString>() {
+        let Ok(text) = text.to_str() else {
+            // A `str` holding lone surrogates has no UTF-8 form: it is not a JSON text on any wire.
+            let mut out = Vec::new();
+            log::debug(py, "parse error", "a str with lone surrogates (no UTF-8 form)")?;
+            answer::standard_error(&mut out, None, StandardError::Parse);
+            return Ok(Some(PyBytes::new(py, &out)));
+        };
+        text.as_bytes()
+    } else if let Ok(bytes) = body.cast::<PyBytes>() {
+        bytes.as_bytes()
+    } else if let Ok(array) = body.cast::<PyByteArray>() {
+        copied = array.to_vec();
+        &copied
+    } else {
+        return Err(PyTypeError::new_err(format!("dispatch takes str or bytes, not {}", body.get_type().name()?)));
+    };
+    let mut out = Vec::new();
+    let first_significant = body.iter().find(|byte| !matches!(byte, b' ' | b'\t' | b'\r' | b'\n'));
+    if body.len() > max_message_bytes {
+        request::answer_too_long(py, matches!(first_significant, Some(b'{' | b'[')), max_message_bytes, &mut out)?;
+    } else if first_significant.is_none() {
+        request::answer_invalid(py, None, "an empty body", &mut out)?;
+    } else if !answer_line(py, body, handler, limits, None, &mut || Ok(()), &mut out)? {
+        return Ok(None);
+    }
+    Ok(Some(PyBytes::new(py, &out)))
+}
 
 /// What runs just before each handler call.
 pub(crate) type BeforeCall<'a> = &'a mut dyn FnMut() -> PyResult<()>;
@@ -30,11 +84,11 @@ pub(crate) fn answer_line(
     line: &[u8],
     handler: &Bound<'_, PyAny>,
     limits: Limits,
-    strings: &mut StringCache,
+    mut strings: Option<&mut StringCache>,
     before_call: BeforeCall<'_>,
     out: &mut Vec<u8>,
 ) -> PyResult<bool> {
-    let entries = match request::read_line(py, line, limits, Some(&mut *strings), out)? {
+    let entries = match request::read_line(py, line, limits, strings.as_deref_mut(), out)? {
         Read::Answered => return Ok(true),
         Read::Single(entry) => return answer_entry(py, entry, handler, strings, before_call, out),
         Read::Batch(entries) => entries,
@@ -46,7 +100,7 @@ pub(crate) fn answer_line(
         if mark > first {
             out.push(b',');
         }
-        if !answer_entry(py, entry, handler, strings, before_call, out)? {
+        if !answer_entry(py, entry, handler, strings.as_deref_mut(), before_call, out)? {
             out.truncate(mark);
         }
     }
@@ -63,7 +117,7 @@ fn answer_entry<'py>(
     py: Python<'py>,
     entry: PyEntry<'_, 'py>,
     handler: &Bound<'py, PyAny>,
-    strings: &mut StringCache,
+    strings: Option<&mut StringCache>,
     before_call: BeforeCall<'_>,
     out: &mut Vec<u8>,
 ) -> PyResult<bool> {
@@ -74,7 +128,7 @@ fn answer_entry<'py>(
         }
         Entry::Call(call) => call,
     };
-    let method = codec::decode_str(py, call.method, Some(strings))?;
+    let method = codec::decode_str(py, call.method, strings)?;
     let params = call.params.unwrap_or_else(|| py.None().into_bound(py));
     before_call()?;
     let outcome = handler.call1((&method, params));

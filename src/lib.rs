@@ -23,5 +23,6 @@ use pyo3::prelude::*;
 fn _rpcwire(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<transport::StdioTransport>()?;
     module.add_function(wrap_pyfunction!(request::parse_request, module)?)?;
+    module.add_function(wrap_pyfunction!(dispatch::dispatch, module)?)?;
     Ok(())
 }

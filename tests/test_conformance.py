@@ -1311,6 +1311,7 @@ PUBLIC = [
     "parse_request",
     "StdioTransport",
     "serve",
+    "dispatch",
 ]
 
 
