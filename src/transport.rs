@@ -529,7 +529,9 @@ impl StdioTransport {
             Some(value) => value.is_exact_instance_of::<PyInt>() && value.extract::<i64>().is_ok_and(|n| n == 1),
         };
         let is_async = || -> PyResult<bool> {
-            py.import(intern!(py, "inspect"))?.call_method1(intern!(py, "iscoroutinefunction"), (handler,))?.is_truthy()
+            py.import(intern!(py, "rpcwire._engine"))?
+                .call_method1(intern!(py, "is_async_handler"), (handler,))?
+                .is_truthy()
         };
         if !sequential || is_async()? {
             let kwargs = PyDict::new(py);

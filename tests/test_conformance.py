@@ -1312,6 +1312,7 @@ PUBLIC = [
     "StdioTransport",
     "serve",
     "dispatch",
+    "methods",
 ]
 
 

@@ -7,6 +7,7 @@
 import logging
 
 from rpcwire._engine import RequestContext, current_request, serve, serve_async
+from rpcwire._methods import methods
 from rpcwire._types import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_DEPTH,
@@ -55,6 +56,7 @@ __all__ = [
     "StdioTransport",
     "current_request",
     "dispatch",
+    "methods",
     "parse_request",
     "serve",
     "serve_async",

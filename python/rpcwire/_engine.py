@@ -471,7 +471,7 @@ class _AsyncServer:
         self.handler = handler
         self.transport = transport
         self.loop = asyncio.get_running_loop()
-        self.is_async = inspect.iscoroutinefunction(handler)
+        self.is_async = is_async_handler(handler)
         self.admitted = asyncio.Semaphore(2 * max_concurrency)  # read and not yet answered
         self.running = asyncio.Semaphore(max_concurrency)  # async handlers running
         self.in_flight = _InFlight()
@@ -614,12 +614,18 @@ def serve(handler: Handler, transport: Any, *, max_concurrency: int = 1) -> None
     event loop of its own (:func:`serve_async`, with N or 64 tasks at most).
     """
     _check_max_concurrency(max_concurrency)
-    if inspect.iscoroutinefunction(handler):
+    if is_async_handler(handler):
         asyncio.run(serve_async(handler, transport, max_concurrency=max_concurrency))
     elif max_concurrency == 1:
         transport.serve(handler)  # the native transport's own loop, or serve_sequential
     else:
         _ThreadServer(handler, transport, max_concurrency).serve()
+
+
+def is_async_handler(handler: Any) -> bool:
+    """An ``async def`` handler, or one that says it returns awaitables (``rpcwire.methods`` holding an
+    ``async def`` function sets ``rpcwire_async``; ``inspect.markcoroutinefunction`` is 3.12+ only)."""
+    return inspect.iscoroutinefunction(handler) or getattr(handler, "rpcwire_async", False) is True
 
 
 def _check_max_concurrency(max_concurrency: int) -> None:

@@ -9,7 +9,6 @@ The rules both implementations follow are in ``docs/semantics.md``.
 
 from __future__ import annotations
 
-import inspect
 import io
 import itertools
 import json
@@ -23,6 +22,7 @@ from typing import Any, BinaryIO
 
 from rpcwire import _engine
 from rpcwire._engine import RequestContext, current_request, serve_async
+from rpcwire._methods import methods
 from rpcwire._types import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_DEPTH,
@@ -57,6 +57,7 @@ __all__ = [
     "StdioTransport",
     "current_request",
     "dispatch",
+    "methods",
     "parse_request",
     "serve",
     "serve_async",
@@ -900,7 +901,7 @@ class StdioTransport:
         is gone) or if the handler raises a ``BaseException`` that is not an ``Exception``.
         ``max_concurrency`` and ``async def`` handlers: see ``rpcwire.serve``.
         """
-        if max_concurrency == 1 and not inspect.iscoroutinefunction(handler):
+        if max_concurrency == 1 and not _engine.is_async_handler(handler):
             _engine.serve_sequential(handler, self)
         else:
             _engine.serve(handler, self, max_concurrency=max_concurrency)
