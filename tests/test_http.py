@@ -120,7 +120,8 @@ def call_asgi(
     asyncio.run(app(scope, receive, send))
     start, *bodies = sent
     assert start["type"] == "http.response.start"
-    assert all(message["type"] == "http.response.body" and not message.get("more_body") for message in bodies)
+    assert all(message["type"] == "http.response.body" for message in bodies)
+    assert [message.get("more_body", False) for message in bodies] == [True] * (len(bodies) - 1) + [False]
     response_headers = [(name.decode(), value.decode()) for name, value in start["headers"]]
     return Reply(start["status"], response_headers, b"".join(m["body"] for m in bodies), sum(received))
 
@@ -403,3 +404,143 @@ def test_flask_view() -> None:
     assert response.headers["Content-Type"] == "application/json"
     assert client.post("/rpc", data=ADD, content_type="text/plain").status_code == 415
     assert client.get("/rpc").status_code == 405
+
+
+# --- server-sent events ----------------------------------------------------------------------------------
+
+EVENTS = {**JSON, "accept": "application/json, text/event-stream"}
+
+
+def progress_request(method: str, params: Any = None, id: Any = 1, token: Any = "t") -> bytes:
+    params = {} if params is None else params
+    params["_meta"] = {"progressToken": token}
+    return compact({"jsonrpc": "2.0", "method": method, "params": params, "id": id})
+
+
+def events(body: bytes) -> list[Any]:
+    """The JSON of each SSE ``message`` event, checking the framing."""
+    assert body.endswith(b"\n\n"), body
+    decoded = []
+    for event in body[:-2].split(b"\n\n"):
+        kind, data = event.split(b"\n")
+        assert kind == b"event: message" and data.startswith(b"data: "), event
+        decoded.append(json.loads(data[6:]))
+    return decoded
+
+
+def progress(token: Any, done: float, total: float | None = None) -> dict[str, Any]:
+    params: dict[str, Any] = {"progressToken": token, "progress": done}
+    if total is not None:
+        params["total"] = total
+    return {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+
+
+def counting(steps: int) -> int:
+    context = rpcwire.current_request()
+    for step in range(1, steps + 1):
+        context.progress(step, steps)
+    return steps
+
+
+STREAMING = rpcwire.methods({"count": counting, "add": add, "announce": lambda: rpcwire.current_request().notify("hi")})
+
+
+def test_progress_is_streamed_as_events_then_the_answer(server: Callable[..., Reply]) -> None:
+    reply = server("POST", EVENTS, progress_request("count", {"steps": 2}), STREAMING)
+    assert reply.status == 200
+    assert reply.headers["content-type"] == "text/event-stream" and "content-length" not in reply.headers
+    assert events(reply.body) == [progress("t", 1, 2), progress("t", 2, 2), ok(1, 2)]
+
+
+def test_without_progress_the_answer_is_plain_json(server: Callable[..., Reply]) -> None:
+    """The stream starts only when a notification comes before the answer."""
+    reply = server("POST", EVENTS, ADD, STREAMING)
+    assert (reply.status, reply.json()) == (200, ok(1, 25))
+    reply = server(
+        "POST", EVENTS, compact({"jsonrpc": "2.0", "method": "count", "params": {"steps": 2}, "id": 1}), STREAMING
+    )
+    assert (reply.status, reply.json()) == (200, ok(1, 2))  # no progress token: no progress
+    reply = server("POST", EVENTS, compact({"jsonrpc": "2.0", "method": "add", "params": [1, 2]}), STREAMING)
+    assert (reply.status, reply.body) == (204, b"")
+    for body, expected in ((b"", INVALID_REQUEST), (b"{", PARSE_ERROR), (b" [ ] ", INVALID_REQUEST)):
+        assert server("POST", EVENTS, body, STREAMING).json() == expected
+    assert server("POST", EVENTS, b" " * 10, STREAMING, max_body_bytes=9).status == 413
+
+
+def test_events_of_a_batch_and_of_notifications(server: Callable[..., Reply]) -> None:
+    batch = b"[" + progress_request("count", {"steps": 1}, id="a", token=1) + b",\n" + ADD + b",\n"
+    batch += compact({"jsonrpc": "2.0", "method": "announce"}) + b"]"
+    reply = server("POST", EVENTS, batch, STREAMING)
+    hello = {"jsonrpc": "2.0", "method": "hi"}
+    assert events(reply.body) == [progress(1, 1, 1), hello, [ok("a", 1), ok(1, 25)]]
+    reply = server("POST", EVENTS, compact({"jsonrpc": "2.0", "method": "announce"}), STREAMING)
+    assert (reply.status, events(reply.body)) == (200, [hello])  # a notification's events, then no answer
+
+
+def test_lsp_progress_ends_before_the_answer(server: Callable[..., Reply]) -> None:
+    body = compact({"jsonrpc": "2.0", "method": "count", "params": {"steps": 1, "workDoneToken": "w"}, "id": 3})
+    registry = rpcwire.methods({"count": lambda steps, workDoneToken: counting(steps)})
+    assert [
+        event.get("params", {}).get("value", {}).get("kind")
+        for event in events(server("POST", EVENTS, body, registry).body)
+    ] == ["begin", "end", None]
+
+
+def test_wsgi_events_are_not_held_back() -> None:
+    release = threading.Event()
+
+    def waits() -> str:
+        rpcwire.current_request().progress(1)
+        assert release.wait(30)
+        rpcwire.current_request().progress(2)
+        return "done"
+
+    app = WSGIApp(rpcwire.methods({"waits": waits}))
+    body = progress_request("waits")
+    started: list[tuple[str, Any]] = []
+    environ = {
+        "REQUEST_METHOD": "POST",
+        "CONTENT_TYPE": "application/json",
+        "CONTENT_LENGTH": str(len(body)),
+        "HTTP_ACCEPT": "text/event-stream",
+        "wsgi.input": io.BytesIO(body),
+    }
+    chunks = iter(app(environ, lambda status, headers: started.append((status, headers))))
+    assert started == [("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")])]
+    assert events(next(chunks)) == [progress("t", 1)]  # while the handler waits
+    release.set()
+    assert [events(chunk)[0] for chunk in chunks] == [progress("t", 2), ok(1, "done")]
+
+
+def test_asgi_events_are_not_held_back() -> None:
+    """An async handler, on the loop, waits until its first event has been sent."""
+    sent: list[dict[str, Any]] = []
+    first_sent = asyncio.Event()
+
+    async def waits() -> str:
+        rpcwire.current_request().progress(1)
+        await asyncio.wait_for(first_sent.wait(), 30)
+        rpcwire.current_request().progress(2)
+        return "done"
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body":
+            first_sent.set()
+
+    body = progress_request("waits")
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "headers": [(b"content-type", b"application/json"), (b"accept", b"text/event-stream")],
+    }
+    received = iter([{"type": "http.request", "body": body}])
+
+    async def receive() -> dict[str, Any]:
+        return next(received)
+
+    asyncio.run(ASGIApp(rpcwire.methods({"waits": waits}))(scope, receive, send))
+    start, *bodies = sent
+    assert start["status"] == 200 and (b"content-type", b"text/event-stream") in start["headers"]
+    assert [m.get("more_body") for m in bodies] == [True, True, False]
+    assert [events(m["body"])[0] for m in bodies] == [progress("t", 1), progress("t", 2), ok(1, "done")]

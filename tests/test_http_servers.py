@@ -110,8 +110,26 @@ def test_the_flask_example_under_gunicorn_with_the_client_example() -> None:
 ASGI_MODULE = """
 import asyncio
 
-from rpcwire import methods
+from rpcwire import current_request, methods
 from rpcwire.http import ASGIApp
+
+released = None
+
+
+async def waits():
+    # Reports progress, then waits (30 s at most) until another request calls release.
+    global released
+    released = released or asyncio.Event()
+    current_request().progress(1)
+    await asyncio.wait_for(released.wait(), 30)
+    current_request().progress(2)
+    return "done"
+
+
+async def release():
+    global released
+    released = released or asyncio.Event()
+    released.set()
 
 
 async def add(a, b):
@@ -123,7 +141,7 @@ def subtract(minuend, subtrahend):
     return minuend - subtrahend
 
 
-app = ASGIApp(methods({"add": add, "subtract": subtract}), max_body_bytes=1000)
+app = ASGIApp(methods({"add": add, "subtract": subtract, "waits": waits, "release": release}), max_body_bytes=1000)
 """
 
 
@@ -158,3 +176,28 @@ def test_the_asgi_app_under_uvicorn(tmp_path: Path) -> None:
         same_host = {**JSON, "Origin": url}
         assert requests.post(f"{url}/rpc", data=ADD, headers=same_host, timeout=30).status_code == 200
         assert requests.put(f"{url}/rpc", data=ADD, headers=JSON, timeout=30).headers["Allow"] == "POST"
+
+
+def test_events_under_uvicorn_are_not_held_back(tmp_path: Path) -> None:
+    """The first progress event reaches the client while the handler still waits, for a second request."""
+    (tmp_path / "asgi_server.py").write_text(ASGI_MODULE)
+    uvicorn = [sys.executable, "-m", "uvicorn", "--fd", "{fd}", "--app-dir", str(tmp_path), "--log-level", "warning"]
+    waits = b'{"jsonrpc":"2.0","method":"waits","params":{"_meta":{"progressToken":7}},"id":1}'
+    release = b'{"jsonrpc":"2.0","method":"release","id":2}'
+    with server([*uvicorn, "asgi_server:app"]) as url:
+        headers = {**JSON, "Accept": "application/json, text/event-stream"}
+        with requests.post(f"{url}/rpc", data=waits, headers=headers, stream=True, timeout=30) as response:
+            assert response.headers["Content-Type"] == "text/event-stream"
+            lines = response.iter_lines()
+            assert next(lines) == b"event: message"
+            progress = b'data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,'
+            assert next(lines) == progress + b'"progress":1}}'
+            released = requests.post(f"{url}/rpc", data=release, headers=JSON, timeout=30)
+            assert released.json() == {"jsonrpc": "2.0", "id": 2, "result": None}
+            rest = [line for line in lines if line]
+        assert rest == [
+            b"event: message",
+            progress + b'"progress":2}}',
+            b"event: message",
+            b'data: {"jsonrpc":"2.0","id":1,"result":"done"}',
+        ]

@@ -162,3 +162,19 @@ def test_async_functions_under_serve_async_see_their_request(impl: ModuleType) -
     transport, out = transport_for(impl, request("who", id="a") + request("who", id="b"))
     asyncio.run(rpcwire.serve_async(rpcwire.methods({"who": who}), transport, max_concurrency=2))
     assert sorted(answers(out.getvalue()), key=lambda answer: answer["id"]) == [ok("a", "a"), ok("b", "b")]
+
+
+def test_mcp_meta_goes_only_to_functions_that_take_it(impl: ModuleType) -> None:
+    def plain(x: int) -> int:
+        return x
+
+    def with_meta(x: int, _meta: Any = None) -> Any:
+        return [x, _meta]
+
+    registry = rpcwire.methods({"plain": plain, "with_meta": with_meta})
+    params = {"x": 1, "_meta": {"progressToken": "t"}}
+    assert answer(impl, registry, request("plain", params)) == ok(1, 1)
+    assert answer(impl, registry, request("with_meta", params)) == ok(1, [1, {"progressToken": "t"}])
+    assert (
+        answer(impl, registry, request("plain", {"_meta": {}}))["error"]["data"] == "missing a required argument: 'x'"
+    )

@@ -10,6 +10,9 @@ One POST carries one JSON text (a request, a notification or a batch) answered b
 - another content type, or a ``charset`` other than UTF-8: 415;
 - a body over ``max_body_bytes``: 413, the body not read whole (``Content-Length`` first, else counted);
 - WSGI, no ``Content-Length`` and a server that does not end the input (``wsgi.input_terminated``): 411.
+- ``Accept: text/event-stream`` and the handler writes a notification (``current_request().progress()``,
+  ``.notify()``) before its answer: 200 ``text/event-stream``, each notification a ``message`` event sent as it
+  is written, the answer the last event. Without a notification first, the plain answer as above.
 
 The checks run in that order (405, 403, 415, 413/411). Mounting: ``WSGIApp`` is a WSGI application (gunicorn,
 ``wsgiref``; in Flask, :func:`flask_view`), ``ASGIApp`` an ASGI one (uvicorn; Starlette and FastAPI
@@ -19,13 +22,17 @@ The checks run in that order (405, 403, 415, 413/411). Mounting: ``WSGIApp`` is 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+import io
+import queue
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from rpcwire import DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, dispatch
-from rpcwire._engine import is_async_handler
+from rpcwire import DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, Request, StdioTransport, dispatch
+from rpcwire._engine import RequestContext, _batch_line, _call, is_async_handler
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "JSON_CONTENT_TYPES", "ASGIApp", "WSGIApp", "flask_view"]
 
@@ -134,10 +141,69 @@ class _Endpoint:
         return _refusal(413, f"413 Content Too Large: the body is limited to {self.max_body_bytes} bytes")
 
     def answer(self, body: bytes, handler: Callable[[str, Any], Any] | None = None) -> _Response:
-        answer = dispatch(body, self.handler if handler is None else handler, **self.limits)
-        if answer is None:
-            return _Response(204)
-        return _Response(200, answer, [("Content-Type", "application/json")])
+        return _answered(dispatch(body, self.handler if handler is None else handler, **self.limits))
+
+    def run_streamed(self, body: bytes, handler: Callable[[str, Any], Any], emit: Callable[[str, Any], None]) -> None:
+        """On a worker thread: answer ``body`` with a request context per request, ``emit(_EVENT, line)`` for
+        each notification the handler writes (progress), then ``emit(_ANSWERED, answer or None)``, or
+        ``emit(_FAILED, exception)`` for a ``BaseException`` that is not answered."""
+        try:
+            answer = self._answer_in_context(body, handler, emit)
+        except BaseException as exc:  # raised again on the server's side
+            emit(_FAILED, exc)
+        else:
+            emit(_ANSWERED, answer)
+
+    def _answer_in_context(
+        self, body: bytes, handler: Callable[[str, Any], Any], emit: Callable[[str, Any], None]
+    ) -> bytes | None:
+        # The core classifies the body and encodes the notifications: a transport reading the body as one
+        # line (a newline is JSON whitespace outside strings and invalid inside them, as "\r" is, and "\r"
+        # does not end a line) and writing each notification into an event.
+        transport = StdioTransport(io.BytesIO(body.replace(b"\n", b"\r")), _EventSink(emit), **self.limits)
+        message = transport._read_message()
+        if message is None:  # a blank body: dispatch's -32600
+            return dispatch(body, handler, **self.limits)
+        if isinstance(message, bytes):
+            return message
+        if isinstance(message, Request):
+            return _call(transport, message, handler, RequestContext(message, transport))
+        return _batch_line(
+            [e if isinstance(e, bytes) else _call(transport, e, handler, RequestContext(e, transport)) for e in message]
+        )
+
+
+def _answered(answer: bytes | None) -> _Response:
+    if answer is None:
+        return _Response(204)
+    return _Response(200, answer, [("Content-Type", "application/json")])
+
+
+# --- server-sent events ---------------------------------------------------------------------------------
+
+_EVENT, _ANSWERED, _FAILED = "event", "answered", "failed"
+_EVENT_HEADERS: Headers = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")]
+
+
+class _EventSink:
+    """The output stream of the transport ``run_streamed`` uses: each line written is one notification."""
+
+    def __init__(self, emit: Callable[[str, Any], None]) -> None:
+        self._emit = emit
+
+    def write(self, data: bytes) -> int:
+        self._emit(_EVENT, bytes(data).rstrip(b"\n"))
+        return len(data)
+
+
+def _event(line: bytes) -> bytes:
+    """One SSE ``message`` event; compact JSON never holds a raw newline, so one ``data`` line is enough."""
+    return b"event: message\ndata: " + line + b"\n\n"
+
+
+def _wants_events(headers: Mapping[str, str]) -> bool:
+    accepted = (media_range.partition(";")[0].strip().lower() for media_range in headers.get("accept", "").split(","))
+    return "text/event-stream" in accepted
 
 
 def _is_json(content_type: str) -> bool:
@@ -183,11 +249,39 @@ class WSGIApp:
         self._endpoint = _Endpoint(handler, max_body_bytes, allowed_origins, max_depth, max_batch)
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        response = self._respond(environ)
+        read = self._read(environ)
+        if isinstance(read, _Response):
+            response = read
+        elif _wants_events(read[1]):
+            events = self._events(read[0])
+            kind, value = next(events)
+            if kind == _EVENT:  # progress came first: the answer is streamed
+                start_response("200 OK", _EVENT_HEADERS)
+                return _event_stream(value, events)
+            response = _answered(value)
+        else:
+            response = self._endpoint.answer(read[0])
         start_response(f"{response.status} {_REASONS[response.status]}", _with_length(response))
         return [response.body] if response.body else []
 
-    def _respond(self, environ: dict[str, Any]) -> _Response:
+    def _events(self, body: bytes) -> Iterator[tuple[str, Any]]:
+        """The events of ``run_streamed`` on a thread of its own, each as soon as it is emitted."""
+        items: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        emit = lambda kind, value: items.put((kind, value))  # noqa: E731
+        thread = threading.Thread(
+            target=self._endpoint.run_streamed, args=(body, self._endpoint.handler, emit), name="rpcwire-http-events"
+        )
+        thread.daemon = True
+        thread.start()
+        while True:
+            kind, value = items.get()
+            if kind == _FAILED:
+                raise value
+            yield kind, value
+            if kind == _ANSWERED:
+                return
+
+    def _read(self, environ: dict[str, Any]) -> _Response | tuple[bytes, dict[str, str]]:
         headers = {
             "content-type": environ.get("CONTENT_TYPE", ""),
             **{
@@ -216,7 +310,16 @@ class WSGIApp:
             body = b"".join(chunks)
         else:  # PEP 3333: without a length the input may not be read
             return _refusal(411, "411 Length Required")
-        return endpoint.answer(body)
+        return body, headers
+
+
+def _event_stream(first: bytes, events: Iterator[tuple[str, Any]]) -> Iterator[bytes]:
+    yield _event(first)
+    for kind, value in events:
+        if value is not None:  # the answer comes last; notifications only have none
+            yield _event(value)
+        if kind == _ANSWERED:
+            return
 
 
 def _read_exactly(stream: Any, length: int) -> bytes:
@@ -239,11 +342,9 @@ def flask_view(handler: Callable[[str, Any], Any], **options: Any) -> Callable[[
         from flask import Response, request  # noqa: PLC0415  (Flask only when the view is used)
 
         started: list[tuple[str, Headers]] = []
-        body = b"".join(
-            wsgi_app(request.environ, lambda status, headers, exc_info=None: started.append((status, headers)))
-        )
+        chunks = wsgi_app(request.environ, lambda status, headers, exc_info=None: started.append((status, headers)))
         status, headers = started[0]
-        return Response(body, status=int(status.split()[0]), headers=headers)
+        return Response(chunks, status=int(status.split()[0]), headers=headers)  # events go out as they come
 
     return rpcwire_view
 
@@ -283,16 +384,63 @@ class ASGIApp:
             return
         if scope["type"] != "http":
             raise ValueError(f"rpcwire.http.ASGIApp serves HTTP, not {scope['type']!r}")
-        response = await self._respond(scope, receive)
-        if response is None:  # the client went away
+        read = await self._read(scope, receive)
+        if read is None:  # the client went away
             return
+        if isinstance(read, _Response):
+            response = read
+        else:
+            body, request_headers = read
+            handler = self._endpoint.handler
+            if is_async_handler(handler):
+                handler = _on_loop(handler, asyncio.get_running_loop())
+            if _wants_events(request_headers):
+                streamed = await self._stream(body, handler, send)
+                if streamed is None:
+                    return
+                response = streamed
+            else:
+                response = await asyncio.to_thread(self._endpoint.answer, body, handler)
         headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in _with_length(response)]
         await send({"type": "http.response.start", "status": response.status, "headers": headers})
         await send({"type": "http.response.body", "body": response.body})
 
-    async def _respond(
-        self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]]
+    async def _stream(
+        self, body: bytes, handler: Callable[[str, Any], Any], send: Callable[[dict[str, Any]], Awaitable[None]]
     ) -> _Response | None:
+        """With ``Accept: text/event-stream``: if a notification comes before the answer, send the events as
+        they come (``None``: done); else the plain response to send."""
+        loop = asyncio.get_running_loop()
+        items: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+
+        def emit(kind: str, value: Any) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is gone
+                loop.call_soon_threadsafe(items.put_nowait, (kind, value))
+
+        worker = asyncio.ensure_future(asyncio.to_thread(self._endpoint.run_streamed, body, handler, emit))
+        started = False
+        try:
+            while True:
+                kind, value = await items.get()
+                if kind == _FAILED:
+                    raise value
+                if kind == _ANSWERED and not started:
+                    return _answered(value)
+                if not started:
+                    headers = [(name.lower().encode(), value.encode()) for name, value in _EVENT_HEADERS]
+                    await send({"type": "http.response.start", "status": 200, "headers": headers})
+                    started = True
+                last = kind == _ANSWERED
+                chunk = b"" if value is None else _event(value)
+                await send({"type": "http.response.body", "body": chunk, "more_body": not last})
+                if last:
+                    return None
+        finally:
+            await worker
+
+    async def _read(
+        self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]]
+    ) -> _Response | tuple[bytes, dict[str, str]] | None:
         headers: dict[str, str] = {}
         for name, value in scope.get("headers", ()):
             key = name.decode("latin-1").lower()
@@ -315,11 +463,7 @@ class ASGIApp:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-        body = b"".join(chunks)
-        handler = endpoint.handler
-        if is_async_handler(handler):
-            handler = _on_loop(handler, asyncio.get_running_loop())
-        return await asyncio.to_thread(endpoint.answer, body, handler)
+        return b"".join(chunks), headers
 
 
 def _on_loop(handler: Callable[[str, Any], Any], loop: asyncio.AbstractEventLoop) -> Callable[[str, Any], Any]:
