@@ -27,5 +27,6 @@ fn _rpcwire(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(current::_current_call, module)?)?;
     module.add_function(wrap_pyfunction!(current::_current_context, module)?)?;
     module.add_function(wrap_pyfunction!(current::_set_current_context, module)?)?;
+    module.add_function(wrap_pyfunction!(dispatch::dispatch, module)?)?;
     Ok(())
 }

@@ -7,13 +7,14 @@
 //! over `max_batch`, an invalid message or batch entry, a line over `max_message_bytes`) is built
 //! here, with its detail logged at DEBUG, so that both paths write the same bytes and log the same.
 
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyList, PyString, PyType};
 
 use crate::answer::{self, StandardError};
 use crate::codec;
-use crate::envelope::{self, Call, Entry, Id, Limits, Message};
+use crate::envelope::{self, Call, Entry, Id, Limits, Message, MAX_MAX_DEPTH};
 use crate::errors::Error;
 use crate::json::Scanner;
 use crate::log;
@@ -81,6 +82,30 @@ pub(crate) fn read_line<'a, 'py>(
             answer_invalid(py, None, &reason, out)?;
             Ok(Read::Answered)
         }
+    }
+}
+
+/// The limits given as `StdioTransport`'s and `dispatch`'s keyword arguments, checked:
+/// `(max_message_bytes, limits)`, or a `ValueError` naming the first one out of range.
+pub(crate) fn checked_limits(
+    max_message_bytes: i64,
+    max_depth: i64,
+    max_batch: Option<i64>,
+) -> PyResult<(usize, Limits)> {
+    let max_message_bytes = positive("max_message_bytes", max_message_bytes, usize::MAX)?;
+    let limits = Limits {
+        max_depth: positive("max_depth", max_depth, MAX_MAX_DEPTH)?,
+        max_batch: max_batch.map(|max_batch| positive("max_batch", max_batch, usize::MAX)).transpose()?,
+    };
+    Ok((max_message_bytes, limits))
+}
+
+/// `value` if it is at least 1 (and at most `most`), else a `ValueError` naming it.
+fn positive(name: &str, value: i64, most: usize) -> PyResult<usize> {
+    match usize::try_from(value) {
+        Ok(value) if (1..=most).contains(&value) => Ok(value),
+        _ if most == usize::MAX => Err(PyValueError::new_err(format!("{name} must be at least 1, not {value}"))),
+        _ => Err(PyValueError::new_err(format!("{name} must be between 1 and {most}, not {value}"))),
     }
 }
 

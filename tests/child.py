@@ -27,6 +27,15 @@ def child_env() -> dict[str, str]:
     return env
 
 
+def run_script(script: str, *args: str, timeout: float = 110) -> Any:
+    """Run ``python -c script *args`` in a child and return the JSON it prints; it must exit 0."""
+    child = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, timeout=timeout, env=child_env(), check=False
+    )
+    assert child.returncode == 0, child.stderr.decode(errors="replace")[-2000:]
+    return json.loads(child.stdout)
+
+
 class ServerProcess:
     """``python script *args`` on pipes, stderr into a file, killed by a watchdog if the test hangs."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import logging
 import threading
 from collections.abc import Callable
 from types import ModuleType
@@ -551,3 +552,60 @@ def test_the_example_tool_server(tmp_path: Any) -> None:
     assert progress and all(item["progressToken"] == "p1" and item["total"] == 200 for item in progress)
     assert len(progress) < 200  # stopped by the cancellation
     assert not any(line.get("id") == 1 for line in seen)  # MCP: a cancelled call gets no answer
+
+
+INTERRUPTED_SERVER = """
+import asyncio, importlib, signal, sys, threading
+
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a background shell may have ignored it
+impl = importlib.import_module(sys.argv[1])
+transport = impl.StdioTransport()
+
+
+def handler(method, params):
+    impl.current_request().notify("started")
+    threading.Event().wait()  # stuck for good: only an interrupt ends the server
+
+
+async def async_handler(method, params):
+    impl.current_request().notify("started")
+    await asyncio.Event().wait()
+
+
+if sys.argv[2] == "threads":
+    impl.serve(handler, transport, max_concurrency=4)
+else:
+    asyncio.run(impl.serve_async(async_handler, transport))
+"""
+
+
+@pytest.mark.parametrize("kind", ["threads", "asyncio"])
+def test_keyboard_interrupt_stops_a_concurrent_server_promptly(impl: ModuleType, kind: str, tmp_path: Any) -> None:
+    """Two handlers stuck for good, the reader blocked on an idle pipe: SIGINT ends the process."""
+    import signal
+
+    from child import ServerProcess
+
+    server = ServerProcess(tmp_path, INTERRUPTED_SERVER, [impl.__name__, kind], 60)
+    try:
+        server.send(request("stuck", id=1) + request("stuck", id=2))
+        assert [server.receive(), server.receive()] == [{"jsonrpc": "2.0", "method": "started"}] * 2
+        server.process.send_signal(signal.SIGINT)
+        status = server.wait(timeout=60)  # only a guard against a hang: a loaded machine is slow
+        assert status == -signal.SIGINT, server.errors()
+        assert server.errors().rstrip().endswith("KeyboardInterrupt"), server.errors()
+    finally:
+        server.close()
+
+
+def test_the_request_context_is_in_the_loggers_records(impl: ModuleType, caplog: pytest.LogCaptureFixture) -> None:
+    trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+    def handler(method: str, params: Any) -> Any:
+        logging.getLogger("rpcwire").warning("inside %s", method)
+        return None
+
+    with caplog.at_level(logging.WARNING, logger="rpcwire"):
+        serve_in("threads", impl, handler, request("m", {"_meta": {"traceparent": trace}}, id=4))
+    [record] = [record for record in caplog.records if record.getMessage() == "inside m"]
+    assert (record.traceparent, record.request_id) == (trace, 4)  # type: ignore[attr-defined]

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import rpcwire
 import rpcwire.pure
-from child import child_env
+from child import child_env, run_script
 from conftest import INVALID_REQUEST, PARSE_ERROR, answers, echo, err, ok, request
 
 MIB = 1024 * 1024
@@ -665,15 +665,7 @@ def test_over_long_line_is_dropped_as_it_arrives(module: str, kind: str) -> None
     than the line (held whole, it would grow by at least 256 MiB; the bound is 1 MiB plus 64 KiB of
     read-ahead plus the allocator's slack and the answer)."""
     line_bytes, limit = 256 * MIB, MIB
-    child = subprocess.run(
-        [sys.executable, "-c", HUGE_LINE_CHILD, module, str(line_bytes), str(limit), kind],
-        capture_output=True,
-        timeout=110,
-        env=child_env(),
-        check=False,
-    )
-    assert child.returncode == 0, child.stderr.decode(errors="replace")[-2000:]
-    report = json.loads(child.stdout)
+    report = run_script(HUGE_LINE_CHILD, module, str(line_bytes), str(limit), kind)
     assert answers(report["out"].encode()) == [INVALID_REQUEST, ok(2, "next")]
     assert report["growth"] < 16 * MIB, f"peak RSS grew by {report['growth'] / MIB:.1f} MiB"
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 import rpcwire
-from child import child_env
+from child import child_env, run_script
 from conftest import answers
 
 MIB = 1024 * 1024
@@ -399,15 +399,7 @@ def test_a_huge_batch_costs_a_few_times_its_line_not_an_answer_per_entry(module:
     and the child's peak RSS grows by a few times the line (the line, its text, the first 1,000 entries),
     not by an answer per entry (unbounded, 8 MiB made a 320 MiB answer and +655 MiB of RSS)."""
     line_bytes = line_mib * MIB
-    child = subprocess.run(
-        [sys.executable, "-c", BATCH_CHILD, module, str(line_bytes)],
-        capture_output=True,
-        timeout=110,
-        env=child_env(),
-        check=False,
-    )
-    assert child.returncode == 0, child.stderr.decode(errors="replace")[-2000:]
-    report = json.loads(child.stdout)
+    report = run_script(BATCH_CHILD, module, str(line_bytes))
     assert answers(report["out"].encode()) == [
         {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid Request"}},
         {"jsonrpc": "2.0", "id": 2, "result": "next"},

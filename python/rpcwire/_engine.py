@@ -36,8 +36,9 @@ import inspect
 import logging
 import queue
 import re
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from rpcwire._types import JsonRpcError, Request, RequestCancelled
@@ -399,6 +400,24 @@ class _Batch:
             self._transport._write_line(line)
 
 
+def _requests(
+    transport: Any, message: Any, write: Callable[[bytes | None], None]
+) -> Iterator[tuple[Request, Callable[[bytes | None], None]]]:
+    """The requests one message read holds, each with where its answer goes; the transport's own
+    answers (a -32700, an invalid entry) are written or put in their batch on the way."""
+    if isinstance(message, bytes):
+        transport._write_line(message)
+    elif isinstance(message, Request):
+        yield message, write
+    else:
+        batch = _Batch(transport, len(message))
+        for index, entry in enumerate(message):
+            if isinstance(entry, bytes):
+                batch.put(index, entry)
+            else:
+                yield entry, functools.partial(batch.put, index)
+
+
 class _ThreadServer:
     """``max_concurrency=N > 1`` on threads: the calling thread reads, N workers run requests."""
 
@@ -415,17 +434,8 @@ class _ThreadServer:
         workers = _Workers(self.max_concurrency)
         try:
             while not self.failures and (message := self.transport._read_message()) is not None:
-                if isinstance(message, bytes):
-                    self.transport._write_line(message)
-                elif isinstance(message, Request):
-                    self.dispatch(message, self.write, workers)
-                else:
-                    batch = _Batch(self.transport, len(message))
-                    for index, entry in enumerate(message):
-                        if isinstance(entry, bytes):
-                            batch.put(index, entry)
-                        else:
-                            self.dispatch(entry, functools.partial(batch.put, index), workers)
+                for request, deliver in _requests(self.transport, message, self.write):
+                    self.dispatch(request, deliver, workers)
             for _ in range(2 * self.max_concurrency):  # end of input: wait for what is in flight
                 self.admitted.acquire()
         except BaseException:
@@ -483,7 +493,7 @@ class _AsyncServer:
         self.handler = handler
         self.transport = transport
         self.loop = asyncio.get_running_loop()
-        self.is_async = inspect.iscoroutinefunction(handler)
+        self.is_async = is_async_handler(handler)
         self.admitted = asyncio.Semaphore(2 * max_concurrency)  # read and not yet answered
         self.running = asyncio.Semaphore(max_concurrency)  # async handlers running
         self.in_flight = _InFlight()
@@ -504,17 +514,8 @@ class _AsyncServer:
                 self.read_ahead.release()
                 if isinstance(message, BaseException):
                     raise message
-                if isinstance(message, bytes):
-                    self.transport._write_line(message)
-                elif isinstance(message, Request):
-                    await self.dispatch(message, self.write)
-                else:
-                    batch = _Batch(self.transport, len(message))
-                    for index, entry in enumerate(message):
-                        if isinstance(entry, bytes):
-                            batch.put(index, entry)
-                        else:
-                            await self.dispatch(entry, functools.partial(batch.put, index))
+                for request, deliver in _requests(self.transport, message, self.write):
+                    await self.dispatch(request, deliver)
             if self.tasks:
                 await asyncio.gather(*self.tasks)
         except BaseException:
@@ -530,6 +531,11 @@ class _AsyncServer:
 
     def read(self) -> None:
         """On the reader thread: at most ``_READ_AHEAD`` messages ahead of what the loop has taken."""
+        # Interrupted (Ctrl-C), the process exits while this thread is still blocked in a read, holding
+        # the input's buffer lock; the interpreter would then abort ("could not acquire lock for
+        # <stdin> at interpreter shutdown") closing sys.stdin on its way out. Holding the standard
+        # streams here keeps them alive, so they are never closed under this thread.
+        standard_streams = (sys.stdin, sys.__stdin__)  # noqa: F841
         try:
             while True:
                 self.read_ahead.acquire()
@@ -630,12 +636,18 @@ def serve(handler: Handler, transport: Any, *, max_concurrency: int = 1) -> None
     event loop of its own (:func:`serve_async`, with N or 64 tasks at most).
     """
     _check_max_concurrency(max_concurrency)
-    if inspect.iscoroutinefunction(handler):
+    if is_async_handler(handler):
         asyncio.run(serve_async(handler, transport, max_concurrency=max_concurrency))
     elif max_concurrency == 1:
         transport.serve(handler)  # the native transport's own loop, or serve_sequential
     else:
         _ThreadServer(handler, transport, max_concurrency).serve()
+
+
+def is_async_handler(handler: Any) -> bool:
+    """An ``async def`` handler, or one that says it returns awaitables (``rpcwire.methods`` holding an
+    ``async def`` function sets ``rpcwire_async``; ``inspect.markcoroutinefunction`` is 3.12+ only)."""
+    return inspect.iscoroutinefunction(handler) or getattr(handler, "rpcwire_async", False) is True
 
 
 def _check_max_concurrency(max_concurrency: int) -> None:
