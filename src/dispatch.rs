@@ -1,4 +1,5 @@
-//! Dispatch: one line in, the bytes of its answer out (the sequential `serve`).
+//! Dispatch: one line in, the bytes of its answer out (the sequential `serve`, and `rpcwire.dispatch`
+//! for one whole JSON text such as an HTTP body).
 //!
 //! Reads the line (`request`), calls `handler(method, params)` for each request (one by one, in
 //! order, for a batch) and has `answer` build what it answers: the result, or what the handler
@@ -9,34 +10,103 @@
 //! Just before each handler call, the caller's `before_call` runs: `serve` writes out the answers
 //! it has gathered there, so that no finished answer ever waits for a later handler.
 
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{IntoPyDict, PyString};
+use pyo3::types::{IntoPyDict, PyByteArray, PyBytes, PyString, PyTypeMethods};
 
-use crate::answer;
+use crate::answer::{self, StandardError};
 use crate::codec;
-use crate::envelope::{Entry, Limits};
+use crate::current;
+use crate::envelope::{Entry, Limits, DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES};
 use crate::log;
 use crate::request::{self, PyEntry, Read};
 use crate::strings::StringCache;
 
+/// `rpcwire.dispatch(body, handler)`: one whole JSON text (newlines are JSON whitespace here, not
+/// frames) answered as `serve` answers a line, the answer's bytes without `\n`; `None` when nothing is
+/// answered (notifications only). An empty or whitespace-only body is -32600 `id: null`, where `serve`
+/// skips a blank line; a body over `max_message_bytes` is answered as an over-long line. No string
+/// cache: one body holds too few repeated keys to pay for the cache's 1,024 slots.
+#[pyfunction]
+#[pyo3(signature = (
+    body,
+    handler,
+    *,
+    max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
+    max_depth=i64::from(DEFAULT_MAX_DEPTH),
+    max_batch=Some(i64::from(DEFAULT_MAX_BATCH)),
+), text_signature = "(body, handler, *, max_message_bytes=67108864, max_depth=128, max_batch=1000)")]
+pub(crate) fn dispatch<'py>(
+    py: Python<'py>,
+    body: &Bound<'py, PyAny>,
+    handler: &Bound<'py, PyAny>,
+    max_message_bytes: i64,
+    max_depth: i64,
+    max_batch: Option<i64>,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let (max_message_bytes, limits) = request::checked_limits(max_message_bytes, max_depth, max_batch)?;
+    let copied;
+    let body: &[u8] = if let Ok(text) = body.cast::<PyString>() {
+        let Ok(text) = text.to_str() else {
+            // A `str` holding lone surrogates has no UTF-8 form: it is not a JSON text on any wire.
+            let mut out = Vec::new();
+            log::debug(py, "parse error", "a str with lone surrogates (no UTF-8 form)")?;
+            answer::standard_error(&mut out, None, StandardError::Parse);
+            return Ok(Some(PyBytes::new(py, &out)));
+        };
+        text.as_bytes()
+    } else if let Ok(bytes) = body.cast::<PyBytes>() {
+        bytes.as_bytes()
+    } else if let Ok(array) = body.cast::<PyByteArray>() {
+        copied = array.to_vec();
+        &copied
+    } else {
+        return Err(PyTypeError::new_err(format!("dispatch takes str or bytes, not {}", body.get_type().name()?)));
+    };
+    let mut out = Vec::new();
+    let first_significant = body.iter().find(|byte| !matches!(byte, b' ' | b'\t' | b'\r' | b'\n'));
+    if body.len() > max_message_bytes {
+        request::answer_too_long(py, matches!(first_significant, Some(b'{' | b'[')), max_message_bytes, &mut out)?;
+    } else if first_significant.is_none() {
+        request::answer_invalid(py, None, "an empty body", &mut out)?;
+    } else if !answer_line(
+        py,
+        body,
+        &mut Caller { transport: None, handler, before_call: &mut || Ok(()) },
+        limits,
+        None,
+        &mut out,
+    )? {
+        return Ok(None);
+    }
+    Ok(Some(PyBytes::new(py, &out)))
+}
+
 /// What runs just before each handler call.
 pub(crate) type BeforeCall<'a> = &'a mut dyn FnMut() -> PyResult<()>;
+
+/// Who answers: the handler, the transport it is called for (`current_request()` finds it), and
+/// what runs before each call.
+pub(crate) struct Caller<'a, 'py> {
+    /// `None` for `dispatch` (no stream to write a progress notification to).
+    pub(crate) transport: Option<&'a Bound<'py, PyAny>>,
+    pub(crate) handler: &'a Bound<'py, PyAny>,
+    pub(crate) before_call: BeforeCall<'a>,
+}
 
 /// Answer one line (not blank) into `out`; `Ok(false)` if it needs no answer (notifications only).
 pub(crate) fn answer_line(
     py: Python<'_>,
     line: &[u8],
-    handler: &Bound<'_, PyAny>,
+    caller: &mut Caller<'_, '_>,
     limits: Limits,
-    strings: &mut StringCache,
-    before_call: BeforeCall<'_>,
+    mut strings: Option<&mut StringCache>,
     out: &mut Vec<u8>,
 ) -> PyResult<bool> {
-    let entries = match request::read_line(py, line, limits, Some(&mut *strings), out)? {
+    let entries = match request::read_line(py, line, limits, strings.as_deref_mut(), out)? {
         Read::Answered => return Ok(true),
-        Read::Single(entry) => return answer_entry(py, entry, handler, strings, before_call, out),
+        Read::Single(entry) => return answer_entry(py, entry, caller, strings, out),
         Read::Batch(entries) => entries,
     };
     out.push(b'[');
@@ -46,7 +116,7 @@ pub(crate) fn answer_line(
         if mark > first {
             out.push(b',');
         }
-        if !answer_entry(py, entry, handler, strings, before_call, out)? {
+        if !answer_entry(py, entry, caller, strings.as_deref_mut(), out)? {
             out.truncate(mark);
         }
     }
@@ -62,9 +132,8 @@ pub(crate) fn answer_line(
 fn answer_entry<'py>(
     py: Python<'py>,
     entry: PyEntry<'_, 'py>,
-    handler: &Bound<'py, PyAny>,
-    strings: &mut StringCache,
-    before_call: BeforeCall<'_>,
+    caller: &mut Caller<'_, '_>,
+    strings: Option<&mut StringCache>,
     out: &mut Vec<u8>,
 ) -> PyResult<bool> {
     let call = match entry {
@@ -74,10 +143,16 @@ fn answer_entry<'py>(
         }
         Entry::Call(call) => call,
     };
-    let method = codec::decode_str(py, call.method, Some(strings))?;
+    let method = codec::decode_str(py, call.method, strings)?;
     let params = call.params.unwrap_or_else(|| py.None().into_bound(py));
-    before_call()?;
-    let outcome = handler.call1((&method, params));
+    (caller.before_call)()?;
+    // `current_request()` finds the call here, and its context is finished before the answer.
+    let calling =
+        caller.transport.map(|transport| current::Calling::enter(&method, &params, call.id.as_ref(), transport));
+    let outcome = caller.handler.call1((&method, &params));
+    if let Some(calling) = calling {
+        calling.finish(py)?;
+    }
     let Some(id) = &call.id else {
         if let Err(error) = outcome {
             log_notification_failure(py, &method, error)?;

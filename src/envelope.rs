@@ -11,6 +11,10 @@
 use crate::errors::SyntaxError;
 use crate::json::{write_escaped_str, JsonStr, Scanner};
 
+/// The longest message accepted (see `rpcwire.DEFAULT_MAX_MESSAGE_BYTES`): a line of `serve`, a body
+/// of `dispatch`.
+pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: i64 = 64 * 1024 * 1024;
+
 /// The nesting limit of incoming JSON (see `rpcwire.DEFAULT_MAX_DEPTH`).
 pub(crate) const DEFAULT_MAX_DEPTH: u16 = 128;
 

@@ -5,6 +5,7 @@
 
 mod answer;
 mod codec;
+mod current;
 mod dispatch;
 mod envelope;
 mod errors;
@@ -23,5 +24,9 @@ use pyo3::prelude::*;
 fn _rpcwire(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<transport::StdioTransport>()?;
     module.add_function(wrap_pyfunction!(request::parse_request, module)?)?;
+    module.add_function(wrap_pyfunction!(current::_current_call, module)?)?;
+    module.add_function(wrap_pyfunction!(current::_current_context, module)?)?;
+    module.add_function(wrap_pyfunction!(current::_set_current_context, module)?)?;
+    module.add_function(wrap_pyfunction!(dispatch::dispatch, module)?)?;
     Ok(())
 }

@@ -7,13 +7,14 @@
 //! over `max_batch`, an invalid message or batch entry, a line over `max_message_bytes`) is built
 //! here, with its detail logged at DEBUG, so that both paths write the same bytes and log the same.
 
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyList, PyString, PyType};
 
 use crate::answer::{self, StandardError};
 use crate::codec;
-use crate::envelope::{self, Call, Entry, Id, Limits, Message};
+use crate::envelope::{self, Call, Entry, Id, Limits, Message, MAX_MAX_DEPTH};
 use crate::errors::Error;
 use crate::json::Scanner;
 use crate::log;
@@ -84,6 +85,30 @@ pub(crate) fn read_line<'a, 'py>(
     }
 }
 
+/// The limits given as `StdioTransport`'s and `dispatch`'s keyword arguments, checked:
+/// `(max_message_bytes, limits)`, or a `ValueError` naming the first one out of range.
+pub(crate) fn checked_limits(
+    max_message_bytes: i64,
+    max_depth: i64,
+    max_batch: Option<i64>,
+) -> PyResult<(usize, Limits)> {
+    let max_message_bytes = positive("max_message_bytes", max_message_bytes, usize::MAX)?;
+    let limits = Limits {
+        max_depth: positive("max_depth", max_depth, MAX_MAX_DEPTH)?,
+        max_batch: max_batch.map(|max_batch| positive("max_batch", max_batch, usize::MAX)).transpose()?,
+    };
+    Ok((max_message_bytes, limits))
+}
+
+/// `value` if it is at least 1 (and at most `most`), else a `ValueError` naming it.
+fn positive(name: &str, value: i64, most: usize) -> PyResult<usize> {
+    match usize::try_from(value) {
+        Ok(value) if (1..=most).contains(&value) => Ok(value),
+        _ if most == usize::MAX => Err(PyValueError::new_err(format!("{name} must be at least 1, not {value}"))),
+        _ => Err(PyValueError::new_err(format!("{name} must be between 1 and {most}, not {value}"))),
+    }
+}
+
 /// Append the -32600 answer to an invalid message (`id` is its id, if that was valid), and log why.
 pub(crate) fn answer_invalid(py: Python<'_>, id: Option<&Id<'_>>, reason: &str, out: &mut Vec<u8>) -> PyResult<()> {
     log::debug(py, "invalid request", reason)?;
@@ -151,7 +176,17 @@ fn request_object<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let method = codec::decode_str(py, call.method, strings)?;
     let params = call.params.unwrap_or_else(|| py.None().into_bound(py));
-    let (id, id_json) = match &call.id {
+    request_from_parts(py, method, params, call.id.as_ref())
+}
+
+/// A `Request` from its method, params and id (`None` for a notification).
+pub(crate) fn request_from_parts<'py>(
+    py: Python<'py>,
+    method: Bound<'py, PyString>,
+    params: Bound<'py, PyAny>,
+    id: Option<&Id<'_>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (id_object, id_json) = match id {
         Some(id) => {
             let mut json = Vec::new();
             id.write_json(&mut json);
@@ -159,9 +194,9 @@ fn request_object<'py>(
         }
         None => (py.None().into_bound(py), py.None().into_bound(py)),
     };
-    let is_notification = PyBool::new(py, call.id.is_none()).to_owned().into_any();
+    let is_notification = PyBool::new(py, id.is_none()).to_owned().into_any();
     // Positional, in the order of the dataclass's fields: no keyword dict to build.
-    REQUEST.import(py, "rpcwire._types", "Request")?.call1((method, params, id, is_notification, id_json))
+    REQUEST.import(py, "rpcwire._types", "Request")?.call1((method, params, id_object, is_notification, id_json))
 }
 
 /// A request's id as `json.loads` would give it (`1e3` is `1000.0`).

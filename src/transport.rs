@@ -31,7 +31,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyDict, PyInt, PyType};
 use crate::answer;
 use crate::codec;
 use crate::dispatch;
-use crate::envelope::{Id, Limits, DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, MAX_MAX_DEPTH};
+use crate::envelope::{Id, Limits, DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES};
 use crate::framing::{Line, LineBuffer};
 use crate::request;
 use crate::stream_lock::StreamLock;
@@ -39,9 +39,6 @@ use crate::strings::StringCache;
 
 /// How much one `readinto1`/`read1`/`readline` call may return.
 const READ_CHUNK: usize = 64 * 1024;
-
-/// The longest line accepted (see `rpcwire.DEFAULT_MAX_MESSAGE_BYTES`).
-const DEFAULT_MAX_MESSAGE_BYTES: i64 = 64 * 1024 * 1024;
 
 /// Gathered answers are written once they reach this size, even if more lines are buffered.
 const COALESCE_LIMIT: usize = 64 * 1024;
@@ -294,7 +291,13 @@ impl StdioTransport {
     }
 
     /// The serve loop; answers gathered when it fails are left in `gathered` for `serve` to write.
-    fn answer_all(&self, py: Python<'_>, handler: &Bound<'_, PyAny>, gathered: &mut Vec<u8>) -> PyResult<()> {
+    fn answer_all(
+        &self,
+        py: Python<'_>,
+        this: &Bound<'_, PyAny>,
+        handler: &Bound<'_, PyAny>,
+        gathered: &mut Vec<u8>,
+    ) -> PyResult<()> {
         let mut line = Vec::new();
         let mut answer = Vec::new();
         let mut strings = StringCache::default();
@@ -319,15 +322,8 @@ impl StdioTransport {
                 Next::Line => {
                     // No finished answer waits for a handler: what was gathered goes out first.
                     let mut before_call = || self.write_gathered(py, gathered);
-                    if !dispatch::answer_line(
-                        py,
-                        &line,
-                        handler,
-                        self.limits,
-                        &mut strings,
-                        &mut before_call,
-                        &mut answer,
-                    )? {
+                    let mut caller = dispatch::Caller { transport: Some(this), handler, before_call: &mut before_call };
+                    if !dispatch::answer_line(py, &line, &mut caller, self.limits, Some(&mut strings), &mut answer)? {
                         continue;
                     }
                 }
@@ -353,15 +349,6 @@ fn encoded(id: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     Ok(json)
 }
 
-/// `value` if it is at least 1 (and at most `most`), else a `ValueError` naming it.
-fn positive(name: &str, value: i64, most: usize) -> PyResult<usize> {
-    match usize::try_from(value) {
-        Ok(value) if (1..=most).contains(&value) => Ok(value),
-        _ if most == usize::MAX => Err(PyValueError::new_err(format!("{name} must be at least 1, not {value}"))),
-        _ => Err(PyValueError::new_err(format!("{name} must be between 1 and {most}, not {value}"))),
-    }
-}
-
 #[pymethods]
 impl StdioTransport {
     #[new]
@@ -382,11 +369,7 @@ impl StdioTransport {
         max_batch: Option<i64>,
     ) -> PyResult<Self> {
         // An `i64` is at most `usize::MAX / 2` here, so `max_message_bytes + 1` cannot overflow.
-        let max_message_bytes = positive("max_message_bytes", max_message_bytes, usize::MAX)?;
-        let limits = Limits {
-            max_depth: positive("max_depth", max_depth, MAX_MAX_DEPTH)?,
-            max_batch: max_batch.map(|max_batch| positive("max_batch", max_batch, usize::MAX)).transpose()?,
-        };
+        let (max_message_bytes, limits) = request::checked_limits(max_message_bytes, max_depth, max_batch)?;
         let stdin = binary_stream(py, stdin, "stdin", "readline")?;
         let stdout = binary_stream(py, stdout, "stdout", "write")?;
         let method = read_method(py, &stdin)?;
@@ -545,7 +528,9 @@ impl StdioTransport {
             Some(value) => value.is_exact_instance_of::<PyInt>() && value.extract::<i64>().is_ok_and(|n| n == 1),
         };
         let is_async = || -> PyResult<bool> {
-            py.import(intern!(py, "inspect"))?.call_method1(intern!(py, "iscoroutinefunction"), (handler,))?.is_truthy()
+            py.import(intern!(py, "rpcwire._engine"))?
+                .call_method1(intern!(py, "is_async_handler"), (handler,))?
+                .is_truthy()
         };
         if !sequential || is_async()? {
             let kwargs = PyDict::new(py);
@@ -559,7 +544,7 @@ impl StdioTransport {
         }
         let transport = slf.get();
         let mut gathered = Vec::new();
-        let served = transport.answer_all(py, handler, &mut gathered);
+        let served = transport.answer_all(py, slf.as_any(), handler, &mut gathered);
         // Answers gathered before a failure were accepted: write them (a second failure, when the
         // writer itself failed, is dropped in favour of the first).
         let written = transport.write_gathered(py, &mut gathered);

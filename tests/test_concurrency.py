@@ -207,17 +207,51 @@ def test_current_request_outside_a_handler_is_a_lookup_error(impl: ModuleType) -
         impl.current_request()
 
 
-def test_the_sequential_serve_sets_no_context(impl: ModuleType) -> None:
-    """The sequential loop keeps its native speed: no context, in both implementations alike."""
+def test_the_sequential_serve_gives_the_same_context(impl: ModuleType) -> None:
+    """max_concurrency=1: the same context (one object per call), progress before the answer, LSP's end."""
+    seen: list[Any] = []
 
     def handler(method: str, params: Any) -> Any:
-        with pytest.raises(LookupError):
-            impl.current_request()
-        return "no context"
+        context = impl.current_request()
+        assert impl.current_request() is context
+        seen.append((context.id, context.method, context.is_notification, context.cancelled))
+        context.progress(1, 2)
+        context.progress(2, 2)
+        return "done"
 
+    data = request("m", {"_meta": {"progressToken": "t"}}, id=1) + request("n", id=...)
+    data += b"[" + request("lsp", {"workDoneToken": "w"}, id="x").strip() + b"]\n"
     out = io.BytesIO()
-    impl.serve(handler, impl.StdioTransport(io.BytesIO(request("m", id=1)), out))
-    assert answers(out.getvalue()) == [ok(1, "no context")]
+    impl.serve(handler, impl.StdioTransport(io.BytesIO(data), out))
+    lines = answers(out.getvalue())
+    assert seen == [(1, "m", False, False), (None, "n", True, False), ("x", "lsp", False, False)]
+    assert lines == [
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/progress",
+            "params": {"progressToken": "t", "progress": 1, "total": 2},
+        },
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/progress",
+            "params": {"progressToken": "t", "progress": 2, "total": 2},
+        },
+        ok(1, "done"),
+        {
+            "jsonrpc": "2.0",
+            "method": "$/progress",
+            "params": {"token": "w", "value": {"kind": "begin", "title": "lsp", "percentage": 50}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "method": "$/progress",
+            "params": {"token": "w", "value": {"kind": "report", "percentage": 100}},
+        },
+        {"jsonrpc": "2.0", "method": "$/progress", "params": {"token": "w", "value": {"kind": "end"}}},
+        [ok("x", "done")],
+    ]
+    with pytest.raises(LookupError):  # and none once the call is over
+        impl.current_request()
 
 
 def test_current_request_inside_a_handler(impl: ModuleType, mode: str) -> None:

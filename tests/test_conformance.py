@@ -1311,6 +1311,8 @@ PUBLIC = [
     "parse_request",
     "StdioTransport",
     "serve",
+    "dispatch",
+    "methods",
 ]
 
 

@@ -1,12 +1,13 @@
 """rpcwire: a JSON-RPC 2.0 transport for Python with a Rust core.
 
-``StdioTransport``, ``serve`` and ``parse_request`` come from the native module ``rpcwire._rpcwire``;
+``StdioTransport``, ``serve``, ``dispatch`` and ``parse_request`` come from the native module ``rpcwire._rpcwire``;
 ``rpcwire.pure`` offers the same names in pure Python. Existing code switches by changing one import.
 """
 
 import logging
 
 from rpcwire._engine import RequestContext, current_request, serve, serve_async
+from rpcwire._methods import methods
 from rpcwire._types import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_DEPTH,
@@ -25,13 +26,13 @@ from rpcwire._types import (
 )
 
 try:
-    from rpcwire._rpcwire import StdioTransport, parse_request
+    from rpcwire._rpcwire import StdioTransport, dispatch, parse_request
 
     NATIVE = True
     """Whether the native (Rust) transport is in use; ``False`` only when it could not be imported."""
 except ImportError as exc:  # pragma: no cover - a build without the native module
     logging.getLogger("rpcwire").warning("native module unavailable (%s); using rpcwire.pure", exc)
-    from rpcwire.pure import StdioTransport, parse_request
+    from rpcwire.pure import StdioTransport, dispatch, parse_request
 
     NATIVE = False
 
@@ -54,6 +55,8 @@ __all__ = [
     "RequestContext",
     "StdioTransport",
     "current_request",
+    "dispatch",
+    "methods",
     "parse_request",
     "serve",
     "serve_async",

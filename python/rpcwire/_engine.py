@@ -186,10 +186,31 @@ class RequestContext:
 
 def current_request() -> RequestContext:
     """The request the calling handler serves; ``LookupError`` outside one."""
-    try:
-        return _current.get()
-    except LookupError:
-        raise LookupError("current_request() is only available inside a handler that rpcwire is running") from None
+    context = _current.get(None)
+    if context is None and _native is not None:
+        context = _native_sequential_context(_native)
+    if context is None:
+        raise LookupError("current_request() is only available inside a handler that rpcwire is running")
+    return context
+
+
+def _native_sequential_context(native: Any) -> RequestContext | None:
+    """The context of the call the native sequential ``serve`` is making on this thread, made the first
+    time its handler asks (the loop notes only where the call's pieces are: see src/current.rs)."""
+    context: RequestContext | None = native._current_context()
+    if context is None:
+        call = native._current_call()
+        if call is None:
+            return None
+        context = RequestContext(*call)
+        native._set_current_context(context)
+    return context
+
+
+try:
+    from rpcwire import _rpcwire as _native
+except ImportError:  # pragma: no cover - a build without the native module
+    _native = None
 
 
 class _TraceFilter(logging.Filter):
@@ -270,17 +291,18 @@ def _batch_line(answers: list[bytes | None]) -> bytes | None:
 
 
 def serve_sequential(handler: Handler, transport: Any) -> None:
-    """One message at a time, in order, on the calling thread (``rpcwire.pure``'s ``serve``).
+    """One message at a time, in order, on the calling thread (``rpcwire.pure``'s ``serve``)."""
 
-    As the native loop, it sets no request context: ``current_request()`` is for the concurrent modes.
-    """
+    def call(request: Request) -> bytes | None:
+        return _call(transport, request, handler, RequestContext(request, transport))
+
     while (message := transport._read_message()) is not None:
         if isinstance(message, bytes):
             answer: bytes | None = message
         elif isinstance(message, Request):
-            answer = _call(transport, message, handler, None)
+            answer = call(message)
         else:
-            answer = _batch_line([e if isinstance(e, bytes) else _call(transport, e, handler, None) for e in message])
+            answer = _batch_line([entry if isinstance(entry, bytes) else call(entry) for entry in message])
         if answer is not None:
             transport._write_line(answer)
 
@@ -520,7 +542,7 @@ class _AsyncServer:
         self.handler = handler
         self.transport = transport
         self.loop = asyncio.get_running_loop()
-        self.is_async = inspect.iscoroutinefunction(handler)
+        self.is_async = is_async_handler(handler)
         self.admitted = asyncio.Semaphore(2 * max_concurrency)  # read and not yet answered
         self.running = asyncio.Semaphore(max_concurrency)  # async handlers running
         self.in_flight = _InFlight()
@@ -664,12 +686,18 @@ def serve(handler: Handler, transport: Any, *, max_concurrency: int = 1) -> None
     event loop of its own (:func:`serve_async`, with N or 64 tasks at most).
     """
     _check_max_concurrency(max_concurrency)
-    if inspect.iscoroutinefunction(handler):
+    if is_async_handler(handler):
         asyncio.run(serve_async(handler, transport, max_concurrency=max_concurrency))
     elif max_concurrency == 1:
         transport.serve(handler)  # the native transport's own loop, or serve_sequential
     else:
         _ThreadServer(handler, transport, max_concurrency).serve()
+
+
+def is_async_handler(handler: Any) -> bool:
+    """An ``async def`` handler, or one that says it returns awaitables (``rpcwire.methods`` holding an
+    ``async def`` function sets ``rpcwire_async``; ``inspect.markcoroutinefunction`` is 3.12+ only)."""
+    return inspect.iscoroutinefunction(handler) or getattr(handler, "rpcwire_async", False) is True
 
 
 def _check_max_concurrency(max_concurrency: int) -> None:

@@ -5,7 +5,7 @@ from typing import Any, BinaryIO, final
 
 from rpcwire._types import Request
 
-__all__ = ["StdioTransport", "parse_request"]
+__all__ = ["StdioTransport", "_current_call", "_current_context", "_set_current_context", "dispatch", "parse_request"]
 
 @final
 class StdioTransport:
@@ -60,3 +60,22 @@ class StdioTransport:
 
 def parse_request(raw: str | bytes) -> tuple[Request | None, dict[str, Any] | None]:
     """Parse one JSON-RPC message: ``(request, None)`` or ``(None, error_response)``."""
+
+def _current_call() -> tuple[Request, StdioTransport] | None:
+    """The call the sequential ``serve`` is making on this thread: its ``Request`` and transport."""
+
+def _current_context() -> Any:
+    """The ``RequestContext`` already made for the call in progress, if any."""
+
+def _set_current_context(context: Any) -> None:
+    """Keep ``context`` for the rest of the call in progress."""
+
+def dispatch(
+    body: str | bytes,
+    handler: Callable[[str, Any], Any],
+    *,
+    max_message_bytes: int = 67108864,
+    max_depth: int = 128,
+    max_batch: int | None = 1000,
+) -> bytes | None:
+    """Answer one whole JSON text (e.g. an HTTP body) as ``serve`` answers a line; ``None``: nothing to answer."""

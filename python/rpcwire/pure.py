@@ -9,7 +9,6 @@ The rules both implementations follow are in ``docs/semantics.md``.
 
 from __future__ import annotations
 
-import inspect
 import io
 import itertools
 import json
@@ -23,6 +22,7 @@ from typing import Any, BinaryIO
 
 from rpcwire import _engine
 from rpcwire._engine import RequestContext, current_request, serve_async
+from rpcwire._methods import methods
 from rpcwire._types import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_DEPTH,
@@ -56,6 +56,8 @@ __all__ = [
     "RequestContext",
     "StdioTransport",
     "current_request",
+    "dispatch",
+    "methods",
     "parse_request",
     "serve",
     "serve_async",
@@ -659,6 +661,63 @@ def parse_request(raw: str | bytes) -> tuple[Request | None, dict[str, Any] | No
     return None, _error_response(id_, ERR_INVALID_REQUEST, "Invalid Request")
 
 
+def _classify_text(line: bytes, max_depth: int, max_batch: int | None) -> bytes | Request | list[Request | bytes]:
+    """One JSON text (a line, or ``dispatch``'s body) read and classified as ``_read_message`` gives it."""
+    try:
+        message = _decode(line, max_depth, max_batch)
+    except _ParseError as exc:
+        logger.debug("parse error: %s", exc)
+        return _PARSE_ERROR
+    if message is _BATCH_OVER_LIMIT:
+        return _invalid_request(b"null", f"a batch of more than max_batch ({max_batch}) entries")
+    if type(message) is not list:
+        return _classify(message, line, None)
+    if not message:
+        return _invalid_request(b"null", "empty batch")
+    return [_classify(entry, line, index) for index, entry in enumerate(message)]
+
+
+def dispatch(
+    body: str | bytes,
+    handler: Handler,
+    *,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    max_batch: int | None = DEFAULT_MAX_BATCH,
+) -> bytes | None:
+    """Answer one whole JSON text (an HTTP body: newlines are whitespace, not frames) as ``serve``
+    answers a line: the answer's bytes without ``\\n``, or ``None`` when nothing is answered
+    (notifications only). An empty or whitespace-only body is -32600 ``id: null``; a body over
+    ``max_message_bytes`` is answered as an over-long line is."""
+    max_message_bytes = _positive("max_message_bytes", max_message_bytes)
+    max_depth = _positive("max_depth", max_depth, MAX_MAX_DEPTH)
+    max_batch = None if max_batch is None else _positive("max_batch", max_batch)
+    if isinstance(body, str):
+        try:
+            line = body.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates: no UTF-8 form, not a JSON text on any wire
+            logger.debug("parse error: a str with lone surrogates (no UTF-8 form)")
+            return _PARSE_ERROR
+    elif isinstance(body, (bytes, bytearray)):
+        line = bytes(body)
+    else:
+        raise TypeError(f"dispatch takes str or bytes, not {type(body).__name__}")
+    if len(line) > max_message_bytes:
+        return _TooLong(line.lstrip(_JSON_WHITESPACE)[:1]).answer(max_message_bytes)
+    if not line.strip(_JSON_WHITESPACE):
+        return _invalid_request(b"null", "an empty body")
+    # As _engine.serve_sequential answers one message; the answers' bytes come from StdioTransport's
+    # static core methods, so the class itself is the "transport".
+    message = _classify_text(line, max_depth, max_batch)
+    if isinstance(message, bytes):
+        return message
+    if isinstance(message, Request):
+        return _engine._call(StdioTransport, message, handler, None)
+    return _engine._batch_line(
+        [e if isinstance(e, bytes) else _engine._call(StdioTransport, e, handler, None) for e in message]
+    )
+
+
 def _positive(name: str, value: int, most: int | None = None) -> int:
     value = operator.index(value)  # as the native module: an int (or bool), not a float
     if value > _I64_MAX:
@@ -823,18 +882,7 @@ class StdioTransport:
         return None
 
     def _classify_line(self, line: bytes) -> bytes | Request | list[Request | bytes]:
-        try:
-            message = _decode(line, self._max_depth, self._max_batch)
-        except _ParseError as exc:
-            logger.debug("parse error: %s", exc)
-            return _PARSE_ERROR
-        if message is _BATCH_OVER_LIMIT:
-            return _invalid_request(b"null", f"a batch of more than max_batch ({self._max_batch}) entries")
-        if type(message) is not list:
-            return _classify(message, line, None)
-        if not message:
-            return _invalid_request(b"null", "empty batch")
-        return [_classify(entry, line, index) for index, entry in enumerate(message)]
+        return _classify_text(line, self._max_depth, self._max_batch)
 
     @staticmethod
     def _answer_result(id_json: bytes, result: Any) -> bytes:
@@ -853,7 +901,7 @@ class StdioTransport:
         is gone) or if the handler raises a ``BaseException`` that is not an ``Exception``.
         ``max_concurrency`` and ``async def`` handlers: see ``rpcwire.serve``.
         """
-        if max_concurrency == 1 and not inspect.iscoroutinefunction(handler):
+        if max_concurrency == 1 and not _engine.is_async_handler(handler):
             _engine.serve_sequential(handler, self)
         else:
             _engine.serve(handler, self, max_concurrency=max_concurrency)

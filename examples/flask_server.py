@@ -1,0 +1,29 @@
+"""JSON-RPC over HTTP with Flask: one ``/rpc`` POST route, the methods ``add`` and ``subtract`` from a dict.
+
+    python examples/flask_server.py                             # Flask's development server, port 5000
+    gunicorn --chdir examples --bind 127.0.0.1:5000 flask_server:app   # a production WSGI server
+
+then ``python examples/http_client.py`` (or ``curl -H 'Content-Type: application/json' -d
+'{"jsonrpc":"2.0","method":"add","params":[10,15],"id":1}' http://127.0.0.1:5000/rpc``).
+"""
+
+from __future__ import annotations
+
+from flask import Flask
+from rpcwire import methods
+from rpcwire.http import flask_view
+
+
+def add(a: float, b: float) -> float:
+    return a + b
+
+
+def subtract(minuend: float, subtrahend: float) -> float:
+    return minuend - subtrahend
+
+
+app = Flask(__name__)
+app.add_url_rule("/rpc", view_func=flask_view(methods({"add": add, "subtract": subtract})), methods=["POST"])
+
+if __name__ == "__main__":
+    app.run(host="127.0.0.1", port=5000)

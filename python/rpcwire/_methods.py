@@ -1,0 +1,112 @@
+"""``methods()``: a handler built from plain functions, shared by both implementations.
+
+``methods({"add": add})`` or ``registry = methods()`` with ``@registry.method`` (the function's name) and
+``@registry.method("name")``. The registry is itself the handler ``(method, params)``: array params are
+passed positionally, object params by name (MCP's ``_meta`` member only to a function that takes it, by a
+``_meta`` parameter or ``**kwargs``), absent params as no arguments. Only the binding is checked
+(``inspect.signature(...).bind``): when it fails the answer is -32602 with the reason in ``data``; an
+exception raised inside the function is answered as any handler's (a ``TypeError`` there is -32603, never
+-32602). An unknown method is -32601.
+
+``async def`` functions: once the registry holds one, it is an async handler (``rpcwire_async``, which the
+engine reads, as ``inspect.iscoroutinefunction`` cannot be told so before Python 3.12): ``serve`` runs it on
+an event loop and every call returns an awaitable, an ``async def`` function's coroutine, or for a plain
+function ``asyncio.to_thread`` of it (never run on the loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, overload
+
+from rpcwire._types import InvalidParams, MethodNotFound
+
+__all__ = ["Methods", "methods"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_META = "_meta"
+
+
+class Methods:
+    """A handler calling the function registered under the request's method name (see :func:`methods`)."""
+
+    __slots__ = ("_functions", "_signatures", "_takes_meta", "rpcwire_async")
+
+    rpcwire_async: bool
+    """Whether any function is ``async def``: the engine then treats the registry as an async handler."""
+
+    def __init__(self, functions: Mapping[str, Callable[..., Any]] | None = None) -> None:
+        self._functions: dict[str, Callable[..., Any]] = {}
+        self._signatures: dict[str, inspect.Signature | None] = {}
+        self._takes_meta: dict[str, bool] = {}
+        self.rpcwire_async = False
+        for name, function in (functions or {}).items():
+            self.add(function, name)
+
+    def add(self, function: Callable[..., Any], name: str | None = None) -> None:
+        """Register ``function`` under ``name`` (default: its ``__name__``); a name registered again is replaced."""
+        if not callable(function):
+            raise TypeError(f"{function!r} is not callable")
+        name = function.__name__ if name is None else name
+        if not isinstance(name, str):
+            raise TypeError(f"a method name is a str, not {type(name).__name__}")
+        try:
+            signature: inspect.Signature | None = inspect.signature(function)
+        except (TypeError, ValueError):  # some builtins have none: called as given, unchecked
+            signature = None
+        self._functions[name] = function
+        self._signatures[name] = signature
+        self._takes_meta[name] = signature is None or any(
+            parameter.name == _META or parameter.kind is inspect.Parameter.VAR_KEYWORD
+            for parameter in signature.parameters.values()
+        )
+        self.rpcwire_async = any(inspect.iscoroutinefunction(f) for f in self._functions.values())
+
+    @overload
+    def method(self, name_or_function: F) -> F: ...
+    @overload
+    def method(self, name_or_function: str) -> Callable[[F], F]: ...
+    def method(self, name_or_function: Any) -> Any:
+        """Decorator: ``@registry.method`` registers under the function's name, ``@registry.method("x")`` as ``x``."""
+        if isinstance(name_or_function, str):
+            name = name_or_function
+
+            def register(function: F) -> F:
+                self.add(function, name)
+                return function
+
+            return register
+        self.add(name_or_function)
+        return name_or_function
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._functions
+
+    def __repr__(self) -> str:
+        return f"methods({sorted(self._functions)!r})"
+
+    def __call__(self, method: str, params: Any) -> Any:
+        function = self._functions.get(method)
+        if function is None:
+            raise MethodNotFound()
+        args: tuple[Any, ...] = tuple(params) if isinstance(params, list) else ()
+        kwargs: dict[str, Any] = params if isinstance(params, dict) else {}
+        if _META in kwargs and not self._takes_meta[method]:  # MCP's reserved member, for the engine
+            kwargs = {name: value for name, value in kwargs.items() if name != _META}
+        signature = self._signatures[method]
+        if signature is not None:
+            try:
+                signature.bind(*args, **kwargs)
+            except TypeError as exc:
+                raise InvalidParams(data=str(exc)) from None
+        if inspect.iscoroutinefunction(function) or not self.rpcwire_async:
+            return function(*args, **kwargs)
+        return asyncio.to_thread(function, *args, **kwargs)
+
+
+def methods(functions: Mapping[str, Callable[..., Any]] | None = None) -> Methods:
+    """A handler from ``{"name": function}`` (or empty, to fill with ``@registry.method``)."""
+    return Methods(functions)

@@ -1,0 +1,546 @@
+"""``rpcwire.http``: the WSGI and ASGI applications, in process (a hand-built WSGI environ, a hand-built ASGI
+scope with ``receive``/``send``), each row of the behaviour table against both."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import rpcwire
+from conftest import INVALID_REQUEST, PARSE_ERROR, compact, err, ok
+from rpcwire.http import DEFAULT_MAX_BODY_BYTES, ASGIApp, WSGIApp
+
+JSON = {"content-type": "application/json"}
+ADD = compact({"jsonrpc": "2.0", "method": "add", "params": [10, 15], "id": 1})
+
+
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+def subtract(a: int, b: int) -> int:
+    return a - b
+
+
+HANDLER = rpcwire.methods({"add": add, "subtract": subtract})
+
+
+class Reply:
+    def __init__(self, status: int, headers: list[tuple[str, str]], body: bytes, read: int | None = None) -> None:
+        self.status = status
+        self.headers = {name.lower(): value for name, value in headers}
+        assert len(self.headers) == len(headers), headers
+        self.body = body
+        self.read = read  # how many body bytes the application read
+
+    def json(self) -> Any:
+        assert self.headers["content-type"] == "application/json"
+        assert self.headers["content-length"] == str(len(self.body))
+        return json.loads(self.body)
+
+
+class CountingInput(io.BytesIO):
+    """``wsgi.input`` that counts what is read."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.count = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        chunk = super().read(size)
+        self.count += len(chunk)
+        return chunk
+
+
+def call_wsgi(
+    app: Any, method: str, headers: dict[str, str], body: bytes, *, chunked: bool = False, scheme: str = "http"
+) -> Reply:
+    stream = CountingInput(body)
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": "/rpc",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "8000",
+        "wsgi.input": stream,
+        "wsgi.url_scheme": scheme,
+    }
+    headers = {"host": "127.0.0.1:8000", **headers}
+    if not chunked and "content-length" not in headers:
+        headers["content-length"] = str(len(body))
+    if chunked:
+        environ["wsgi.input_terminated"] = True
+    for name, value in headers.items():
+        if name == "content-type":
+            environ["CONTENT_TYPE"] = value
+        elif name == "content-length":
+            environ["CONTENT_LENGTH"] = value
+        else:
+            environ["HTTP_" + name.upper().replace("-", "_")] = value
+    started: list[tuple[str, list[tuple[str, str]]]] = []
+    chunks = app(environ, lambda status, headers, exc_info=None: started.append((status, headers)))
+    ((status, response_headers),) = started
+    code, reason = status.split(" ", 1)
+    assert reason
+    return Reply(int(code), response_headers, b"".join(chunks), stream.count)
+
+
+def call_asgi(
+    app: Any, method: str, headers: dict[str, str], body: bytes, *, chunked: bool = False, scheme: str = "http"
+) -> Reply:
+    headers = {"host": "127.0.0.1:8000", **headers}
+    if not chunked and "content-length" not in headers:
+        headers["content-length"] = str(len(body))
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": scheme,
+        "path": "/rpc",
+        "headers": [(name.encode(), value.encode()) for name, value in headers.items()],
+    }
+    pieces = [body[i : i + 1000] for i in range(0, len(body), 1000)] or [b""]
+    received: list[int] = []
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        if len(received) == len(pieces):
+            return {"type": "http.disconnect"}
+        received.append(len(pieces[len(received)]))
+        return {"type": "http.request", "body": pieces[len(received) - 1], "more_body": len(received) < len(pieces)}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    start, *bodies = sent
+    assert start["type"] == "http.response.start"
+    assert all(message["type"] == "http.response.body" for message in bodies)
+    assert [message.get("more_body", False) for message in bodies] == [True] * (len(bodies) - 1) + [False]
+    response_headers = [(name.decode(), value.decode()) for name, value in start["headers"]]
+    return Reply(start["status"], response_headers, b"".join(m["body"] for m in bodies), sum(received))
+
+
+SERVERS: dict[str, tuple[type[Any], Callable[..., Reply]]] = {
+    "wsgi": (WSGIApp, call_wsgi),
+    "asgi": (ASGIApp, call_asgi),
+}
+
+
+@pytest.fixture(params=list(SERVERS))
+def server(request: pytest.FixtureRequest) -> Callable[..., Reply]:
+    """``server(method, headers, body, **app_options)``: one request to a fresh WSGIApp or ASGIApp."""
+    app_class, call = SERVERS[request.param]
+
+    def one(method: str, headers: dict[str, str], body: bytes, handler: Any = HANDLER, **options: Any) -> Reply:
+        call_options = {key: options.pop(key) for key in ("chunked", "scheme") if key in options}
+        return call(app_class(handler, **options), method, headers, body, **call_options)
+
+    return one
+
+
+# --- the table -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "application/json",
+        "application/json-rpc",
+        "application/jsonrequest",
+        "application/json; charset=utf-8",
+        'Application/JSON ; Charset="UTF-8"',
+    ],
+)
+def test_a_post_is_answered_200(server: Callable[..., Reply], content_type: str) -> None:
+    reply = server("POST", {"content-type": content_type}, ADD)
+    assert reply.status == 200
+    assert reply.body == compact(ok(1, 25))
+    assert reply.json() == {"jsonrpc": "2.0", "id": 1, "result": 25}
+
+
+def test_json_rpc_errors_are_200(server: Callable[..., Reply]) -> None:
+    cases = [
+        (
+            compact({"jsonrpc": "2.0", "method": "multiply", "params": [1, 2], "id": 2}),
+            err(2, -32601, "Method not found"),
+        ),
+        (b"{not json", PARSE_ERROR),
+        (b"", INVALID_REQUEST),
+        (b" \r\n\t", INVALID_REQUEST),
+        (b"[]", INVALID_REQUEST),
+    ]
+    for body, expected in cases:
+        reply = server("POST", JSON, body)
+        assert (reply.status, reply.json()) == (200, expected), body
+
+
+def test_a_pretty_printed_batch(server: Callable[..., Reply]) -> None:
+    batch = [
+        {"jsonrpc": "2.0", "method": "add", "params": {"a": 1, "b": 2}, "id": "x"},
+        {"jsonrpc": "2.0", "method": "subtract", "params": [5, 3]},
+        {"jsonrpc": "2.0", "method": "subtract", "params": [5, 3], "id": 9},
+    ]
+    reply = server("POST", JSON, json.dumps(batch, indent=2).encode())
+    assert reply.status == 200 and reply.json() == [ok("x", 3), ok(9, 2)]
+
+
+def test_only_notifications_are_204(server: Callable[..., Reply]) -> None:
+    note = {"jsonrpc": "2.0", "method": "add", "params": [1, 2]}
+    for body in (compact(note), compact([note, note])):
+        reply = server("POST", JSON, body)
+        assert (reply.status, reply.body) == (204, b"")
+        assert "content-type" not in reply.headers and "content-length" not in reply.headers
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "PATCH"])
+def test_other_methods_are_405(server: Callable[..., Reply], method: str) -> None:
+    reply = server(method, JSON, ADD)
+    assert reply.status == 405
+    assert reply.headers["allow"] == "POST"
+    assert reply.read == 0
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        None,
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "application/json; charset=latin-1",
+        "application/jsonx",
+        "multipart/form-data",
+    ],
+)
+def test_other_content_types_are_415(server: Callable[..., Reply], content_type: str | None) -> None:
+    reply = server("POST", {} if content_type is None else {"content-type": content_type}, ADD)
+    assert reply.status == 415 and reply.read == 0
+
+
+def test_a_body_over_max_body_bytes_is_413_unread(server: Callable[..., Reply]) -> None:
+    assert DEFAULT_MAX_BODY_BYTES == 16 * 1024 * 1024
+    body = b"[" + b" " * 100_000 + ADD + b"]"
+    reply = server("POST", JSON, body, max_body_bytes=len(body))
+    assert (reply.status, reply.json()) == (200, [ok(1, 25)])
+    reply = server("POST", JSON, body, max_body_bytes=len(body) - 1)
+    assert reply.status == 413 and reply.read == 0  # Content-Length said so: nothing read
+    reply = server("POST", JSON, body, max_body_bytes=len(body) - 1, chunked=True)
+    assert reply.status == 413 and reply.read is not None and len(body) - 1 <= reply.read < len(body) + 64 * 1024
+    reply = server("POST", JSON, body, max_body_bytes=len(body), chunked=True)
+    assert (reply.status, reply.json()) == (200, [ok(1, 25)])
+
+
+def test_an_invalid_content_length_is_400(server: Callable[..., Reply]) -> None:
+    for length in ("-1", "1e3", "ten"):
+        assert server("POST", {**JSON, "content-length": length}, ADD).status == 400
+
+
+def test_the_wsgi_app_needs_a_length_or_a_terminated_input() -> None:
+    environ = {"REQUEST_METHOD": "POST", "CONTENT_TYPE": "application/json", "wsgi.input": io.BytesIO(ADD)}
+    statuses: list[str] = []
+    WSGIApp(HANDLER)(environ, lambda status, headers: statuses.append(status))
+    assert statuses == ["411 Length Required"]
+
+
+@pytest.mark.parametrize(
+    ("origin", "allowed_origins", "status"),
+    [
+        ("http://127.0.0.1:8000", None, 200),  # same host and port as the Host header
+        ("https://127.0.0.1:8000", None, 200),
+        ("http://127.0.0.1:8001", None, 403),
+        ("http://localhost:8000", None, 403),
+        ("http://evil.example", None, 403),
+        ("null", None, 403),
+        ("", None, 403),
+        ("http://evil.example", "*", 200),
+        ("null", "*", 200),
+        ("https://app.example", ["https://app.example", "http://other.example:8080"], 200),
+        ("http://other.example:8080", ["https://app.example", "http://other.example:8080"], 200),
+        ("http://127.0.0.1:8000", ["https://app.example"], 403),  # a list replaces the same-host default
+        ("https://app.example:443", ["https://app.example"], 403),  # exact strings
+    ],
+)
+def test_origins(server: Callable[..., Reply], origin: str, allowed_origins: Any, status: int) -> None:
+    reply = server("POST", {**JSON, "origin": origin}, ADD, allowed_origins=allowed_origins)
+    assert reply.status == status
+    if status == 403:
+        assert reply.read == 0
+
+
+def test_same_host_leaves_default_ports_out(server: Callable[..., Reply]) -> None:
+    assert server("POST", {**JSON, "host": "rpc.example", "origin": "https://rpc.example"}, ADD).status == 200
+    assert server("POST", {**JSON, "host": "rpc.example:443", "origin": "https://rpc.example"}, ADD).status == 200
+    assert server("POST", {**JSON, "host": "rpc.example:80", "origin": "https://rpc.example"}, ADD).status == 403
+    assert server("POST", {**JSON, "host": "RPC.example", "origin": "http://rpc.EXAMPLE:80"}, ADD).status == 200
+
+
+def test_no_origin_header_is_allowed(server: Callable[..., Reply]) -> None:
+    """Non-browser clients send no Origin; the check is against browsers' cross-site requests."""
+    assert server("POST", {**JSON, "host": "elsewhere.example"}, ADD).status == 200
+
+
+def test_checks_run_in_order(server: Callable[..., Reply]) -> None:
+    """405, then 403, then 415, then 413."""
+    assert server("GET", {"origin": "http://evil.example"}, ADD).status == 405
+    assert server("POST", {"origin": "http://evil.example", "content-type": "text/plain"}, ADD).status == 403
+    assert server("POST", {"content-type": "text/plain"}, ADD, max_body_bytes=1).status == 415
+
+
+def test_limits_go_to_dispatch(server: Callable[..., Reply]) -> None:
+    deep = compact({"jsonrpc": "2.0", "method": "add", "params": [[[1]], 2], "id": 1})
+    assert server("POST", JSON, deep, max_depth=3).json() == PARSE_ERROR
+    batch = compact([{"jsonrpc": "2.0", "method": "add", "params": [1, 2], "id": 1}] * 3)
+    assert server("POST", JSON, batch, max_batch=2).json() == INVALID_REQUEST
+
+
+def test_bad_options() -> None:
+    for app_class in (WSGIApp, ASGIApp):
+        with pytest.raises(ValueError):
+            app_class(HANDLER, max_body_bytes=0)
+        with pytest.raises(ValueError):
+            app_class(HANDLER, max_depth=0)
+        with pytest.raises(ValueError):
+            app_class(HANDLER, allowed_origins="https://app.example")  # a str that is not "*"
+        with pytest.raises(TypeError):
+            app_class(None)
+
+
+# --- handlers ------------------------------------------------------------------------------------------
+
+
+def test_the_asgi_app_runs_a_sync_handler_off_the_loop() -> None:
+    threads: list[threading.Thread] = []
+
+    def where(method: str, params: Any) -> str:
+        threads.append(threading.current_thread())
+        return method
+
+    reply = call_asgi(ASGIApp(where), "POST", JSON, ADD)
+    assert reply.json() == ok(1, "add")
+    assert threads and threads[0] is not threading.main_thread()
+
+
+def test_the_asgi_app_awaits_async_handlers_on_the_loop() -> None:
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    async def slow_add(a: int, b: int) -> int:
+        loops.append(asyncio.get_running_loop())
+        await asyncio.sleep(0)
+        return a + b
+
+    async def plain(method: str, params: Any) -> Any:
+        return [method, params]
+
+    registry = rpcwire.methods({"add": slow_add, "subtract": subtract})
+    body = compact(
+        [
+            {"jsonrpc": "2.0", "method": "add", "params": [1, 2], "id": 1},
+            {"jsonrpc": "2.0", "method": "subtract", "params": [1, 2], "id": 2},
+            {"jsonrpc": "2.0", "method": "add", "params": [1], "id": 3},
+        ]
+    )
+    assert call_asgi(ASGIApp(registry), "POST", JSON, body).json() == [
+        ok(1, 3),
+        ok(2, -1),
+        err(3, -32602, "Invalid params", "missing a required argument: 'b'"),
+    ]
+    assert len(loops) == 1
+    assert call_asgi(ASGIApp(plain), "POST", JSON, ADD).json() == ok(1, ["add", [10, 15]])
+
+
+def test_the_wsgi_app_refuses_async_handlers() -> None:
+    async def plain(method: str, params: Any) -> Any:
+        return None
+
+    with pytest.raises(TypeError, match="ASGIApp"):
+        WSGIApp(plain)
+
+
+def test_asgi_lifespan_and_other_scopes() -> None:
+    messages = iter([{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}])
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return next(messages)
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    app = ASGIApp(HANDLER)
+    asyncio.run(app({"type": "lifespan"}, receive, send))
+    assert sent == [{"type": "lifespan.startup.complete"}, {"type": "lifespan.shutdown.complete"}]
+    with pytest.raises(ValueError, match="websocket"):
+        asyncio.run(app({"type": "websocket"}, receive, send))
+
+
+def test_a_disconnect_before_the_body_sends_nothing() -> None:
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "headers": [(b"content-type", b"application/json")]}
+    asyncio.run(ASGIApp(HANDLER)(scope, receive, send))
+    assert sent == []
+
+
+def test_flask_view() -> None:
+    flask = pytest.importorskip("flask")
+    from rpcwire.http import flask_view
+
+    app = flask.Flask(__name__)
+    app.add_url_rule("/rpc", view_func=flask_view(HANDLER), methods=["POST"])
+    client = app.test_client()
+    response = client.post("/rpc", data=ADD, content_type="application/json")
+    assert (response.status_code, response.data) == (200, compact(ok(1, 25)))
+    assert response.headers["Content-Type"] == "application/json"
+    assert client.post("/rpc", data=ADD, content_type="text/plain").status_code == 415
+    assert client.get("/rpc").status_code == 405
+
+
+# --- server-sent events ----------------------------------------------------------------------------------
+
+EVENTS = {**JSON, "accept": "application/json, text/event-stream"}
+
+
+def progress_request(method: str, params: Any = None, id: Any = 1, token: Any = "t") -> bytes:
+    params = {} if params is None else params
+    params["_meta"] = {"progressToken": token}
+    return compact({"jsonrpc": "2.0", "method": method, "params": params, "id": id})
+
+
+def events(body: bytes) -> list[Any]:
+    """The JSON of each SSE ``message`` event, checking the framing."""
+    assert body.endswith(b"\n\n"), body
+    decoded = []
+    for event in body[:-2].split(b"\n\n"):
+        kind, data = event.split(b"\n")
+        assert kind == b"event: message" and data.startswith(b"data: "), event
+        decoded.append(json.loads(data[6:]))
+    return decoded
+
+
+def progress(token: Any, done: float, total: float | None = None) -> dict[str, Any]:
+    params: dict[str, Any] = {"progressToken": token, "progress": done}
+    if total is not None:
+        params["total"] = total
+    return {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+
+
+def counting(steps: int) -> int:
+    context = rpcwire.current_request()
+    for step in range(1, steps + 1):
+        context.progress(step, steps)
+    return steps
+
+
+STREAMING = rpcwire.methods({"count": counting, "add": add, "announce": lambda: rpcwire.current_request().notify("hi")})
+
+
+def test_progress_is_streamed_as_events_then_the_answer(server: Callable[..., Reply]) -> None:
+    reply = server("POST", EVENTS, progress_request("count", {"steps": 2}), STREAMING)
+    assert reply.status == 200
+    assert reply.headers["content-type"] == "text/event-stream" and "content-length" not in reply.headers
+    assert events(reply.body) == [progress("t", 1, 2), progress("t", 2, 2), ok(1, 2)]
+
+
+def test_without_progress_the_answer_is_plain_json(server: Callable[..., Reply]) -> None:
+    """The stream starts only when a notification comes before the answer."""
+    reply = server("POST", EVENTS, ADD, STREAMING)
+    assert (reply.status, reply.json()) == (200, ok(1, 25))
+    reply = server(
+        "POST", EVENTS, compact({"jsonrpc": "2.0", "method": "count", "params": {"steps": 2}, "id": 1}), STREAMING
+    )
+    assert (reply.status, reply.json()) == (200, ok(1, 2))  # no progress token: no progress
+    reply = server("POST", EVENTS, compact({"jsonrpc": "2.0", "method": "add", "params": [1, 2]}), STREAMING)
+    assert (reply.status, reply.body) == (204, b"")
+    for body, expected in ((b"", INVALID_REQUEST), (b"{", PARSE_ERROR), (b" [ ] ", INVALID_REQUEST)):
+        assert server("POST", EVENTS, body, STREAMING).json() == expected
+    assert server("POST", EVENTS, b" " * 10, STREAMING, max_body_bytes=9).status == 413
+
+
+def test_events_of_a_batch_and_of_notifications(server: Callable[..., Reply]) -> None:
+    batch = b"[" + progress_request("count", {"steps": 1}, id="a", token=1) + b",\n" + ADD + b",\n"
+    batch += compact({"jsonrpc": "2.0", "method": "announce"}) + b"]"
+    reply = server("POST", EVENTS, batch, STREAMING)
+    hello = {"jsonrpc": "2.0", "method": "hi"}
+    assert events(reply.body) == [progress(1, 1, 1), hello, [ok("a", 1), ok(1, 25)]]
+    reply = server("POST", EVENTS, compact({"jsonrpc": "2.0", "method": "announce"}), STREAMING)
+    assert (reply.status, events(reply.body)) == (200, [hello])  # a notification's events, then no answer
+
+
+def test_lsp_progress_ends_before_the_answer(server: Callable[..., Reply]) -> None:
+    body = compact({"jsonrpc": "2.0", "method": "count", "params": {"steps": 1, "workDoneToken": "w"}, "id": 3})
+    registry = rpcwire.methods({"count": lambda steps, workDoneToken: counting(steps)})
+    assert [
+        event.get("params", {}).get("value", {}).get("kind")
+        for event in events(server("POST", EVENTS, body, registry).body)
+    ] == ["begin", "end", None]
+
+
+def test_wsgi_events_are_not_held_back() -> None:
+    release = threading.Event()
+
+    def waits() -> str:
+        rpcwire.current_request().progress(1)
+        assert release.wait(30)
+        rpcwire.current_request().progress(2)
+        return "done"
+
+    app = WSGIApp(rpcwire.methods({"waits": waits}))
+    body = progress_request("waits")
+    started: list[tuple[str, Any]] = []
+    environ = {
+        "REQUEST_METHOD": "POST",
+        "CONTENT_TYPE": "application/json",
+        "CONTENT_LENGTH": str(len(body)),
+        "HTTP_ACCEPT": "text/event-stream",
+        "wsgi.input": io.BytesIO(body),
+    }
+    chunks = iter(app(environ, lambda status, headers: started.append((status, headers))))
+    assert started == [("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")])]
+    assert events(next(chunks)) == [progress("t", 1)]  # while the handler waits
+    release.set()
+    assert [events(chunk)[0] for chunk in chunks] == [progress("t", 2), ok(1, "done")]
+
+
+def test_asgi_events_are_not_held_back() -> None:
+    """An async handler, on the loop, waits until its first event has been sent."""
+    sent: list[dict[str, Any]] = []
+    first_sent = asyncio.Event()
+
+    async def waits() -> str:
+        rpcwire.current_request().progress(1)
+        await asyncio.wait_for(first_sent.wait(), 30)
+        rpcwire.current_request().progress(2)
+        return "done"
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body":
+            first_sent.set()
+
+    body = progress_request("waits")
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "headers": [(b"content-type", b"application/json"), (b"accept", b"text/event-stream")],
+    }
+    received = iter([{"type": "http.request", "body": body}])
+
+    async def receive() -> dict[str, Any]:
+        return next(received)
+
+    asyncio.run(ASGIApp(rpcwire.methods({"waits": waits}))(scope, receive, send))
+    start, *bodies = sent
+    assert start["status"] == 200 and (b"content-type", b"text/event-stream") in start["headers"]
+    assert [m.get("more_body") for m in bodies] == [True, True, False]
+    assert [events(m["body"])[0] for m in bodies] == [progress("t", 1), progress("t", 2), ok(1, "done")]
