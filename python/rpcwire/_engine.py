@@ -36,6 +36,7 @@ import inspect
 import logging
 import queue
 import re
+import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -350,6 +351,15 @@ class _InFlight:
 # --- threads ---------------------------------------------------------------------------------------
 
 
+def _leave_signals_to_the_main_thread() -> None:
+    """Called first on each of the engine's threads. A signal sent to the process is delivered to any
+    thread that does not block it; delivered to a worker, SIGINT would leave the main thread blocked in
+    its read (only a signal delivered to the reading thread interrupts the system call), and
+    Ctrl-C would stop nothing until more input came. Blocked here, it reaches the main thread."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
 class _Workers:
     """N daemon threads running submitted calls; a stuck handler never keeps the process alive."""
 
@@ -362,6 +372,7 @@ class _Workers:
             thread.start()
 
     def _work(self) -> None:
+        _leave_signals_to_the_main_thread()
         while (job := self._jobs.get()) is not None:
             job()
 
@@ -401,6 +412,7 @@ class _AnswerWriter:
                 self._ready.notify()
 
     def _run(self) -> None:
+        _leave_signals_to_the_main_thread()
         while True:
             with self._ready:
                 while not self._pending and not self._closed:
@@ -590,6 +602,7 @@ class _AsyncServer:
         # <stdin> at interpreter shutdown") closing sys.stdin on its way out. Holding the standard
         # streams here keeps them alive, so they are never closed under this thread.
         standard_streams = (sys.stdin, sys.__stdin__)  # noqa: F841
+        _leave_signals_to_the_main_thread()  # the loop's thread handles SIGINT
         try:
             while True:
                 self.read_ahead.acquire()
