@@ -1,7 +1,7 @@
 # Included from the top Makefile, which defines VENV, PY, STAMP and `develop`.
 BENCH_STAMP := $(VENV)/.bench-installed
 
-.PHONY: bench bench-quick
+.PHONY: bench bench-quick bench-http
 
 $(BENCH_STAMP): bench/requirements.txt $(STAMP)
 	$(PY) -m pip install --quiet -r bench/requirements.txt
@@ -12,3 +12,6 @@ bench: develop $(BENCH_STAMP) ## rpcwire against its peers: table, bench/results
 
 bench-quick: develop $(BENCH_STAMP) ## A smoke run of the benchmark (a tenth of the messages, one repeat)
 	$(PY) bench/run.py --quick --repeats 1 $(BENCH_ARGS)
+
+bench-http: develop $(STAMP) ## rpcwire over HTTP (uvicorn, gunicorn gthread, Flask) against a constant reply (~40 s)
+	$(PY) bench/http_bench.py $(BENCH_HTTP_ARGS)

@@ -1,14 +1,20 @@
 """``rpcwire.http`` under real servers: the Flask example under gunicorn with the client example against it,
 and ``ASGIApp`` under uvicorn. Each server listens on a socket this test binds (127.0.0.1, an ephemeral
-port) and hands over as a file descriptor, so no port is guessed; the server is stopped by the test."""
+port) and hands over as a file descriptor, so no port is guessed (granian takes none: see ``server``); the server
+is stopped by the test, its worker processes with it. Last, the README's "Scaling" recipes with two workers each."""
 
 from __future__ import annotations
 
 import contextlib
 import http.client
+import importlib.util
+import json
+import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,8 +33,15 @@ JSON = {"Content-Type": "application/json"}
 
 
 @contextlib.contextmanager
-def server(command: list[str], *, cwd: Path | None = None) -> Iterator[str]:
-    """Run ``command`` (``{fd}`` replaced by a listening socket's descriptor) and yield its base URL."""
+def server(
+    command: list[str], *, cwd: Path | None = None, workers: set[int] | None = None, min_workers: int = 0
+) -> Iterator[str]:
+    """Run ``command`` (``{fd}`` replaced by a listening socket's descriptor) and yield its base URL.
+
+    A server that takes no descriptor (granian) gets ``{port}``: a port the kernel just gave and this test
+    freed again, so another process could take it in between (unlikely on 127.0.0.1, and the test then fails
+    loudly, never silently). ``workers`` gets the server's child processes as they are at the end; the URL
+    comes once there are ``min_workers`` of them (30 s at most)."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
@@ -36,27 +49,66 @@ def server(command: list[str], *, cwd: Path | None = None) -> Iterator[str]:
     listener.set_inheritable(True)
     port = listener.getsockname()[1]
     fd = listener.fileno()
+    binds_itself = any("{port}" in part for part in command)
+    if binds_itself:
+        listener.close()
     process = subprocess.Popen(
-        [part.replace("{fd}", str(fd)) for part in command],
-        pass_fds=(fd,),
+        [part.replace("{fd}", str(fd)).replace("{port}", str(port)) for part in command],
+        pass_fds=() if binds_itself else (fd,),
         cwd=cwd,
         env=child_env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
     listener.close()  # the server has its own copy
+    workers = set() if workers is None else workers
     try:
         url = f"http://127.0.0.1:{port}"
         wait_until_serving(port, process)
+        deadline = time.monotonic() + 30
+        while len(descendants(process.pid)) < min_workers and time.monotonic() < deadline:
+            time.sleep(0.1)  # gunicorn and granian start their workers one after the other
         yield url
     finally:
+        workers |= descendants(process.pid)
         process.terminate()
         try:
             _, stderr = process.communicate(timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
             _, stderr = process.communicate(timeout=30)
+        left = workers
+        deadline = time.monotonic() + 10
+        while left and time.monotonic() < deadline:
+            time.sleep(0.1)
+            left = {pid for pid in workers if running(pid)}
+        for pid in left:  # never leave a worker behind, even when the test fails
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    assert not left, f"worker processes left running after the server stopped: {sorted(left)}"
     assert b"Traceback" not in stderr, stderr.decode(errors="replace")
+
+
+def descendants(pid: int) -> set[int]:
+    """The processes under ``pid`` (its workers), from /proc (empty where there is none)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            parents[int(stat.parent.name)] = int(stat.read_text().rpartition(")")[2].split()[1])
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie is not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def wait_until_serving(port: int, process: subprocess.Popen[bytes]) -> None:
@@ -201,3 +253,87 @@ def test_events_under_uvicorn_are_not_held_back(tmp_path: Path) -> None:
             b"event: message",
             b'data: {"jsonrpc":"2.0","id":1,"result":"done"}',
         ]
+
+
+# --- scaling: the README's recipes with two worker processes ---------------------------------------------
+
+SCALED_MODULE = """
+import os
+
+from rpcwire import methods
+from rpcwire.http import ASGIApp, WSGIApp
+
+
+def add(a, b):
+    return {"sum": a + b, "pid": os.getpid()}
+
+
+handler = methods({"add": add})
+wsgi_app = WSGIApp(handler)
+asgi_app = ASGIApp(handler)
+"""
+CLIENTS, REQUESTS_EACH = 5, 10  # 50 requests, each client on its own keep-alive connection
+
+
+def scaled_servers() -> list[object]:
+    gunicorn = [sys.executable, "-m", "gunicorn", "--bind", "fd://{fd}", "--chdir", "{dir}"]
+    uvicorn = [sys.executable, "-m", "uvicorn", "--fd", "{fd}", "--app-dir", "{dir}", "--log-level", "warning"]
+    granian = [sys.executable, "-m", "granian", "--host", "127.0.0.1", "--port", "{port}", "--working-dir", "{dir}"]
+    granian_options = ["--workers", "2", "--log-level", "warning"]
+    needs_granian = pytest.mark.skipif(
+        importlib.util.find_spec("granian") is None, reason="granian is not installed (requirements-dev.txt)"
+    )
+    return [
+        pytest.param([*gunicorn, "-w", "2", "scaled:wsgi_app"], id="gunicorn-w2"),
+        pytest.param(
+            [*gunicorn, "-w", "2", "--worker-class", "gthread", "--threads", "4", "scaled:wsgi_app"],
+            id="gunicorn-w2-gthread",
+        ),
+        pytest.param([*uvicorn, "--workers", "2", "scaled:asgi_app"], id="uvicorn-workers2"),
+        pytest.param(
+            [*granian, "--interface", "wsgi", "--blocking-threads", "4", *granian_options, "scaled:wsgi_app"],
+            id="granian-wsgi-w2",
+            marks=needs_granian,
+        ),
+        pytest.param(
+            [*granian, "--interface", "asgi", *granian_options, "scaled:asgi_app"],
+            id="granian-asgi-w2",
+            marks=needs_granian,
+        ),
+    ]
+
+
+@pytest.mark.parametrize("command", scaled_servers())
+def test_scaling_recipes_with_two_workers(tmp_path: Path, command: list[str]) -> None:
+    (tmp_path / "scaled.py").write_text(SCALED_MODULE)
+    command = [part.replace("{dir}", str(tmp_path)) for part in command]
+    answers: list[tuple[int, bytes]] = []
+    lock = threading.Lock()
+
+    def client(port: int, first_id: int) -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            for id_ in range(first_id, first_id + REQUESTS_EACH):
+                body = b'{"jsonrpc":"2.0","method":"add","params":[%d,1],"id":%d}' % (id_, id_)
+                connection.request("POST", "/rpc", body=body, headers=JSON)
+                response = connection.getresponse()
+                with lock:
+                    answers.append((response.status, response.read()))
+        finally:
+            connection.close()
+
+    workers: set[int] = set()
+    with server(command, workers=workers, min_workers=2) as url:
+        port = int(url.rpartition(":")[2])
+        clients = [threading.Thread(target=client, args=(port, n * REQUESTS_EACH)) for n in range(CLIENTS)]
+        for thread in clients:
+            thread.start()
+        for thread in clients:
+            thread.join(60)
+    assert {status for status, _ in answers} == {200}
+    decoded = sorted((json.loads(body) for _, body in answers), key=lambda answer: answer["id"])
+    assert [(a["jsonrpc"], a["id"], a["result"]["sum"]) for a in decoded] == [
+        ("2.0", i, i + 1) for i in range(CLIENTS * REQUESTS_EACH)
+    ]
+    assert len(workers) >= 2, workers
+    assert {a["result"]["pid"] for a in decoded} <= workers  # answered by the workers, whichever the kernel chose

@@ -1,0 +1,176 @@
+"""``python -m rpcwire``: the demo, and ``serve MODULE:HANDLER`` in a real subprocess over stdio (pipes) and over
+HTTP on 127.0.0.1 (port 0: the server says its port on stderr), each stopped by the test."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from child import child_env
+
+HANDLERS = """
+import asyncio
+
+from rpcwire import methods
+
+
+def add(a, b):
+    return a + b
+
+
+async def slow_add(a, b):
+    await asyncio.sleep(0)
+    return a + b
+
+
+handler = methods({"add": add})
+async_handler = methods({"add": slow_add})
+"""
+ADD = b'{"jsonrpc":"2.0","method":"add","params":[10,15],"id":1}'
+
+
+def rpcwire_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "rpcwire", *args]
+
+
+@pytest.fixture
+def app_dir(tmp_path: Path) -> Path:
+    (tmp_path / "handlers.py").write_text(HANDLERS)
+    return tmp_path
+
+
+def test_demo_still_runs() -> None:
+    demo = subprocess.run(rpcwire_command("demo"), capture_output=True, timeout=60, env=child_env(), check=True)
+    assert demo.stdout.decode().startswith("rpcwire demo: ")
+    assert '<-- {"jsonrpc":"2.0","id":1,"result":5}' in demo.stdout.decode()
+
+
+@pytest.mark.parametrize(
+    ("args", "handler"),
+    [
+        ((), "handlers:handler"),
+        (("--stdio", "--max-concurrency", "4"), "handlers:handler"),
+        ((), "handlers:async_handler"),
+    ],
+)
+def test_serve_over_stdio(app_dir: Path, args: tuple[str, ...], handler: str) -> None:
+    lines = b"".join(ADD.replace(b'"id":1', b'"id":%d' % i) + b"\n" for i in range(20))
+    served = subprocess.run(
+        rpcwire_command("serve", handler, *args),
+        input=lines + b'{"jsonrpc":"2.0","method":"nope","id":"x"}\n',
+        capture_output=True,
+        cwd=app_dir,
+        timeout=60,
+        env=child_env(),
+        check=False,
+    )
+    assert served.returncode == 0, served.stderr.decode(errors="replace")
+    answers = {answer["id"]: answer for answer in map(json.loads, served.stdout.splitlines())}
+    assert answers == {
+        **{i: {"jsonrpc": "2.0", "id": i, "result": 25} for i in range(20)},
+        "x": {"jsonrpc": "2.0", "id": "x", "error": {"code": -32601, "message": "Method not found"}},
+    }
+    assert served.stderr == b""
+
+
+@contextlib.contextmanager
+def http_server(app_dir: Path, *args: str) -> Iterator[int]:
+    """``serve --http 127.0.0.1:0 *args``; yields the port it says on stderr; terminates it at the end."""
+    process = subprocess.Popen(
+        rpcwire_command("serve", *args, "--http", "127.0.0.1:0"),
+        cwd=app_dir,
+        env=child_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    watchdog = threading.Timer(60, process.kill)
+    watchdog.start()
+    try:
+        assert process.stderr is not None
+        first = process.stderr.readline().decode()
+        assert first.startswith("listening on http://127.0.0.1:"), first + process.stderr.read().decode()
+        yield int(first.rstrip().rpartition(":")[2])
+    finally:
+        process.terminate()
+        stdout, stderr = process.communicate(timeout=30)
+        watchdog.cancel()
+    assert process.returncode == 0, stderr.decode(errors="replace")
+    assert stdout == b""
+    assert b"Traceback" not in stderr, stderr.decode(errors="replace")
+
+
+def post(port: int, body: bytes) -> tuple[int, bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.request("POST", "/rpc", body=body, headers={"Content-Type": "application/json"})
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize(
+    ("server", "handler"),
+    [
+        pytest.param("auto", "handlers:async_handler", id="auto-uvicorn-async"),
+        pytest.param("uvicorn", "handlers:handler", id="uvicorn"),
+        pytest.param("wsgiref", "handlers:handler", id="wsgiref"),
+    ],
+)
+def test_serve_over_http(app_dir: Path, server: str, handler: str) -> None:
+    if server != "wsgiref":
+        pytest.importorskip("uvicorn")
+    with http_server(app_dir, handler, "--server", server) as port:
+        assert post(port, ADD) == (200, b'{"jsonrpc":"2.0","id":1,"result":25}')
+        assert post(port, b'{"jsonrpc":"2.0","method":"add","params":[1,2]}') == (204, b"")
+        assert post(port, b"[" + ADD + b"," + ADD.replace(b'"id":1', b'"id":2') + b"]")[1] == (
+            b'[{"jsonrpc":"2.0","id":1,"result":25},{"jsonrpc":"2.0","id":2,"result":25}]'
+        )
+
+
+def test_wsgiref_refuses_an_async_handler(app_dir: Path) -> None:
+    served = subprocess.run(
+        rpcwire_command("serve", "handlers:async_handler", "--http", "127.0.0.1:0", "--server", "wsgiref"),
+        capture_output=True,
+        cwd=app_dir,
+        timeout=60,
+        env=child_env(),
+        check=False,
+    )
+    assert served.returncode == 2
+    assert b"install uvicorn to serve an async handler" in served.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("handlers",), b"expected MODULE:HANDLER"),
+        (("nowhere:handler",), b"could not import module 'nowhere'"),
+        (("handlers:missing",), b"module 'handlers' has no attribute 'missing'"),
+        (("handlers:asyncio",), b"handlers:asyncio is not callable"),
+        (("handlers:handler", "--http", "8000"), b"expected HOST:PORT"),
+        (("handlers:handler", "--max-concurrency", "0"), b"--max-concurrency must be at least 1"),
+    ],
+)
+def test_serve_usage_errors(app_dir: Path, args: tuple[str, ...], message: bytes) -> None:
+    served = subprocess.run(
+        rpcwire_command("serve", *args), capture_output=True, cwd=app_dir, timeout=60, env=child_env(), check=False
+    )
+    assert (served.returncode, served.stdout) == (2, b"")
+    assert message in served.stderr, served.stderr.decode(errors="replace")
+
+
+def test_serve_help_says_which_http_server_and_why() -> None:
+    shown = subprocess.run(
+        rpcwire_command("serve", "--help"), capture_output=True, timeout=60, env=child_env(), check=True
+    ).stdout.decode()
+    assert "under uvicorn" in shown
+    assert "wsgiref" in shown
