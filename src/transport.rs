@@ -120,6 +120,9 @@ impl Reader {
 
     /// One read from the stream into the buffer; `Ok(false)` at end of input.
     fn fill(&mut self, py: Python<'_>) -> PyResult<bool> {
+        // A signal that arrived since the interpreter last looked (SIGINT while the previous line was
+        // being answered) would not interrupt the read about to block: its handler runs first.
+        py.check_signals()?;
         match self.read_once(py) {
             Err(error) if self.method != ReadMethod::Readline && error.is_instance(py, unsupported_operation(py)?) => {
                 // An `io.BufferedIOBase` subclass inherits `readinto1`/`read1` that it does not implement.
