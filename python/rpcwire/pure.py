@@ -607,8 +607,9 @@ def _id_json(id_: Any, line: bytes, index: int | None) -> bytes:
     return _encode(id_)
 
 
-def _check_envelope(message: Any) -> Request | tuple[Any, str]:
-    """The request in a decoded message (without ``id_json``), or the id to answer -32600 with and the reason."""
+def _check_envelope(message: Any, line: bytes, index: int | None) -> Request | tuple[Any, str]:
+    """The request in a decoded message (batch entry ``index`` of ``line``), or the id to answer -32600 with
+    and the reason."""
     if type(message) is not dict:
         return None, "not an object"
     id_ = message.get("id")
@@ -623,16 +624,16 @@ def _check_envelope(message: Any) -> Request | tuple[Any, str]:
     params = message.get("params")
     if "params" in message and type(params) not in (list, dict):
         return id_, "params is not an array or an object"
-    return Request(method=method, params=params, id=id_, is_notification="id" not in message)
+    if "id" not in message:
+        return Request(method, params, None, True)
+    return Request(method, params, id_, False, _id_json(id_, line, index))
 
 
 def _classify(message: Any, line: bytes, index: int | None) -> Request | bytes:
     """A decoded message (batch entry ``index`` of ``line``): a ``Request``, or its -32600 answer's bytes."""
-    checked = _check_envelope(message)
+    checked = _check_envelope(message, line, index)
     if isinstance(checked, Request):
-        if checked.is_notification:
-            return checked
-        return Request(checked.method, checked.params, checked.id, False, _id_json(checked.id, line, index))
+        return checked
     id_, reason = checked
     return _invalid_request(b"null" if id_ is None else _id_json(id_, line, index), reason)
 
@@ -651,11 +652,9 @@ def parse_request(raw: str | bytes) -> tuple[Request | None, dict[str, Any] | No
         message = _decode(line, DEFAULT_MAX_DEPTH, max_batch=None)
     except (UnicodeEncodeError, _ParseError):
         return None, _error_response(None, ERR_PARSE, "Parse error")
-    checked = _check_envelope(message)
+    checked = _check_envelope(message, line, None)
     if isinstance(checked, Request):
-        if checked.is_notification:
-            return checked, None
-        return Request(checked.method, checked.params, checked.id, False, _id_json(checked.id, line, None)), None
+        return checked, None
     id_, reason = checked
     logger.debug("invalid request: %s", reason)
     return None, _error_response(id_, ERR_INVALID_REQUEST, "Invalid Request")
