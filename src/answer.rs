@@ -47,7 +47,7 @@ impl StandardError {
     }
 }
 
-/// The start of every answer; the id follows.
+/// The start of every answer (and of a client's request); the id follows.
 const RESPONSE_START: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
 /// After the id of a success answer; the result follows, then [`RESPONSE_END`].
 const RESULT_MEMBER: &[u8] = br#","result":"#;
@@ -61,6 +61,8 @@ const ERROR_END: &[u8] = b"}}";
 /// The start of a notification; the method name follows.
 const NOTIFICATION_START: &[u8] = br#"{"jsonrpc":"2.0","method":"#;
 const PARAMS_MEMBER: &[u8] = br#","params":"#;
+/// After the id of a request; the method follows.
+const METHOD_MEMBER: &[u8] = br#","method":"#;
 
 /// `JsonRpcError`, from `rpcwire._types`.
 pub(crate) fn json_rpc_error(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
@@ -233,8 +235,25 @@ pub(crate) fn notification(
     method: &Bound<'_, PyAny>,
     params: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
+    call(out, method, params, None)
+}
+
+/// Append a request when `id` is given (a client's call: `{"jsonrpc":"2.0","id":…,"method":…}`),
+/// else a notification; as [`notification`] for `params` and for what cannot be encoded.
+pub(crate) fn call(
+    out: &mut Vec<u8>,
+    method: &Bound<'_, PyAny>,
+    params: Option<&Bound<'_, PyAny>>,
+    id: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
     whole(out, |out| {
-        out.extend_from_slice(NOTIFICATION_START);
+        if let Some(id) = id {
+            out.extend_from_slice(RESPONSE_START);
+            codec::encode(out, id)?;
+            out.extend_from_slice(METHOD_MEMBER);
+        } else {
+            out.extend_from_slice(NOTIFICATION_START);
+        }
         codec::encode(out, method)?;
         if let Some(params) = params.filter(|params| !params.is_none()) {
             out.extend_from_slice(PARAMS_MEMBER);

@@ -83,10 +83,23 @@ pub(crate) struct Call<'a, P = &'a str> {
     pub(crate) id: Option<Id<'a>>,
 }
 
+/// What a response carries: its `result`, or its `error` object (as read, not yet checked).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Outcome<P> {
+    Result(P),
+    Error(P),
+}
+
 /// One message (or one entry of a batch) after the envelope check.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Entry<'a, P = &'a str> {
     Call(Call<'a, P>),
+    /// A response (only [`parse_incoming_with`], a client's reader, makes these; to a server a
+    /// message without `method` is invalid).
+    Response {
+        id: Id<'a>,
+        outcome: Outcome<P>,
+    },
     /// Answered with -32600; `id` is the request's id when that was valid, else `null`.
     Invalid {
         id: Option<Id<'a>>,
@@ -135,6 +148,33 @@ pub(crate) fn parse_message(text: &str, limits: Limits) -> Result<Parsed<'_>, Sy
 pub(crate) fn parse_message_with<'a, P, E: From<SyntaxError>>(
     text: &'a str,
     limits: Limits,
+    read_params: impl FnMut(&mut Scanner<'a>) -> Result<P, E>,
+) -> Result<Parsed<'a, P>, E> {
+    parse_with(text, limits, Role::Server, read_params)
+}
+
+/// Check the envelope of one line as a client reads it: requests and notifications (the server's
+/// own calls) as `parse_message_with` checks them, and responses. `read_value` reads `params`, a
+/// `result` (any value) and an `error` that is an object.
+pub(crate) fn parse_incoming_with<'a, P, E: From<SyntaxError>>(
+    text: &'a str,
+    limits: Limits,
+    read_value: impl FnMut(&mut Scanner<'a>) -> Result<P, E>,
+) -> Result<Parsed<'a, P>, E> {
+    parse_with(text, limits, Role::Client, read_value)
+}
+
+/// Who reads a line: a server answers requests, a client also reads responses.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Server,
+    Client,
+}
+
+fn parse_with<'a, P, E: From<SyntaxError>>(
+    text: &'a str,
+    limits: Limits,
+    role: Role,
     mut read_params: impl FnMut(&mut Scanner<'a>) -> Result<P, E>,
 ) -> Result<Parsed<'a, P>, E> {
     let mut scanner = Scanner::new(text, limits.max_depth);
@@ -147,7 +187,7 @@ pub(crate) fn parse_message_with<'a, P, E: From<SyntaxError>>(
                     // memory or time than `max_batch` entries do, however long the line.
                     return Ok(Parsed { message: Message::BatchOverLimit, longest_integer: scanner.longest_integer });
                 }
-                entries.push(parse_entry(&mut scanner, &mut read_params)?);
+                entries.push(parse_entry(&mut scanner, role, &mut read_params)?);
                 if !scanner.more(b']')? {
                     break;
                 }
@@ -155,7 +195,7 @@ pub(crate) fn parse_message_with<'a, P, E: From<SyntaxError>>(
         }
         Message::Batch(entries)
     } else {
-        Message::Single(parse_entry(&mut scanner, &mut read_params)?)
+        Message::Single(parse_entry(&mut scanner, role, &mut read_params)?)
     };
     scanner.finish()?;
     Ok(Parsed { message, longest_integer: scanner.longest_integer })
@@ -163,6 +203,7 @@ pub(crate) fn parse_message_with<'a, P, E: From<SyntaxError>>(
 
 fn parse_entry<'a, P, E: From<SyntaxError>>(
     scanner: &mut Scanner<'a>,
+    role: Role,
     read_params: &mut impl FnMut(&mut Scanner<'a>) -> Result<P, E>,
 ) -> Result<Entry<'a, P>, E> {
     if scanner.peek() != Some(b'{') {
@@ -173,6 +214,8 @@ fn parse_entry<'a, P, E: From<SyntaxError>>(
     let mut method = Member::Absent;
     let mut params = Member::Absent;
     let mut id = Member::Absent;
+    let mut result = Member::Absent;
+    let mut error = Member::Absent;
     if scanner.open(b'{')? {
         loop {
             let key = scanner.key()?;
@@ -195,6 +238,10 @@ fn parse_entry<'a, P, E: From<SyntaxError>>(
                     Some(b'-' | b'0'..=b'9') => Member::Valid(Id::Number(scanner.number()?.0)),
                     _ => Member::Wrong,
                 };
+            } else if role == Role::Client && key.decodes_to("result") {
+                result = Member::Valid(read_params(scanner)?);
+            } else if role == Role::Client && key.decodes_to("error") {
+                error = if peek == Some(b'{') { Member::Valid(read_params(scanner)?) } else { Member::Wrong };
             }
             // Whatever the branch consumed, the rest of the value (or all of it) is checked here.
             if scanner.value_start() == start {
@@ -210,6 +257,9 @@ fn parse_entry<'a, P, E: From<SyntaxError>>(
         Member::Valid(id) => Some(id),
         Member::Wrong => return Ok(Entry::Invalid { id: None, reason: "id is not a string, a number or null" }),
     };
+    if matches!(method, Member::Absent) && !(matches!(result, Member::Absent) && matches!(error, Member::Absent)) {
+        return Ok(response_entry(version_ok, id, result, error));
+    }
     // The reasons are checked in the same order as `rpcwire.pure` checks them.
     let reason = match (version_ok, method, params) {
         (true, Member::Valid(method), Member::Absent) => return Ok(Entry::Call(Call { method, params: None, id })),
@@ -221,6 +271,23 @@ fn parse_entry<'a, P, E: From<SyntaxError>>(
         (true, Member::Valid(_), Member::Wrong) => "params is not an array or an object",
     };
     Ok(Entry::Invalid { id, reason })
+}
+
+/// A message without `method` but with `result` or `error` (only a client reads these).
+fn response_entry<'a, P>(version_ok: bool, id: Option<Id<'a>>, result: Member<P>, error: Member<P>) -> Entry<'a, P> {
+    let reason = match (version_ok, id, result, error) {
+        (true, Some(id), Member::Valid(result), Member::Absent) => {
+            return Entry::Response { id, outcome: Outcome::Result(result) }
+        }
+        (true, Some(id), Member::Absent, Member::Valid(error)) => {
+            return Entry::Response { id, outcome: Outcome::Error(error) }
+        }
+        (false, ..) => "jsonrpc is not \"2.0\"",
+        (true, None, ..) => "a response without an id",
+        (true, Some(_), Member::Valid(_), Member::Valid(_)) => "a response with both result and error",
+        (true, Some(_), ..) => "error is not an object",
+    };
+    Entry::Invalid { id: None, reason }
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ mod errors;
 mod framing;
 mod json;
 mod log;
+mod reply;
 mod request;
 mod stack;
 mod stream_lock;
@@ -28,5 +29,7 @@ fn _rpcwire(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(current::_current_context, module)?)?;
     module.add_function(wrap_pyfunction!(current::_set_current_context, module)?)?;
     module.add_function(wrap_pyfunction!(dispatch::dispatch, module)?)?;
+    module.add_function(wrap_pyfunction!(reply::_encode_request, module)?)?;
+    module.add_function(wrap_pyfunction!(reply::_parse_incoming, module)?)?;
     Ok(())
 }

@@ -152,6 +152,7 @@ pub(crate) fn message_object<'py>(
             answer_invalid(py, id.as_ref(), reason, &mut out)?;
             Ok(PyBytes::new(py, &out).into_any())
         }
+        Entry::Response { .. } => unreachable!("a server's reader makes no responses"),
     };
     let mut answer = Vec::new();
     match read_line(py, line, limits, strings.as_deref_mut(), &mut answer)? {
@@ -169,7 +170,7 @@ pub(crate) fn message_object<'py>(
 
 /// A `Request` for a valid message: the method from `strings` when it is given, the id as
 /// `json.loads` gives it and as an answer writes it (`id_json`).
-fn request_object<'py>(
+pub(crate) fn request_object<'py>(
     py: Python<'py>,
     call: Call<'_, Bound<'py, PyAny>>,
     strings: Option<&mut StringCache>,
@@ -200,7 +201,7 @@ pub(crate) fn request_from_parts<'py>(
 }
 
 /// A request's id as `json.loads` would give it (`1e3` is `1000.0`).
-fn id_to_python<'py>(py: Python<'py>, id: &Id<'_>) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn id_to_python<'py>(py: Python<'py>, id: &Id<'_>) -> PyResult<Bound<'py, PyAny>> {
     Ok(match id {
         Id::Null => py.None().into_bound(py),
         Id::Number(text) if text.contains(['.', 'e', 'E']) => codec::float_from_json(py, text)?,
@@ -255,6 +256,7 @@ pub(crate) fn parse_request<'py>(
             };
             Ok((request_object(py, Call { method, params, id }, None)?, none()))
         }
+        Entry::Response { .. } => unreachable!("a server's reader makes no responses"),
     }
 }
 

@@ -26,13 +26,14 @@ use pyo3::exceptions::{PyBaseException, PyBlockingIOError, PyOSError, PyTypeErro
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyByteArray, PyBytes, PyDict, PyInt, PyType};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyInt, PyString, PyType};
 
 use crate::answer;
 use crate::codec;
 use crate::dispatch;
 use crate::envelope::{Id, Limits, DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES};
 use crate::framing::{Line, LineBuffer};
+use crate::reply;
 use crate::request;
 use crate::stream_lock::StreamLock;
 use crate::strings::StringCache;
@@ -475,12 +476,34 @@ impl StdioTransport {
         }
     }
 
+    /// The next message as a client reads it (blank lines skipped): `None` at end of input; a
+    /// `Response`; a `Request` (the server's own request or notification); a `list` of these for a
+    /// batch; or a `str` saying why a message (a line over `max_message_bytes` included) is neither.
+    #[pyo3(name = "_read_incoming")]
+    fn read_incoming<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let mut line = Vec::new();
+        loop {
+            let next = self.reader.lock(py)?.next_line(py, &mut line)?;
+            return match next {
+                Next::End => Ok(None),
+                Next::TooLong { .. } => {
+                    let reason = format!("a line longer than max_message_bytes ({})", self.max_message_bytes);
+                    Ok(Some(PyString::new(py, &reason).into_any()))
+                }
+                Next::Line if is_blank(&line) => continue,
+                Next::Line => {
+                    let mut strings = self.strings.try_lock();
+                    reply::incoming_object(py, &line, strings.as_deref_mut()).map(Some)
+                }
+            };
+        }
+    }
+
     /// The answer line (without `\n`) `serve` writes for a handler that returned `result` to the
     /// request whose `id_json` is given: a success answer, or -32603 if `result` cannot be encoded.
     #[pyo3(name = "_answer_result")]
-    #[allow(clippy::unused_self)] // a method, so that an engine reaches either core through its transport
+    #[staticmethod] // reached through a transport or its class, as `rpcwire.pure`'s
     fn answer_result<'py>(
-        &self,
         py: Python<'py>,
         id_json: &[u8],
         result: &Bound<'py, PyAny>,
@@ -493,9 +516,8 @@ impl StdioTransport {
     /// The answer line (without `\n`) `serve` writes for a handler that raised `exception` to the
     /// request whose `id_json` is given.
     #[pyo3(name = "_answer_error")]
-    #[allow(clippy::unused_self)] // a method, so that an engine reaches either core through its transport
+    #[staticmethod] // reached through a transport or its class, as `rpcwire.pure`'s
     fn answer_error<'py>(
-        &self,
         py: Python<'py>,
         id_json: &[u8],
         exception: &Bound<'py, PyBaseException>,

@@ -2,9 +2,14 @@
 
 ``StdioTransport``, ``serve``, ``dispatch`` and ``parse_request`` come from the native module ``rpcwire._rpcwire``;
 ``rpcwire.pure`` offers the same names in pure Python. Existing code switches by changing one import.
+The clients (``Client``, ``AsyncClient``) read and write through the same core.
 """
 
 import logging
+from types import ModuleType
+
+from rpcwire import _client, _http_client
+from rpcwire._http_client import HttpError
 
 from rpcwire._engine import RequestContext, current_request, serve, serve_async
 from rpcwire._methods import methods
@@ -18,23 +23,49 @@ from rpcwire._types import (
     ERR_METHOD_NOT_FOUND,
     ERR_PARSE,
     ERR_REQUEST_CANCELLED,
+    ConnectionClosed,
     InvalidParams,
     JsonRpcError,
     MethodNotFound,
     Request,
     RequestCancelled,
+    Response,
 )
 
+_core: ModuleType
 try:
+    from rpcwire import _rpcwire as _core
     from rpcwire._rpcwire import StdioTransport, dispatch, parse_request
 
     NATIVE = True
     """Whether the native (Rust) transport is in use; ``False`` only when it could not be imported."""
 except ImportError as exc:  # pragma: no cover - a build without the native module
     logging.getLogger("rpcwire").warning("native module unavailable (%s); using rpcwire.pure", exc)
+    from rpcwire import pure as _core
     from rpcwire.pure import StdioTransport, dispatch, parse_request
 
     NATIVE = False
+
+
+class Client(_client.Client):
+    __doc__ = _client.Client.__doc__
+    _core = _core
+
+
+class AsyncClient(_client.AsyncClient):
+    __doc__ = _client.AsyncClient.__doc__
+    _core = _core
+
+
+class HttpClient(_http_client.HttpClient):
+    __doc__ = _http_client.HttpClient.__doc__
+    _core = _core
+
+
+class AsyncHttpClient(_http_client.AsyncHttpClient):
+    __doc__ = _http_client.AsyncHttpClient.__doc__
+    _core = _core
+
 
 __all__ = [
     "DEFAULT_MAX_BATCH",
@@ -47,12 +78,19 @@ __all__ = [
     "ERR_PARSE",
     "ERR_REQUEST_CANCELLED",
     "NATIVE",
+    "AsyncClient",
+    "AsyncHttpClient",
+    "Client",
+    "ConnectionClosed",
+    "HttpClient",
+    "HttpError",
     "InvalidParams",
     "JsonRpcError",
     "MethodNotFound",
     "Request",
     "RequestCancelled",
     "RequestContext",
+    "Response",
     "StdioTransport",
     "current_request",
     "dispatch",

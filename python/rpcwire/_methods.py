@@ -2,8 +2,8 @@
 
 ``methods({"add": add})`` or ``registry = methods()`` with ``@registry.method`` (the function's name) and
 ``@registry.method("name")``. The registry is itself the handler ``(method, params)``: array params are
-passed positionally, object params by name (MCP's ``_meta`` member only to a function that takes it, by a
-``_meta`` parameter or ``**kwargs``), absent params as no arguments. Only the binding is checked
+passed positionally, object params by name (the members the engine reads, MCP's ``_meta`` and LSP's
+``workDoneToken``, only to a function that takes them, by name or ``**kwargs``), absent params as no arguments. Only the binding is checked
 (``inspect.signature(...).bind``): when it fails the answer is -32602 with the reason in ``data``; an
 exception raised inside the function is answered as any handler's (a ``TypeError`` there is -32603, never
 -32602). An unknown method is -32601.
@@ -27,13 +27,14 @@ __all__ = ["Methods", "methods"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_META = "_meta"
+# The members the engine reads (MCP's _meta, LSP's progress token): not every function declares them.
+_RESERVED = frozenset({"_meta", "workDoneToken"})
 
 
 class Methods:
     """A handler calling the function registered under the request's method name (see :func:`methods`)."""
 
-    __slots__ = ("_functions", "_signatures", "_takes_meta", "rpcwire_async")
+    __slots__ = ("_dropped", "_functions", "_signatures", "rpcwire_async")
 
     rpcwire_async: bool
     """Whether any function is ``async def``: the engine then treats the registry as an async handler."""
@@ -41,7 +42,7 @@ class Methods:
     def __init__(self, functions: Mapping[str, Callable[..., Any]] | None = None) -> None:
         self._functions: dict[str, Callable[..., Any]] = {}
         self._signatures: dict[str, inspect.Signature | None] = {}
-        self._takes_meta: dict[str, bool] = {}
+        self._dropped: dict[str, frozenset[str]] = {}  # the reserved members a function does not take
         self.rpcwire_async = False
         for name, function in (functions or {}).items():
             self.add(function, name)
@@ -59,10 +60,10 @@ class Methods:
             signature = None
         self._functions[name] = function
         self._signatures[name] = signature
-        self._takes_meta[name] = signature is None or any(
-            parameter.name == _META or parameter.kind is inspect.Parameter.VAR_KEYWORD
-            for parameter in signature.parameters.values()
+        takes_any = signature is None or any(
+            parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in signature.parameters.values()
         )
+        self._dropped[name] = frozenset() if takes_any or signature is None else _RESERVED - set(signature.parameters)
         self.rpcwire_async = any(inspect.iscoroutinefunction(f) for f in self._functions.values())
 
     @overload
@@ -94,8 +95,9 @@ class Methods:
             raise MethodNotFound()
         args: tuple[Any, ...] = tuple(params) if isinstance(params, list) else ()
         kwargs: dict[str, Any] = params if isinstance(params, dict) else {}
-        if _META in kwargs and not self._takes_meta[method]:  # MCP's reserved member, for the engine
-            kwargs = {name: value for name, value in kwargs.items() if name != _META}
+        dropped = self._dropped[method]
+        if kwargs and not dropped.isdisjoint(kwargs):
+            kwargs = {name: value for name, value in kwargs.items() if name not in dropped}
         signature = self._signatures[method]
         if signature is not None:
             try:

@@ -19,11 +19,14 @@ __all__ = [
     "ERR_METHOD_NOT_FOUND",
     "ERR_PARSE",
     "ERR_REQUEST_CANCELLED",
+    "ConnectionClosed",
     "InvalidParams",
     "JsonRpcError",
     "MethodNotFound",
     "Request",
     "RequestCancelled",
+    "Response",
+    "error_from_object",
 ]
 
 ERR_PARSE = -32700
@@ -108,3 +111,46 @@ class Request:
     id_json: bytes | None = field(default=None, compare=False, repr=False)
     """The id as an answer writes it (a number's text as written, a string as the encoder writes it,
     ``b"null"``); ``None`` for a notification."""
+
+
+@dataclass(frozen=True)
+class Response:
+    """One JSON-RPC response, as a client reads it.
+
+    ``id`` is the id as ``json.loads`` gives it; a success has its ``result`` and ``error`` ``None``;
+    an error has ``error``, the error object as sent (a dict with an ``int`` ``code`` and a ``str``
+    ``message``, maybe ``data``), and ``result`` ``None``.
+    """
+
+    id: Any
+    result: Any = None
+    error: dict[str, Any] | None = None
+
+
+_ERRORS_BY_CODE: dict[int, type[JsonRpcError]] = {
+    ERR_METHOD_NOT_FOUND: MethodNotFound,
+    ERR_INVALID_PARAMS: InvalidParams,
+    ERR_REQUEST_CANCELLED: RequestCancelled,
+}
+
+
+def error_from_object(error: dict[str, Any]) -> JsonRpcError:
+    """The exception a client raises for a response's error object: -32601 ``MethodNotFound``, -32602
+    ``InvalidParams``, -32800 ``RequestCancelled``, any other code a ``JsonRpcError`` carrying it (so a
+    handler that lets it propagate answers with the server's own code)."""
+    code = error["code"]
+    exception = _ERRORS_BY_CODE.get(code, JsonRpcError)(error["message"], error.get("data"))
+    if exception.code != code:
+        exception.code = code  # type: ignore[misc]  # an instance's own code, shadowing the class's
+    return exception
+
+
+class ConnectionClosed(ConnectionError):
+    """The server closed its output (or exited, or the connection dropped): every call still waiting for
+    an answer fails with this, and so does every later call. ``returncode`` and ``stderr_tail`` (the last
+    lines the server wrote to stderr) are set for a server the client spawned."""
+
+    def __init__(self, message: str, returncode: int | None = None, stderr_tail: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.returncode = returncode
+        self.stderr_tail: list[str] = stderr_tail or []

@@ -20,7 +20,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from rpcwire import _engine
+from rpcwire import _client, _engine, _http_client
+from rpcwire._http_client import HttpError
 from rpcwire._engine import RequestContext, current_request, serve_async
 from rpcwire._methods import methods
 from rpcwire._types import (
@@ -38,22 +39,34 @@ from rpcwire._types import (
     JsonRpcError,
     MethodNotFound,
     Request,
+    ConnectionClosed,
     RequestCancelled,
+    Response,
 )
 
 __all__ = [
+    "DEFAULT_MAX_BATCH",
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_MESSAGE_BYTES",
     "ERR_INTERNAL",
     "ERR_INVALID_PARAMS",
     "ERR_INVALID_REQUEST",
     "ERR_METHOD_NOT_FOUND",
     "ERR_PARSE",
     "ERR_REQUEST_CANCELLED",
+    "AsyncClient",
+    "AsyncHttpClient",
+    "Client",
+    "ConnectionClosed",
+    "HttpClient",
+    "HttpError",
     "InvalidParams",
     "JsonRpcError",
     "MethodNotFound",
     "Request",
     "RequestCancelled",
     "RequestContext",
+    "Response",
     "StdioTransport",
     "current_request",
     "dispatch",
@@ -676,6 +689,61 @@ def _classify_text(line: bytes, max_depth: int, max_batch: int | None) -> bytes 
     return [_classify(entry, line, index) for index, entry in enumerate(message)]
 
 
+def _encode_request(method: str, params: Any = None, id: Any = None) -> bytes:  # noqa: A002  # the member's name
+    """The line of a request (``id`` given) or a notification (``id`` is ``None``), without ``\\n``; no
+    ``params`` member when ``params`` is ``None``."""
+    message: dict[str, Any] = {"jsonrpc": "2.0"} if id is None else {"jsonrpc": "2.0", "id": id}
+    message["method"] = method
+    if params is not None:
+        message["params"] = params
+    return _encode(message, params)
+
+
+def _parse_incoming(data: bytes) -> Response | Request | str | list[Response | Request | str]:
+    """One message a client read (a line, or an HTTP body): a ``Response``, a ``Request`` (the server's own
+    request or notification), a ``list`` of these for a batch, or a ``str`` saying why the message (or a
+    batch entry) is neither, for the client to log and drop."""
+    try:
+        message = _decode(data, DEFAULT_MAX_DEPTH)
+    except _ParseError as exc:
+        return f"parse error: {exc}"
+    if type(message) is not list:
+        return _incoming_entry(message, data, None)
+    if not message:
+        return "an empty batch"
+    return [_incoming_entry(entry, data, index) for index, entry in enumerate(message)]
+
+
+def _incoming_entry(message: Any, line: bytes, index: int | None) -> Response | Request | str:
+    if type(message) is dict and "method" not in message and ("result" in message or "error" in message):
+        return _response(message)
+    checked = _check_envelope(message, line, index)
+    return checked if isinstance(checked, Request) else checked[1]
+
+
+def _response(message: dict[str, Any]) -> Response | str:
+    """A decoded message with ``result`` or ``error`` and no ``method``: a ``Response``, or why it is none
+    (the reasons checked in the order the native reader checks them)."""
+    id_ = message.get("id")
+    if id_ is not None and type(id_) not in (str, int, float):
+        return "id is not a string, a number or null"
+    version = message.get("jsonrpc")
+    if type(version) is not str or version != "2.0":
+        return 'jsonrpc is not "2.0"'
+    if "id" not in message:
+        return "a response without an id"
+    if "error" not in message:
+        return Response(id_, message["result"])
+    error = message["error"]
+    if type(error) is not dict:
+        return "error is not an object"
+    if "result" in message:
+        return "a response with both result and error"
+    if type(error.get("code")) is not int or not isinstance(error.get("message"), str):
+        return "error has no integer code or no string message"
+    return Response(id_, None, error)
+
+
 def dispatch(
     body: str | bytes,
     handler: Handler,
@@ -880,6 +948,17 @@ class StdioTransport:
                 return self._classify_line(line)
         return None
 
+    def _read_incoming(self) -> Response | Request | str | list[Response | Request | str] | None:
+        """The next message as a client reads it (blank lines skipped): ``None`` at end of input; a
+        ``Response``; a ``Request`` (the server's own request or notification); a ``list`` of these for a
+        batch; or a ``str`` saying why a message (a line over ``max_message_bytes`` included) is neither."""
+        while (line := self._next_line()) is not None:
+            if isinstance(line, _TooLong):
+                return f"a line longer than max_message_bytes ({self._max_message_bytes})"
+            if line.strip(_JSON_WHITESPACE):
+                return _parse_incoming(line)
+        return None
+
     def _classify_line(self, line: bytes) -> bytes | Request | list[Request | bytes]:
         return _classify_text(line, self._max_depth, self._max_batch)
 
@@ -907,3 +986,23 @@ class StdioTransport:
 
 
 serve = _engine.serve
+
+
+class Client(_client.Client):
+    __doc__ = _client.Client.__doc__
+    _core = sys.modules[__name__]
+
+
+class AsyncClient(_client.AsyncClient):
+    __doc__ = _client.AsyncClient.__doc__
+    _core = sys.modules[__name__]
+
+
+class HttpClient(_http_client.HttpClient):
+    __doc__ = _http_client.HttpClient.__doc__
+    _core = sys.modules[__name__]
+
+
+class AsyncHttpClient(_http_client.AsyncHttpClient):
+    __doc__ = _http_client.AsyncHttpClient.__doc__
+    _core = sys.modules[__name__]

@@ -1,0 +1,689 @@
+"""The client: calls to a JSON-RPC server over a stream pair (a subprocess's pipes) or HTTP, sync and async.
+
+Written once for both implementations: a *core* (the native module or :mod:`rpcwire.pure`) encodes each
+request (``_encode_request``) and reads and classifies what comes back (``_read_incoming`` on a
+transport, ``_parse_incoming`` on a body); everything above that is here. ``rpcwire.Client`` and
+``rpcwire.pure.Client`` are the same class bound to either core.
+
+The client generates integer ids and matches answers to them exactly (an answer whose id is not an
+``int`` it is waiting for is logged and dropped, so is a line that is no message). Server-initiated
+traffic: notifications go to the callbacks of :meth:`on_notification` (progress to the ``on_progress``
+of the call it belongs to), on the reading thread (or the event loop), in arrival order; the server's
+own requests are answered by the ``handler`` given to the client (-32601 without one), each on a thread
+of its own (an ``async def`` handler as a task), so that a handler may itself call the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import itertools
+import logging
+import os
+import secrets
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from types import ModuleType, TracebackType
+from typing import Any
+
+from rpcwire import _engine
+from rpcwire._types import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    ConnectionClosed,
+    MethodNotFound,
+    Request,
+    Response,
+    error_from_object,
+)
+
+__all__ = ["AsyncClient", "Client", "ProgressCallback"]
+
+logger = logging.getLogger("rpcwire.client")
+
+ProgressCallback = Callable[[float, "float | None", "str | None"], Any]
+"""``on_progress(progress, total, message)``, as the MCP SDK's progress callbacks are called."""
+
+DIALECTS = ("mcp", "lsp")
+_MCP_CANCEL = "notifications/cancelled"
+_LSP_CANCEL = "$/cancelRequest"
+_MCP_PROGRESS = "notifications/progress"
+_LSP_PROGRESS = "$/progress"
+_STDERR_TAIL = 20  # lines of a spawned server's stderr kept for ConnectionClosed
+
+
+def _check_dialect(dialect: str) -> str:
+    if dialect not in DIALECTS:
+        raise ValueError(f"dialect must be 'mcp' or 'lsp', not {dialect!r}")
+    return dialect
+
+
+def _new_traceparent() -> str:
+    """A fresh W3C ``traceparent`` (version 00, sampled)."""
+    return f"00-{secrets.token_hex(16)}-{secrets.token_hex(8)}-01"
+
+
+def _outgoing_traceparent() -> str | None:
+    """Inside a handler rpcwire runs: the request's ``traceparent``, made (and kept on the request) when it
+    had none, so that every call the handler makes carries one trace. Outside one: ``None``."""
+    try:
+        context = _engine.current_request()
+    except LookupError:
+        return None
+    if context.traceparent is None:
+        context._traceparent = _new_traceparent()
+    return context.traceparent
+
+
+def _with_meta(params: Any, dialect: str, token: int | None, traceparent: str | None) -> Any:
+    """``params`` (never changed in place) with the progress token and the trace context added: MCP's in
+    ``_meta`` (``progressToken``, ``traceparent``), LSP's progress token as ``workDoneToken``."""
+    if token is None and traceparent is None:
+        return params
+    if params is None:
+        params = {}
+    elif type(params) is not dict:
+        if token is not None:
+            raise TypeError("on_progress needs params that are an object (a dict) or None, to carry the token")
+        return params  # an array has no room for _meta: the trace context is not forwarded
+    params = dict(params)
+    meta: dict[str, Any] = {}
+    if token is not None and dialect == "lsp":
+        params["workDoneToken"] = token
+    elif token is not None:
+        meta["progressToken"] = token
+    if traceparent is not None:
+        meta["traceparent"] = traceparent
+    if meta:
+        existing = params.get("_meta")
+        params["_meta"] = {**existing, **meta} if type(existing) is dict else meta
+    return params
+
+
+def _progress_arguments(method: str, params: Any) -> tuple[Any, tuple[float, float | None, str | None]] | None:
+    """A progress notification's token and ``on_progress`` arguments; ``None`` if it is not one, or LSP's ``end``."""
+    if type(params) is not dict:
+        return None
+    if method == _MCP_PROGRESS:
+        return params.get("progressToken"), (params.get("progress", 0), params.get("total"), params.get("message"))
+    value = params.get("value")
+    if type(value) is not dict or value.get("kind") not in ("begin", "report"):
+        return None
+    percentage = value.get("percentage")
+    return params.get("token"), (
+        0 if percentage is None else percentage,
+        None if percentage is None else 100,
+        value.get("message", value.get("title")),
+    )
+
+
+def _cancel_notification(dialect: str, id_: int, reason: str) -> tuple[str, dict[str, Any]]:
+    if dialect == "lsp":
+        return _LSP_CANCEL, {"id": id_}
+    return _MCP_CANCEL, {"requestId": id_, "reason": reason}
+
+
+def _outcome(response: Response) -> Any:
+    if response.error is not None:
+        raise error_from_object(response.error)
+    return response.result
+
+
+class _Peer:
+    """What every client shares: ids, the calls waiting for an answer, and the server's own traffic."""
+
+    _core: ModuleType  # the native module or rpcwire.pure
+
+    def __init__(self, handler: Callable[[str, Any], Any] | None, dialect: str, timeout: float | None) -> None:
+        self._handler = handler
+        self._dialect = _check_dialect(dialect)
+        self._timeout = timeout
+        self._ids = itertools.count(1)
+        self._pending: dict[int, Any] = {}  # id -> the waiter of the call (the subclass's kind)
+        self._progress: dict[int, ProgressCallback] = {}  # progress token (the call's id) -> callback
+        self._listeners: dict[str, list[Callable[[Any], Any]]] = {}
+        self._closed: ConnectionClosed | None = None
+
+    def on_notification(self, method: str, callback: Callable[[Any], Any]) -> None:
+        """Call ``callback(params)`` for each notification ``method`` the server sends (in arrival order, on
+        the thread or loop that reads; an exception it raises is logged)."""
+        self._listeners.setdefault(method, []).append(callback)
+
+    def _request_line(self, method: str, params: Any, on_progress: ProgressCallback | None) -> tuple[int, bytes]:
+        id_ = next(self._ids)
+        params = _with_meta(params, self._dialect, None if on_progress is None else id_, _outgoing_traceparent())
+        line = self._core._encode_request(method, params, id_)
+        if on_progress is not None:
+            self._progress[id_] = on_progress
+        return id_, line
+
+    def _cancel_line(self, id_: int, reason: str) -> bytes:
+        return self._core._encode_request(*_cancel_notification(self._dialect, id_, reason))
+
+    def _deliver(self, message: Any) -> None:
+        """One message the reader classified (``_read_incoming``/``_parse_incoming``)."""
+        if isinstance(message, Response):
+            waiter = self._pending.pop(message.id, None) if type(message.id) is int else None
+            if waiter is None:
+                logger.warning("dropped an answer to no call waiting for it (id %r)", message.id)
+            else:
+                self._progress.pop(message.id, None)
+                self._resolve(waiter, message)
+        elif isinstance(message, Request):
+            if message.is_notification:
+                self._notified(message)
+            else:
+                self._serve_request(message)
+        elif isinstance(message, list):
+            for entry in message:
+                self._deliver(entry)
+        else:
+            logger.warning("dropped a message from the server: %s", message)
+
+    def _notified(self, request: Request) -> None:
+        if request.method in (_MCP_PROGRESS, _LSP_PROGRESS):
+            progress = _progress_arguments(request.method, request.params)
+            callback = None if progress is None else self._progress_callback(progress[0])
+            if callback is not None and progress is not None:
+                self._run_callback(callback, *progress[1])
+        for listener in self._listeners.get(request.method, ()):
+            self._run_callback(listener, request.params)
+
+    def _progress_callback(self, token: Any) -> ProgressCallback | None:
+        return self._progress.get(token) if type(token) is int else None
+
+    @staticmethod
+    def _run_callback(callback: Callable[..., Any], *args: Any) -> None:
+        try:
+            callback(*args)
+        except Exception:
+            logger.exception("a notification callback raised")
+
+    def _answer(self, transport: Any, request: Request) -> bytes | None:
+        """The answer's bytes to the server's own request, built by the core as ``serve`` builds them."""
+        handler = self._handler or _no_handler
+        return _engine._call(transport, request, handler, None)
+
+    def _resolve(self, waiter: Any, response: Response) -> None:
+        raise NotImplementedError
+
+    def _serve_request(self, request: Request) -> None:
+        raise NotImplementedError
+
+
+def _no_handler(method: str, params: Any) -> Any:
+    raise MethodNotFound(f"the client has no handler for {method!r}")
+
+
+class _Waiter:
+    """One sync call waiting for its answer: ``lock`` is released when ``response`` is set."""
+
+    __slots__ = ("lock", "response")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.lock.acquire()
+        self.response: Response | ConnectionClosed | None = None
+
+
+class Client(_Peer):
+    """A JSON-RPC client over a transport's stream pair: ``Client(StdioTransport(server_out, server_in))``,
+    or :meth:`spawn` for a subprocess. Thread-safe: calls from many threads are pipelined on the one
+    connection, each answered as soon as its answer arrives.
+    """
+
+    def __init__(
+        self,
+        transport: Any,
+        *,
+        handler: Callable[[str, Any], Any] | None = None,
+        dialect: str = "mcp",
+        timeout: float | None = None,
+        _process: subprocess.Popen[bytes] | None = None,
+        _stderr_tail: collections.deque[str] | None = None,
+    ) -> None:
+        super().__init__(handler, dialect, timeout)
+        self._transport = transport
+        self._process = _process
+        self._stderr_tail = _stderr_tail
+        self._reader = threading.Thread(target=self._read_all, name="rpcwire-client-reader", daemon=True)
+        self._reader.start()
+
+    @classmethod
+    def spawn(
+        cls,
+        argv: Sequence[str],
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        env: dict[str, str] | None = None,
+        handler: Callable[[str, Any], Any] | None = None,
+        dialect: str = "mcp",
+        timeout: float | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    ) -> Client:
+        """Start ``argv`` and talk to it over its stdin and stdout (its stderr is kept: the last lines name
+        the cause in :class:`ConnectionClosed`). Use it as a context manager: leaving closes the server's
+        stdin, waits for it to exit, then terminates and kills it after a grace period."""
+        _check_dialect(dialect)
+        process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env)
+        assert process.stdin is not None and process.stdout is not None
+        tail = _drain_stderr(process)
+        transport = cls._core.StdioTransport(process.stdout, process.stdin, max_message_bytes=max_message_bytes)
+        return cls(transport, handler=handler, dialect=dialect, timeout=timeout, _process=process, _stderr_tail=tail)
+
+    # --- calls -----------------------------------------------------------------------------------
+
+    def call(
+        self, method: str, params: Any = None, *, timeout: float | None = None, on_progress: ProgressCallback | None = None
+    ) -> Any:
+        """Call ``method`` and return its result; a JSON-RPC error is raised (``MethodNotFound``,
+        ``InvalidParams``, ``RequestCancelled`` or ``JsonRpcError`` with the server's ``code``, ``message``
+        and ``data``). After ``timeout`` seconds (default: the client's), ``TimeoutError`` is raised and the
+        server is told to cancel (in the client's ``dialect``); a late answer is dropped."""
+        id_, line = self._request_line(method, params, on_progress)
+        waiter = _Waiter()
+        self._pending[id_] = waiter
+        self._send(line, id_)
+        timeout = self._timeout if timeout is None else timeout
+        if not waiter.lock.acquire(timeout=-1 if timeout is None else timeout):
+            if self._pending.pop(id_, None) is not None:  # else the answer came just now: take it
+                self._progress.pop(id_, None)
+                self._send_quietly(self._cancel_line(id_, "timeout"))
+                raise TimeoutError(f"no answer to {method!r} (id {id_}) within {timeout} s")
+            waiter.lock.acquire()
+        response = waiter.response
+        if isinstance(response, ConnectionClosed):
+            raise response
+        assert response is not None
+        return _outcome(response)
+
+    def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification (no answer)."""
+        self._send(self._core._encode_request(method, params), None)
+
+    def batch(self, calls: Iterable[tuple[str, Any]], *, timeout: float | None = None) -> list[Any]:
+        """Send ``(method, params)`` calls as one batch; their results, or the exception each raised, in order."""
+        ids, lines = [], []
+        for method, params in calls:
+            id_, line = self._request_line(method, params, None)
+            ids.append(id_)
+            lines.append(line)
+        if not ids:
+            return []
+        waiters = [_Waiter() for _ in ids]
+        self._pending.update(zip(ids, waiters))
+        self._send(b"[" + b",".join(lines) + b"]", *ids)
+        timeout = self._timeout if timeout is None else timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
+        outcomes: list[Any] = []
+        for id_, waiter in zip(ids, waiters):
+            left = -1 if deadline is None else max(0.0, deadline - time.monotonic())
+            if not waiter.lock.acquire(timeout=left) and self._pending.pop(id_, None) is not None:
+                self._send_quietly(self._cancel_line(id_, "timeout"))
+                outcomes.append(TimeoutError(f"no answer to batch entry {id_} within {timeout} s"))
+                continue
+            outcomes.append(self._batch_outcome(waiter))
+        return outcomes
+
+    @staticmethod
+    def _batch_outcome(waiter: _Waiter) -> Any:
+        if waiter.response is None:  # resolved while the timeout expired
+            waiter.lock.acquire()
+        response = waiter.response
+        if isinstance(response, ConnectionClosed):
+            return response
+        assert response is not None
+        return response.result if response.error is None else error_from_object(response.error)
+
+    def _send(self, line: bytes, *ids: int | None) -> None:
+        """Write one line; when the server is gone, the calls of ``ids`` fail with ``ConnectionClosed``."""
+        if self._closed is None:
+            try:
+                self._transport._write_line(line)
+                return
+            except (BrokenPipeError, ValueError, OSError) as exc:  # ValueError: a closed file
+                logger.debug("writing to the server failed: %r", exc)
+                self._close_with(self._connection_closed(f"the server's input is closed ({exc})"))
+        for id_ in ids:
+            if id_ is not None:
+                self._pending.pop(id_, None)
+                self._progress.pop(id_, None)
+        assert self._closed is not None
+        raise self._closed
+
+    def _send_quietly(self, line: bytes) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            self._send(line)
+
+    # --- the reading thread ----------------------------------------------------------------------
+
+    def _read_all(self) -> None:
+        cause = "the server closed its output"
+        try:
+            while (message := self._transport._read_incoming()) is not None:
+                self._deliver(message)
+        except Exception as exc:  # a stream that fails: the connection is as good as closed
+            cause = f"reading from the server failed: {exc!r}"
+            logger.debug("%s", cause)
+        self._close_with(self._connection_closed(cause))
+
+    def _resolve(self, waiter: _Waiter, response: Response | ConnectionClosed) -> None:
+        waiter.response = response
+        waiter.lock.release()
+
+    def _serve_request(self, request: Request) -> None:
+        threading.Thread(target=self._answer_request, args=(request,), name="rpcwire-client-handler", daemon=True).start()
+
+    def _answer_request(self, request: Request) -> None:
+        answer = self._answer(self._transport, request)
+        if answer is not None:
+            self._send_quietly(answer)
+
+    def _connection_closed(self, cause: str) -> ConnectionClosed:
+        returncode = None
+        if self._process is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                returncode = self._process.wait(timeout=0.5)
+        tail = list(self._stderr_tail or ())
+        message = cause
+        if returncode is not None:
+            message += f"; it exited with code {returncode}"
+        if tail:
+            message += "; the last lines of its stderr:\n" + "\n".join(tail)
+        return ConnectionClosed(message, returncode, tail)
+
+    def _close_with(self, closed: ConnectionClosed) -> None:
+        """Fail every waiting call with ``closed``, and every later one (the first cause wins)."""
+        if self._closed is None:
+            self._closed = closed
+        while self._pending:
+            with contextlib.suppress(KeyError):
+                self._resolve(self._pending.popitem()[1], self._closed)
+        self._progress.clear()
+
+    # --- closing ---------------------------------------------------------------------------------
+
+    def close(self, grace: float = 5.0) -> None:
+        """Close the connection; for a spawned server: close its stdin, wait up to ``grace`` seconds for it
+        to exit, then terminate it (and kill it after ``grace`` more). Calls still waiting fail with
+        :class:`ConnectionClosed`."""
+        process = self._process
+        if process is not None:
+            _close_quietly(process.stdin)
+            try:
+                process.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                process.terminate()
+                try:
+                    process.wait(timeout=grace)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        self._close_with(ConnectionClosed("the client was closed"))
+        if process is not None:
+            self._reader.join(timeout=grace)
+            _close_quietly(process.stdout)
+            _close_quietly(process.stderr)
+
+    @property
+    def returncode(self) -> int | None:
+        """A spawned server's exit code, once it exited (else ``None``)."""
+        return None if self._process is None else self._process.poll()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None) -> None:
+        self.close()
+
+
+def _close_quietly(stream: Any) -> None:
+    if stream is not None:
+        with contextlib.suppress(OSError, ValueError):
+            stream.close()
+
+
+def _drain_stderr(process: subprocess.Popen[bytes]) -> collections.deque[str]:
+    """Read the server's stderr on a thread (so it never fills its pipe), keeping its last lines."""
+    tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
+
+    def drain() -> None:
+        assert process.stderr is not None
+        with contextlib.suppress(OSError, ValueError):
+            for raw in process.stderr:
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                tail.append(line)
+                logger.debug("server stderr: %s", line)
+
+    threading.Thread(target=drain, name="rpcwire-client-stderr", daemon=True).start()
+    return tail
+
+
+# --- asyncio ------------------------------------------------------------------------------------
+
+
+class AsyncClient(_Peer):
+    """The asyncio client: ``AsyncClient(reader, writer)`` over asyncio streams, or :meth:`spawn`. Calls
+    are coroutines; any number may be in flight at once."""
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        handler: Callable[[str, Any], Any] | None = None,
+        dialect: str = "mcp",
+        timeout: float | None = None,
+        _process: asyncio.subprocess.Process | None = None,
+        _stderr_tail: collections.deque[str] | None = None,
+    ) -> None:
+        super().__init__(handler, dialect, timeout)
+        self._stream_reader = reader
+        self._writer = writer
+        self._process = _process
+        self._stderr_tail = _stderr_tail
+        self._loop = asyncio.get_running_loop()
+        self._reading = self._loop.create_task(self._read_all())
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    @classmethod
+    async def spawn(
+        cls,
+        argv: Sequence[str],
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        env: dict[str, str] | None = None,
+        handler: Callable[[str, Any], Any] | None = None,
+        dialect: str = "mcp",
+        timeout: float | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    ) -> AsyncClient:
+        """Start ``argv`` and talk to it over its stdin and stdout (see :meth:`Client.spawn`)."""
+        _check_dialect(dialect)
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            limit=max_message_bytes + 2,
+        )
+        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
+        client = cls(process.stdout, process.stdin, handler=handler, dialect=dialect, timeout=timeout, _process=process, _stderr_tail=tail)
+        client._keep(asyncio.get_running_loop().create_task(_drain_async_stderr(process.stderr, tail)))
+        return client
+
+    def _keep(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def call(
+        self, method: str, params: Any = None, *, timeout: float | None = None, on_progress: ProgressCallback | None = None
+    ) -> Any:
+        """As :meth:`Client.call`, awaited. Cancelling the awaiting task cancels the call on the server too."""
+        if self._closed is not None:
+            raise self._closed
+        id_, line = self._request_line(method, params, on_progress)
+        future: asyncio.Future[Response | ConnectionClosed] = self._loop.create_future()
+        self._pending[id_] = future
+        timeout = self._timeout if timeout is None else timeout
+        try:
+            await self._write(line)
+            response = await asyncio.wait_for(future, timeout) if timeout is not None else await future
+        except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
+            if self._pending.pop(id_, None) is not None and self._closed is None:
+                self._progress.pop(id_, None)
+                reason = "timeout" if isinstance(exc, asyncio.TimeoutError) else "cancelled"
+                with contextlib.suppress(Exception):
+                    await self._write(self._cancel_line(id_, reason))
+            if isinstance(exc, asyncio.TimeoutError):
+                raise TimeoutError(f"no answer to {method!r} (id {id_}) within {timeout} s") from None
+            raise
+        if isinstance(response, ConnectionClosed):
+            raise response
+        return _outcome(response)
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification (no answer)."""
+        if self._closed is not None:
+            raise self._closed
+        await self._write(self._core._encode_request(method, params))
+
+    async def batch(self, calls: Iterable[tuple[str, Any]], *, timeout: float | None = None) -> list[Any]:
+        """As :meth:`Client.batch`, awaited."""
+        if self._closed is not None:
+            raise self._closed
+        entries = [self._request_line(method, params, None) for method, params in calls]
+        if not entries:
+            return []
+        futures = [self._loop.create_future() for _ in entries]
+        self._pending.update(zip((id_ for id_, _ in entries), futures))
+        await self._write(b"[" + b",".join(line for _, line in entries) + b"]")
+        timeout = self._timeout if timeout is None else timeout
+        await asyncio.wait(futures, timeout=timeout)
+        outcomes: list[Any] = []
+        for (id_, _), future in zip(entries, futures):
+            if not future.done():
+                self._pending.pop(id_, None)
+                with contextlib.suppress(Exception):
+                    await self._write(self._cancel_line(id_, "timeout"))
+                outcomes.append(TimeoutError(f"no answer to batch entry {id_} within {timeout} s"))
+                continue
+            response = future.result()
+            if isinstance(response, ConnectionClosed) or response.error is None:
+                outcomes.append(response if isinstance(response, ConnectionClosed) else response.result)
+            else:
+                outcomes.append(error_from_object(response.error))
+        return outcomes
+
+    async def _write(self, line: bytes) -> None:
+        try:
+            self._writer.write(line + b"\n")
+            if self._writer.transport.get_write_buffer_size() > 64 * 1024:
+                await self._writer.drain()
+        except (ConnectionError, RuntimeError) as exc:  # RuntimeError: a closed transport
+            self._close_with(await self._connection_closed(f"the server's input is closed ({exc})"))
+            assert self._closed is not None
+            raise self._closed from None
+
+    async def _read_all(self) -> None:
+        parse = self._core._parse_incoming
+        cause = "the server closed its output"
+        try:
+            while line := await self._stream_reader.readline():
+                if line.endswith(b"\n") and line.strip():
+                    self._deliver(parse(line))
+        except ValueError:  # a line over the reader's limit: the stream cannot be read on
+            cause = "the server wrote a line over max_message_bytes"
+        except (ConnectionError, OSError) as exc:
+            cause = f"reading from the server failed: {exc!r}"
+        self._close_with(await self._connection_closed(cause))
+
+    def _resolve(self, waiter: asyncio.Future[Response | ConnectionClosed], response: Response | ConnectionClosed) -> None:
+        if not waiter.done():
+            waiter.set_result(response)
+
+    def _serve_request(self, request: Request) -> None:
+        self._keep(self._loop.create_task(self._answer_request(request)))
+
+    async def _answer_request(self, request: Request) -> None:
+        handler = self._handler or _no_handler
+        core = self._core.StdioTransport  # builds the answer's bytes (static methods)
+        if _engine.is_async_handler(handler):
+            try:
+                result = await handler(request.method, request.params)
+            except Exception as exc:
+                answer = _engine._failure_answer(core, request, None, exc)
+            else:
+                answer = _engine._result_answer(core, request, None, result)
+        else:
+            answer = await asyncio.to_thread(self._answer, core, request)
+        if answer is not None:
+            with contextlib.suppress(Exception):
+                await self._write(answer)
+
+    async def _connection_closed(self, cause: str) -> ConnectionClosed:
+        returncode = None
+        if self._process is not None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                returncode = await asyncio.wait_for(self._process.wait(), 0.5)
+        tail = list(self._stderr_tail or ())
+        message = cause
+        if returncode is not None:
+            message += f"; it exited with code {returncode}"
+        if tail:
+            message += "; the last lines of its stderr:\n" + "\n".join(tail)
+        return ConnectionClosed(message, returncode, tail)
+
+    def _close_with(self, closed: ConnectionClosed) -> None:
+        if self._closed is None:
+            self._closed = closed
+        while self._pending:
+            self._resolve(self._pending.popitem()[1], self._closed)
+        self._progress.clear()
+
+    async def close(self, grace: float = 5.0) -> None:
+        """As :meth:`Client.close`, awaited."""
+        with contextlib.suppress(Exception):
+            self._writer.close()
+        process = self._process
+        if process is not None:
+            try:
+                await asyncio.wait_for(process.wait(), grace)
+            except asyncio.TimeoutError:
+                process.terminate()
+                try:
+                    await asyncio.wait_for(process.wait(), grace)
+                except asyncio.TimeoutError:
+                    process.kill()
+                    await process.wait()
+        self._close_with(ConnectionClosed("the client was closed"))
+        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(self._reading, grace)
+        for task in list(self._tasks):
+            task.cancel()
+
+    @property
+    def returncode(self) -> int | None:
+        """A spawned server's exit code, once it exited (else ``None``)."""
+        return None if self._process is None else self._process.returncode
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        await self.close()
+
+
+async def _drain_async_stderr(stderr: asyncio.StreamReader, tail: collections.deque[str]) -> None:
+    with contextlib.suppress(Exception):
+        while raw := await stderr.readline():
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            tail.append(line)
+            logger.debug("server stderr: %s", line)

@@ -1,0 +1,388 @@
+"""The HTTP clients: JSON-RPC over HTTP POST (``rpcwire.http``'s apps, or any server of the same convention).
+
+Sync over the standard library's ``http.client`` (one keep-alive connection per thread, so calls from
+many threads run at once), async over asyncio streams (a pool of keep-alive connections). Each call is
+one POST; a call with ``on_progress`` also accepts ``text/event-stream`` and reads the events as they
+arrive (each notification goes to its callbacks, the answer ends the stream). Requests are encoded and
+answers classified by the same core as the stream clients (``_encode_request``, ``_parse_incoming``).
+
+On a timeout the connection is closed (the server sees the client go; an rpcwire app stops sending) and
+``TimeoutError`` is raised. A status other than 200/202/204 raises :class:`HttpError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http.client
+import logging
+import threading
+import urllib.parse
+from collections.abc import AsyncIterator, Iterable, Iterator
+from types import TracebackType
+from typing import Any
+
+from rpcwire._client import ProgressCallback, _outgoing_traceparent, _outcome, _Peer
+from rpcwire._types import Request, Response, error_from_object
+
+__all__ = ["AsyncHttpClient", "HttpClient", "HttpError"]
+
+logger = logging.getLogger("rpcwire.client")
+
+_JSON = "application/json"
+_EVENTS = "text/event-stream"
+
+
+class HttpError(OSError):
+    """The server answered with an HTTP status other than 200, 202 or 204 (``status``, ``body``)."""
+
+    def __init__(self, status: int, reason: str, body: bytes) -> None:
+        super().__init__(f"HTTP {status} {reason}: {body[:200]!r}")
+        self.status = status
+        self.reason = reason
+        self.body = body
+
+
+class _HttpPeer(_Peer):
+    """What both HTTP clients share: the URL, the request's headers, and reading an answer."""
+
+    def __init__(self, url: str, headers: dict[str, str] | None, timeout: float | None, dialect: str) -> None:
+        super().__init__(None, dialect, timeout)
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https"):
+            raise ValueError(f"an http:// or https:// URL, not {url!r}")
+        self._url = url
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname or "127.0.0.1"
+        self._port = parts.port or (443 if self._https else 80)
+        self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self._headers = dict(headers or {})
+
+    def _request_headers(self, body: bytes, events: bool) -> dict[str, str]:
+        headers = {"Content-Type": _JSON, "Accept": f"{_JSON}, {_EVENTS}" if events else _JSON}
+        traceparent = _outgoing_traceparent()
+        if traceparent is not None:
+            headers["traceparent"] = traceparent
+        headers.update(self._headers)
+        headers["Content-Length"] = str(len(body))
+        return headers
+
+    def _answers(self, body: bytes) -> dict[int, Response]:
+        """The answers in a body (one, or a batch's), by id; anything else is delivered or logged."""
+        answers: dict[int, Response] = {}
+        message = self._core._parse_incoming(body)
+        for entry in message if isinstance(message, list) else [message]:
+            if isinstance(entry, Response) and type(entry.id) is int:
+                answers[entry.id] = entry
+            elif isinstance(entry, Request):
+                self._deliver(entry)
+            else:
+                logger.warning("dropped a message from the server: %s", entry if isinstance(entry, str) else entry.id)
+        return answers
+
+    def _event(self, data: bytes, answers: dict[int, Response]) -> None:
+        """One SSE ``message`` event's data: a notification (to its callbacks) or an answer."""
+        answers.update(self._answers(data))
+
+    def _resolve(self, waiter: Any, response: Any) -> None:  # HTTP answers come back in their own response
+        raise NotImplementedError
+
+    def _serve_request(self, request: Request) -> None:
+        logger.warning("dropped a request from the server over HTTP (%r): not supported", request.method)
+
+
+def _sse_data(lines: Iterable[bytes]) -> Iterator[bytes]:
+    """The data of each event in a stream of SSE lines (``data:`` lines joined by ``\\n``)."""
+    data: list[bytes] = []
+    for raw in lines:
+        line = raw.rstrip(b"\r\n")
+        if not line:
+            if data:
+                yield b"\n".join(data)
+                data = []
+        elif line.startswith(b"data:"):
+            value = line[5:]
+            data.append(value[1:] if value.startswith(b" ") else value)
+    if data:
+        yield b"\n".join(data)
+
+
+def _results(ids: list[int], answers: dict[int, Response], batch: bool) -> Any:
+    if not batch:
+        answer = answers.get(ids[0])
+        if answer is None:
+            raise ConnectionError(f"the server's answer holds no answer to id {ids[0]}")
+        return _outcome(answer)
+    outcomes: list[Any] = []
+    for id_ in ids:
+        answer = answers.get(id_)
+        if answer is None:
+            outcomes.append(ConnectionError(f"the server's answer holds no answer to id {id_}"))
+        else:
+            outcomes.append(answer.result if answer.error is None else error_from_object(answer.error))
+    return outcomes
+
+
+class HttpClient(_HttpPeer):
+    """A JSON-RPC client over HTTP: ``HttpClient("http://127.0.0.1:8000/rpc")``; ``call``, ``notify`` and
+    ``batch`` as :class:`rpcwire.Client`'s. Thread-safe: each thread uses its own keep-alive connection."""
+
+    def __init__(
+        self, url: str, *, headers: dict[str, str] | None = None, timeout: float | None = None, dialect: str = "mcp"
+    ) -> None:
+        super().__init__(url, headers, timeout, dialect)
+        self._local = threading.local()
+        self._connections: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+
+    def call(
+        self, method: str, params: Any = None, *, timeout: float | None = None, on_progress: ProgressCallback | None = None
+    ) -> Any:
+        """Call ``method`` and return its result (errors raised as :meth:`rpcwire.Client.call` raises them)."""
+        id_, body = self._request_line(method, params, on_progress)
+        try:
+            return _results([id_], self._post(body, timeout, events=on_progress is not None), batch=False)
+        finally:
+            self._progress.pop(id_, None)
+
+    def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification (the server answers 202 or 204, no body)."""
+        self._post(self._core._encode_request(method, params), None, events=False)
+
+    def batch(self, calls: Iterable[tuple[str, Any]], *, timeout: float | None = None) -> list[Any]:
+        """Send ``(method, params)`` calls as one batch; their results, or the exception each raised, in order."""
+        entries = [self._request_line(method, params, None) for method, params in calls]
+        if not entries:
+            return []
+        body = b"[" + b",".join(line for _, line in entries) + b"]"
+        result: list[Any] = _results([id_ for id_, _ in entries], self._post(body, timeout, events=False), batch=True)
+        return result
+
+    def _connection(self) -> tuple[http.client.HTTPConnection, bool]:
+        """This thread's connection, and whether it was used before (a kept-alive one may be stale)."""
+        connection: http.client.HTTPConnection | None = getattr(self._local, "connection", None)
+        if connection is not None:
+            return connection, True
+        kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+        connection = kind(self._host, self._port)
+        self._local.connection = connection
+        with self._lock:
+            self._connections.append(connection)
+        return connection, False
+
+    def _drop_connection(self) -> None:
+        connection = getattr(self._local, "connection", None)
+        if connection is not None:
+            connection.close()
+            self._local.connection = None
+            with self._lock, contextlib.suppress(ValueError):
+                self._connections.remove(connection)
+
+    def _post(self, body: bytes, timeout: float | None, events: bool) -> dict[int, Response]:
+        headers = self._request_headers(body, events)
+        timeout = self._timeout if timeout is None else timeout
+        for attempt in (1, 2):
+            connection, reused = self._connection()
+            connection.timeout = timeout
+            if connection.sock is not None:
+                connection.sock.settimeout(timeout)
+            try:
+                connection.request("POST", self._path, body, headers)
+                response = connection.getresponse()
+                return self._read(response)
+            except TimeoutError:
+                self._drop_connection()
+                raise TimeoutError(f"no answer from {self._url} within {timeout} s") from None
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                self._drop_connection()
+                if not reused or attempt == 2:  # a fresh connection that fails: the server is at fault
+                    raise
+            except BaseException:
+                self._drop_connection()
+                raise
+        raise AssertionError("unreachable")
+
+    def _read(self, response: http.client.HTTPResponse) -> dict[int, Response]:
+        if response.status in (202, 204):
+            response.read()
+            return {}
+        if response.status != 200:
+            raise HttpError(response.status, response.reason, response.read())
+        if (response.getheader("Content-Type") or "").split(";")[0].strip() == _EVENTS:
+            answers: dict[int, Response] = {}
+            for data in _sse_data(iter(response.readline, b"")):
+                self._event(data, answers)
+            return answers
+        return self._answers(response.read())
+
+    def close(self) -> None:
+        """Close every connection."""
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for connection in connections:
+            connection.close()
+
+    def __enter__(self) -> HttpClient:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None) -> None:
+        self.close()
+
+
+class _AsyncConnection:
+    """One keep-alive HTTP/1.1 connection of :class:`AsyncHttpClient`."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    async def status_and_headers(self) -> tuple[int, str, dict[str, str]]:
+        status_line = await self.reader.readline()
+        if not status_line:
+            raise http.client.RemoteDisconnected("the server closed the connection")
+        _, status, reason = (status_line.decode("latin-1").rstrip("\r\n").split(" ", 2) + [""])[:3]
+        headers: dict[str, str] = {}
+        while (line := await self.reader.readline()) not in (b"\r\n", b"\n", b""):
+            name, _, value = line.decode("latin-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+        return int(status), reason, headers
+
+    async def body(self, headers: dict[str, str]) -> AsyncIterator[bytes]:
+        """The body's bytes as they arrive (``Content-Length``, chunked, or until the connection closes)."""
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            while size := int((await self.reader.readline()).split(b";")[0].strip() or b"0", 16):
+                yield await self.reader.readexactly(size)
+                await self.reader.readline()
+            while (await self.reader.readline()) not in (b"\r\n", b"\n", b""):  # trailers
+                pass
+        elif "content-length" in headers:
+            length = int(headers["content-length"])
+            if length:
+                yield await self.reader.readexactly(length)
+        else:
+            while chunk := await self.reader.read(65536):
+                yield chunk
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.writer.close()
+
+
+class AsyncHttpClient(_HttpPeer):
+    """The asyncio HTTP client: ``AsyncHttpClient(url)``; ``call``, ``notify`` and ``batch`` awaited. Up to
+    ``max_connections`` keep-alive connections serve the calls in flight."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: dict[str, str] | None = None,
+        timeout: float | None = None,
+        dialect: str = "mcp",
+        max_connections: int = 16,
+    ) -> None:
+        super().__init__(url, headers, timeout, dialect)
+        if self._https:
+            raise ValueError("AsyncHttpClient speaks plain http:// only (put TLS in front of the server)")
+        self._idle: list[_AsyncConnection] = []
+        self._slots = asyncio.Semaphore(max_connections)
+
+    async def call(
+        self, method: str, params: Any = None, *, timeout: float | None = None, on_progress: ProgressCallback | None = None
+    ) -> Any:
+        """As :meth:`HttpClient.call`, awaited."""
+        id_, body = self._request_line(method, params, on_progress)
+        try:
+            return _results([id_], await self._post(body, timeout, events=on_progress is not None), batch=False)
+        finally:
+            self._progress.pop(id_, None)
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification."""
+        await self._post(self._core._encode_request(method, params), None, events=False)
+
+    async def batch(self, calls: Iterable[tuple[str, Any]], *, timeout: float | None = None) -> list[Any]:
+        """As :meth:`HttpClient.batch`, awaited."""
+        entries = [self._request_line(method, params, None) for method, params in calls]
+        if not entries:
+            return []
+        body = b"[" + b",".join(line for _, line in entries) + b"]"
+        result: list[Any] = _results([id_ for id_, _ in entries], await self._post(body, timeout, events=False), batch=True)
+        return result
+
+    async def _post(self, body: bytes, timeout: float | None, events: bool) -> dict[int, Response]:
+        timeout = self._timeout if timeout is None else timeout
+        try:
+            return await asyncio.wait_for(self._exchange(body, events), timeout)
+        except asyncio.TimeoutError:
+            raise TimeoutError(f"no answer from {self._url} within {timeout} s") from None
+
+    async def _exchange(self, body: bytes, events: bool) -> dict[int, Response]:
+        head = [f"POST {self._path} HTTP/1.1", f"Host: {self._host}:{self._port}"]
+        head += [f"{name}: {value}" for name, value in self._request_headers(body, events).items()]
+        request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+        async with self._slots:
+            for attempt in (1, 2):
+                connection, reused = (self._idle.pop(), True) if self._idle else (await self._open(), False)
+                try:
+                    connection.writer.write(request)
+                    status, reason, headers = await connection.status_and_headers()
+                    answers = await self._read(connection, status, reason, headers)
+                except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, asyncio.IncompleteReadError):
+                    connection.close()
+                    if not reused or attempt == 2:
+                        raise
+                    continue
+                except BaseException:  # a timeout (cancellation) included: the connection is mid-exchange
+                    connection.close()
+                    raise
+                if headers.get("connection", "").lower() == "close":
+                    connection.close()
+                else:
+                    self._idle.append(connection)
+                return answers
+        raise AssertionError("unreachable")
+
+    async def _open(self) -> _AsyncConnection:
+        reader, writer = await asyncio.open_connection(self._host, self._port, limit=1 << 26)
+        return _AsyncConnection(reader, writer)
+
+    async def _read(self, connection: _AsyncConnection, status: int, reason: str, headers: dict[str, str]) -> dict[int, Response]:
+        if status in (202, 204):
+            async for _ in connection.body(headers):
+                pass
+            return {}
+        body = connection.body(headers)
+        if status != 200:
+            raise HttpError(status, reason, b"".join([chunk async for chunk in body]))
+        if headers.get("content-type", "").split(";")[0].strip() != _EVENTS:
+            return self._answers(b"".join([chunk async for chunk in body]))
+        answers: dict[int, Response] = {}
+        pending = b""
+        async for chunk in body:
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            # whole events only: the data of those that ended in this chunk
+            if b"" in [line.rstrip(b"\r") for line in lines]:
+                cut = max(i for i, line in enumerate(lines) if not line.rstrip(b"\r")) + 1
+                for data in _sse_data(line + b"\n" for line in lines[:cut]):
+                    self._event(data, answers)
+                pending = b"\n".join([*lines[cut:], pending])
+            else:
+                pending = b"\n".join([*lines, pending])
+        for data in _sse_data(line + b"\n" for line in pending.split(b"\n")):
+            self._event(data, answers)
+        return answers
+
+    async def close(self) -> None:
+        """Close every idle connection."""
+        while self._idle:
+            self._idle.pop().close()
+
+    async def __aenter__(self) -> AsyncHttpClient:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        await self.close()

@@ -1,0 +1,114 @@
+//! The client's side of the wire: the requests a client writes, and what it reads back —
+//! responses, and the server's own requests and notifications — classified by the same envelope
+//! check `serve` uses (`envelope::parse_incoming_with`), with every value decoded in that pass.
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString, PyType};
+
+use crate::answer;
+use crate::codec;
+use crate::envelope::{self, Entry, Id, Limits, Message, Outcome};
+use crate::errors::Error;
+use crate::json::Scanner;
+use crate::request;
+use crate::strings::StringCache;
+
+static RESPONSE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// The line of a request (`id` given) or a notification (`id` is `None`), without `\n`; no
+/// `params` member when `params` is `None`.
+#[pyfunction]
+#[pyo3(signature = (method, params=None, id=None))]
+pub(crate) fn _encode_request<'py>(
+    py: Python<'py>,
+    method: &Bound<'py, PyAny>,
+    params: Option<&Bound<'py, PyAny>>,
+    id: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let mut line = Vec::new();
+    answer::call(&mut line, method, params, id.filter(|id| !id.is_none()))?;
+    Ok(PyBytes::new(py, &line))
+}
+
+/// One message a client read (a line, or an HTTP body): a `Response`, a `Request` (the server's
+/// own request or notification), a `list` of these for a batch, or a `str` saying why the message
+/// (or a batch entry) is neither, for the client to log and drop.
+#[pyfunction]
+pub(crate) fn _parse_incoming<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    incoming_object(py, data, None)
+}
+
+/// As [`_parse_incoming`]; object keys come from `strings` when it is given (a transport's cache).
+pub(crate) fn incoming_object<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    mut strings: Option<&mut StringCache>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return Ok(PyString::new(py, "parse error: invalid UTF-8").into_any());
+    };
+    // A client reads whatever batch answers its own: no batch limit.
+    let limits = Limits { max_batch: None, ..Limits::default() };
+    let read_value = |scanner: &mut Scanner<'_>| codec::decode_value(py, scanner, strings.as_deref_mut());
+    let parsed = match envelope::parse_incoming_with(text, limits, read_value) {
+        Ok(parsed) if codec::exceeds_int_digit_limit(py, parsed.longest_integer)? => {
+            return Ok(PyString::new(py, "parse error: an integer longer than int() accepts").into_any())
+        }
+        Ok(parsed) => parsed,
+        Err(Error::Python(error)) => return Err(error),
+        Err(Error::Syntax(error)) => return Ok(PyString::new(py, &format!("parse error: {error}")).into_any()),
+    };
+    match parsed.message {
+        Message::Single(entry) => entry_object(py, entry, strings),
+        Message::Batch(entries) if entries.is_empty() => Ok(PyString::new(py, "an empty batch").into_any()),
+        Message::Batch(entries) => {
+            let items = entries
+                .into_iter()
+                .map(|entry| entry_object(py, entry, strings.as_deref_mut()))
+                .collect::<PyResult<Vec<_>>>()?;
+            Ok(PyList::new(py, items)?.into_any())
+        }
+        Message::BatchOverLimit => unreachable!("a client reads batches of any length"),
+    }
+}
+
+fn entry_object<'py>(
+    py: Python<'py>,
+    entry: Entry<'_, Bound<'py, PyAny>>,
+    strings: Option<&mut StringCache>,
+) -> PyResult<Bound<'py, PyAny>> {
+    match entry {
+        Entry::Call(call) => request::request_object(py, call, strings),
+        Entry::Response { id, outcome: Outcome::Result(result) } => response_object(py, &id, &result, None),
+        Entry::Response { id, outcome: Outcome::Error(error) } => {
+            if is_error_object(&error)? {
+                response_object(py, &id, &py.None().into_bound(py), Some(&error))
+            } else {
+                Ok(PyString::new(py, "error has no integer code or no string message").into_any())
+            }
+        }
+        Entry::Invalid { reason, .. } => Ok(PyString::new(py, reason).into_any()),
+    }
+}
+
+/// Whether a decoded `error` member is what the specification requires: an integer `code` and a
+/// string `message` (`data` is anything).
+fn is_error_object(error: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let Ok(error) = error.cast::<PyDict>() else { return Ok(false) };
+    let code_ok = error.get_item("code")?.is_some_and(|code| code.is_exact_instance_of::<PyInt>());
+    let message_ok = error.get_item("message")?.is_some_and(|message| message.is_instance_of::<PyString>());
+    Ok(code_ok && message_ok)
+}
+
+/// A `rpcwire.Response`: the id as `json.loads` gives it, the result, the error object or `None`.
+fn response_object<'py>(
+    py: Python<'py>,
+    id: &Id<'_>,
+    result: &Bound<'py, PyAny>,
+    error: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let id = request::id_to_python(py, id)?;
+    let error = error.map_or_else(|| py.None().into_bound(py), Clone::clone);
+    RESPONSE.import(py, "rpcwire._types", "Response")?.call1((id, result, error))
+}
