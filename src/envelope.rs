@@ -274,7 +274,7 @@ fn parse_entry<'a, P, E: From<SyntaxError>>(
 }
 
 /// A message without `method` but with `result` or `error` (only a client reads these).
-fn response_entry<'a, P>(version_ok: bool, id: Option<Id<'a>>, result: Member<P>, error: Member<P>) -> Entry<'a, P> {
+fn response_entry<P>(version_ok: bool, id: Option<Id<'_>>, result: Member<P>, error: Member<P>) -> Entry<'_, P> {
     let reason = match (version_ok, id, result, error) {
         (true, Some(id), Member::Valid(result), Member::Absent) => {
             return Entry::Response { id, outcome: Outcome::Result(result) }
@@ -292,7 +292,8 @@ fn response_entry<'a, P>(version_ok: bool, id: Option<Id<'a>>, result: Member<P>
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_message, Call, Entry, Id, Limits, Message};
+    use super::{parse_incoming_with, parse_message, Call, Entry, Id, Limits, Message, Outcome};
+    use crate::errors::SyntaxError;
     use crate::json::JsonStr;
 
     fn depth(max_depth: usize) -> Limits {
@@ -314,6 +315,7 @@ mod tests {
         let id = match single(text) {
             Entry::Call(call) => call.id,
             Entry::Invalid { id, .. } => id,
+            Entry::Response { .. } => unreachable!("a server's reader makes no responses"),
         };
         let mut out = Vec::new();
         id.unwrap_or(Id::Null).write_json(&mut out);
@@ -421,5 +423,44 @@ mod tests {
         assert!(parse_message(&line(128), depth(128)).is_err());
         assert!(parse_message(&format!("[{}]", line(126)), depth(128)).is_ok());
         assert!(parse_message(&format!("[{}]", line(127)), depth(128)).is_err());
+    }
+
+    fn read_raw<'a>(scanner: &mut crate::json::Scanner<'a>) -> Result<&'a str, SyntaxError> {
+        let start = scanner.value_start();
+        scanner.value()?;
+        Ok(scanner.span_from(start))
+    }
+
+    fn incoming(text: &str) -> Entry<'_> {
+        match parse_incoming_with(text, Limits::default(), read_raw).expect("valid JSON").message {
+            Message::Single(entry) => entry,
+            other => panic!("not a single message: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_client_reads_responses_and_the_servers_own_calls() {
+        let result = incoming(r#"{"jsonrpc":"2.0","result":{"a":[1]},"id":1e3}"#);
+        assert_eq!(result, Entry::Response { id: Id::Number("1e3"), outcome: Outcome::Result(r#"{"a":[1]}"#) });
+        let error = incoming(r#"{"jsonrpc":"2.0","id":"x","error":{"code":-1,"message":"m"}}"#);
+        let expected = Outcome::Error(r#"{"code":-1,"message":"m"}"#);
+        assert_eq!(error, Entry::Response { id: Id::String(plain("x")), outcome: expected });
+        let call = incoming(r#"{"jsonrpc":"2.0","method":"m","id":2,"result":1}"#);
+        assert_eq!(call, Entry::Call(Call { method: plain("m"), params: None, id: Some(Id::Number("2")) }));
+        for (text, reason) in [
+            (r#"{"jsonrpc":"2.0","id":1,"result":1,"error":{}}"#, "a response with both result and error"),
+            (r#"{"jsonrpc":"2.0","id":1,"error":5}"#, "error is not an object"),
+            (r#"{"jsonrpc":"2.0","result":5}"#, "a response without an id"),
+            (r#"{"result":5,"id":1}"#, "jsonrpc is not \"2.0\""),
+            (r#"{"jsonrpc":"2.0","id":1}"#, "method is not a string"),
+        ] {
+            assert_eq!(
+                incoming(text),
+                Entry::Invalid { id: if reason.starts_with("method") { Some(Id::Number("1")) } else { None }, reason },
+                "{text}"
+            );
+        }
+        // To a server, a response is an invalid request (its id echoed).
+        assert!(matches!(single(r#"{"jsonrpc":"2.0","id":1,"result":1}"#), Entry::Invalid { id: Some(_), .. }));
     }
 }

@@ -81,4 +81,6 @@ def handler(rpc: ModuleType) -> Any:
 if __name__ == "__main__":
     implementation = importlib.import_module(sys.argv[1] if len(sys.argv) > 1 else "rpcwire")
     transport = implementation.StdioTransport(sys.stdin.buffer, sys.stdout.buffer)
-    implementation.serve(handler(implementation), transport, max_concurrency=int(sys.argv[2]) if len(sys.argv) > 2 else 8)
+    implementation.serve(
+        handler(implementation), transport, max_concurrency=int(sys.argv[2]) if len(sys.argv) > 2 else 8
+    )

@@ -178,3 +178,16 @@ def test_mcp_meta_goes_only_to_functions_that_take_it(impl: ModuleType) -> None:
     assert (
         answer(impl, registry, request("plain", {"_meta": {}}))["error"]["data"] == "missing a required argument: 'x'"
     )
+
+
+def test_lsp_work_done_token_goes_only_to_functions_that_take_it(impl: ModuleType) -> None:
+    def plain(x: int) -> int:
+        return x
+
+    def with_token(x: int, workDoneToken: Any = None) -> Any:  # LSP's member name
+        return [x, workDoneToken]
+
+    registry = rpcwire.methods({"plain": plain, "with_token": with_token})
+    params = {"x": 1, "workDoneToken": "t", "_meta": {}}
+    assert answer(impl, registry, request("plain", params)) == ok(1, 1)
+    assert answer(impl, registry, request("with_token", params)) == ok(1, [1, "t"])

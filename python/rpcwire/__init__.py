@@ -9,9 +9,8 @@ import logging
 from types import ModuleType
 
 from rpcwire import _client, _http_client
-from rpcwire._http_client import HttpError
-
 from rpcwire._engine import RequestContext, current_request, serve, serve_async
+from rpcwire._http_client import HttpError
 from rpcwire._methods import methods
 from rpcwire._types import (
     DEFAULT_MAX_BATCH,

@@ -267,7 +267,9 @@ class Client(_Peer):
         the cause in :class:`ConnectionClosed`). Use it as a context manager: leaving closes the server's
         stdin, waits for it to exit, then terminates and kills it after a grace period."""
         _check_dialect(dialect)
-        process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env)
+        process = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env
+        )
         assert process.stdin is not None and process.stdout is not None
         tail = _drain_stderr(process)
         transport = cls._core.StdioTransport(process.stdout, process.stdin, max_message_bytes=max_message_bytes)
@@ -276,7 +278,12 @@ class Client(_Peer):
     # --- calls -----------------------------------------------------------------------------------
 
     def call(
-        self, method: str, params: Any = None, *, timeout: float | None = None, on_progress: ProgressCallback | None = None
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> Any:
         """Call ``method`` and return its result; a JSON-RPC error is raised (``MethodNotFound``,
         ``InvalidParams``, ``RequestCancelled`` or ``JsonRpcError`` with the server's ``code``, ``message``
@@ -313,12 +320,12 @@ class Client(_Peer):
         if not ids:
             return []
         waiters = [_Waiter() for _ in ids]
-        self._pending.update(zip(ids, waiters))
+        self._pending.update(zip(ids, waiters, strict=True))
         self._send(b"[" + b",".join(lines) + b"]", *ids)
         timeout = self._timeout if timeout is None else timeout
         deadline = None if timeout is None else time.monotonic() + timeout
         outcomes: list[Any] = []
-        for id_, waiter in zip(ids, waiters):
+        for id_, waiter in zip(ids, waiters, strict=True):
             left = -1 if deadline is None else max(0.0, deadline - time.monotonic())
             if not waiter.lock.acquire(timeout=left) and self._pending.pop(id_, None) is not None:
                 self._send_quietly(self._cancel_line(id_, "timeout"))
@@ -374,7 +381,9 @@ class Client(_Peer):
         waiter.lock.release()
 
     def _serve_request(self, request: Request) -> None:
-        threading.Thread(target=self._answer_request, args=(request,), name="rpcwire-client-handler", daemon=True).start()
+        threading.Thread(
+            target=self._answer_request, args=(request,), name="rpcwire-client-handler", daemon=True
+        ).start()
 
     def _answer_request(self, request: Request) -> None:
         answer = self._answer(self._transport, request)
@@ -435,7 +444,9 @@ class Client(_Peer):
     def __enter__(self) -> Client:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         self.close()
 
 
@@ -513,7 +524,15 @@ class AsyncClient(_Peer):
         )
         assert process.stdin is not None and process.stdout is not None and process.stderr is not None
         tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
-        client = cls(process.stdout, process.stdin, handler=handler, dialect=dialect, timeout=timeout, _process=process, _stderr_tail=tail)
+        client = cls(
+            process.stdout,
+            process.stdin,
+            handler=handler,
+            dialect=dialect,
+            timeout=timeout,
+            _process=process,
+            _stderr_tail=tail,
+        )
         client._keep(asyncio.get_running_loop().create_task(_drain_async_stderr(process.stderr, tail)))
         return client
 
@@ -522,7 +541,12 @@ class AsyncClient(_Peer):
         task.add_done_callback(self._tasks.discard)
 
     async def call(
-        self, method: str, params: Any = None, *, timeout: float | None = None, on_progress: ProgressCallback | None = None
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> Any:
         """As :meth:`Client.call`, awaited. Cancelling the awaiting task cancels the call on the server too."""
         if self._closed is not None:
@@ -561,12 +585,12 @@ class AsyncClient(_Peer):
         if not entries:
             return []
         futures = [self._loop.create_future() for _ in entries]
-        self._pending.update(zip((id_ for id_, _ in entries), futures))
+        self._pending.update(zip((id_ for id_, _ in entries), futures, strict=True))
         await self._write(b"[" + b",".join(line for _, line in entries) + b"]")
         timeout = self._timeout if timeout is None else timeout
         await asyncio.wait(futures, timeout=timeout)
         outcomes: list[Any] = []
-        for (id_, _), future in zip(entries, futures):
+        for (id_, _), future in zip(entries, futures, strict=True):
             if not future.done():
                 self._pending.pop(id_, None)
                 with contextlib.suppress(Exception):
@@ -603,7 +627,9 @@ class AsyncClient(_Peer):
             cause = f"reading from the server failed: {exc!r}"
         self._close_with(await self._connection_closed(cause))
 
-    def _resolve(self, waiter: asyncio.Future[Response | ConnectionClosed], response: Response | ConnectionClosed) -> None:
+    def _resolve(
+        self, waiter: asyncio.Future[Response | ConnectionClosed], response: Response | ConnectionClosed
+    ) -> None:
         if not waiter.done():
             waiter.set_result(response)
 

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from types import TracebackType
 from typing import Any
 
-from rpcwire._client import ProgressCallback, _outgoing_traceparent, _outcome, _Peer
+from rpcwire._client import ProgressCallback, _outcome, _outgoing_traceparent, _Peer
 from rpcwire._types import Request, Response, error_from_object
 
 __all__ = ["AsyncHttpClient", "HttpClient", "HttpError"]
@@ -136,7 +136,12 @@ class HttpClient(_HttpPeer):
         self._lock = threading.Lock()
 
     def call(
-        self, method: str, params: Any = None, *, timeout: float | None = None, on_progress: ProgressCallback | None = None
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> Any:
         """Call ``method`` and return its result (errors raised as :meth:`rpcwire.Client.call` raises them)."""
         id_, body = self._request_line(method, params, on_progress)
@@ -225,7 +230,9 @@ class HttpClient(_HttpPeer):
     def __enter__(self) -> HttpClient:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         self.close()
 
 
@@ -240,7 +247,7 @@ class _AsyncConnection:
         status_line = await self.reader.readline()
         if not status_line:
             raise http.client.RemoteDisconnected("the server closed the connection")
-        _, status, reason = (status_line.decode("latin-1").rstrip("\r\n").split(" ", 2) + [""])[:3]
+        _, status, reason = [*status_line.decode("latin-1").rstrip("\r\n").split(" ", 2), ""][:3]
         headers: dict[str, str] = {}
         while (line := await self.reader.readline()) not in (b"\r\n", b"\n", b""):
             name, _, value = line.decode("latin-1").partition(":")
@@ -288,7 +295,12 @@ class AsyncHttpClient(_HttpPeer):
         self._slots = asyncio.Semaphore(max_connections)
 
     async def call(
-        self, method: str, params: Any = None, *, timeout: float | None = None, on_progress: ProgressCallback | None = None
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> Any:
         """As :meth:`HttpClient.call`, awaited."""
         id_, body = self._request_line(method, params, on_progress)
@@ -307,7 +319,9 @@ class AsyncHttpClient(_HttpPeer):
         if not entries:
             return []
         body = b"[" + b",".join(line for _, line in entries) + b"]"
-        result: list[Any] = _results([id_ for id_, _ in entries], await self._post(body, timeout, events=False), batch=True)
+        result: list[Any] = _results(
+            [id_ for id_, _ in entries], await self._post(body, timeout, events=False), batch=True
+        )
         return result
 
     async def _post(self, body: bytes, timeout: float | None, events: bool) -> dict[int, Response]:
@@ -328,7 +342,12 @@ class AsyncHttpClient(_HttpPeer):
                     connection.writer.write(request)
                     status, reason, headers = await connection.status_and_headers()
                     answers = await self._read(connection, status, reason, headers)
-                except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, asyncio.IncompleteReadError):
+                except (
+                    http.client.RemoteDisconnected,
+                    ConnectionResetError,
+                    BrokenPipeError,
+                    asyncio.IncompleteReadError,
+                ):
                     connection.close()
                     if not reused or attempt == 2:
                         raise
@@ -347,7 +366,9 @@ class AsyncHttpClient(_HttpPeer):
         reader, writer = await asyncio.open_connection(self._host, self._port, limit=1 << 26)
         return _AsyncConnection(reader, writer)
 
-    async def _read(self, connection: _AsyncConnection, status: int, reason: str, headers: dict[str, str]) -> dict[int, Response]:
+    async def _read(
+        self, connection: _AsyncConnection, status: int, reason: str, headers: dict[str, str]
+    ) -> dict[int, Response]:
         if status in (202, 204):
             async for _ in connection.body(headers):
                 pass

@@ -3,10 +3,10 @@
 ``methods({"add": add})`` or ``registry = methods()`` with ``@registry.method`` (the function's name) and
 ``@registry.method("name")``. The registry is itself the handler ``(method, params)``: array params are
 passed positionally, object params by name (the members the engine reads, MCP's ``_meta`` and LSP's
-``workDoneToken``, only to a function that takes them, by name or ``**kwargs``), absent params as no arguments. Only the binding is checked
-(``inspect.signature(...).bind``): when it fails the answer is -32602 with the reason in ``data``; an
-exception raised inside the function is answered as any handler's (a ``TypeError`` there is -32603, never
--32602). An unknown method is -32601.
+``workDoneToken``, only to a function that takes them, by name or ``**kwargs``), absent params as no
+arguments. Only the binding is checked (``inspect.signature(...).bind``): when it fails the answer is
+-32602 with the reason in ``data``; an exception raised inside the function is answered as any handler's
+(a ``TypeError`` there is -32603, never -32602). An unknown method is -32601.
 
 ``async def`` functions: once the registry holds one, it is an async handler (``rpcwire_async``, which the
 engine reads, as ``inspect.iscoroutinefunction`` cannot be told so before Python 3.12): ``serve`` runs it on

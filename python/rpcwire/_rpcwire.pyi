@@ -3,9 +3,18 @@
 from collections.abc import Callable
 from typing import Any, BinaryIO, final
 
-from rpcwire._types import Request
+from rpcwire._types import Request, Response
 
-__all__ = ["StdioTransport", "_current_call", "_current_context", "_set_current_context", "dispatch", "parse_request"]
+__all__ = [
+    "StdioTransport",
+    "_current_call",
+    "_current_context",
+    "_encode_request",
+    "_parse_incoming",
+    "_set_current_context",
+    "dispatch",
+    "parse_request",
+]
 
 @final
 class StdioTransport:
@@ -40,13 +49,20 @@ class StdioTransport:
         a ``list`` of a ``Request`` per valid entry and the answer's ``bytes`` per invalid one, in
         order (notifications included: they are not answered).
         """
-    def _answer_result(self, id_json: bytes, result: Any) -> bytes:
+    def _read_incoming(self) -> Response | Request | str | list[Response | Request | str] | None:
+        """The next message as a client reads it (blank lines skipped): ``None`` at end of input; a
+        ``Response``; a ``Request`` (the server's own request or notification); a ``list`` of these for a
+        batch; or a ``str`` saying why a message (a line over ``max_message_bytes`` included) is neither.
+        """
+    @staticmethod
+    def _answer_result(id_json: bytes, result: Any) -> bytes:
         """The answer line (without ``\\n``) ``serve`` writes when the handler returned ``result``.
 
         A success answer for the id ``id_json`` (a ``Request``'s), or -32603 when ``result``
         cannot be encoded; a ``BaseException`` that is not an ``Exception`` propagates.
         """
-    def _answer_error(self, id_json: bytes, exception: BaseException) -> bytes:
+    @staticmethod
+    def _answer_error(id_json: bytes, exception: BaseException) -> bytes:
         """The answer line (without ``\\n``) ``serve`` writes when the handler raised ``exception``.
 
         A ``JsonRpcError``'s code, message and data; -32603 with ``data: {"exception", "detail"}``
@@ -79,3 +95,9 @@ def dispatch(
     max_batch: int | None = 1000,
 ) -> bytes | None:
     """Answer one whole JSON text (e.g. an HTTP body) as ``serve`` answers a line; ``None``: nothing to answer."""
+
+def _encode_request(method: str, params: Any = None, id: Any = None) -> bytes:
+    """The line of a request (``id`` given) or a notification (``id`` is ``None``), without ``\\n``."""
+
+def _parse_incoming(data: bytes) -> Response | Request | str | list[Response | Request | str]:
+    """One message a client read: a ``Response``, a ``Request``, a ``list`` of these, or why it is neither."""

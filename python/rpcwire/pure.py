@@ -21,8 +21,8 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from rpcwire import _client, _engine, _http_client
-from rpcwire._http_client import HttpError
 from rpcwire._engine import RequestContext, current_request, serve_async
+from rpcwire._http_client import HttpError
 from rpcwire._methods import methods
 from rpcwire._types import (
     DEFAULT_MAX_BATCH,
@@ -35,11 +35,11 @@ from rpcwire._types import (
     ERR_PARSE,
     ERR_REQUEST_CANCELLED,
     MAX_MAX_DEPTH,
+    ConnectionClosed,
     InvalidParams,
     JsonRpcError,
     MethodNotFound,
     Request,
-    ConnectionClosed,
     RequestCancelled,
     Response,
 )
@@ -689,7 +689,7 @@ def _classify_text(line: bytes, max_depth: int, max_batch: int | None) -> bytes 
     return [_classify(entry, line, index) for index, entry in enumerate(message)]
 
 
-def _encode_request(method: str, params: Any = None, id: Any = None) -> bytes:  # noqa: A002  # the member's name
+def _encode_request(method: str, params: Any = None, id: Any = None) -> bytes:  # the member's name
     """The line of a request (``id`` given) or a notification (``id`` is ``None``), without ``\\n``; no
     ``params`` member when ``params`` is ``None``."""
     message: dict[str, Any] = {"jsonrpc": "2.0"} if id is None else {"jsonrpc": "2.0", "id": id}
