@@ -1,0 +1,441 @@
+"""The clients against one server, side by side in one run: `make bench-client` (or `.venv/bin/python
+bench/client_bench.py [--calls N] [--repeats R] [--only pipes,http]`).
+
+Pipes: every client talks to the same server process (bench/pipe_server.py rpcwire: the native sequential
+`serve`, an echo handler) on real OS pipes; ping-pong runs client and server on one CPU (as bench/run.py's
+ping-pong does, so that the figure is the transports' cost, not the VM's wake-up of an idle vCPU).
+- floor: `os.write` one request and `os.read` its answer, no JSON on the client (the raw pipe floor);
+- orjson: a hand-written sync client (`orjson.dumps`, one `write` + `flush`, `readline`, `orjson.loads`,
+  id checked); pipelined with a reader thread and a dict of `threading.Event`s, as one would write it;
+- pylsp: python-lsp-jsonrpc's `Endpoint` (its futures, its reader thread) over newline framing;
+- rpcwire / rpcwire.pure: `Client.spawn` and `AsyncClient.spawn`.
+Pipelined: 16 threads (or 64 tasks) calling at once. HTTP: the server is rpcwire's ASGI app under uvicorn
+(one worker); the clients are rpcwire's `HttpClient` and `AsyncHttpClient`, a hand-written `http.client` +
+orjson client, and `requests.Session`. Every figure is a median over the repeats; CPU is the client
+process's CPU time per call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import http.client
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import orjson
+import requests
+import rpcwire
+import rpcwire.pure
+from implementations import _LineReader, _LineWriter
+from pylsp_jsonrpc.endpoint import Endpoint
+
+HERE = Path(__file__).resolve().parent
+SERVER = [sys.executable, str(HERE / "pipe_server.py"), "rpcwire"]
+PARAMS = {"text": "hello", "n": 1}
+THREADS = 16
+TASKS = 64
+
+
+def request_line(i: int) -> bytes:
+    return b'{"jsonrpc":"2.0","id":%d,"method":"echo","params":{"text":"hello","n":%d}}\n' % (i, i)
+
+
+# --- the clients: each offers call(params) -> result, and close() -------------------------------
+
+
+class FloorClient:
+    """Raw pipe I/O, no JSON: the floor every pipe client is compared with."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.wfd, self.rfd = self.process.stdin.fileno(), self.process.stdout.fileno()
+        self.next_id = 0
+
+    def call(self, params: Any) -> Any:
+        self.next_id += 1
+        os.write(self.wfd, request_line(self.next_id))
+        data = os.read(self.rfd, 65536)
+        while not data.endswith(b"\n"):
+            data += os.read(self.rfd, 65536)
+        return data
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait()
+
+
+class OrjsonClient:
+    """A hand-written client: sync calls read their own answer; with `threaded`, a reader thread matches ids."""
+
+    def __init__(self, threaded: bool = False) -> None:
+        self.process = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.stdin, self.stdout = self.process.stdin, self.process.stdout
+        self.lock = threading.Lock()
+        self.ids = iter(range(1, 1 << 62))
+        self.pending: dict[int, list[Any]] = {}
+        if threaded:
+            threading.Thread(target=self.read_all, daemon=True).start()
+            self.call = self.call_threaded  # type: ignore[method-assign]
+
+    def call(self, params: Any) -> Any:
+        id_ = next(self.ids)
+        self.stdin.write(orjson.dumps({"jsonrpc": "2.0", "id": id_, "method": "echo", "params": params}) + b"\n")
+        self.stdin.flush()
+        answer = orjson.loads(self.stdout.readline())
+        assert answer["id"] == id_
+        return answer["result"]
+
+    def call_threaded(self, params: Any) -> Any:
+        event = threading.Event()
+        slot: list[Any] = [event]
+        with self.lock:
+            id_ = next(self.ids)
+            self.pending[id_] = slot
+            self.stdin.write(orjson.dumps({"jsonrpc": "2.0", "id": id_, "method": "echo", "params": params}) + b"\n")
+            self.stdin.flush()
+        event.wait()
+        return slot[1]["result"]
+
+    def read_all(self) -> None:
+        for line in self.stdout:
+            answer = orjson.loads(line)
+            slot = self.pending.pop(answer["id"])
+            slot.append(answer)
+            slot[0].set()
+
+    def close(self) -> None:
+        self.stdin.close()
+        self.process.wait()
+
+
+class PylspClient:
+    """python-lsp-jsonrpc's `Endpoint` as a client (its requests return futures), newline-framed."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.endpoint = Endpoint({}, _LineWriter(self.process.stdin).write)
+        reader = _LineReader(self.process.stdout)
+        threading.Thread(target=reader.listen, args=(self.endpoint.consume,), daemon=True).start()
+
+    def call(self, params: Any) -> Any:
+        return self.endpoint.request("echo", params).result()
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait()
+
+
+class RpcwireClient:
+    def __init__(self, impl: Any) -> None:
+        self.client = impl.Client.spawn(SERVER)
+        self.process = self.client._process
+
+    def call(self, params: Any) -> Any:
+        return self.client.call("echo", params)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+PIPE_CLIENTS: dict[str, Callable[[], Any]] = {
+    "floor (os.read/os.write)": FloorClient,
+    "orjson, hand-written": OrjsonClient,
+    "pylsp-jsonrpc Endpoint": PylspClient,
+    "rpcwire.Client": lambda: RpcwireClient(rpcwire),
+    "rpcwire.pure.Client": lambda: RpcwireClient(rpcwire.pure),
+}
+PIPELINED_CLIENTS: dict[str, Callable[[], Any]] = {
+    "orjson, hand-written": lambda: OrjsonClient(threaded=True),
+    "pylsp-jsonrpc Endpoint": PylspClient,
+    "rpcwire.Client": lambda: RpcwireClient(rpcwire),
+    "rpcwire.pure.Client": lambda: RpcwireClient(rpcwire.pure),
+}
+ASYNC_CLIENTS = {"rpcwire.AsyncClient": rpcwire.AsyncClient, "rpcwire.pure.AsyncClient": rpcwire.pure.AsyncClient}
+
+
+# --- measuring -----------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def one_cpu(pid: int) -> Iterator[None]:
+    mask = os.sched_getaffinity(0)
+    cpu = {max(mask)}
+    os.sched_setaffinity(pid, cpu)
+    os.sched_setaffinity(0, cpu)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, mask)
+
+
+def ping_pong(client: Any, calls: int) -> dict[str, float]:
+    client.call(PARAMS)  # warm up: the server has started
+    latencies = []
+    clock = time.perf_counter_ns
+    cpu = time.process_time()
+    for _ in range(calls):
+        start = clock()
+        client.call(PARAMS)
+        latencies.append(clock() - start)
+    cpu = time.process_time() - cpu
+    latencies.sort()
+    return {
+        "p50": latencies[len(latencies) // 2] / 1e3,
+        "p99": latencies[int(len(latencies) * 0.99)] / 1e3,
+        "cpu": cpu / calls * 1e6,
+    }
+
+
+def pipelined(call: Callable[[Any], Any], calls: int) -> dict[str, float]:
+    call(PARAMS)
+    per_thread = calls // THREADS
+
+    def run(_: int) -> None:
+        for _ in range(per_thread):
+            call(PARAMS)
+
+    cpu = time.process_time()
+    start = time.perf_counter()
+    with ThreadPoolExecutor(THREADS) as pool:
+        list(pool.map(run, range(THREADS)))
+    seconds = time.perf_counter() - start
+    cpu = time.process_time() - cpu
+    done = per_thread * THREADS
+    return {"calls/s": done / seconds, "cpu": cpu / done * 1e6}
+
+
+async def async_run(cls: Any, calls: int, concurrent: bool) -> dict[str, float]:
+    client = await cls.spawn(SERVER)
+    try:
+        await client.call("echo", PARAMS)
+        if not concurrent:
+            with one_cpu(client._process.pid):
+                latencies = []
+                cpu = time.process_time()
+                for _ in range(calls):
+                    start = time.perf_counter_ns()
+                    await client.call("echo", PARAMS)
+                    latencies.append(time.perf_counter_ns() - start)
+                cpu = time.process_time() - cpu
+            latencies.sort()
+            return {
+                "p50": latencies[len(latencies) // 2] / 1e3,
+                "p99": latencies[int(len(latencies) * 0.99)] / 1e3,
+                "cpu": cpu / calls * 1e6,
+            }
+        slots = asyncio.Semaphore(TASKS)
+
+        async def one() -> None:
+            async with slots:
+                await client.call("echo", PARAMS)
+
+        cpu = time.process_time()
+        start = time.perf_counter()
+        await asyncio.gather(*(one() for _ in range(calls)))
+        seconds = time.perf_counter() - start
+        return {"calls/s": calls / seconds, "cpu": (time.process_time() - cpu) / calls * 1e6}
+    finally:
+        await client.close()
+
+
+def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+
+
+def bench_pipes(calls: int, repeats: int) -> None:
+    rows: dict[str, list[dict[str, float]]] = {}
+    concurrent: dict[str, list[dict[str, float]]] = {}
+    for _ in range(repeats):  # interleaved: each repeat runs every client once
+        for name, make in PIPE_CLIENTS.items():
+            client = make()
+            try:
+                with one_cpu(client.process.pid):
+                    rows.setdefault(name, []).append(ping_pong(client, calls))
+            finally:
+                client.close()
+        for name, cls in ASYNC_CLIENTS.items():
+            rows.setdefault(name, []).append(asyncio.run(async_run(cls, calls, concurrent=False)))
+        for name, make in PIPELINED_CLIENTS.items():
+            client = make()
+            try:
+                concurrent.setdefault(name, []).append(pipelined(client.call, calls * 2))
+            finally:
+                client.close()
+        for name, cls in ASYNC_CLIENTS.items():
+            concurrent.setdefault(name, []).append(asyncio.run(async_run(cls, calls * 2, concurrent=True)))
+    floor = median_of(rows["floor (os.read/os.write)"])["p50"]
+    print(f"\n### Pipes: ping-pong ({calls} calls, one CPU), median of {repeats}\n")
+    print("| client | p50 µs | p99 µs | x floor (p50) | client CPU µs/call |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for name, runs in rows.items():
+        m = median_of(runs)
+        print(f"| {name} | {m['p50']:.1f} | {m['p99']:.1f} | {m['p50'] / floor:.2f} | {m['cpu']:.1f} |")
+    print(f"\n### Pipes: {THREADS} threads (async: {TASKS} tasks) calling at once ({calls * 2} calls)\n")
+    print("| client | calls/s | client CPU µs/call |")
+    print("| --- | ---: | ---: |")
+    for name, runs in concurrent.items():
+        m = median_of(runs)
+        print(f"| {name} | {m['calls/s']:,.0f} | {m['cpu']:.1f} |")
+
+
+# --- HTTP ----------------------------------------------------------------------------------------
+
+APP = """
+import rpcwire
+from rpcwire.http import ASGIApp
+app = ASGIApp(lambda method, params: params)
+"""
+
+
+@contextlib.contextmanager
+def uvicorn_server(tmp: Path) -> Iterator[str]:
+    (tmp / "client_bench_app.py").write_text(APP)
+    listener = socket.socket()
+    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # inherited by accepted connections
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(128)
+    port = listener.getsockname()[1]
+    command = [sys.executable, "-m", "uvicorn", "--fd", str(listener.fileno()), "--app-dir", str(tmp)]
+    command += ["--log-level", "warning", "--no-access-log", "client_bench_app:app"]
+    process = subprocess.Popen(command, pass_fds=(listener.fileno(),))
+    listener.close()
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                rpcwire.HttpClient(f"http://127.0.0.1:{port}/rpc", timeout=2).call("echo", [1])
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/rpc"
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+class HandHttpClient:
+    """http.client + orjson, one keep-alive connection per thread."""
+
+    def __init__(self, url: str) -> None:
+        self.host, self.port = urllib.parse.urlsplit(url).hostname, urllib.parse.urlsplit(url).port
+        self.local = threading.local()
+        self.ids = iter(range(1, 1 << 62))
+
+    def call(self, params: Any) -> Any:
+        connection = getattr(self.local, "connection", None)
+        if connection is None:
+            connection = self.local.connection = http.client.HTTPConnection(self.host, self.port)
+        id_ = next(self.ids)
+        body = orjson.dumps({"jsonrpc": "2.0", "id": id_, "method": "echo", "params": params})
+        connection.request("POST", "/rpc", body, {"Content-Type": "application/json"})
+        answer = orjson.loads(connection.getresponse().read())
+        assert answer["id"] == id_
+        return answer["result"]
+
+
+class RequestsClient:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.local = threading.local()
+        self.requests = requests
+        self.ids = iter(range(1, 1 << 62))
+
+    def call(self, params: Any) -> Any:
+        session = getattr(self.local, "session", None)
+        if session is None:
+            session = self.local.session = self.requests.Session()
+        id_ = next(self.ids)
+        answer = session.post(self.url, json={"jsonrpc": "2.0", "id": id_, "method": "echo", "params": params}).json()
+        assert answer["id"] == id_
+        return answer["result"]
+
+
+def bench_http(calls: int, repeats: int, tmp: Path) -> None:
+    rows: dict[str, list[dict[str, float]]] = {}
+    concurrent: dict[str, list[dict[str, float]]] = {}
+    with uvicorn_server(tmp) as url:
+        clients: dict[str, Callable[[], Any]] = {
+            "http.client + orjson, hand-written": lambda: HandHttpClient(url),
+            "requests.Session": lambda: RequestsClient(url),
+            "rpcwire.HttpClient": lambda: rpcwire.HttpClient(url),
+        }
+        for _ in range(repeats):
+            for name, make in clients.items():
+                client = make()
+                call = (lambda p, c=client: c.call("echo", p)) if name.startswith("rpcwire") else client.call
+                rows.setdefault(name, []).append(ping_pong(type("C", (), {"call": staticmethod(call)})(), calls))
+                concurrent.setdefault(name, []).append(pipelined(call, calls))
+
+            async def async_rows() -> tuple[dict[str, float], dict[str, float]]:
+                async with rpcwire.AsyncHttpClient(url) as client:
+                    await client.call("echo", PARAMS)
+                    latencies = []
+                    cpu = time.process_time()
+                    for _ in range(calls):
+                        start = time.perf_counter_ns()
+                        await client.call("echo", PARAMS)
+                        latencies.append(time.perf_counter_ns() - start)
+                    sequential = {
+                        "p50": sorted(latencies)[calls // 2] / 1e3,
+                        "p99": sorted(latencies)[int(calls * 0.99)] / 1e3,
+                        "cpu": (time.process_time() - cpu) / calls * 1e6,
+                    }
+                    cpu = time.process_time()
+                    start = time.perf_counter()
+                    await asyncio.gather(*(client.call("echo", PARAMS) for _ in range(calls)))
+                    seconds = time.perf_counter() - start
+                    return sequential, {"calls/s": calls / seconds, "cpu": (time.process_time() - cpu) / calls * 1e6}
+
+            sequential, together = asyncio.run(async_rows())
+            rows.setdefault("rpcwire.AsyncHttpClient", []).append(sequential)
+            concurrent.setdefault("rpcwire.AsyncHttpClient (16 connections)", []).append(together)
+    print(f"\n### HTTP: ping-pong against rpcwire's ASGI app under uvicorn ({calls} calls), median of {repeats}\n")
+    print("| client | p50 µs | p99 µs | client CPU µs/call |")
+    print("| --- | ---: | ---: | ---: |")
+    for name, runs in rows.items():
+        m = median_of(runs)
+        print(f"| {name} | {m['p50']:.1f} | {m['p99']:.1f} | {m['cpu']:.1f} |")
+    print(f"\n### HTTP: {THREADS} threads (async: one task a call, 16 connections) at once ({calls} calls)\n")
+    print("| client | calls/s | client CPU µs/call |")
+    print("| --- | ---: | ---: |")
+    for name, runs in concurrent.items():
+        m = median_of(runs)
+        print(f"| {name} | {m['calls/s']:,.0f} | {m['cpu']:.1f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=5_000, help="calls per measurement (default 5,000)")
+    parser.add_argument("--repeats", type=int, default=3, help="repeats, interleaved (default 3)")
+    parser.add_argument("--only", default="pipes,http", help="pipes, http or both (default)")
+    args = parser.parse_args()
+    print(f"rpcwire {rpcwire.__file__} native={rpcwire.NATIVE}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    if "pipes" in args.only:
+        bench_pipes(args.calls, args.repeats)
+    if "http" in args.only:
+        with tempfile.TemporaryDirectory() as tmp:
+            bench_http(max(500, args.calls // 5), args.repeats, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()
