@@ -476,6 +476,13 @@ impl StdioTransport {
         }
     }
 
+    /// Whether the next `_read_incoming` (or `read_line`) returns without reading the stream: a whole
+    /// line, or the end of input, is already buffered.
+    #[pyo3(name = "_has_buffered_message")]
+    fn has_buffered_message(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.reader.lock(py)?.has_line())
+    }
+
     /// The next message as a client reads it (blank lines skipped): `None` at end of input; a
     /// `Response`; a `Request` (the server's own request or notification); a `list` of these for a
     /// batch; or a `str` saying why a message (a line over `max_message_bytes` included) is neither.

@@ -10,6 +10,7 @@ import importlib
 import json
 import os
 import sys
+import threading
 import time
 from types import ModuleType
 from typing import Any
@@ -58,6 +59,11 @@ def handler(rpc: ModuleType) -> Any:
         rpc.current_request().notify("log", {"text": text})
         return text
 
+    def announce_later(text: str, delay: float) -> None:
+        """Answers now, then notifies ``log`` after ``delay`` seconds (while the client may be idle)."""
+        context = rpc.current_request()
+        threading.Timer(delay, context.notify, ("log", {"text": text})).start()
+
     def crash(code: int) -> None:
         print("about to crash: the server's last words", file=sys.stderr, flush=True)
         os._exit(code)
@@ -74,7 +80,21 @@ def handler(rpc: ModuleType) -> Any:
     def echo(**params: Any) -> Any:
         return params
 
-    functions = [add, nap, sleep, cancelled_ids, progress, fail, invalid, announce, crash, trace, relay, echo]
+    functions = [
+        add,
+        nap,
+        sleep,
+        cancelled_ids,
+        progress,
+        fail,
+        invalid,
+        announce,
+        announce_later,
+        crash,
+        trace,
+        relay,
+        echo,
+    ]
     return rpc.methods({function.__name__: function for function in functions})
 
 

@@ -200,6 +200,36 @@ def test_notification_callbacks_run_in_arrival_order(impl: ModuleType) -> None:
     assert seen == [{"text": "a"}, {"text": "b"}, {"text": "c"}]
 
 
+def test_notifications_arrive_while_no_call_is_waiting(impl: ModuleType) -> None:
+    arrived = threading.Event()
+    seen: list[Any] = []
+    with impl.Client.spawn(argv(impl), timeout=30) as client:
+        client.on_notification("log", lambda params: (seen.append(params), arrived.set()))
+        assert client.call("announce_later", ["later", 0.2]) is None
+        assert arrived.wait(20)  # nobody calls: the client's own reader took it
+    assert seen == [{"text": "later"}]
+
+
+def test_timed_and_untimed_calls_from_many_threads_each_end_as_they_should(impl: ModuleType) -> None:
+    """Readers come and go (a caller reads until its own answer, then hands on): none is left unread."""
+    with impl.Client.spawn(argv(impl, 32), timeout=60) as client:
+
+        def one(i: int) -> Any:
+            if i % 4 == 0:  # times out, as a reader or a waiter
+                try:
+                    return client.call("sleep", [3], timeout=0.05 * (i % 8 + 1))
+                except TimeoutError:
+                    return "timeout"
+            if i % 4 == 1:
+                return client.call("nap", [0.01 * (i % 5)])
+            return client.call("add", [i, i], timeout=30)
+
+        with ThreadPoolExecutor(24) as pool:
+            outcomes = list(pool.map(one, range(96)))
+    for i, outcome in enumerate(outcomes):
+        assert outcome == ("timeout" if i % 4 == 0 else "napped" if i % 4 == 1 else 2 * i), (i, outcome)
+
+
 def test_a_server_crash_fails_every_pending_call_at_once(impl: ModuleType) -> None:
     with impl.Client.spawn(argv(impl), timeout=60) as client:
         failures: list[BaseException] = []

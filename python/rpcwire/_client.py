@@ -18,10 +18,12 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import io
 import itertools
 import logging
 import os
 import secrets
+import select
 import subprocess
 import threading
 import time
@@ -52,6 +54,7 @@ _LSP_CANCEL = "$/cancelRequest"
 _MCP_PROGRESS = "notifications/progress"
 _LSP_PROGRESS = "$/progress"
 _STDERR_TAIL = 20  # lines of a spawned server's stderr kept for ConnectionClosed
+_IDLE_S = 0.005  # how long nobody reads before the client's own reader does
 
 
 def _check_dialect(dialect: str) -> str:
@@ -68,9 +71,8 @@ def _new_traceparent() -> str:
 def _outgoing_traceparent() -> str | None:
     """Inside a handler rpcwire runs: the request's ``traceparent``, made (and kept on the request) when it
     had none, so that every call the handler makes carries one trace. Outside one: ``None``."""
-    try:
-        context = _engine.current_request()
-    except LookupError:
+    context = _engine._request_context()
+    if context is None:
         return None
     if context.traceparent is None:
         context._traceparent = _new_traceparent()
@@ -218,20 +220,32 @@ def _no_handler(method: str, params: Any) -> Any:
 
 
 class _Waiter:
-    """One sync call waiting for its answer: ``lock`` is released when ``response`` is set."""
+    """One sync call waiting for its answer. ``lock`` is held until the waiter is *signalled* (released
+    once, under the client's ``_signals`` lock): when ``response`` is set, or when it is asked to ``lead``
+    (to read for every caller; see :class:`Client`)."""
 
-    __slots__ = ("lock", "response")
+    __slots__ = ("lead", "lock", "response", "signalled")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.lock.acquire()
         self.response: Response | ConnectionClosed | None = None
+        self.lead = False
+        self.signalled = False
 
 
 class Client(_Peer):
     """A JSON-RPC client over a transport's stream pair: ``Client(StdioTransport(server_out, server_in))``,
     or :meth:`spawn` for a subprocess. Thread-safe: calls from many threads are pipelined on the one
     connection, each answered as soon as its answer arrives.
+
+    Who reads: over a spawned server's pipe (with the native core), the calling threads themselves, one
+    at a time (leader/follower): a caller that finds nobody reading reads for everyone until its own answer
+    arrives, then hands the reading to a caller still waiting. A lone caller so reads its own answer, with
+    no thread switch (ping-pong: 22.8 -> 12 µs a call here, against 8 µs for raw ``os.read``/``os.write``).
+    A thread of the client's reads only after 5 ms with no reader (so that notifications and the server's
+    end are still seen while nobody calls), and gives way to the next caller. Over any other stream (which
+    cannot be waited on with a timeout), a thread of the client's reads all the time.
     """
 
     def __init__(
@@ -248,7 +262,17 @@ class Client(_Peer):
         self._transport = transport
         self._process = _process
         self._stderr_tail = _stderr_tail
-        self._reader = threading.Thread(target=self._read_all, name="rpcwire-client-reader", daemon=True)
+        self._signals = threading.Lock()  # guards each waiter's signalled flag, and _sleepers
+        self._sleepers: dict[int, _Waiter] = {}  # followers blocked on their waiter (by id), to hand reading to
+        self._fd = _pollable_fd(transport, _process.stdout) if _process is not None else None
+        if self._fd is None:
+            self._reader = threading.Thread(target=self._read_all, name="rpcwire-client-reader", daemon=True)
+        else:
+            self._read_lock = threading.Lock()  # held by the one thread reading
+            self._last_read = time.monotonic()
+            self._idle_reading = False
+            self._wake_read, self._wake_write = os.pipe()
+            self._reader = threading.Thread(target=self._read_when_idle, name="rpcwire-client-reader", daemon=True)
         self._reader.start()
 
     @classmethod
@@ -294,12 +318,9 @@ class Client(_Peer):
         self._pending[id_] = waiter
         self._send(line, id_)
         timeout = self._timeout if timeout is None else timeout
-        if not waiter.lock.acquire(timeout=-1 if timeout is None else timeout):
-            if self._pending.pop(id_, None) is not None:  # else the answer came just now: take it
-                self._progress.pop(id_, None)
-                self._send_quietly(self._cancel_line(id_, "timeout"))
-                raise TimeoutError(f"no answer to {method!r} (id {id_}) within {timeout} s")
-            waiter.lock.acquire()
+        if not self._wait(waiter, id_, None if timeout is None else time.monotonic() + timeout):
+            self._send_quietly(self._cancel_line(id_, "timeout"))
+            raise TimeoutError(f"no answer to {method!r} (id {id_}) within {timeout} s")
         response = waiter.response
         if isinstance(response, ConnectionClosed):
             raise response
@@ -326,23 +347,131 @@ class Client(_Peer):
         deadline = None if timeout is None else time.monotonic() + timeout
         outcomes: list[Any] = []
         for id_, waiter in zip(ids, waiters, strict=True):
-            left = -1 if deadline is None else max(0.0, deadline - time.monotonic())
-            if not waiter.lock.acquire(timeout=left) and self._pending.pop(id_, None) is not None:
+            if not self._wait(waiter, id_, deadline):
                 self._send_quietly(self._cancel_line(id_, "timeout"))
                 outcomes.append(TimeoutError(f"no answer to batch entry {id_} within {timeout} s"))
                 continue
-            outcomes.append(self._batch_outcome(waiter))
+            response = waiter.response
+            assert response is not None
+            if isinstance(response, ConnectionClosed) or response.error is None:
+                outcomes.append(response if isinstance(response, ConnectionClosed) else response.result)
+            else:
+                outcomes.append(error_from_object(response.error))
         return outcomes
 
-    @staticmethod
-    def _batch_outcome(waiter: _Waiter) -> Any:
-        if waiter.response is None:  # resolved while the timeout expired
-            waiter.lock.acquire()
-        response = waiter.response
-        if isinstance(response, ConnectionClosed):
-            return response
-        assert response is not None
-        return response.result if response.error is None else error_from_object(response.error)
+    # --- waiting, and reading ----------------------------------------------------------------------
+
+    def _wait(self, waiter: _Waiter, id_: int, deadline: float | None) -> bool:
+        """Until ``waiter`` has its response (``True``) or ``deadline`` passed (``False``: the call is no
+        longer pending, and any reading handed to it was handed on)."""
+        while waiter.response is None:
+            if self._fd is not None and self._read_lock.acquire(blocking=False):
+                try:
+                    self._lead(waiter, deadline)
+                finally:
+                    self._release_read()
+                if waiter.response is None and self._pending.pop(id_, None) is not None:
+                    return False
+                continue
+            if self._fd is not None:
+                with self._signals:
+                    self._sleepers[id(waiter)] = waiter
+                # Registered first, then looked: a reader that stops after this look hands on to a sleeper.
+                if not self._read_lock.locked():
+                    self._unsleep(waiter)
+                    continue
+                if self._idle_reading:
+                    os.write(self._wake_write, b"!")
+            left = -1 if deadline is None else max(0.0, deadline - time.monotonic())
+            woken = waiter.lock.acquire(timeout=left)
+            if self._fd is not None:
+                with self._signals:
+                    self._sleepers.pop(id(waiter), None)
+            if woken:
+                with self._signals:
+                    waiter.signalled = False  # the lock is held again: the waiter can be signalled again
+                waiter.lead = False  # asked to read (or answered): either way, look again
+                continue
+            if self._pending.pop(id_, None) is not None:  # timed out, and no answer is being delivered
+                with self._signals:
+                    handed = waiter.lead
+                if handed:
+                    self._hand_on()
+                return False
+            waiter.lock.acquire()  # the answer is being delivered: its signal is on the way
+            with self._signals:
+                waiter.signalled = False
+        return True
+
+    def _unsleep(self, waiter: _Waiter) -> None:
+        with self._signals:
+            self._sleepers.pop(id(waiter), None)
+            if waiter.signalled:  # handed the reading meanwhile: re-arm (the lock is free)
+                waiter.lock.acquire()
+                waiter.signalled = False
+                waiter.lead = False
+
+    def _signal(self, waiter: _Waiter) -> None:
+        with self._signals:
+            if not waiter.signalled:
+                waiter.signalled = True
+                waiter.lock.release()
+
+    def _lead(self, waiter: _Waiter | None, deadline: float | None) -> None:
+        """Read for everyone until ``waiter`` has its response (``None``: until woken, the idle reader)
+        or ``deadline`` passed."""
+        transport = self._transport
+        while waiter is None or waiter.response is None:
+            if self._closed is not None:
+                return
+            if (deadline is not None or waiter is None) and not transport._has_buffered_message():
+                wait_for = [self._fd] if waiter is not None else [self._fd, self._wake_read]
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return
+                ready, _, _ = select.select(wait_for, [], [], left)
+                if not ready:
+                    return
+                if self._wake_read in ready:
+                    os.read(self._wake_read, 4096)
+                    return
+            try:
+                message = transport._read_incoming()
+            except Exception as exc:  # a stream that fails: the connection is as good as closed
+                self._close_with(self._connection_closed(f"reading from the server failed: {exc!r}"))
+                return
+            self._last_read = time.monotonic()
+            if message is None:
+                self._close_with(self._connection_closed("the server closed its output"))
+                return
+            self._deliver(message)
+
+    def _release_read(self) -> None:
+        self._read_lock.release()
+        self._hand_on()
+
+    def _hand_on(self) -> None:
+        """Ask one waiting caller to read (nobody reads otherwise until the idle reader steps in)."""
+        with self._signals:
+            for waiter in self._sleepers.values():
+                if not waiter.signalled:
+                    waiter.lead = True
+                    waiter.signalled = True
+                    waiter.lock.release()
+                    return
+
+    def _read_when_idle(self) -> None:
+        """The client's own reader: reads whenever nobody has read for ``_IDLE_S``, until a caller comes."""
+        while self._closed is None:
+            time.sleep(_IDLE_S)
+            if time.monotonic() - self._last_read < _IDLE_S or not self._read_lock.acquire(blocking=False):
+                continue
+            self._idle_reading = True
+            try:
+                self._lead(None, None)
+            finally:
+                self._idle_reading = False
+                self._release_read()
 
     def _send(self, line: bytes, *ids: int | None) -> None:
         """Write one line; when the server is gone, the calls of ``ids`` fail with ``ConnectionClosed``."""
@@ -378,7 +507,7 @@ class Client(_Peer):
 
     def _resolve(self, waiter: _Waiter, response: Response | ConnectionClosed) -> None:
         waiter.response = response
-        waiter.lock.release()
+        self._signal(waiter)
 
     def _serve_request(self, request: Request) -> None:
         threading.Thread(
@@ -431,10 +560,17 @@ class Client(_Peer):
                     process.kill()
                     process.wait()
         self._close_with(ConnectionClosed("the client was closed"))
+        if self._fd is not None:
+            os.write(self._wake_write, b"!")
         if process is not None:
             self._reader.join(timeout=grace)
             _close_quietly(process.stdout)
             _close_quietly(process.stderr)
+        if self._fd is not None and not self._reader.is_alive():
+            for fd in (self._wake_read, self._wake_write):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self._fd = None
 
     @property
     def returncode(self) -> int | None:
@@ -448,6 +584,16 @@ class Client(_Peer):
         self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
     ) -> None:
         self.close()
+
+
+def _pollable_fd(transport: Any, stream: Any) -> int | None:
+    """The descriptor under ``stream`` (the transport's input) that a reader can wait on with a timeout,
+    when the core can say whether a message is already buffered. The native core's reads leave nothing in
+    the stream's own buffer (each asks for more than that buffer holds, which ``readinto1`` reads past
+    it), so whatever it has not buffered itself is still behind the descriptor."""
+    if not hasattr(transport, "_has_buffered_message") or not isinstance(stream, io.BufferedReader):
+        return None
+    return stream.fileno()
 
 
 def _close_quietly(stream: Any) -> None:

@@ -187,11 +187,17 @@ class RequestContext:
 
 def current_request() -> RequestContext:
     """The request the calling handler serves; ``LookupError`` outside one."""
+    context = _request_context()
+    if context is None:
+        raise LookupError("current_request() is only available inside a handler that rpcwire is running")
+    return context
+
+
+def _request_context() -> RequestContext | None:
+    """:func:`current_request`, or ``None`` outside a handler (no exception: the client asks on every call)."""
     context = _current.get(None)
     if context is None and _native is not None:
         context = _native_sequential_context(_native)
-    if context is None:
-        raise LookupError("current_request() is only available inside a handler that rpcwire is running")
     return context
 
 
