@@ -633,10 +633,12 @@ class AsyncClient(_Peer):
         handler: Callable[[str, Any], Any] | None = None,
         dialect: str = "mcp",
         timeout: float | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         _process: asyncio.subprocess.Process | None = None,
         _stderr_tail: collections.deque[str] | None = None,
     ) -> None:
         super().__init__(handler, dialect, timeout)
+        self._max_message_bytes = max_message_bytes
         self._stream_reader = reader
         self._writer = writer
         self._process = _process
@@ -666,7 +668,6 @@ class AsyncClient(_Peer):
             stderr=subprocess.PIPE,
             cwd=cwd,
             env=env,
-            limit=max_message_bytes + 2,
         )
         assert process.stdin is not None and process.stdout is not None and process.stderr is not None
         tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
@@ -676,6 +677,7 @@ class AsyncClient(_Peer):
             handler=handler,
             dialect=dialect,
             timeout=timeout,
+            max_message_bytes=max_message_bytes,
             _process=process,
             _stderr_tail=tail,
         )
@@ -761,14 +763,39 @@ class AsyncClient(_Peer):
             raise self._closed from None
 
     async def _read_all(self) -> None:
-        parse = self._core._parse_incoming
+        """Read chunks as they come and deliver every whole line in them: one wake-up of this task per
+        chunk, not per line (``readline``), which is what many answers in flight at once cost."""
+        parse, limit = self._core._parse_incoming, self._max_message_bytes
         cause = "the server closed its output"
+        parts: list[bytes] = []  # the line begun and not ended yet
+        size = 0
+        skipping = False  # inside a line over max_message_bytes: dropped up to its end
         try:
-            while line := await self._stream_reader.readline():
-                if line.endswith(b"\n") and line.strip():
-                    self._deliver(parse(line))
-        except ValueError:  # a line over the reader's limit: the stream cannot be read on
-            cause = "the server wrote a line over max_message_bytes"
+            while chunk := await self._stream_reader.read(1 << 16):
+                if b"\n" not in chunk:
+                    size += len(chunk)
+                    if size > limit and not skipping:
+                        skipping, parts = True, []
+                    if not skipping:
+                        parts.append(chunk)
+                    continue
+                lines = chunk.split(b"\n")
+                if skipping:
+                    logger.warning(
+                        "dropped a message from the server: a line longer than max_message_bytes (%d)", limit
+                    )
+                    lines[0], skipping = b"", False
+                elif parts:
+                    lines[0] = b"".join([*parts, lines[0]])
+                tail = lines.pop()
+                parts, size = ([tail], len(tail)) if tail else ([], 0)
+                for line in lines:
+                    if len(line) > limit:
+                        logger.warning(
+                            "dropped a message from the server: a line longer than max_message_bytes (%d)", limit
+                        )
+                    elif line.strip():
+                        self._deliver(parse(line))
         except (ConnectionError, OSError) as exc:
             cause = f"reading from the server failed: {exc!r}"
         self._close_with(await self._connection_closed(cause))
