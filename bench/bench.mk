@@ -1,7 +1,7 @@
 # Included from the top Makefile, which defines VENV, PY, STAMP and `develop`.
 BENCH_STAMP := $(VENV)/.bench-installed
 
-.PHONY: bench bench-quick bench-http
+.PHONY: bench bench-quick bench-http bench-client
 
 $(BENCH_STAMP): bench/requirements.txt $(STAMP)
 	$(PY) -m pip install --quiet -r bench/requirements.txt
@@ -15,3 +15,6 @@ bench-quick: develop $(BENCH_STAMP) ## A smoke run of the benchmark (a tenth of 
 
 bench-http: develop $(STAMP) ## rpcwire over HTTP (uvicorn, gunicorn gthread, Flask) against a constant reply (~40 s)
 	$(PY) bench/http_bench.py $(BENCH_HTTP_ARGS)
+
+bench-client: develop $(BENCH_STAMP) ## The clients side by side over pipes and HTTP (~3 min)
+	$(PY) bench/client_bench.py $(BENCH_CLIENT_ARGS)
