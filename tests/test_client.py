@@ -8,6 +8,7 @@ import asyncio
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -461,3 +462,27 @@ def test_async_http_client_against_uvicorn(impl: ModuleType, http_url: str) -> N
             assert await client.call("add", [2, 3]) == 5
 
     asyncio.run(main())
+
+
+def test_async_client_over_any_asyncio_stream_pair(impl: ModuleType) -> None:
+    """A socket pair: the server end served in a thread, the client end as asyncio streams."""
+    server_end, client_end = socket.socketpair()
+    transport = impl.StdioTransport(server_end.makefile("rb"), server_end.makefile("wb"))
+    serving = threading.Thread(target=impl.serve, args=(impl.methods({"add": lambda a, b: a + b}), transport))
+    serving.start()
+
+    async def main() -> list[Any]:
+        reader, writer = await asyncio.open_connection(sock=client_end)
+        client = impl.AsyncClient(reader, writer, timeout=30)
+        try:
+            return await asyncio.gather(*(client.call("add", [i, 1]) for i in range(200)))
+        finally:
+            await client.close()
+
+    try:
+        assert asyncio.run(main()) == [i + 1 for i in range(200)]
+    finally:
+        server_end.shutdown(socket.SHUT_RDWR)
+        serving.join(30)
+        server_end.close()
+    assert not serving.is_alive()
