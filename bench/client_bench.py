@@ -260,6 +260,27 @@ def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
     return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
 
 
+def print_tables(
+    title: str,
+    rows: dict[str, list[dict[str, float]]],
+    concurrent_title: str,
+    concurrent: dict[str, list[dict[str, float]]],
+    floor: float | None = None,
+) -> None:
+    """The ping-pong table (with the ratio to ``floor`` when given) and the concurrent one, as markdown."""
+    ratio = "" if floor is None else " x floor (p50) |"
+    print(f"\n### {title}\n\n| client | p50 µs | p99 µs |{ratio} client CPU µs/call |")
+    print("| --- | ---: | ---: |" + (" ---: |" if floor else "") + " ---: |")
+    for name, runs in rows.items():
+        m = median_of(runs)
+        times = f"| {name} | {m['p50']:.1f} | {m['p99']:.1f} |"
+        print(times + ("" if floor is None else f" {m['p50'] / floor:.2f} |") + f" {m['cpu']:.1f} |")
+    print(f"\n### {concurrent_title}\n\n| client | calls/s | client CPU µs/call |\n| --- | ---: | ---: |")
+    for name, runs in concurrent.items():
+        m = median_of(runs)
+        print(f"| {name} | {m['calls/s']:,.0f} | {m['cpu']:.1f} |")
+
+
 def bench_pipes(calls: int, repeats: int) -> None:
     rows: dict[str, list[dict[str, float]]] = {}
     concurrent: dict[str, list[dict[str, float]]] = {}
@@ -281,19 +302,13 @@ def bench_pipes(calls: int, repeats: int) -> None:
                 client.close()
         for name, cls in ASYNC_CLIENTS.items():
             concurrent.setdefault(name, []).append(asyncio.run(async_run(cls, calls * 2, concurrent=True)))
-    floor = median_of(rows["floor (os.read/os.write)"])["p50"]
-    print(f"\n### Pipes: ping-pong ({calls} calls, one CPU), median of {repeats}\n")
-    print("| client | p50 µs | p99 µs | x floor (p50) | client CPU µs/call |")
-    print("| --- | ---: | ---: | ---: | ---: |")
-    for name, runs in rows.items():
-        m = median_of(runs)
-        print(f"| {name} | {m['p50']:.1f} | {m['p99']:.1f} | {m['p50'] / floor:.2f} | {m['cpu']:.1f} |")
-    print(f"\n### Pipes: {THREADS} threads (async: {TASKS} tasks) calling at once ({calls * 2} calls)\n")
-    print("| client | calls/s | client CPU µs/call |")
-    print("| --- | ---: | ---: |")
-    for name, runs in concurrent.items():
-        m = median_of(runs)
-        print(f"| {name} | {m['calls/s']:,.0f} | {m['cpu']:.1f} |")
+    print_tables(
+        f"Pipes: ping-pong ({calls} calls, one CPU), median of {repeats}",
+        rows,
+        f"Pipes: {THREADS} threads (async: {TASKS} tasks) calling at once ({calls * 2} calls)",
+        concurrent,
+        floor=median_of(rows["floor (os.read/os.write)"])["p50"],
+    )
 
 
 # --- HTTP ----------------------------------------------------------------------------------------
@@ -409,18 +424,12 @@ def bench_http(calls: int, repeats: int, tmp: Path) -> None:
             sequential, together = asyncio.run(async_rows())
             rows.setdefault("rpcwire.AsyncHttpClient", []).append(sequential)
             concurrent.setdefault("rpcwire.AsyncHttpClient (16 connections)", []).append(together)
-    print(f"\n### HTTP: ping-pong against rpcwire's ASGI app under uvicorn ({calls} calls), median of {repeats}\n")
-    print("| client | p50 µs | p99 µs | client CPU µs/call |")
-    print("| --- | ---: | ---: | ---: |")
-    for name, runs in rows.items():
-        m = median_of(runs)
-        print(f"| {name} | {m['p50']:.1f} | {m['p99']:.1f} | {m['cpu']:.1f} |")
-    print(f"\n### HTTP: {THREADS} threads (async: one task a call, 16 connections) at once ({calls} calls)\n")
-    print("| client | calls/s | client CPU µs/call |")
-    print("| --- | ---: | ---: |")
-    for name, runs in concurrent.items():
-        m = median_of(runs)
-        print(f"| {name} | {m['calls/s']:,.0f} | {m['cpu']:.1f} |")
+    print_tables(
+        f"HTTP: ping-pong against rpcwire's ASGI app under uvicorn ({calls} calls), median of {repeats}",
+        rows,
+        f"HTTP: {THREADS} threads (async: one task a call, 16 connections) at once ({calls} calls)",
+        concurrent,
+    )
 
 
 def main() -> None:

@@ -133,6 +133,13 @@ def _outcome(response: Response) -> Any:
     return response.result
 
 
+def _batch_outcome(response: Response | ConnectionClosed) -> Any:
+    """A batch entry's result, or the exception it would raise."""
+    if isinstance(response, ConnectionClosed):
+        return response
+    return response.result if response.error is None else error_from_object(response.error)
+
+
 class _Peer:
     """What every client shares: ids, the calls waiting for an answer, and the server's own traffic."""
 
@@ -208,11 +215,35 @@ class _Peer:
         handler = self._handler or _no_handler
         return _engine._call(transport, request, handler, None)
 
-    def _resolve(self, waiter: Any, response: Response) -> None:
+    def _batch_lines(self, calls: Iterable[tuple[str, Any]]) -> tuple[list[int], bytes]:
+        """The ids of a batch's calls and its line (empty when there are none)."""
+        entries = [self._request_line(method, params, None) for method, params in calls]
+        return [id_ for id_, _ in entries], b"[" + b",".join(line for _, line in entries) + b"]" if entries else b""
+
+    def _close_with(self, closed: ConnectionClosed) -> None:
+        """Fail every waiting call with ``closed``, and every later one (the first cause wins)."""
+        if self._closed is None:
+            self._closed = closed
+        while self._pending:
+            with contextlib.suppress(KeyError):  # another thread took the last one
+                self._resolve(self._pending.popitem()[1], self._closed)
+        self._progress.clear()
+
+    def _resolve(self, waiter: Any, response: Response | ConnectionClosed) -> None:
         raise NotImplementedError
 
     def _serve_request(self, request: Request) -> None:
         raise NotImplementedError
+
+
+def _closed_error(cause: str, returncode: int | None, stderr_tail: Iterable[str] | None) -> ConnectionClosed:
+    tail = list(stderr_tail or ())
+    message = cause
+    if returncode is not None:
+        message += f"; it exited with code {returncode}"
+    if tail:
+        message += "; the last lines of its stderr:\n" + "\n".join(tail)
+    return ConnectionClosed(message, returncode, tail)
 
 
 def _no_handler(method: str, params: Any) -> Any:
@@ -333,16 +364,12 @@ class Client(_Peer):
 
     def batch(self, calls: Iterable[tuple[str, Any]], *, timeout: float | None = None) -> list[Any]:
         """Send ``(method, params)`` calls as one batch; their results, or the exception each raised, in order."""
-        ids, lines = [], []
-        for method, params in calls:
-            id_, line = self._request_line(method, params, None)
-            ids.append(id_)
-            lines.append(line)
+        ids, line = self._batch_lines(calls)
         if not ids:
             return []
         waiters = [_Waiter() for _ in ids]
         self._pending.update(zip(ids, waiters, strict=True))
-        self._send(b"[" + b",".join(lines) + b"]", *ids)
+        self._send(line, *ids)
         timeout = self._timeout if timeout is None else timeout
         deadline = None if timeout is None else time.monotonic() + timeout
         outcomes: list[Any] = []
@@ -351,12 +378,8 @@ class Client(_Peer):
                 self._send_quietly(self._cancel_line(id_, "timeout"))
                 outcomes.append(TimeoutError(f"no answer to batch entry {id_} within {timeout} s"))
                 continue
-            response = waiter.response
-            assert response is not None
-            if isinstance(response, ConnectionClosed) or response.error is None:
-                outcomes.append(response if isinstance(response, ConnectionClosed) else response.result)
-            else:
-                outcomes.append(error_from_object(response.error))
+            assert waiter.response is not None
+            outcomes.append(_batch_outcome(waiter.response))
         return outcomes
 
     # --- waiting, and reading ----------------------------------------------------------------------
@@ -524,22 +547,7 @@ class Client(_Peer):
         if self._process is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 returncode = self._process.wait(timeout=0.5)
-        tail = list(self._stderr_tail or ())
-        message = cause
-        if returncode is not None:
-            message += f"; it exited with code {returncode}"
-        if tail:
-            message += "; the last lines of its stderr:\n" + "\n".join(tail)
-        return ConnectionClosed(message, returncode, tail)
-
-    def _close_with(self, closed: ConnectionClosed) -> None:
-        """Fail every waiting call with ``closed``, and every later one (the first cause wins)."""
-        if self._closed is None:
-            self._closed = closed
-        while self._pending:
-            with contextlib.suppress(KeyError):
-                self._resolve(self._pending.popitem()[1], self._closed)
-        self._progress.clear()
+        return _closed_error(cause, returncode, self._stderr_tail)
 
     # --- closing ---------------------------------------------------------------------------------
 
@@ -729,27 +737,23 @@ class AsyncClient(_Peer):
         """As :meth:`Client.batch`, awaited."""
         if self._closed is not None:
             raise self._closed
-        entries = [self._request_line(method, params, None) for method, params in calls]
-        if not entries:
+        ids, line = self._batch_lines(calls)
+        if not ids:
             return []
-        futures = [self._loop.create_future() for _ in entries]
-        self._pending.update(zip((id_ for id_, _ in entries), futures, strict=True))
-        await self._write(b"[" + b",".join(line for _, line in entries) + b"]")
+        futures = [self._loop.create_future() for _ in ids]
+        self._pending.update(zip(ids, futures, strict=True))
+        await self._write(line)
         timeout = self._timeout if timeout is None else timeout
         await asyncio.wait(futures, timeout=timeout)
         outcomes: list[Any] = []
-        for (id_, _), future in zip(entries, futures, strict=True):
+        for id_, future in zip(ids, futures, strict=True):
             if not future.done():
                 self._pending.pop(id_, None)
                 with contextlib.suppress(Exception):
                     await self._write(self._cancel_line(id_, "timeout"))
                 outcomes.append(TimeoutError(f"no answer to batch entry {id_} within {timeout} s"))
                 continue
-            response = future.result()
-            if isinstance(response, ConnectionClosed) or response.error is None:
-                outcomes.append(response if isinstance(response, ConnectionClosed) else response.result)
-            else:
-                outcomes.append(error_from_object(response.error))
+            outcomes.append(_batch_outcome(future.result()))
         return outcomes
 
     async def _write(self, line: bytes) -> None:
@@ -830,20 +834,7 @@ class AsyncClient(_Peer):
         if self._process is not None:
             with contextlib.suppress(asyncio.TimeoutError):
                 returncode = await asyncio.wait_for(self._process.wait(), 0.5)
-        tail = list(self._stderr_tail or ())
-        message = cause
-        if returncode is not None:
-            message += f"; it exited with code {returncode}"
-        if tail:
-            message += "; the last lines of its stderr:\n" + "\n".join(tail)
-        return ConnectionClosed(message, returncode, tail)
-
-    def _close_with(self, closed: ConnectionClosed) -> None:
-        if self._closed is None:
-            self._closed = closed
-        while self._pending:
-            self._resolve(self._pending.popitem()[1], self._closed)
-        self._progress.clear()
+        return _closed_error(cause, returncode, self._stderr_tail)
 
     async def close(self, grace: float = 5.0) -> None:
         """As :meth:`Client.close`, awaited."""

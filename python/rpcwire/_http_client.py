@@ -22,8 +22,8 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from types import TracebackType
 from typing import Any
 
-from rpcwire._client import ProgressCallback, _outcome, _outgoing_traceparent, _Peer
-from rpcwire._types import Request, Response, error_from_object
+from rpcwire._client import ProgressCallback, _batch_outcome, _outcome, _outgoing_traceparent, _Peer
+from rpcwire._types import Request, Response
 
 __all__ = ["AsyncHttpClient", "HttpClient", "HttpError"]
 
@@ -116,10 +116,8 @@ def _results(ids: list[int], answers: dict[int, Response], batch: bool) -> Any:
     outcomes: list[Any] = []
     for id_ in ids:
         answer = answers.get(id_)
-        if answer is None:
-            outcomes.append(ConnectionError(f"the server's answer holds no answer to id {id_}"))
-        else:
-            outcomes.append(answer.result if answer.error is None else error_from_object(answer.error))
+        missing = ConnectionError(f"the server's answer holds no answer to id {id_}")
+        outcomes.append(missing if answer is None else _batch_outcome(answer))
     return outcomes
 
 
@@ -156,11 +154,10 @@ class HttpClient(_HttpPeer):
 
     def batch(self, calls: Iterable[tuple[str, Any]], *, timeout: float | None = None) -> list[Any]:
         """Send ``(method, params)`` calls as one batch; their results, or the exception each raised, in order."""
-        entries = [self._request_line(method, params, None) for method, params in calls]
-        if not entries:
+        ids, body = self._batch_lines(calls)
+        if not ids:
             return []
-        body = b"[" + b",".join(line for _, line in entries) + b"]"
-        result: list[Any] = _results([id_ for id_, _ in entries], self._post(body, timeout, events=False), batch=True)
+        result: list[Any] = _results(ids, self._post(body, timeout, events=False), batch=True)
         return result
 
     def _connection(self) -> tuple[http.client.HTTPConnection, bool]:
@@ -315,13 +312,10 @@ class AsyncHttpClient(_HttpPeer):
 
     async def batch(self, calls: Iterable[tuple[str, Any]], *, timeout: float | None = None) -> list[Any]:
         """As :meth:`HttpClient.batch`, awaited."""
-        entries = [self._request_line(method, params, None) for method, params in calls]
-        if not entries:
+        ids, body = self._batch_lines(calls)
+        if not ids:
             return []
-        body = b"[" + b",".join(line for _, line in entries) + b"]"
-        result: list[Any] = _results(
-            [id_ for id_, _ in entries], await self._post(body, timeout, events=False), batch=True
-        )
+        result: list[Any] = _results(ids, await self._post(body, timeout, events=False), batch=True)
         return result
 
     async def _post(self, body: bytes, timeout: float | None, events: bool) -> dict[int, Response]:
