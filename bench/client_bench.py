@@ -11,8 +11,9 @@ ping-pong does, so that the figure is the transports' cost, not the VM's wake-up
 - rpcwire / rpcwire.pure: `Client.spawn` and `AsyncClient.spawn`.
 Pipelined: 16 threads (or 64 tasks) calling at once. HTTP: the server is rpcwire's ASGI app under uvicorn
 (one worker); the clients are rpcwire's `HttpClient` and `AsyncHttpClient`, a hand-written `http.client` +
-orjson client, and `requests.Session`. Every figure is a median over the repeats; CPU is the client
-process's CPU time per call.
+orjson client, and `requests.Session`. MCP: the SDK's own `MCPServer` with one `echo` tool over stdio,
+called with `tools/call` by the SDK's `ClientSession` and by `rpcwire.AsyncClient`. Every figure is a
+median over the repeats; CPU is the client process's CPU time per call.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ import requests
 import rpcwire
 import rpcwire.pure
 from implementations import _LineReader, _LineWriter
+from mcp import types as mcp_types
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from pylsp_jsonrpc.endpoint import Endpoint
 
 HERE = Path(__file__).resolve().parent
@@ -432,11 +436,94 @@ def bench_http(calls: int, repeats: int, tmp: Path) -> None:
     )
 
 
+# --- MCP: the SDK's own server, called by the SDK's client session and by rpcwire's clients -----------
+
+MCP_SERVER = """
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("echo")
+
+
+@server.tool()
+def echo(text: str, n: int) -> dict:
+    return {"text": text, "n": n}
+
+
+server.run("stdio")
+"""
+
+
+def mcp_initialize() -> dict[str, Any]:
+    client = {"name": "client_bench", "version": "0"}
+    return {"protocolVersion": mcp_types.LATEST_PROTOCOL_VERSION, "capabilities": {}, "clientInfo": client}
+
+
+async def mcp_sdk_run(script: Path, calls: int) -> tuple[dict[str, float], dict[str, float]]:
+    parameters = StdioServerParameters(command=sys.executable, args=[str(script)])
+    async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        return await mcp_measure(lambda: session.call_tool("echo", {"text": "hello", "n": 1}), calls)
+
+
+async def mcp_rpcwire_run(script: Path, calls: int) -> tuple[dict[str, float], dict[str, float]]:
+    async with await rpcwire.AsyncClient.spawn([sys.executable, str(script)], timeout=60) as client:
+        await client.call("initialize", mcp_initialize())
+        await client.notify("notifications/initialized")
+        arguments = {"name": "echo", "arguments": {"text": "hello", "n": 1}}
+        return await mcp_measure(lambda: client.call("tools/call", arguments), calls)
+
+
+async def mcp_measure(call: Callable[[], Any], calls: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Sequential calls (p50, p99, CPU), then ``calls`` with 16 in flight at once (calls/s, CPU)."""
+    await call()
+    latencies = []
+    cpu = time.process_time()
+    for _ in range(calls):
+        start = time.perf_counter_ns()
+        await call()
+        latencies.append(time.perf_counter_ns() - start)
+    latencies.sort()
+    sequential = {
+        "p50": latencies[calls // 2] / 1e3,
+        "p99": latencies[int(calls * 0.99)] / 1e3,
+        "cpu": (time.process_time() - cpu) / calls * 1e6,
+    }
+    slots = asyncio.Semaphore(THREADS)
+
+    async def one() -> None:
+        async with slots:
+            await call()
+
+    cpu = time.process_time()
+    start = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(calls)))
+    seconds = time.perf_counter() - start
+    return sequential, {"calls/s": calls / seconds, "cpu": (time.process_time() - cpu) / calls * 1e6}
+
+
+def bench_mcp(calls: int, repeats: int, tmp: Path) -> None:
+    script = tmp / "mcp_echo_server.py"
+    script.write_text(MCP_SERVER)
+    rows: dict[str, list[dict[str, float]]] = {}
+    concurrent: dict[str, list[dict[str, float]]] = {}
+    for _ in range(repeats):
+        for name, run in (("mcp ClientSession", mcp_sdk_run), ("rpcwire.AsyncClient", mcp_rpcwire_run)):
+            sequential, together = asyncio.run(run(script, calls))
+            rows.setdefault(name, []).append(sequential)
+            concurrent.setdefault(name, []).append(together)
+    print_tables(
+        f"MCP: tools/call against the SDK's own MCPServer over stdio ({calls} calls), median of {repeats}",
+        rows,
+        f"MCP: {THREADS} tools/call in flight at once ({calls} calls)",
+        concurrent,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=5_000, help="calls per measurement (default 5,000)")
     parser.add_argument("--repeats", type=int, default=3, help="repeats, interleaved (default 3)")
-    parser.add_argument("--only", default="pipes,http", help="pipes, http or both (default)")
+    parser.add_argument("--only", default="pipes,http,mcp", help="any of pipes, http, mcp (default: all)")
     args = parser.parse_args()
     print(f"rpcwire {rpcwire.__file__} native={rpcwire.NATIVE}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
     if "pipes" in args.only:
@@ -444,6 +531,9 @@ def main() -> None:
     if "http" in args.only:
         with tempfile.TemporaryDirectory() as tmp:
             bench_http(max(500, args.calls // 5), args.repeats, Path(tmp))
+    if "mcp" in args.only:
+        with tempfile.TemporaryDirectory() as tmp:
+            bench_mcp(max(200, args.calls // 25), args.repeats, Path(tmp))
 
 
 if __name__ == "__main__":
