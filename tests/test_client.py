@@ -486,3 +486,30 @@ def test_async_client_over_any_asyncio_stream_pair(impl: ModuleType) -> None:
         serving.join(30)
         server_end.close()
     assert not serving.is_alive()
+
+
+def test_http_clients_post_through_a_callers_own_httpx_client(impl: ModuleType, http_url: str) -> None:
+    httpx = pytest.importorskip("httpx")
+    events: list[Any] = []
+    with httpx.Client() as session:
+        client = impl.HttpClient(http_url, session=session, timeout=30)
+        assert client.call("add", [1, 2]) == 3
+        client.notify("add", [1, 2])
+        assert client.call("progress", {"steps": 2}, on_progress=lambda *e: events.append(e)) == 2
+        outcomes = client.batch([("add", [1, 2]), ("nope", None)])
+        assert outcomes[0] == 3 and isinstance(outcomes[1], rpcwire.MethodNotFound)
+        with pytest.raises(TimeoutError):
+            client.call("nap", [5], timeout=0.3)
+    assert events == [(1, 2, "step 1"), (2, 2, "step 2")]
+
+    async def main() -> Any:
+        async with httpx.AsyncClient() as session:
+            client = impl.AsyncHttpClient(http_url, session=session, timeout=30)
+            progress: list[Any] = []
+            results = await asyncio.gather(*(client.call("add", [i, i]) for i in range(50)))
+            assert await client.call("progress", {"steps": 1}, on_progress=lambda *e: progress.append(e)) == 1
+            with pytest.raises(rpcwire.MethodNotFound):
+                await client.call("nope")
+            return results, progress
+
+    assert asyncio.run(main()) == ([2 * i for i in range(50)], [(1, 1, "step 1")])

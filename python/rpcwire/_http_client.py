@@ -91,20 +91,39 @@ class _HttpPeer(_Peer):
         logger.warning("dropped a request from the server over HTTP (%r): not supported", request.method)
 
 
-def _sse_data(lines: Iterable[bytes]) -> Iterator[bytes]:
-    """The data of each event in a stream of SSE lines (``data:`` lines joined by ``\\n``)."""
-    data: list[bytes] = []
-    for raw in lines:
+def _is_event_stream(content_type: str | None) -> bool:
+    return (content_type or "").split(";")[0].strip().lower() == _EVENTS
+
+
+class _Events:
+    """Server-sent events, a line at a time: ``line`` returns an event's data (its ``data:`` lines joined by
+    ``\\n``) when the blank line that ends it arrives; ``end`` returns an event the stream left unended."""
+
+    def __init__(self) -> None:
+        self._data: list[bytes] = []
+
+    def line(self, raw: bytes) -> bytes | None:
         line = raw.rstrip(b"\r\n")
         if not line:
-            if data:
-                yield b"\n".join(data)
-                data = []
-        elif line.startswith(b"data:"):
+            return self.end()
+        if line.startswith(b"data:"):
             value = line[5:]
-            data.append(value[1:] if value.startswith(b" ") else value)
-    if data:
-        yield b"\n".join(data)
+            self._data.append(value[1:] if value.startswith(b" ") else value)
+        return None
+
+    def end(self) -> bytes | None:
+        data, self._data = self._data, []
+        return b"\n".join(data) if data else None
+
+
+def _sse_data(lines: Iterable[bytes]) -> Iterator[bytes]:
+    """The data of each event in a stream of SSE lines, as each event ends."""
+    events = _Events()
+    for line in lines:
+        if (data := events.line(line)) is not None:
+            yield data
+    if (data := events.end()) is not None:
+        yield data
 
 
 def _results(ids: list[int], answers: dict[int, Response], batch: bool) -> Any:
@@ -123,12 +142,20 @@ def _results(ids: list[int], answers: dict[int, Response], batch: bool) -> Any:
 
 class HttpClient(_HttpPeer):
     """A JSON-RPC client over HTTP: ``HttpClient("http://127.0.0.1:8000/rpc")``; ``call``, ``notify`` and
-    ``batch`` as :class:`rpcwire.Client`'s. Thread-safe: each thread uses its own keep-alive connection."""
+    ``batch`` as :class:`rpcwire.Client`'s. Thread-safe: each thread uses its own keep-alive connection.
+    ``session``: a caller's own ``httpx.Client`` to post with instead (its pool, proxies, TLS and auth)."""
 
     def __init__(
-        self, url: str, *, headers: dict[str, str] | None = None, timeout: float | None = None, dialect: str = "mcp"
+        self,
+        url: str,
+        *,
+        headers: dict[str, str] | None = None,
+        timeout: float | None = None,
+        dialect: str = "mcp",
+        session: Any = None,
     ) -> None:
         super().__init__(url, headers, timeout, dialect)
+        self._session = session
         self._local = threading.local()
         self._connections: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
@@ -183,6 +210,8 @@ class HttpClient(_HttpPeer):
     def _post(self, body: bytes, timeout: float | None, events: bool) -> dict[int, Response]:
         headers = self._request_headers(body, events)
         timeout = self._timeout if timeout is None else timeout
+        if self._session is not None:
+            return self._post_with_session(body, headers, timeout)
         for attempt in (1, 2):
             connection, reused = self._connection()
             connection.timeout = timeout
@@ -204,13 +233,33 @@ class HttpClient(_HttpPeer):
                 raise
         raise AssertionError("unreachable")
 
+    def _post_with_session(self, body: bytes, headers: dict[str, str], timeout: float | None) -> dict[int, Response]:
+        """The same exchange through the caller's ``httpx.Client``."""
+        try:
+            with self._session.stream("POST", self._url, content=body, headers=headers, timeout=timeout) as response:
+                if response.status_code in (202, 204):
+                    response.read()
+                    return {}
+                if response.status_code != 200:
+                    raise HttpError(response.status_code, response.reason_phrase, response.read())
+                if _is_event_stream(response.headers.get("content-type")):
+                    answers: dict[int, Response] = {}
+                    for data in _sse_data(line.encode() for line in response.iter_lines()):
+                        self._event(data, answers)
+                    return answers
+                return self._answers(response.read())
+        except Exception as exc:
+            if type(exc).__name__.endswith("Timeout") and type(exc).__module__.startswith("httpx"):
+                raise TimeoutError(f"no answer from {self._url} within {timeout} s") from None
+            raise
+
     def _read(self, response: http.client.HTTPResponse) -> dict[int, Response]:
         if response.status in (202, 204):
             response.read()
             return {}
         if response.status != 200:
             raise HttpError(response.status, response.reason, response.read())
-        if (response.getheader("Content-Type") or "").split(";")[0].strip() == _EVENTS:
+        if _is_event_stream(response.getheader("Content-Type")):
             answers: dict[int, Response] = {}
             for data in _sse_data(iter(response.readline, b"")):
                 self._event(data, answers)
@@ -274,7 +323,8 @@ class _AsyncConnection:
 
 class AsyncHttpClient(_HttpPeer):
     """The asyncio HTTP client: ``AsyncHttpClient(url)``; ``call``, ``notify`` and ``batch`` awaited. Up to
-    ``max_connections`` keep-alive connections serve the calls in flight."""
+    ``max_connections`` keep-alive connections serve the calls in flight. ``session``: a caller's own
+    ``httpx.AsyncClient`` to post with instead (then https:// works too)."""
 
     def __init__(
         self,
@@ -284,9 +334,11 @@ class AsyncHttpClient(_HttpPeer):
         timeout: float | None = None,
         dialect: str = "mcp",
         max_connections: int = 16,
+        session: Any = None,
     ) -> None:
         super().__init__(url, headers, timeout, dialect)
-        if self._https:
+        self._session = session
+        if self._https and session is None:
             raise ValueError("AsyncHttpClient speaks plain http:// only (put TLS in front of the server)")
         self._idle: list[_AsyncConnection] = []
         self._slots = asyncio.Semaphore(max_connections)
@@ -326,6 +378,8 @@ class AsyncHttpClient(_HttpPeer):
             raise TimeoutError(f"no answer from {self._url} within {timeout} s") from None
 
     async def _exchange(self, body: bytes, events: bool) -> dict[int, Response]:
+        if self._session is not None:
+            return await self._exchange_with_session(body, self._request_headers(body, events))
         head = [f"POST {self._path} HTTP/1.1", f"Host: {self._host}:{self._port}"]
         head += [f"{name}: {value}" for name, value in self._request_headers(body, events).items()]
         request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
@@ -356,6 +410,25 @@ class AsyncHttpClient(_HttpPeer):
                 return answers
         raise AssertionError("unreachable")
 
+    async def _exchange_with_session(self, body: bytes, headers: dict[str, str]) -> dict[int, Response]:
+        """The same exchange through the caller's ``httpx.AsyncClient`` (``_post`` bounds it in time)."""
+        async with self._session.stream("POST", self._url, content=body, headers=headers, timeout=None) as response:
+            if response.status_code in (202, 204):
+                await response.aread()
+                return {}
+            if response.status_code != 200:
+                raise HttpError(response.status_code, response.reason_phrase, await response.aread())
+            if not _is_event_stream(response.headers.get("content-type")):
+                return self._answers(await response.aread())
+            answers: dict[int, Response] = {}
+            events = _Events()
+            async for line in response.aiter_lines():
+                if (data := events.line(line.encode())) is not None:
+                    self._event(data, answers)
+            if (data := events.end()) is not None:
+                self._event(data, answers)
+            return answers
+
     async def _open(self) -> _AsyncConnection:
         reader, writer = await asyncio.open_connection(self._host, self._port, limit=1 << 26)
         return _AsyncConnection(reader, writer)
@@ -370,23 +443,19 @@ class AsyncHttpClient(_HttpPeer):
         body = connection.body(headers)
         if status != 200:
             raise HttpError(status, reason, b"".join([chunk async for chunk in body]))
-        if headers.get("content-type", "").split(";")[0].strip() != _EVENTS:
+        if not _is_event_stream(headers.get("content-type")):
             return self._answers(b"".join([chunk async for chunk in body]))
         answers: dict[int, Response] = {}
-        pending = b""
+        events = _Events()
+        pending = b""  # a line begun in one chunk and not ended yet
         async for chunk in body:
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            # whole events only: the data of those that ended in this chunk
-            if b"" in [line.rstrip(b"\r") for line in lines]:
-                cut = max(i for i, line in enumerate(lines) if not line.rstrip(b"\r")) + 1
-                for data in _sse_data(line + b"\n" for line in lines[:cut]):
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines:
+                if (data := events.line(line)) is not None:
                     self._event(data, answers)
-                pending = b"\n".join([*lines[cut:], pending])
-            else:
-                pending = b"\n".join([*lines, pending])
-        for data in _sse_data(line + b"\n" for line in pending.split(b"\n")):
-            self._event(data, answers)
+        for line in (pending, b""):
+            if (data := events.line(line)) is not None:
+                self._event(data, answers)
         return answers
 
     async def close(self) -> None:
