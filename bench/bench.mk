@@ -1,7 +1,7 @@
 # Included from the top Makefile, which defines VENV, PY, STAMP and `develop`.
 BENCH_STAMP := $(VENV)/.bench-installed
 
-.PHONY: bench bench-quick bench-http
+.PHONY: bench bench-quick bench-http bench-mcp
 
 $(BENCH_STAMP): bench/requirements.txt $(STAMP)
 	$(PY) -m pip install --quiet -r bench/requirements.txt
@@ -15,3 +15,6 @@ bench-quick: develop $(BENCH_STAMP) ## A smoke run of the benchmark (a tenth of 
 
 bench-http: develop $(STAMP) ## rpcwire over HTTP (uvicorn, gunicorn gthread, Flask) against a constant reply (~40 s)
 	$(PY) bench/http_bench.py $(BENCH_HTTP_ARGS)
+
+bench-mcp: develop $(BENCH_STAMP) ## MCP over stdio: the SDK's client against an MCPServer, SDK transport vs rpcwire.mcp (~3 min)
+	$(PY) bench/mcp_bench.py $(BENCH_MCP_ARGS)

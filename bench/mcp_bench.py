@@ -1,10 +1,11 @@
 """MCP end to end: the SDK's own client calling a real MCPServer's ``echo`` tool over stdio, SDK transport vs rpcwire's.
 
-    python bench/mcp_bench.py                    # ~1 min: 3 repeats, table on stdout, bench/mcp_results.json
-    python bench/mcp_bench.py --calls 500 --rounds 10 --repeats 1   # a smoke run
-    python bench/mcp_bench.py --serve rpcwire    # the server alone (what the client spawns)
+    python bench/mcp_bench.py                    # ~2 min: 3 repeats, table on stdout, bench/mcp_results.json
+    python bench/mcp_bench.py --calls 500 --rounds 10 --repeats 1 --tools sync   # a smoke run
+    python bench/mcp_bench.py --serve rpcwire --tool sync   # the server alone (what the client spawns)
 
-The server (this file with ``--serve``) is one ``MCPServer`` with an ``echo`` tool and a ``cpu`` tool
+The server (this file with ``--serve``) is one ``MCPServer`` with an ``echo`` tool (``def``, which the
+SDK runs on a worker thread, or ``async def``: ``--tools`` measures each in turn) and a ``cpu`` tool
 (its own ``time.process_time()``), served by ``app.run("stdio")`` (``sdk``) or
 ``rpcwire.mcp.run_stdio(app)`` (``rpcwire``). The client is ``mcp.client.stdio.stdio_client`` +
 ``ClientSession`` in this process. Per repeat and transport (the order rotates between repeats): a
@@ -38,15 +39,24 @@ from mcp.server.mcpserver import MCPServer
 from rpcwire.mcp import run_stdio
 
 TRANSPORTS = ("sdk", "rpcwire")
+TOOLS = {"sync": "`def echo`", "async": "`async def echo`"}
 HERE = Path(__file__).resolve()
 
 
-def serve(transport: str) -> None:
+def serve(transport: str, tool: str) -> None:
     app = MCPServer("bench")
 
-    @app.tool()
-    def echo(text: str) -> str:
-        return text
+    if tool == "sync":
+
+        @app.tool()
+        def echo(text: str) -> str:  # the SDK runs a sync tool on a worker thread (one hop per call)
+            return text
+
+    else:
+
+        @app.tool(name="echo")
+        async def echo_async(text: str) -> str:
+            return text
 
     @app.tool()
     def cpu() -> float:
@@ -58,8 +68,9 @@ def serve(transport: str) -> None:
         run_stdio(app)
 
 
-async def measure(transport: str, calls: int, rounds: int, concurrency: int, warmup: int) -> dict[str, float]:
-    params = StdioServerParameters(command=sys.executable, args=[str(HERE), "--serve", transport])
+async def measure(transport: str, tool: str, args: argparse.Namespace) -> dict[str, float]:
+    calls, rounds, concurrency = args.calls, args.rounds, args.concurrency
+    params = StdioServerParameters(command=sys.executable, args=[str(HERE), "--serve", transport, "--tool", tool])
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
 
@@ -71,7 +82,7 @@ async def measure(transport: str, calls: int, rounds: int, concurrency: int, war
             result = await session.call_tool("cpu", {})
             return float(result.structured_content["result"])
 
-        for _ in range(warmup):
+        for _ in range(args.warmup):
             await echo()
 
         figures: dict[str, float] = {}
@@ -111,27 +122,34 @@ ROWS = (
 )
 
 
-def report(runs: dict[str, list[dict[str, float]]], args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
-    medians = {t: {key: statistics.median(run[key] for run in runs[t]) for _, key, _ in ROWS} for t in TRANSPORTS}
+def report(runs: dict[str, dict[str, list[dict[str, float]]]], args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """The markdown table (a section per tool) and the medians."""
+    medians = {
+        tool: {
+            t: {key: statistics.median(run[key] for run in by_transport[t]) for _, key, _ in ROWS} for t in TRANSPORTS
+        }
+        for tool, by_transport in runs.items()
+    }
     lines = [
-        f"MCP stdio, SDK client -> MCPServer `echo` tool: {args.calls} sequential calls, {args.rounds} x "
-        f"{args.concurrency} concurrent; median of {args.repeats} repeats",
+        f"MCP over stdio: the SDK's client calling an MCPServer's `echo` tool; {args.calls} sequential calls, "
+        f"{args.rounds} rounds of {args.concurrency} concurrent; median of {args.repeats} repeats",
         "",
-        "| figure | SDK transport | rpcwire.mcp | ratio |",
-        "| --- | ---: | ---: | ---: |",
+        "| tool | figure | SDK transport | rpcwire.mcp | ratio |",
+        "| --- | --- | ---: | ---: | ---: |",
     ]
-    for label, key, higher_is_better in ROWS:
-        sdk, ours = medians["sdk"][key], medians["rpcwire"][key]
-        ratio = ours / sdk if higher_is_better else sdk / ours
-        lines.append(f"| {label} | {sdk:,.0f} | {ours:,.0f} | {ratio:.2f}x |")
-    seq_ratio = medians["sdk"]["seq_us"] / medians["rpcwire"]["seq_us"]
-    conc_ratio = medians["rpcwire"]["conc_calls_per_s"] / medians["sdk"]["conc_calls_per_s"]
-    lines += [
-        "",
-        f"targets: >= 1.5x fewer µs per sequential call: {seq_ratio:.2f}x {'met' if seq_ratio >= 1.5 else 'MISSED'}; "
-        f">= 2.5x concurrent throughput: {conc_ratio:.2f}x {'met' if conc_ratio >= 2.5 else 'MISSED'}",
-    ]
-    return "\n".join(lines), medians
+    targets = []
+    for tool, by_transport in medians.items():
+        sdk, ours = by_transport["sdk"], by_transport["rpcwire"]
+        for label, key, higher_is_better in ROWS:
+            ratio = ours[key] / sdk[key] if higher_is_better else sdk[key] / ours[key]
+            lines.append(f"| {TOOLS[tool]} | {label} | {sdk[key]:,.0f} | {ours[key]:,.0f} | {ratio:.2f}x |")
+        seq_ratio = sdk["seq_us"] / ours["seq_us"]
+        conc_ratio = ours["conc_calls_per_s"] / sdk["conc_calls_per_s"]
+        targets.append(
+            f"{TOOLS[tool]}: {seq_ratio:.2f}x fewer µs per sequential call (target 1.5x), "
+            f"{conc_ratio:.2f}x concurrent throughput (target 2.5x)"
+        )
+    return "\n".join([*lines, "", *targets]), medians
 
 
 def machine() -> dict[str, Any]:
@@ -155,6 +173,8 @@ def machine() -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--serve", choices=TRANSPORTS, help="run the server (what the client spawns)")
+    parser.add_argument("--tool", choices=list(TOOLS), default="sync", help="with --serve: the echo tool's kind")
+    parser.add_argument("--tools", default="sync,async", help="the echo tools to measure, in turn")
     parser.add_argument("--calls", type=int, default=2000, help="sequential calls per run")
     parser.add_argument("--rounds", type=int, default=40, help="rounds of concurrent calls per run")
     parser.add_argument("--concurrency", type=int, default=50, help="calls started together in a round")
@@ -163,17 +183,19 @@ def main() -> None:
     parser.add_argument("--json", default=str(HERE.parent / "mcp_results.json"), help="where the raw figures go")
     args = parser.parse_args()
     if args.serve:
-        serve(args.serve)
+        serve(args.serve, args.tool)
         return
 
-    runs: dict[str, list[dict[str, float]]] = {t: [] for t in TRANSPORTS}
+    tools = args.tools.split(",")
+    runs: dict[str, dict[str, list[dict[str, float]]]] = {tool: {t: [] for t in TRANSPORTS} for tool in tools}
     for repeat in range(args.repeats):
         order = TRANSPORTS if repeat % 2 == 0 else TRANSPORTS[::-1]
-        for transport in order:
-            figures = anyio.run(measure, transport, args.calls, args.rounds, args.concurrency, args.warmup)
-            runs[transport].append(figures)
-            summary = ", ".join(f"{key} {value:,.0f}" for key, value in figures.items())
-            print(f"repeat {repeat + 1} {transport}: {summary}", file=sys.stderr)
+        for tool in tools:
+            for transport in order:
+                figures = anyio.run(measure, transport, tool, args)
+                runs[tool][transport].append(figures)
+                summary = ", ".join(f"{key} {value:,.0f}" for key, value in figures.items())
+                print(f"repeat {repeat + 1} {tool} {transport}: {summary}", file=sys.stderr)
     table, medians = report(runs, args)
     print(table)
     Path(args.json).write_text(
