@@ -132,7 +132,8 @@ def report(runs: dict[str, dict[str, list[dict[str, float]]]], args: argparse.Na
     }
     lines = [
         f"MCP over stdio: the SDK's client calling an MCPServer's `echo` tool; {args.calls} sequential calls, "
-        f"{args.rounds} rounds of {args.concurrency} concurrent; median of {args.repeats} repeats",
+        f"{args.rounds} rounds of {args.concurrency} concurrent; median of {args.repeats} repeats; "
+        f"load average {args.load_before:.1f} before, {os.getloadavg()[0]:.1f} after ({os.cpu_count()} CPUs)",
         "",
         "| tool | figure | SDK transport | rpcwire.mcp | ratio |",
         "| --- | --- | ---: | ---: | ---: |",
@@ -187,6 +188,7 @@ def main() -> None:
         return
 
     tools = args.tools.split(",")
+    args.load_before = os.getloadavg()[0]  # the machine's other work: a loaded one penalizes thread hops most
     runs: dict[str, dict[str, list[dict[str, float]]]] = {tool: {t: [] for t in TRANSPORTS} for tool in tools}
     for repeat in range(args.repeats):
         order = TRANSPORTS if repeat % 2 == 0 else TRANSPORTS[::-1]
