@@ -442,3 +442,9 @@ def test_run_stdio_needs_a_server() -> None:
 
     with pytest.raises(TypeError, match="expected an MCPServer"):
         anyio.run(rpcwire.mcp.serve_stdio, object())
+
+
+def test_nothing_else_imports_mcp() -> None:
+    """``mcp`` is an optional extra: importing rpcwire (and its other modules) must not need it."""
+    code = "import sys, rpcwire, rpcwire.pure, rpcwire.http; assert 'mcp' not in sys.modules, sorted(sys.modules)"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=TIMEOUT)

@@ -70,6 +70,8 @@ _validate_json = mcp_types.jsonrpc_message_adapter.validate_json
 # The native core splits the lines; rpcwire.pure only when the native module could not be imported
 # (its reader reads with ``readline``, so it is served by the thread, one line per hop).
 _NATIVE = rpcwire.NATIVE
+# Whether the event loop can watch stdin's descriptor (not Windows pipes: they go to the thread).
+_WATCHABLE_FDS = sys.platform != "win32"
 
 ReadItem = SessionMessage | Exception
 
@@ -394,7 +396,7 @@ async def stdio_server(
             if stdin is None:
                 stdin_buffer, restore_stdin = _claim_fd(0, sys.stdin, "rb", _open_stdin_diversion)
                 fd = _private_fd(stdin_buffer, sys.stdin)
-                if fd is not None and _NATIVE:
+                if fd is not None and _NATIVE and _WATCHABLE_FDS:
                     reader = _read_fd(fd, read_stream_writer)
                 else:
                     reader = _read_stream_in_thread(stdin_buffer, read_stream_writer)
