@@ -8,11 +8,12 @@ The server (this file with ``--serve``) is one ``MCPServer`` with an ``echo`` to
 SDK runs on a worker thread, or ``async def``: ``--tools`` measures each in turn) and a ``cpu`` tool
 (its own ``time.process_time()``), served by ``app.run("stdio")`` (``sdk``) or
 ``rpcwire.mcp.run_stdio(app)`` (``rpcwire``). The client is ``mcp.client.stdio.stdio_client`` +
-``ClientSession`` in this process. Per repeat and transport (the order rotates between repeats): a
-new server, ``initialize``, a warm-up, then
+``ClientSession`` in this process. Per repeat and tool, both servers run at once (new processes each
+time), ``initialize``, a warm-up, then their calls are interleaved, one transport then the other (the
+order alternating), so that both meet the machine's other work alike:
 
-- sequential: ``--calls`` awaited ``call_tool("echo")`` one after another; the median µs of a call;
-- concurrent: ``--rounds`` rounds of ``--concurrency`` calls started together; wall µs per call and calls/s;
+- sequential: ``--calls`` awaited ``call_tool("echo")`` each; the median µs of a call;
+- concurrent: ``--rounds`` rounds of ``--concurrency`` calls started together each; wall µs per call and calls/s;
 
 and for both the server's and the client's CPU µs per call. The table gives the medians over repeats and
 the ratio SDK / rpcwire (so > 1 means rpcwire is better; for calls/s it is rpcwire / SDK).
@@ -28,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import time
+from contextlib import AsyncExitStack
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -68,46 +70,68 @@ def serve(transport: str, tool: str) -> None:
         run_stdio(app)
 
 
-async def measure(transport: str, tool: str, args: argparse.Namespace) -> dict[str, float]:
-    calls, rounds, concurrency = args.calls, args.rounds, args.concurrency
-    params = StdioServerParameters(command=sys.executable, args=[str(HERE), "--serve", transport, "--tool", tool])
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
+async def echo(session: ClientSession) -> None:
+    result = await session.call_tool("echo", {"text": "hello"})
+    assert not result.is_error and result.structured_content == {"result": "hello"}, result
 
-        async def echo() -> None:
-            result = await session.call_tool("echo", {"text": "hello"})
-            assert not result.is_error and result.structured_content == {"result": "hello"}, result
 
-        async def server_cpu() -> float:
-            result = await session.call_tool("cpu", {})
-            return float(result.structured_content["result"])
+async def server_cpu(session: ClientSession) -> float:
+    result = await session.call_tool("cpu", {})
+    assert result.structured_content is not None, result
+    return float(result.structured_content["result"])
 
-        for _ in range(args.warmup):
-            await echo()
 
-        figures: dict[str, float] = {}
-        times = []
-        server_before, client_before = await server_cpu(), time.process_time()
-        for _ in range(calls):
-            start = time.perf_counter()
-            await echo()
-            times.append(time.perf_counter() - start)
-        figures["seq_us"] = statistics.median(times) * 1e6
-        figures["seq_server_cpu_us"] = (await server_cpu() - server_before) / calls * 1e6
-        figures["seq_client_cpu_us"] = (time.process_time() - client_before) / calls * 1e6
+async def measure(tool: str, args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    """Both servers at once, their calls interleaved: each transport meets the machine's other work alike."""
+    async with AsyncExitStack() as stack:
+        sessions: dict[str, ClientSession] = {}
+        for transport in TRANSPORTS:
+            params = StdioServerParameters(
+                command=sys.executable, args=[str(HERE), "--serve", transport, "--tool", tool]
+            )
+            read, write = await stack.enter_async_context(stdio_client(params))
+            sessions[transport] = await stack.enter_async_context(ClientSession(read, write))
+            await sessions[transport].initialize()
+            for _ in range(args.warmup):
+                await echo(sessions[transport])
 
-        server_before, client_before = await server_cpu(), time.process_time()
-        start = time.perf_counter()
-        for _ in range(rounds):
-            async with anyio.create_task_group() as group:
-                for _ in range(concurrency):
-                    group.start_soon(echo)
-        wall = time.perf_counter() - start
-        total = rounds * concurrency
-        figures["conc_us"] = wall / total * 1e6
-        figures["conc_calls_per_s"] = total / wall
-        figures["conc_server_cpu_us"] = (await server_cpu() - server_before) / total * 1e6
-        figures["conc_client_cpu_us"] = (time.process_time() - client_before) / total * 1e6
+        def in_turn(index: int) -> tuple[str, ...]:
+            return TRANSPORTS if index % 2 == 0 else TRANSPORTS[::-1]
+
+        figures: dict[str, dict[str, float]] = {t: {} for t in TRANSPORTS}
+        times: dict[str, list[float]] = {t: [] for t in TRANSPORTS}
+        client_cpu = dict.fromkeys(TRANSPORTS, 0.0)
+        server_before = {t: await server_cpu(sessions[t]) for t in TRANSPORTS}
+        for index in range(args.calls):
+            for transport in in_turn(index):
+                cpu_start, start = time.process_time(), time.perf_counter()
+                await echo(sessions[transport])
+                times[transport].append(time.perf_counter() - start)
+                client_cpu[transport] += time.process_time() - cpu_start
+        for transport in TRANSPORTS:
+            figures[transport]["seq_us"] = statistics.median(times[transport]) * 1e6
+            server = await server_cpu(sessions[transport]) - server_before[transport]
+            figures[transport]["seq_server_cpu_us"] = server / args.calls * 1e6
+            figures[transport]["seq_client_cpu_us"] = client_cpu[transport] / args.calls * 1e6
+
+        wall = dict.fromkeys(TRANSPORTS, 0.0)
+        client_cpu = dict.fromkeys(TRANSPORTS, 0.0)
+        server_before = {t: await server_cpu(sessions[t]) for t in TRANSPORTS}
+        for index in range(args.rounds):
+            for transport in in_turn(index):
+                cpu_start, start = time.process_time(), time.perf_counter()
+                async with anyio.create_task_group() as group:
+                    for _ in range(args.concurrency):
+                        group.start_soon(echo, sessions[transport])
+                wall[transport] += time.perf_counter() - start
+                client_cpu[transport] += time.process_time() - cpu_start
+        total = args.rounds * args.concurrency
+        for transport in TRANSPORTS:
+            figures[transport]["conc_us"] = wall[transport] / total * 1e6
+            figures[transport]["conc_calls_per_s"] = total / wall[transport]
+            server = await server_cpu(sessions[transport]) - server_before[transport]
+            figures[transport]["conc_server_cpu_us"] = server / total * 1e6
+            figures[transport]["conc_client_cpu_us"] = client_cpu[transport] / total * 1e6
         return figures
 
 
@@ -180,7 +204,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=40, help="rounds of concurrent calls per run")
     parser.add_argument("--concurrency", type=int, default=50, help="calls started together in a round")
     parser.add_argument("--warmup", type=int, default=200, help="untimed calls first")
-    parser.add_argument("--repeats", type=int, default=3, help="runs per transport (order rotates)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs (each: new servers, both transports interleaved)")
     parser.add_argument("--json", default=str(HERE.parent / "mcp_results.json"), help="where the raw figures go")
     args = parser.parse_args()
     if args.serve:
@@ -191,10 +215,8 @@ def main() -> None:
     args.load_before = os.getloadavg()[0]  # the machine's other work: a loaded one penalizes thread hops most
     runs: dict[str, dict[str, list[dict[str, float]]]] = {tool: {t: [] for t in TRANSPORTS} for tool in tools}
     for repeat in range(args.repeats):
-        order = TRANSPORTS if repeat % 2 == 0 else TRANSPORTS[::-1]
         for tool in tools:
-            for transport in order:
-                figures = anyio.run(measure, transport, tool, args)
+            for transport, figures in anyio.run(measure, tool, args).items():
                 runs[tool][transport].append(figures)
                 summary = ", ".join(f"{key} {value:,.0f}" for key, value in figures.items())
                 print(f"repeat {repeat + 1} {tool} {transport}: {summary}", file=sys.stderr)
