@@ -29,10 +29,11 @@ each write and each flush); here the event loop does the I/O itself:
   in bursts of lines (one hop per burst, through the same gate) and written with blocking writes.
 - Without the native module (``rpcwire.pure``) and on Windows, stdin is read by that thread too.
 
-Measured end to end (``make bench-mcp``: the SDK's client calling an ``MCPServer``'s ``echo`` tool; the
-README's "MCP servers" has the table): the server's CPU per call falls by 2x (``async def`` tool) and by
-1.5x (``def`` tool, which ``MCPServer`` itself still runs on a worker thread), the loop makes about 8.6
-iterations per call instead of 17, and 50 concurrent ``async def`` calls run 2.3x faster.
+Measured end to end (``make bench-mcp``: the SDK's client calling an ``MCPServer``'s ``echo`` tool, both
+transports interleaved; the README's "MCP servers" has the table): the server's CPU per call falls by
+1.95x (``async def`` tool) and 1.4x (``def`` tool, which ``MCPServer`` itself runs on a worker thread),
+its event loop goes round 8.6 times a call instead of 17, and 50 concurrent ``async def`` calls run 1.7x
+faster; the client's share (the SDK's) is the same on both sides.
 
 What differs from the SDK's transport, on purpose: a line longer than 64 MiB is discarded and a
 ``ValueError`` put on the read stream (the SDK would hold it whole), and a read stream whose receiving
