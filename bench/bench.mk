@@ -1,7 +1,7 @@
 # Included from the top Makefile, which defines VENV, PY, STAMP and `develop`.
 BENCH_STAMP := $(VENV)/.bench-installed
 
-.PHONY: bench bench-quick bench-http bench-client
+.PHONY: bench bench-quick bench-http bench-client bench-mcp
 
 $(BENCH_STAMP): bench/requirements.txt $(STAMP)
 	$(PY) -m pip install --quiet -r bench/requirements.txt
@@ -18,3 +18,6 @@ bench-http: develop $(STAMP) ## rpcwire over HTTP (uvicorn, gunicorn gthread, Fl
 
 bench-client: develop $(BENCH_STAMP) ## The clients side by side over pipes and HTTP (~3 min)
 	$(PY) bench/client_bench.py $(BENCH_CLIENT_ARGS)
+
+bench-mcp: develop $(BENCH_STAMP) ## MCP over stdio: the SDK's client against an MCPServer, SDK transport vs rpcwire.mcp (~3 min)
+	$(PY) bench/mcp_bench.py $(BENCH_MCP_ARGS)
