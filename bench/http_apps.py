@@ -20,6 +20,7 @@ def add(a: float, b: float) -> float:
 handler = methods({"add": add})
 rpcwire_wsgi = WSGIApp(handler)
 rpcwire_asgi = ASGIApp(handler)
+rpcwire_asgi_inline = ASGIApp(handler, run_sync_inline=True)
 
 
 def floor_wsgi(environ: dict[str, Any], start_response: Any) -> list[bytes]:

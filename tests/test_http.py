@@ -109,15 +109,24 @@ def call_asgi(
     sent: list[dict[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
-        if len(received) == len(pieces):
+        if len(received) == len(pieces):  # as servers do: the disconnect once the response is complete
+            await complete.wait()
             return {"type": "http.disconnect"}
         received.append(len(pieces[len(received)]))
         return {"type": "http.request", "body": pieces[len(received) - 1], "more_body": len(received) < len(pieces)}
 
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            complete.set()
 
-    asyncio.run(app(scope, receive, send))
+    async def main() -> None:
+        nonlocal complete
+        complete = asyncio.Event()
+        await app(scope, receive, send)
+
+    complete: asyncio.Event
+    asyncio.run(main())
     start, *bodies = sent
     assert start["type"] == "http.response.start"
     assert all(message["type"] == "http.response.body" for message in bodies)
@@ -537,7 +546,10 @@ def test_asgi_events_are_not_held_back() -> None:
     received = iter([{"type": "http.request", "body": body}])
 
     async def receive() -> dict[str, Any]:
-        return next(received)
+        for message in received:
+            return message
+        await asyncio.Event().wait()  # the client stays: no disconnect (the app stops waiting when it is done)
+        raise AssertionError("unreachable")
 
     asyncio.run(ASGIApp(rpcwire.methods({"waits": waits}))(scope, receive, send))
     start, *bodies = sent
