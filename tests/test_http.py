@@ -4,6 +4,7 @@ scope with ``receive``/``send``), each row of the behaviour table against both."
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import json
 import threading
@@ -556,3 +557,115 @@ def test_asgi_events_are_not_held_back() -> None:
     assert start["status"] == 200 and (b"content-type", b"text/event-stream") in start["headers"]
     assert [m.get("more_body") for m in bodies] == [True, True, False]
     assert [events(m["body"])[0] for m in bodies] == [progress("t", 1), progress("t", 2), ok(1, "done")]
+
+
+# --- the same bytes over stdio, dispatch and HTTP ---------------------------------------------------------
+
+
+class Teapot(rpcwire.JsonRpcError):
+    code = -32001
+    default_message = "I'm a teapot"
+
+
+def teapot(**fields: Any) -> None:
+    raise Teapot(data=fields)
+
+
+def broken() -> None:
+    raise ValueError("broken")
+
+
+SAME_FUNCTIONS = {"add": add, "subtract": subtract, "echo": lambda *args: list(args), "teapot": teapot, "broken": broken}
+
+
+def _async(function: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(function)  # the function's signature, for methods() to bind
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(0)
+        return function(*args, **kwargs)
+
+    return call
+
+
+SAME_BODIES = [
+    ADD,
+    b'{"jsonrpc":"2.0","method":"add","params":{"a":1,"b":2},"id":"x"}',
+    b'{"jsonrpc":"2.0","method":"echo","params":["\\u00e9\xc3\xa9\\ud83d\\ude00",1.5e300,null,{"k":[]}],"id":1.0}',
+    b'{"jsonrpc":"2.0","method":"add","params":[1,2],"id":null}',
+    b'{"jsonrpc":"2.0","method":"add","params":[1,2]}',  # a notification
+    b'{"jsonrpc":"2.0","method":"broken"}',  # a notification that fails: logged, not answered
+    b'[{"jsonrpc":"2.0","method":"add","params":[1,2]},{"jsonrpc":"2.0","method":"subtract","params":[1,2]}]',
+    b'[{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1},{"jsonrpc":"2.0","method":"add","params":[1]},'
+    b'{"jsonrpc":"2.0","method":"teapot","params":{"tea":"green"},"id":2},1,{"jsonrpc":"2.0","id":3},'
+    b'{"jsonrpc":"2.0","method":"nope","id":4},{"jsonrpc":"2.0","method":"broken","id":5}]',
+    b'{"jsonrpc":"2.0","method":"add","params":[1],"id":6}',
+    b'{"jsonrpc":"2.0","method":"add","params":[1,"a"],"id":7}',  # a TypeError inside the function: -32603
+    b'{"jsonrpc":"2.0","method":"nope","id":8}',
+    b'{"jsonrpc":"2.0","method":"teapot","id":9}',
+    b"[]",
+    b"[1,2]",
+    b"{",
+    b'{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1',
+    b'{"jsonrpc":"1.0","method":"add","params":[1,2],"id":1}',
+    b'{"jsonrpc":"2.0","method":1,"id":1}',
+    b'{"jsonrpc":"2.0","method":"add","params":7,"id":1}',
+    b'{"jsonrpc":"2.0","method":"add","params":[1,2],"id":[1]}',
+    b"\xff\xfe",
+    b"nan",
+    b'"just a string"',
+    b'  {"jsonrpc":"2.0","method":"add","params":[1,2],"id":"padded"}\t ',
+]
+
+
+def over_stdio(impl: Any, body: bytes, handler: Any) -> bytes | None:
+    """What ``serve`` writes for ``body`` as one line, without its newline (``None``: nothing written)."""
+    out = io.BytesIO()
+    impl.serve(handler, impl.StdioTransport(io.BytesIO(body + b"\n"), out))
+    written = out.getvalue()
+    assert written == b"" or (written.endswith(b"\n") and written.count(b"\n") == 1), written
+    return written[:-1] if written else None
+
+
+def over_http(reply: Reply) -> bytes | None:
+    if reply.status == 204:
+        assert reply.body == b""
+        return None
+    assert reply.status == 200 and reply.headers["content-type"] == "application/json"
+    return reply.body
+
+
+@pytest.mark.parametrize("body", SAME_BODIES, ids=range(len(SAME_BODIES)))
+def test_the_same_bytes_over_stdio_dispatch_and_http(body: bytes) -> None:
+    """One handler, one body: ``serve`` (a line), ``dispatch`` and HTTP (WSGI; ASGI on a thread, inline, and an
+    async handler awaited on the loop), each in rpcwire and rpcwire.pure where it has one, give the same bytes."""
+    handler = rpcwire.methods(SAME_FUNCTIONS)
+    async_handler = rpcwire.methods({name: _async(function) for name, function in SAME_FUNCTIONS.items()})
+    expected = rpcwire.dispatch(body, handler)
+    answers = {
+        "native serve": over_stdio(rpcwire, body, handler),
+        "pure serve": over_stdio(rpcwire.pure, body, handler),
+        "pure dispatch": rpcwire.pure.dispatch(body, handler),
+        "WSGIApp": over_http(call_wsgi(WSGIApp(handler), "POST", JSON, body)),
+        "ASGIApp": over_http(call_asgi(ASGIApp(handler), "POST", JSON, body)),
+        "ASGIApp inline": over_http(call_asgi(ASGIApp(handler, run_sync_inline=True), "POST", JSON, body)),
+        "ASGIApp async": over_http(call_asgi(ASGIApp(async_handler), "POST", JSON, body)),
+        "WSGIApp, events accepted": over_http(call_wsgi(WSGIApp(handler), "POST", EVENTS, body)),
+        "ASGIApp async, events accepted": over_http(call_asgi(ASGIApp(async_handler), "POST", EVENTS, body)),
+    }
+    assert answers == dict.fromkeys(answers, expected)
+
+
+def test_a_pretty_printed_body_gives_the_same_bytes_as_its_line() -> None:
+    """A body's newlines are JSON whitespace: the answer is the compact line's (stdio would split it)."""
+    handler = rpcwire.methods(SAME_FUNCTIONS)
+    async_handler = rpcwire.methods({name: _async(function) for name, function in SAME_FUNCTIONS.items()})
+    line = SAME_BODIES[7]
+    pretty = json.dumps(json.loads(line), indent=2).encode()
+    assert b"\n" in pretty
+    expected = over_stdio(rpcwire, line, handler)
+    assert expected is not None
+    for impl in (rpcwire, rpcwire.pure):
+        assert impl.dispatch(pretty, handler) == expected
+    assert over_http(call_wsgi(WSGIApp(handler), "POST", JSON, pretty)) == expected
+    assert over_http(call_asgi(ASGIApp(handler, run_sync_inline=True), "POST", JSON, pretty)) == expected
+    assert over_http(call_asgi(ASGIApp(async_handler), "POST", EVENTS, pretty)) == expected
