@@ -575,7 +575,11 @@ def broken() -> None:
     raise ValueError("broken")
 
 
-SAME_FUNCTIONS = {"add": add, "subtract": subtract, "echo": lambda *args: list(args), "teapot": teapot, "broken": broken}
+def echo(*args: Any) -> list[Any]:
+    return list(args)
+
+
+SAME_FUNCTIONS = {"add": add, "subtract": subtract, "echo": echo, "teapot": teapot, "broken": broken}
 
 
 def _async(function: Callable[..., Any]) -> Callable[..., Any]:

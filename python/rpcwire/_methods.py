@@ -4,10 +4,10 @@
 ``@registry.method("name")``. The registry is itself the handler ``(method, params)``: array params are
 passed positionally, object params by name (MCP's ``_meta`` member only to a function that takes it, by a
 ``_meta`` parameter or ``**kwargs``), absent params as no arguments. Only the binding is checked
-(``inspect.signature(...).bind``; for a sync function only once its call raised ``TypeError``: arguments that
-do not bind raise it before the function's body runs): when it fails the answer is -32602 with the reason in ``data``; an
-exception raised inside the function is answered as any handler's (a ``TypeError`` there is -32603, never
--32602). An unknown method is -32601.
+(``inspect.signature(...).bind``; for a sync function only once its call raised ``TypeError``: arguments
+that do not bind raise it before the function's body runs): when it fails the answer is -32602 with the
+reason in ``data``; an exception raised inside the function is answered as any handler's (a ``TypeError``
+there is -32603, never -32602). An unknown method is -32601.
 
 ``async def`` functions: once the registry holds one, it is an async handler (``rpcwire_async``, which the
 engine reads, as ``inspect.iscoroutinefunction`` cannot be told so before Python 3.12): ``serve`` runs it on
