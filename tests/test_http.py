@@ -673,3 +673,49 @@ def test_a_pretty_printed_body_gives_the_same_bytes_as_its_line() -> None:
     assert over_http(call_wsgi(WSGIApp(handler), "POST", JSON, pretty)) == expected
     assert over_http(call_asgi(ASGIApp(handler, run_sync_inline=True), "POST", JSON, pretty)) == expected
     assert over_http(call_asgi(ASGIApp(async_handler), "POST", EVENTS, pretty)) == expected
+
+
+def test_a_registry_that_gains_an_async_function_after_the_app_is_made() -> None:
+    registry = rpcwire.methods({"add": add})
+    app = ASGIApp(registry, run_sync_inline=True)
+    assert call_asgi(app, "POST", JSON, ADD).json() == ok(1, 25)
+
+    @registry.method
+    async def later(x: int) -> int:
+        await asyncio.sleep(0)
+        return x
+
+    body = compact({"jsonrpc": "2.0", "method": "later", "params": [7], "id": 2})
+    assert call_asgi(app, "POST", JSON, body).json() == ok(2, 7)
+    assert call_asgi(app, "POST", JSON, ADD).json() == ok(1, 25)  # its plain functions now on a thread
+
+
+def test_a_wsgi_stream_closed_early_cancels_the_request() -> None:
+    """A WSGI server closes the response iterable when it cannot write (the client went away)."""
+    cancelled = threading.Event()
+
+    def ticks() -> str:
+        context = rpcwire.current_request()
+        for tick in range(3000):  # 30 s at most
+            context.progress(tick)
+            if context.cancelled:
+                cancelled.set()
+                return "cancelled"
+            threading.Event().wait(0.01)
+        return "never cancelled"
+
+    body = progress_request("ticks")
+    environ = {
+        "REQUEST_METHOD": "POST",
+        "CONTENT_TYPE": "application/json",
+        "CONTENT_LENGTH": str(len(body)),
+        "HTTP_ACCEPT": "text/event-stream",
+        "wsgi.input": io.BytesIO(body),
+    }
+    app_iter = WSGIApp(rpcwire.methods({"ticks": ticks}))(environ, lambda status, headers: None)
+    chunks = iter(app_iter)
+    assert events(next(chunks)) == [progress("t", 0)]
+    assert events(next(chunks)) == [progress("t", 1)]
+    assert not cancelled.is_set()
+    app_iter.close()  # type: ignore[attr-defined]
+    assert cancelled.wait(30)

@@ -353,7 +353,7 @@ class WSGIApp:
                 return []
             start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(answer)))])
             return [answer]
-        start_response(_STATUS_LINES[response.status], response.headers)
+        start_response(_STATUS_LINES[response.status], list(response.headers))  # a refusal's are shared
         return [response.body] if response.body else []
 
     def _events(self, body: bytes, start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -488,7 +488,6 @@ class ASGIApp:
         self._endpoint = _Endpoint(handler, max_body_bytes, allowed_origins, max_depth, max_batch)
         if not isinstance(run_sync_inline, bool):
             raise TypeError(f"run_sync_inline must be a bool, not {type(run_sync_inline).__name__}")
-        self._async = is_async_handler(handler)
         self._inline = run_sync_inline
 
     async def __call__(
@@ -511,14 +510,16 @@ class ASGIApp:
             response = read
         else:
             body, accept = read
+            # Asked each time (0.2 µs): a registry made before its functions may gain an async one later.
+            is_async = is_async_handler(self._endpoint.handler)
             if _wants_events(accept):
-                streamed = await self._stream(body, send, receive)
+                streamed = await self._stream(body, send, receive, is_async)
                 if streamed is None:
                     return
                 response = streamed
             else:
                 endpoint = self._endpoint
-                if self._async:
+                if is_async:
                     answer = await endpoint.answer_async(body, _Discard())
                 elif self._inline:
                     answer = dispatch(body, endpoint.handler, **endpoint.limits)
@@ -539,6 +540,7 @@ class ASGIApp:
         body: bytes,
         send: Callable[[dict[str, Any]], Awaitable[None]],
         receive: Callable[[], Awaitable[dict[str, Any]]],
+        is_async: bool,
     ) -> _Response | None:
         """With ``Accept: text/event-stream``: if a notification comes before the answer, send the events as
         they come (``None``: done); else the plain response to send. A client that goes away (``http.disconnect``,
@@ -549,7 +551,7 @@ class ASGIApp:
         contexts: list[RequestContext] = []
         endpoint = self._endpoint
         worker: asyncio.Future[Any]
-        if self._async:
+        if is_async:
             worker = loop.create_task(_run_async(endpoint, body, items.put_nowait, contexts))
         else:
 
@@ -657,6 +659,8 @@ async def _run_async(
 
 
 async def _disconnected(receive: Callable[[], Awaitable[dict[str, Any]]]) -> None:
-    """Returns once the server reports the client gone (after the body, ``receive`` waits for nothing else)."""
-    while (await receive())["type"] != "http.disconnect":
-        pass
+    """Returns once the server reports the client gone (after the body, ``receive`` waits for nothing else), or
+    ``receive`` fails (the connection is no longer usable either way)."""
+    with contextlib.suppress(Exception):
+        while (await receive())["type"] != "http.disconnect":
+            pass
