@@ -160,18 +160,17 @@ def post(connection: http.client.HTTPConnection, call: Call) -> bool:
     return response.status == 200 and (body == ANSWER or json.loads(body) == call.expected)
 
 
-def cell(port: int, call: Call, concurrency: int, seconds: float, warm_up: int) -> tuple[list[int], int, float]:
-    """``concurrency`` keep-alive connections, each POSTing back to back for ``seconds``: the latencies (ns),
+def cell(connections: list[http.client.HTTPConnection], call: Call, seconds: float) -> tuple[list[int], int, float]:
+    """One thread per keep-alive connection, each POSTing back to back for ``seconds``: the latencies (ns),
     the wrong answers and the time taken."""
+    concurrency = len(connections)
     latencies: list[list[int]] = [[] for _ in range(concurrency)]
     wrong = [0] * concurrency
     ready = threading.Barrier(concurrency + 1)
     budget = MAX_REQUESTS // concurrency
 
     def client(n: int) -> None:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        for _ in range(warm_up):
-            post(connection, call)
+        connection = connections[n]
         ready.wait()
         mine, clock = latencies[n], time.perf_counter_ns
         deadline = clock() + int(seconds * 1e9)
@@ -182,7 +181,6 @@ def cell(port: int, call: Call, concurrency: int, seconds: float, warm_up: int) 
             mine.append(clock() - begun)
             if begun > deadline:
                 break
-        connection.close()
 
     threads = [threading.Thread(target=client, args=(n,)) for n in range(concurrency)]
     for thread in threads:
@@ -192,6 +190,22 @@ def cell(port: int, call: Call, concurrency: int, seconds: float, warm_up: int) 
     for thread in threads:
         thread.join()
     return [latency for mine in latencies for latency in mine], sum(wrong), time.perf_counter() - started
+
+
+def connect(port: int, call: Call, concurrency: int) -> list[http.client.HTTPConnection]:
+    """``concurrency`` keep-alive connections, each warmed up with ``WARM_UP`` untimed requests."""
+    connections = [http.client.HTTPConnection("127.0.0.1", port, timeout=30) for _ in range(concurrency)]
+
+    def warm(connection: http.client.HTTPConnection) -> None:
+        for _ in range(WARM_UP):
+            post(connection, call)
+
+    threads = [threading.Thread(target=warm, args=(connection,)) for connection in connections]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return connections
 
 
 def summary(latencies: list[int], wrong: int, elapsed: float) -> dict[str, float]:
@@ -208,8 +222,9 @@ def summary(latencies: list[int], wrong: int, elapsed: float) -> dict[str, float
 
 
 def measure(targets: list[Target], levels: list[int], seconds: float, slices: int) -> list[dict[str, Any]]:
-    """The targets of one server, all running at once, measured in turn: each level's ``seconds`` cut into
-    ``slices`` slices, interleaved, so that the machine's drift falls on every row alike."""
+    """The targets of one server, all running at once, measured in turn on connections kept open: each level's
+    ``seconds`` cut into ``slices`` slices, interleaved, so that the machine's drift falls on every row alike.
+    Each row also keeps its µs per request slice by slice (``slice_us``), to pair with the floor's neighbour."""
     running = []
     try:
         for target in targets:
@@ -217,17 +232,21 @@ def measure(targets: list[Target], levels: list[int], seconds: float, slices: in
         rows = []
         for concurrency in levels:
             sys.stderr.write(f"{targets[0].server}, concurrency {concurrency}: {len(targets)} rows\n")
-            gathered: dict[int, tuple[list[int], int, float]] = {}
-            for turn in range(slices):
-                for index, (target, _, port) in enumerate(running):
-                    latencies, wrong, elapsed = cell(
-                        port, target.call, concurrency, seconds / slices, WARM_UP if turn == 0 else WARM_UP // 10
-                    )
-                    before = gathered.get(index, ([], 0, 0.0))
+            pools = [connect(port, target.call, concurrency) for target, _, port in running]
+            gathered: list[tuple[list[int], int, float]] = [([], 0, 0.0)] * len(running)
+            per_slice: list[list[float]] = [[] for _ in running]
+            for _ in range(slices):
+                for index, (target, _, _) in enumerate(running):
+                    latencies, wrong, elapsed = cell(pools[index], target.call, seconds / slices)
+                    before = gathered[index]
                     gathered[index] = (before[0] + latencies, before[1] + wrong, before[2] + elapsed)
+                    per_slice[index].append(elapsed / len(latencies) * 1e6)
+            for pool in pools:
+                for connection in pool:
+                    connection.close()
             for index, (target, _, _) in enumerate(running):
                 row = {"name": target.name, "server": target.server, "app": target.app, "concurrency": concurrency}
-                rows.append(row | summary(*gathered[index]))
+                rows.append(row | summary(*gathered[index]) | {"slice_us": per_slice[index]})
         return rows
     finally:
         for _, process, _ in running:
@@ -291,7 +310,8 @@ _SCOPE = {
 
 
 def in_process(repeats: int, calls: int) -> list[dict[str, Any]]:
-    """µs per call of each application with no server, medians of ``repeats`` runs of ``calls``, interleaved."""
+    """µs per call of each application with no server, over ``repeats`` runs of ``calls``, interleaved: the
+    median, and the best run (on a shared machine, the one least disturbed by other processes)."""
     import asyncio  # noqa: PLC0415
 
     import http_apps  # noqa: PLC0415
@@ -335,14 +355,17 @@ def in_process(repeats: int, calls: int) -> list[dict[str, Any]]:
             begun = time.perf_counter()
             run()
             times[name].append((time.perf_counter() - begun) / calls * 1e6)
-    return [{"name": name, "floor": floor, "us": statistics.median(times[name])} for name, (floor, _) in apps.items()]
+    return [
+        {"name": name, "floor": floor, "us": statistics.median(times[name]), "best_us": min(times[name])}
+        for name, (floor, _) in apps.items()
+    ]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="timed seconds per cell (default 3)")
     parser.add_argument("--concurrency", default="1,16", help="connections per cell, comma-separated (default 1,16)")
-    parser.add_argument("--slices", type=int, default=3, help="interleaved slices of each cell (default 3)")
+    parser.add_argument("--slices", type=int, default=10, help="interleaved slices of each cell (default 10)")
     parser.add_argument("--only", default="", help="rows whose name or server contains this text (default: all)")
     parser.add_argument("--out", default=str(HERE / "http_results.json"))
     args = parser.parse_args()
@@ -353,7 +376,7 @@ def main() -> int:
     for server in servers:
         rows += measure([t for t in chosen if t.server == server], levels, args.seconds, args.slices)
     sys.stderr.write("the applications alone, in process\n")
-    alone = in_process(repeats=5, calls=20_000)
+    alone = in_process(repeats=15, calls=4_000)
     sys.stdout.write(report(rows, alone) + "\n")
     machine = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()}
     names = ("uvicorn", "gunicorn", "granian", "flask", "jsonrpcserver", "fastapi-jsonrpc", "fastapi", "mcp")
@@ -375,9 +398,14 @@ def report(rows: list[dict[str, Any]], alone: list[dict[str, Any]]) -> str:
             f"| {name} | {row['server']} | {row['concurrency']} | {row['rps']:,.0f} | {row['p50_us']:,.0f} |"
             f" {row['p99_us']:,.0f} | {row['requests']:,} ({row['wrong']}) |"
         )
-    lines += ["", "Cost over the floor under the same server (µs per request = 1e6 / req/s; and p50 against p50):", ""]
     lines += [
-        "| app | server | concurrency | µs/request | floor µs/request | over the floor | p50 over the floor's |",
+        "",
+        "Cost over the floor under the same server (µs per request = 1e6 / req/s), and the median of the"
+        " differences slice by slice (each slice beside the floor's of the same turn):",
+        "",
+    ]
+    lines += [
+        "| app | server | concurrency | µs/request | floor µs/request | over the floor | median of the slices' |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     floors = {(row["server"], row["concurrency"]): row for row in rows if row["app"] == "floor"}
@@ -386,22 +414,27 @@ def report(rows: list[dict[str, Any]], alone: list[dict[str, Any]]) -> str:
         if row["app"] == "floor" or floor is None:
             continue
         cost, floor_cost = 1e6 / row["rps"], 1e6 / floor["rps"]
+        paired = statistics.median(a - b for a, b in zip(row["slice_us"], floor["slice_us"], strict=True))
         lines.append(
             f"| {row['name']} | {row['server']} | {row['concurrency']} | {cost:,.1f} | {floor_cost:,.1f} |"
-            f" {cost - floor_cost:+,.1f} | {row['p50_us'] - floor['p50_us']:+,.1f} |"
+            f" {cost - floor_cost:+,.1f} | {paired:+,.1f} |"
         )
     lines += [
         "",
         "The applications alone (no server, no socket; µs per call, a fresh WSGI environ included;"
-        " median of 5 runs of 20,000):",
+        " median and best of 15 runs of 4,000, interleaved):",
         "",
     ]
-    lines += ["| app | µs/call | over its floor app |", "| --- | ---: | ---: |"]
+    lines += [
+        "| app | µs/call, median | over its floor app | µs/call, best run | over its floor app |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
     by_name = {entry["name"]: entry for entry in alone}
     for entry in alone:
         floor = by_name.get(entry["floor"])
         over = "" if floor is None else f"{entry['us'] - floor['us']:+,.2f}"
-        lines.append(f"| {entry['name']} | {entry['us']:,.2f} | {over} |")
+        best_over = "" if floor is None else f"{entry['best_us'] - floor['best_us']:+,.2f}"
+        lines.append(f"| {entry['name']} | {entry['us']:,.2f} | {over} | {entry['best_us']:,.2f} | {best_over} |")
     return "\n".join(lines)
 
 
