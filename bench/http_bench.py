@@ -44,7 +44,7 @@ MAX_REQUESTS = 500_000  # per cell, whatever the time
 GUNICORN = [sys.executable, "-m", "gunicorn", "--bind", "fd://{fd}", "-w", "1", "--worker-class", "gthread"]
 GUNICORN += ["--threads", "16", "--keep-alive", "30", "--log-level", "warning"]
 UVICORN = [sys.executable, "-m", "uvicorn", "--fd", "{fd}", "--workers", "1", "--no-access-log"]
-UVICORN += ["--log-level", "warning"]
+UVICORN += ["--log-level", "warning", "--timeout-keep-alive", "60"]
 # granian takes no descriptor: a port the kernel just gave, freed again for it. 16 blocking threads for WSGI, as
 # gunicorn's; one runtime thread (the default); no websockets.
 GRANIAN = [sys.executable, "-m", "granian", "--host", "127.0.0.1", "--port", "{port}", "--workers", "1"]
@@ -154,8 +154,13 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 
 def post(connection: http.client.HTTPConnection, call: Call) -> bool:
-    connection.request("POST", "/rpc", body=call.body, headers=call.headers)
-    response = connection.getresponse()
+    try:
+        connection.request("POST", "/rpc", body=call.body, headers=call.headers)
+        response = connection.getresponse()
+    except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+        connection.close()  # the server closed a connection left idle: once more, on a new one
+        connection.request("POST", "/rpc", body=call.body, headers=call.headers)
+        response = connection.getresponse()
     body = response.read()
     return response.status == 200 and (body == ANSWER or json.loads(body) == call.expected)
 
@@ -232,11 +237,13 @@ def measure(targets: list[Target], levels: list[int], seconds: float, slices: in
         rows = []
         for concurrency in levels:
             sys.stderr.write(f"{targets[0].server}, concurrency {concurrency}: {len(targets)} rows\n")
-            pools = [connect(port, target.call, concurrency) for target, _, port in running]
+            pools: list[list[http.client.HTTPConnection]] = []
             gathered: list[tuple[list[int], int, float]] = [([], 0, 0.0)] * len(running)
             per_slice: list[list[float]] = [[] for _ in running]
             for _ in range(slices):
-                for index, (target, _, _) in enumerate(running):
+                for index, (target, _, port) in enumerate(running):
+                    if len(pools) == index:  # warmed up just before its first slice
+                        pools.append(connect(port, target.call, concurrency))
                     latencies, wrong, elapsed = cell(pools[index], target.call, seconds / slices)
                     before = gathered[index]
                     gathered[index] = (before[0] + latencies, before[1] + wrong, before[2] + elapsed)
