@@ -14,9 +14,16 @@ One POST carries one JSON text (a request, a notification or a batch) answered b
   ``.notify()``) before its answer: 200 ``text/event-stream``, each notification a ``message`` event sent as it
   is written, the answer the last event. Without a notification first, the plain answer as above.
 
+- A client that goes away mid-stream: the requests still running are cancelled (``current_request().cancelled``).
+
 The checks run in that order (405, 403, 415, 413/411). Mounting: ``WSGIApp`` is a WSGI application (gunicorn,
-``wsgiref``; in Flask, :func:`flask_view`), ``ASGIApp`` an ASGI one (uvicorn; Starlette and FastAPI
-``app.mount("/rpc", ASGIApp(handler))``). See README, "HTTP".
+granian, ``wsgiref``; in Flask, :func:`flask_view`), ``ASGIApp`` an ASGI one (uvicorn, granian; Starlette and
+FastAPI ``app.mount("/rpc", ASGIApp(handler))``); where a sync handler runs under ASGI: ``run_sync_inline``.
+See README, "HTTP".
+
+The hot path (a small request, a sync handler, no events) costs a few µs over a constant reply, measured in
+process by ``make bench-http``: only the headers used are read, the refusals are made once, the answer goes
+out with no response object in between.
 """
 
 from __future__ import annotations
