@@ -83,22 +83,6 @@ class _Response:
         return {"type": "http.response.start", "status": self.status, "headers": list(self._asgi_headers)}
 
 
-class _Head:
-    """The request headers the applications read (each ``None`` when absent), and nothing else: gathering every
-    header into a dict cost 2 µs of a WSGI request's 13 over a constant reply (gunicorn's environ, measured)."""
-
-    __slots__ = ("accept", "content_length", "content_type", "host", "origin")
-
-    def __init__(
-        self, content_type: str, content_length: str | None, origin: str | None, host: str | None, accept: str | None
-    ) -> None:
-        self.content_type = content_type
-        self.content_length = content_length
-        self.origin = origin
-        self.host = host
-        self.accept = accept
-
-
 _REASONS = {
     200: "OK",
     204: "No Content",
@@ -157,19 +141,27 @@ class _Endpoint:
             raise ValueError('allowed_origins is a list of origins, "*" or None')
         else:
             self.allowed_origins = frozenset(allowed_origins)
+        self.max_depth = max_depth
+        self.max_batch = max_batch
         self.limits = {"max_message_bytes": max_body_bytes, "max_depth": max_depth, "max_batch": max_batch}
         dispatch(b"[]", handler, **self.limits)  # the limits checked now, not at the first request
+        # Whether the handler is async, asked once unless it can change: a registry made before its functions
+        # may gain an async one later (its rpcwire_async is read at each request; is_async_handler is 0.7 µs).
+        tagged = hasattr(handler, "rpcwire_async") and not inspect.iscoroutinefunction(handler)
+        self.fixed_async: bool | None = None if tagged else is_async_handler(handler)
         self._too_large = _refusal(413, f"413 Content Too Large: the body is limited to {max_body_bytes} bytes")
 
-    def refuse(self, method: str, head: _Head, scheme: str) -> _Response | None:
-        """The response that refuses the request before its body is read, or ``None`` to go on."""
+    def refuse(  # noqa: PLR0917  (on every request: positional, no keyword parsing)
+        self, method: str, scheme: str, content_type: str, length: str | None, origin: str | None, host: str | None
+    ) -> _Response | None:
+        """The response that refuses the request before its body is read, or ``None`` to go on. Only the headers
+        used are read, each ``None`` when absent: gathering every header into a dict cost 2 µs a request."""
         if method != "POST":
             return _METHOD_NOT_ALLOWED
-        if head.origin is not None and not self.origin_allowed(head.origin, head.host, scheme):
+        if origin is not None and not self.origin_allowed(origin, host, scheme):
             return _FORBIDDEN
-        if not _is_json(head.content_type):
+        if not _is_json(content_type):
             return _UNSUPPORTED
-        length = head.content_length
         if length is not None:
             if not length.isdigit() or not length.isascii():
                 return _BAD_LENGTH
@@ -194,6 +186,20 @@ class _Endpoint:
 
     def too_large(self) -> _Response:
         return self._too_large
+
+    def is_async(self) -> bool:
+        fixed = self.fixed_async
+        return getattr(self.handler, "rpcwire_async", False) is True if fixed is None else fixed
+
+    def dispatch(self, body: bytes) -> bytes | None:
+        # The limits as keywords, not **self.limits: 0.35 µs less a call (measured).
+        return dispatch(
+            body,
+            self.handler,
+            max_message_bytes=self.max_body_bytes,
+            max_depth=self.max_depth,
+            max_batch=self.max_batch,
+        )
 
     # --- with a request context per request (server-sent events, async handlers) ---
 
@@ -354,7 +360,13 @@ class WSGIApp:
             return self._events(read[0], start_response)
         else:
             endpoint = self._endpoint
-            answer = dispatch(read[0], endpoint.handler, **endpoint.limits)
+            answer = dispatch(
+                read[0],
+                endpoint.handler,
+                max_message_bytes=endpoint.max_body_bytes,
+                max_depth=endpoint.max_depth,
+                max_batch=endpoint.max_batch,
+            )
             if answer is None:
                 start_response("204 No Content", [])
                 return []
@@ -391,14 +403,22 @@ class WSGIApp:
         host = get("HTTP_HOST")
         if host is None and "SERVER_NAME" in environ:
             host = f"{environ['SERVER_NAME']}:{get('SERVER_PORT', '')}".rstrip(":")
-        head = _Head(get("CONTENT_TYPE", ""), length and length.strip(), get("HTTP_ORIGIN"), host, get("HTTP_ACCEPT"))
+        if length is not None:
+            length = length.strip()
         endpoint = self._endpoint
-        refusal = endpoint.refuse(get("REQUEST_METHOD", "GET"), head, get("wsgi.url_scheme", "http"))
+        refusal = endpoint.refuse(
+            get("REQUEST_METHOD", "GET"),
+            get("wsgi.url_scheme", "http"),
+            get("CONTENT_TYPE", ""),
+            length,
+            get("HTTP_ORIGIN"),
+            host,
+        )
         if refusal is not None:
             return refusal
         stream = environ["wsgi.input"]
-        if head.content_length is not None:
-            body = _read_exactly(stream, int(head.content_length))
+        if length is not None:
+            body = _read_exactly(stream, int(length))
         elif get("wsgi.input_terminated"):  # chunked, the server ends the input: count while reading
             chunks: list[bytes] = []
             size = 0
@@ -410,7 +430,7 @@ class WSGIApp:
             body = b"".join(chunks)
         else:  # PEP 3333: without a length the input may not be read
             return _LENGTH_REQUIRED
-        return body, head.accept
+        return body, get("HTTP_ACCEPT")
 
 
 def _event_stream(
@@ -517,8 +537,7 @@ class ASGIApp:
             response = read
         else:
             body, accept = read
-            # Asked each time (0.2 µs): a registry made before its functions may gain an async one later.
-            is_async = is_async_handler(self._endpoint.handler)
+            is_async = self._endpoint.is_async()
             if _wants_events(accept):
                 streamed = await self._stream(body, send, receive, is_async)
                 if streamed is None:
@@ -529,9 +548,9 @@ class ASGIApp:
                 if is_async:
                     answer = await endpoint.answer_async(body, _Discard())
                 elif self._inline:
-                    answer = dispatch(body, endpoint.handler, **endpoint.limits)
+                    answer = endpoint.dispatch(body)
                 else:
-                    answer = await asyncio.to_thread(dispatch, body, endpoint.handler, **endpoint.limits)
+                    answer = await asyncio.to_thread(endpoint.dispatch, body)
                 if answer is None:
                     await send({"type": "http.response.start", "status": 204, "headers": []})
                 else:
@@ -605,21 +624,25 @@ class ASGIApp:
         self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]]
     ) -> _Response | tuple[bytes, str | None] | None:
         found: dict[bytes, str] = {}
-        for name, value in scope.get("headers", ()):
-            key = name.lower()
-            if key in _ASGI_WANTED:
-                text = value.decode("latin-1")
-                found[key] = f"{found[key]},{text}" if key in found else text
+        for name, value in scope["headers"]:
+            if name not in _ASGI_WANTED:  # servers lowercase the names (ASGI: "should"); else look again
+                if name.islower():
+                    continue
+                name = name.lower()  # noqa: PLW2901
+                if name not in _ASGI_WANTED:
+                    continue
+            text = value.decode("latin-1")
+            found[name] = f"{found[name]},{text}" if name in found else text
         length = found.get(b"content-length")
-        head = _Head(
+        endpoint = self._endpoint
+        refusal = endpoint.refuse(
+            scope.get("method", "GET"),
+            scope.get("scheme", "http"),
             found.get(b"content-type", ""),
             None if length is None else length.strip(),
             found.get(b"origin"),
             found.get(b"host"),
-            found.get(b"accept"),
         )
-        endpoint = self._endpoint
-        refusal = endpoint.refuse(scope.get("method", "GET"), head, scope.get("scheme", "http"))
         if refusal is not None:
             return refusal
         message = await receive()  # most bodies come whole, in one message
@@ -643,7 +666,7 @@ class ASGIApp:
                 if not message.get("more_body", False):
                     break
             body = b"".join(chunks)
-        return body, head.accept
+        return body, found.get(b"accept")
 
 
 _ASGI_WANTED = frozenset({b"content-type", b"content-length", b"origin", b"host", b"accept"})
