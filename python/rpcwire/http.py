@@ -516,6 +516,7 @@ class ASGIApp:
         if not isinstance(run_sync_inline, bool):
             raise TypeError(f"run_sync_inline must be a bool, not {type(run_sync_inline).__name__}")
         self._inline = run_sync_inline
+        self._max = max_body_bytes
 
     async def __call__(
         self,
@@ -530,36 +531,44 @@ class ASGIApp:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
             raise ValueError(f"rpcwire.http.ASGIApp serves HTTP, not {scope['type']!r}")
-        read = await self._read(scope, receive)
-        if read is None:  # the client went away
-            return
-        if isinstance(read, _Response):
-            response = read
-        else:
-            body, accept = read
-            is_async = self._endpoint.is_async()
-            if _wants_events(accept):
-                streamed = await self._stream(body, send, receive, is_async)
-                if streamed is None:
-                    return
-                response = streamed
+        refusal, accept = self._check(scope)
+        if refusal is None:
+            message = await receive()  # most bodies come whole, in one message (no coroutine in between)
+            if message["type"] == "http.request" and not message.get("more_body", False):
+                body = message.get("body", b"")
+                if len(body) > self._max:
+                    refusal = self._endpoint.too_large()
             else:
-                endpoint = self._endpoint
-                if is_async:
-                    answer = await endpoint.answer_async(body, _Discard())
-                elif self._inline:
-                    answer = endpoint.dispatch(body)
+                read = await self._read_more(message, receive)
+                if read is None:  # the client went away
+                    return
+                if isinstance(read, _Response):
+                    refusal = read
                 else:
-                    answer = await asyncio.to_thread(endpoint.dispatch, body)
-                if answer is None:
-                    await send({"type": "http.response.start", "status": 204, "headers": []})
-                else:
-                    length = (b"content-length", str(len(answer)).encode())
-                    await send({"type": "http.response.start", "status": 200, "headers": [_ASGI_JSON, length]})
-                await send({"type": "http.response.body", "body": answer or b""})
-                return
-        await send(response.asgi_start())
-        await send({"type": "http.response.body", "body": response.body})
+                    body = read
+        if refusal is not None:
+            await _send(refusal, send)
+            return
+        endpoint = self._endpoint
+        is_async = endpoint.is_async()
+        if _wants_events(accept):
+            streamed = await self._stream(body, send, receive, is_async)
+            if streamed is not None:
+                await _send(streamed, send)
+            return
+        if is_async:
+            answer = await endpoint.answer_async(body, _Discard())
+        elif self._inline:
+            answer = endpoint.dispatch(body)
+        else:
+            answer = await asyncio.to_thread(endpoint.dispatch, body)
+        if answer is None:
+            await send({"type": "http.response.start", "status": 204, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        length = (b"content-length", str(len(answer)).encode())
+        await send({"type": "http.response.start", "status": 200, "headers": [_ASGI_JSON, length]})
+        await send({"type": "http.response.body", "body": answer})
 
     async def _stream(
         self,
@@ -620,9 +629,8 @@ class ASGIApp:
                         context._cancel("lsp")
             await asyncio.gather(worker, return_exceptions=True)
 
-    async def _read(
-        self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]]
-    ) -> _Response | tuple[bytes, str | None] | None:
+    def _check(self, scope: dict[str, Any]) -> tuple[_Response | None, str | None]:
+        """The refusal before the body is read (or ``None``), and the ``Accept`` header."""
         found: dict[bytes, str] = {}
         for name, value in scope["headers"]:
             if name not in _ASGI_WANTED:  # servers lowercase the names (ASGI: "should"); else look again
@@ -634,8 +642,7 @@ class ASGIApp:
             text = value.decode("latin-1")
             found[name] = f"{found[name]},{text}" if name in found else text
         length = found.get(b"content-length")
-        endpoint = self._endpoint
-        refusal = endpoint.refuse(
+        refusal = self._endpoint.refuse(
             scope.get("method", "GET"),
             scope.get("scheme", "http"),
             found.get(b"content-type", ""),
@@ -643,30 +650,25 @@ class ASGIApp:
             found.get(b"origin"),
             found.get(b"host"),
         )
-        if refusal is not None:
-            return refusal
-        message = await receive()  # most bodies come whole, in one message
-        if message["type"] == "http.disconnect":
-            return None
-        body = message.get("body", b"")
-        if len(body) > endpoint.max_body_bytes:
-            return endpoint.too_large()
-        if message.get("more_body", False):
-            chunks = [body]
-            size = len(body)
-            while True:  # the server ends the body (more_body false) or reports a disconnect
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    return None
-                chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > endpoint.max_body_bytes:
-                    return endpoint.too_large()
-                chunks.append(chunk)
-                if not message.get("more_body", False):
-                    break
-            body = b"".join(chunks)
-        return body, found.get(b"accept")
+        return refusal, found.get(b"accept")
+
+    async def _read_more(
+        self, message: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]]
+    ) -> _Response | bytes | None:
+        """The body whose first message is ``message``, in pieces (``None``: the client went away)."""
+        chunks: list[bytes] = []
+        size = 0
+        while True:  # the server ends the body (more_body false) or reports a disconnect
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self._max:
+                return self._endpoint.too_large()
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+            message = await receive()
 
 
 _ASGI_WANTED = frozenset({b"content-type", b"content-length", b"origin", b"host", b"accept"})
@@ -674,6 +676,11 @@ _ASGI_EVENT_HEADERS = [(name.lower().encode(), value.encode()) for name, value i
 
 
 _ASGI_JSON = (b"content-type", b"application/json")
+
+
+async def _send(response: _Response, send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+    await send(response.asgi_start())
+    await send({"type": "http.response.body", "body": response.body})
 
 
 async def _run_async(
