@@ -280,7 +280,9 @@ def scaled_servers() -> list[object]:
     gunicorn = [sys.executable, "-m", "gunicorn", "--bind", "fd://{fd}", "--chdir", "{dir}"]
     uvicorn = [sys.executable, "-m", "uvicorn", "--fd", "{fd}", "--app-dir", "{dir}", "--log-level", "warning"]
     granian = [sys.executable, "-m", "granian", "--host", "127.0.0.1", "--port", "{port}", "--working-dir", "{dir}"]
-    granian_options = ["--workers", "2", "--log-level", "warning"]
+    # A worker that refuses to stop is killed after 10 s (once, in a full run on a loaded machine, a granian
+    # worker outlived the test's 30 s after SIGTERM, holding its stderr open).
+    granian_options = ["--workers", "2", "--log-level", "warning", "--workers-kill-timeout", "10"]
     needs_granian = pytest.mark.skipif(
         importlib.util.find_spec("granian") is None, reason="granian is not installed (requirements-dev.txt)"
     )
@@ -398,7 +400,7 @@ def client_servers() -> list[object]:
     gunicorn += ["--worker-class", "gthread", "--threads", "4"]
     uvicorn = [sys.executable, "-m", "uvicorn", "--fd", "{fd}", "--app-dir", "{dir}", "--log-level", "warning"]
     granian = [sys.executable, "-m", "granian", "--host", "127.0.0.1", "--port", "{port}", "--working-dir", "{dir}"]
-    granian += ["--workers", "1", "--log-level", "warning"]
+    granian += ["--workers", "1", "--log-level", "warning", "--workers-kill-timeout", "10"]
     needs_granian = pytest.mark.skipif(
         importlib.util.find_spec("granian") is None, reason="granian is not installed (requirements-dev.txt)"
     )
