@@ -691,8 +691,10 @@ def test_a_registry_that_gains_an_async_function_after_the_app_is_made() -> None
 
 
 def test_a_wsgi_stream_closed_early_cancels_the_request() -> None:
-    """A WSGI server closes the response iterable when it cannot write (the client went away)."""
+    """A WSGI server closes the response iterable when it cannot write (the client went away): the request
+    running is cancelled, and the rest of its batch never runs."""
     cancelled = threading.Event()
+    ran: list[str] = []
 
     def ticks() -> str:
         context = rpcwire.current_request()
@@ -704,7 +706,7 @@ def test_a_wsgi_stream_closed_early_cancels_the_request() -> None:
             threading.Event().wait(0.01)
         return "never cancelled"
 
-    body = progress_request("ticks")
+    body = b"[" + progress_request("ticks") + b"," + compact({"jsonrpc": "2.0", "method": "after", "id": 2}) + b"]"
     environ = {
         "REQUEST_METHOD": "POST",
         "CONTENT_TYPE": "application/json",
@@ -712,10 +714,60 @@ def test_a_wsgi_stream_closed_early_cancels_the_request() -> None:
         "HTTP_ACCEPT": "text/event-stream",
         "wsgi.input": io.BytesIO(body),
     }
-    app_iter = WSGIApp(rpcwire.methods({"ticks": ticks}))(environ, lambda status, headers: None)
+    registry = rpcwire.methods({"ticks": ticks, "after": lambda: ran.append("after")})
+    app_iter = WSGIApp(registry)(environ, lambda status, headers: None)
     chunks = iter(app_iter)
     assert events(next(chunks)) == [progress("t", 0)]
     assert events(next(chunks)) == [progress("t", 1)]
     assert not cancelled.is_set()
     app_iter.close()  # type: ignore[attr-defined]
     assert cancelled.wait(30)
+    threading.Event().wait(0.2)  # time for the batch's next entry to start, were it to
+    assert ran == []
+
+
+def test_an_asgi_client_gone_mid_stream_cancels_the_task_and_the_rest_of_the_batch() -> None:
+    seen: list[str] = []
+
+    async def ticks() -> str:
+        context = rpcwire.current_request()
+        try:
+            for tick in range(3000):  # 30 s at most
+                context.progress(tick)
+                await asyncio.sleep(0.01)
+        except asyncio.CancelledError:
+            seen.append(f"cancelled, context.cancelled={context.cancelled}")
+            raise
+        return "never cancelled"
+
+    async def after() -> None:
+        seen.append("after ran")
+
+    body = b"[" + progress_request("ticks") + b"," + compact({"jsonrpc": "2.0", "method": "after", "id": 2}) + b"]"
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "headers": [(b"content-type", b"application/json"), (b"accept", b"text/event-stream")],
+    }
+    sent: list[dict[str, Any]] = []
+
+    async def main() -> None:
+        two_events = asyncio.Event()
+        messages = iter([{"type": "http.request", "body": body}])
+
+        async def receive() -> dict[str, Any]:
+            for message in messages:
+                return message
+            await two_events.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+            if len(sent) == 3:  # the start and two events
+                two_events.set()
+
+        await asyncio.wait_for(ASGIApp(rpcwire.methods({"ticks": ticks, "after": after}))(scope, receive, send), 30)
+
+    asyncio.run(main())
+    assert seen == ["cancelled, context.cancelled=True"]  # and "after" never ran
+    assert sent[0]["status"] == 200 and all(m.get("more_body") for m in sent[1:])

@@ -118,6 +118,26 @@ def _strip_default_port(netloc: str, scheme: str) -> str:
     return netloc[: -len(default) - 1] if default and netloc.endswith(":" + default) else netloc
 
 
+class _Running:
+    """The request contexts of one streamed body, for a client that goes away to cancel: those running, and
+    those not yet started (cancelled as they start, so that they never run)."""
+
+    def __init__(self) -> None:
+        self._contexts: list[RequestContext] = []
+        self._stopped = False
+
+    def add(self, context: RequestContext) -> None:
+        self._contexts.append(context)
+        if self._stopped:
+            context._cancel("lsp")
+
+    def stop(self) -> None:
+        self._stopped = True
+        for context in list(self._contexts):
+            if not context._done:
+                context._cancel("lsp")
+
+
 class _Endpoint:
     """What both applications do with a request's method and headers, and with its body."""
 
@@ -210,8 +230,8 @@ class _Endpoint:
         transport = StdioTransport(io.BytesIO(body.replace(b"\n", b"\r")), sink, **self.limits)
         return transport, transport._read_message()
 
-    def run_streamed(self, body: bytes, emit: Callable[[str, Any], None], contexts: list[RequestContext]) -> None:
-        """On a worker thread: answer ``body`` with a request context per request (each added to ``contexts``
+    def run_streamed(self, body: bytes, emit: Callable[[str, Any], None], running: _Running) -> None:
+        """On a worker thread: answer ``body`` with a request context per request (each added to ``running``
         as it starts, for a client that goes away to cancel), ``emit(_EVENT, line)`` for each notification
         the handler writes (progress), then ``emit(_ANSWERED, answer or None)``, or ``emit(_FAILED, exception)``
         for a ``BaseException`` that is not answered."""
@@ -225,7 +245,7 @@ class _Endpoint:
 
                 def call(request: Request) -> bytes | None:
                     context = RequestContext(request, transport)
-                    contexts.append(context)
+                    running.add(context)
                     return _call(transport, request, self.handler, context)
 
                 if isinstance(message, Request):
@@ -237,9 +257,9 @@ class _Endpoint:
         else:
             emit(_ANSWERED, answer)
 
-    async def answer_async(self, body: bytes, sink: Any, contexts: list[RequestContext] | None = None) -> bytes | None:
+    async def answer_async(self, body: bytes, sink: Any, running: _Running | None = None) -> bytes | None:
         """On the loop: answer ``body`` with an async handler, awaited here (no thread), a request context per
-        request (added to ``contexts``, its ``_task`` this task, which a cancellation cancels), each notification
+        request (added to ``running``, its ``_task`` this task, which a cancellation cancels), each notification
         written into ``sink``. The same bytes as ``dispatch``: the same core reads the body and builds them."""
         transport, message = self._open(body, sink)
         if message is None:
@@ -247,20 +267,18 @@ class _Endpoint:
         if isinstance(message, bytes):
             return message
         if isinstance(message, Request):
-            return await self._call_async(transport, message, contexts)
+            return await self._call_async(transport, message, running)
         return _batch_line(
-            [e if isinstance(e, bytes) else await self._call_async(transport, e, contexts) for e in message]
+            [e if isinstance(e, bytes) else await self._call_async(transport, e, running) for e in message]
         )
 
-    async def _call_async(
-        self, transport: Any, request: Request, contexts: list[RequestContext] | None
-    ) -> bytes | None:
+    async def _call_async(self, transport: Any, request: Request, running: _Running | None) -> bytes | None:
         context = RequestContext(request, transport)
-        context._task = asyncio.current_task()
-        if contexts is not None:
-            contexts.append(context)
-        if context.cancelled:
+        if running is not None:
+            running.add(context)
+        if context.cancelled:  # the client went away before this request of its batch started
             return _cancelled_answer(transport, request, context)
+        context._task = asyncio.current_task()
         token = _current.set(context)
         try:
             result = self.handler(request.method, request.params)
@@ -379,10 +397,10 @@ class WSGIApp:
         """``run_streamed`` on a thread of its own: the events as they come once a notification came first,
         else the plain response."""
         items: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
-        contexts: list[RequestContext] = []
+        running = _Running()
         thread = threading.Thread(
             target=self._endpoint.run_streamed,
-            args=(body, lambda kind, value: items.put((kind, value)), contexts),
+            args=(body, lambda kind, value: items.put((kind, value)), running),
             name="rpcwire-http-events",
             daemon=True,
         )
@@ -395,7 +413,7 @@ class WSGIApp:
             start_response(_STATUS_LINES[response.status], response.headers)
             return [response.body] if response.body else []
         start_response("200 OK", _EVENT_HEADERS)  # progress came first: the answer is streamed
-        return _event_stream(value, items, contexts)
+        return _event_stream(value, items, running)
 
     def _read(self, environ: dict[str, Any]) -> _Response | tuple[bytes, str | None]:
         get = environ.get
@@ -433,9 +451,7 @@ class WSGIApp:
         return body, get("HTTP_ACCEPT")
 
 
-def _event_stream(
-    first: bytes, items: queue.SimpleQueue[tuple[str, Any]], contexts: list[RequestContext]
-) -> Iterator[bytes]:
+def _event_stream(first: bytes, items: queue.SimpleQueue[tuple[str, Any]], running: _Running) -> Iterator[bytes]:
     """The events of ``WSGIApp._events`` after the first. Closed early (the server could not write: the client
     went away), the requests still running are cancelled (``current_request().cancelled``) and left to end
     on their thread, their events unread."""
@@ -450,9 +466,7 @@ def _event_stream(
             if kind == _ANSWERED:
                 return
     finally:
-        for context in contexts:
-            if not context._done:
-                context._cancel("lsp")
+        running.stop()
 
 
 def _read_exactly(stream: Any, length: int) -> bytes:
@@ -583,11 +597,11 @@ class ASGIApp:
         handler's task is cancelled), which are then awaited."""
         loop = asyncio.get_running_loop()
         items: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-        contexts: list[RequestContext] = []
+        running = _Running()
         endpoint = self._endpoint
         worker: asyncio.Future[Any]
         if is_async:
-            worker = loop.create_task(_run_async(endpoint, body, items.put_nowait, contexts))
+            worker = loop.create_task(_run_async(endpoint, body, items.put_nowait, running))
         else:
 
             def emit(kind: str, value: Any) -> None:
@@ -595,7 +609,7 @@ class ASGIApp:
                     loop.call_soon_threadsafe(items.put_nowait, (kind, value))
 
             # On a thread even with run_sync_inline: the events go out while the handler runs.
-            worker = asyncio.ensure_future(asyncio.to_thread(endpoint.run_streamed, body, emit, contexts))
+            worker = asyncio.ensure_future(asyncio.to_thread(endpoint.run_streamed, body, emit, running))
         gone = loop.create_task(_disconnected(receive))
         started = False
         try:
@@ -624,9 +638,7 @@ class ASGIApp:
         finally:
             gone.cancel()
             if not worker.done():  # the client went away (or this task was cancelled): stop what still runs
-                for context in contexts:
-                    if not context._done:
-                        context._cancel("lsp")
+                running.stop()
             await asyncio.gather(worker, return_exceptions=True)
 
     def _check(self, scope: dict[str, Any]) -> tuple[_Response | None, str | None]:
@@ -684,11 +696,11 @@ async def _send(response: _Response, send: Callable[[dict[str, Any]], Awaitable[
 
 
 async def _run_async(
-    endpoint: _Endpoint, body: bytes, put: Callable[[tuple[str, Any]], None], contexts: list[RequestContext]
+    endpoint: _Endpoint, body: bytes, put: Callable[[tuple[str, Any]], None], running: _Running
 ) -> None:
     """``run_streamed`` for an async handler, as a task on the loop."""
     try:
-        answer = await endpoint.answer_async(body, _EventSink(lambda kind, value: put((kind, value))), contexts)
+        answer = await endpoint.answer_async(body, _EventSink(lambda kind, value: put((kind, value))), running)
     except BaseException as exc:  # raised again by _stream, if it still listens
         put((_FAILED, exc))
     else:
