@@ -77,6 +77,9 @@ def server(
             _, stderr = process.communicate(timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
+            for pid in workers:  # a worker that outlives its server holds stderr open: communicate would wait
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             _, stderr = process.communicate(timeout=30)
         left = workers
         deadline = time.monotonic() + 10
