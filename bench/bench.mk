@@ -13,7 +13,7 @@ bench: develop $(BENCH_STAMP) ## rpcwire against its peers: table, bench/results
 bench-quick: develop $(BENCH_STAMP) ## A smoke run of the benchmark (a tenth of the messages, one repeat)
 	$(PY) bench/run.py --quick --repeats 1 $(BENCH_ARGS)
 
-bench-http: develop $(STAMP) ## rpcwire over HTTP (uvicorn, gunicorn gthread, Flask) against a constant reply (~40 s)
+bench-http: develop $(BENCH_STAMP) ## rpcwire over HTTP (uvicorn, granian, gunicorn) against its peers and a constant reply (~3 min)
 	$(PY) bench/http_bench.py $(BENCH_HTTP_ARGS)
 
 bench-client: develop $(BENCH_STAMP) ## The clients side by side over pipes and HTTP (~3 min)

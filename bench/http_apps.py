@@ -1,5 +1,9 @@
-"""The applications `make bench-http` serves: rpcwire's WSGI and ASGI apps with the Flask example's ``add``, and
-the floor: a constant reply of the same bytes with no JSON-RPC at all (what the server alone costs per request).
+"""The applications `make bench-http` serves: rpcwire's WSGI and ASGI apps with the Flask example's ``add``, the
+peers answering the same ``add`` in their own terms, and the floor: a constant reply of the same bytes with no
+JSON-RPC at all (what the server alone costs per request).
+
+The peers are imported only by the rows that serve them (``peer_*`` below), so a missing peer fails its row,
+not the others.
 """
 
 from __future__ import annotations
@@ -20,12 +24,20 @@ def add(a: float, b: float) -> float:
 handler = methods({"add": add})
 rpcwire_wsgi = WSGIApp(handler)
 rpcwire_asgi = ASGIApp(handler)
+rpcwire_asgi_inline = ASGIApp(handler, run_sync_inline=True)
 
 
 def floor_wsgi(environ: dict[str, Any], start_response: Any) -> list[bytes]:
     environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
     start_response("200 OK", _HEADERS)
     return [ANSWER]
+
+
+_ASGI_START = {
+    "type": "http.response.start",
+    "status": 200,
+    "headers": [(k.lower().encode(), v.encode()) for k, v in _HEADERS],
+}
 
 
 async def floor_asgi(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -37,6 +49,66 @@ async def floor_asgi(scope: dict[str, Any], receive: Any, send: Any) -> None:
     more = True
     while more:
         more = (await receive()).get("more_body", False)
-    headers = [(name.lower().encode(), value.encode()) for name, value in _HEADERS]
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send(dict(_ASGI_START))
     await send({"type": "http.response.body", "body": ANSWER})
+
+
+def __getattr__(name: str) -> Any:
+    """The peers, built on first use: ``peer_jsonrpcserver_flask``, ``peer_fastapi_jsonrpc``, ``peer_mcp``."""
+    builders = {
+        "peer_jsonrpcserver_flask": _jsonrpcserver_flask,
+        "peer_fastapi_jsonrpc": _fastapi_jsonrpc,
+        "peer_mcp": _mcp_streamable_http,
+    }
+    if name not in builders:
+        raise AttributeError(name)
+    app = builders[name]()
+    globals()[name] = app
+    return app
+
+
+def _jsonrpcserver_flask() -> Any:
+    """jsonrpcserver's ``dispatch`` in a Flask view, as its documentation shows it."""
+    import jsonrpcserver  # noqa: PLC0415
+    from flask import Flask, Response, request  # noqa: PLC0415
+
+    @jsonrpcserver.method(name="add")
+    def add_(a: float, b: float) -> jsonrpcserver.Result:
+        return jsonrpcserver.Success(a + b)
+
+    app = Flask("jsonrpcserver_flask")
+
+    @app.route("/rpc", methods=["POST"])
+    def rpc() -> Response:
+        return Response(jsonrpcserver.dispatch(request.get_data().decode()), content_type="application/json")
+
+    return app
+
+
+def _fastapi_jsonrpc() -> Any:
+    """fastapi-jsonrpc: one entrypoint, ``add`` with typed parameters (it takes params by name only)."""
+    import fastapi_jsonrpc  # noqa: PLC0415
+
+    app = fastapi_jsonrpc.API()
+    entrypoint = fastapi_jsonrpc.Entrypoint("/rpc")
+
+    @entrypoint.method(name="add")
+    def add_(a: int, b: int) -> int:
+        return a + b
+
+    app.bind_entrypoint(entrypoint)
+    return app
+
+
+def _mcp_streamable_http() -> Any:
+    """The MCP SDK's streamable HTTP transport, stateless with JSON responses (its fastest setting): ``add`` as a
+    tool, called with ``tools/call`` (no ``initialize`` needed when stateless)."""
+    from mcp.server.mcpserver import MCPServer  # noqa: PLC0415
+
+    server = MCPServer("bench", log_level="WARNING")
+
+    @server.tool(name="add")
+    def add_(a: int, b: int) -> int:
+        return a + b
+
+    return server.streamable_http_app(streamable_http_path="/rpc", stateless_http=True, json_response=True)

@@ -1,18 +1,22 @@
 """rpcwire over HTTP: `make bench-http`, or `.venv/bin/python bench/http_bench.py [--seconds S] [--concurrency 1,16]`.
 
 Each server runs one worker process on 127.0.0.1 (a socket this script binds, an ephemeral port, handed over
-as a file descriptor) and is stopped at the end of its cells. The load generator is this process: C threads,
-each with its own keep-alive ``http.client`` connection, POSTing the same ``add`` request back to back for S
-seconds (at most MAX_REQUESTS a cell) after an untimed warm-up; every answer's status and bytes are checked.
-The floor rows are a constant reply of the same bytes under the same server (bench/http_apps.py): rpcwire's
-dispatch cost is its µs per request over the floor's at concurrency 1. Prints a markdown table (progress to
-stderr) and writes bench/http_results.json. No assertion on time anywhere.
+as a file descriptor; granian binds the port itself) and is stopped at the end of its cells. The load generator
+is this process: C threads, each with its own keep-alive ``http.client`` connection, POSTing the same ``add``
+request back to back for S seconds (at most MAX_REQUESTS a cell) after an untimed warm-up; every answer's
+status and value are checked. The floor rows are a constant reply of the same bytes under the same server
+(bench/http_apps.py): rpcwire's dispatch cost is its µs per request over the floor's at concurrency 1. The
+peers answer the same call in their own terms (by-name params for fastapi-jsonrpc, ``tools/call`` for MCP).
+Last, the applications alone, called in this process with no server and no socket (a gunicorn-like environ,
+a uvicorn-like scope): what each adds over the floor app, free of the network's noise. Prints markdown tables
+(progress to stderr) and writes bench/http_results.json. No assertion on time anywhere.
 """
 
 from __future__ import annotations
 
 import argparse
 import http.client
+import io
 import json
 import os
 import platform
@@ -22,7 +26,8 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -31,6 +36,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 BODY = b'{"jsonrpc":"2.0","method":"add","params":[10,15],"id":1}'
 ANSWER = b'{"jsonrpc":"2.0","id":1,"result":25}'
+EXPECTED: Any = json.loads(ANSWER)
 HEADERS = {"Content-Type": "application/json"}
 WARM_UP = 200  # requests per connection, untimed
 MAX_REQUESTS = 500_000  # per cell, whatever the time
@@ -38,26 +44,66 @@ MAX_REQUESTS = 500_000  # per cell, whatever the time
 GUNICORN = [sys.executable, "-m", "gunicorn", "--bind", "fd://{fd}", "-w", "1", "--worker-class", "gthread"]
 GUNICORN += ["--threads", "16", "--keep-alive", "30", "--log-level", "warning"]
 UVICORN = [sys.executable, "-m", "uvicorn", "--fd", "{fd}", "--workers", "1", "--no-access-log"]
-UVICORN += ["--log-level", "warning", "--lifespan", "off"]
+UVICORN += ["--log-level", "warning", "--timeout-keep-alive", "60"]
+# granian takes no descriptor: a port the kernel just gave, freed again for it. 16 blocking threads for WSGI, as
+# gunicorn's; one runtime thread (the default); no websockets.
+GRANIAN = [sys.executable, "-m", "granian", "--host", "127.0.0.1", "--port", "{port}", "--workers", "1"]
+GRANIAN += ["--no-ws", "--log-level", "warning", "--no-access-log"]
+GRANIAN_ASGI = [*GRANIAN, "--interface", "asgi"]
+GRANIAN_WSGI = [*GRANIAN, "--interface", "wsgi", "--blocking-threads", "16"]
+
+
+@dataclass(frozen=True)
+class Call:
+    """What a row POSTs and the answer it expects (decoded; the rpcwire bytes are compared first, as bytes)."""
+
+    body: bytes = BODY
+    headers: dict[str, str] = field(default_factory=lambda: HEADERS)
+    expected: Any = field(default_factory=lambda: EXPECTED)
+
+
+ADD = Call()
+BY_NAME = Call(body=b'{"jsonrpc":"2.0","method":"add","params":{"a":10,"b":15},"id":1}')
+MCP_CALL = Call(
+    body=b'{"jsonrpc":"2.0","method":"tools/call","params":{"name":"add","arguments":{"a":10,"b":15}},"id":1}',
+    headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"},
+    expected={
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {"content": [{"type": "text", "text": "25"}], "structuredContent": {"result": 25}, "isError": False},
+    },
+)
 
 
 @dataclass(frozen=True)
 class Target:
     name: str  # the row's label
-    server: str  # uvicorn, gunicorn gthread
-    app: str  # what is served: rpcwire, floor, flask
+    server: str  # uvicorn, gunicorn gthread, granian asgi, granian wsgi
+    app: str  # what is served: rpcwire, floor, peer
     command: list[str]
-    cwd: Path
+    cwd: Path = HERE
+    call: Call = ADD
 
 
 TARGETS = [
-    Target("rpcwire ASGIApp", "uvicorn", "rpcwire", [*UVICORN, "http_apps:rpcwire_asgi"], HERE),
-    Target("floor (constant reply)", "uvicorn", "floor", [*UVICORN, "http_apps:floor_asgi"], HERE),
-    Target("rpcwire WSGIApp", "gunicorn gthread", "rpcwire", [*GUNICORN, "http_apps:rpcwire_wsgi"], HERE),
+    Target("rpcwire ASGIApp", "uvicorn", "rpcwire", [*UVICORN, "http_apps:rpcwire_asgi"]),
+    Target("rpcwire ASGIApp, run_sync_inline", "uvicorn", "rpcwire", [*UVICORN, "http_apps:rpcwire_asgi_inline"]),
+    Target("fastapi-jsonrpc", "uvicorn", "peer", [*UVICORN, "http_apps:peer_fastapi_jsonrpc"], call=BY_NAME),
+    Target("MCP SDK streamable HTTP", "uvicorn", "peer", [*UVICORN, "http_apps:peer_mcp"], call=MCP_CALL),
+    Target("floor (constant reply)", "uvicorn", "floor", [*UVICORN, "http_apps:floor_asgi"]),
+    Target("rpcwire ASGIApp", "granian asgi", "rpcwire", [*GRANIAN_ASGI, "http_apps:rpcwire_asgi"]),
     Target(
-        "Flask example (flask_view)", "gunicorn gthread", "flask", [*GUNICORN, "flask_server:app"], ROOT / "examples"
+        "rpcwire ASGIApp, run_sync_inline", "granian asgi", "rpcwire", [*GRANIAN_ASGI, "http_apps:rpcwire_asgi_inline"]
     ),
-    Target("floor (constant reply)", "gunicorn gthread", "floor", [*GUNICORN, "http_apps:floor_wsgi"], HERE),
+    Target("floor (constant reply)", "granian asgi", "floor", [*GRANIAN_ASGI, "http_apps:floor_asgi"]),
+    Target("rpcwire WSGIApp", "gunicorn gthread", "rpcwire", [*GUNICORN, "http_apps:rpcwire_wsgi"]),
+    Target(
+        "Flask example (flask_view)", "gunicorn gthread", "rpcwire", [*GUNICORN, "flask_server:app"], ROOT / "examples"
+    ),
+    Target("jsonrpcserver on Flask", "gunicorn gthread", "peer", [*GUNICORN, "http_apps:peer_jsonrpcserver_flask"]),
+    Target("floor (constant reply)", "gunicorn gthread", "floor", [*GUNICORN, "http_apps:floor_wsgi"]),
+    Target("rpcwire WSGIApp", "granian wsgi", "rpcwire", [*GRANIAN_WSGI, "http_apps:rpcwire_wsgi"]),
+    Target("floor (constant reply)", "granian wsgi", "floor", [*GRANIAN_WSGI, "http_apps:floor_wsgi"]),
 ]
 
 
@@ -71,10 +117,13 @@ def start(target: Target) -> tuple[subprocess.Popen[bytes], int]:
     listener.listen(128)
     listener.set_inheritable(True)
     port, fd = listener.getsockname()[1], listener.fileno()
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+    binds_itself = any("{port}" in part for part in target.command)
+    if binds_itself:
+        listener.close()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "python"), str(HERE)])}
     process = subprocess.Popen(
-        [part.replace("{fd}", str(fd)) for part in target.command],
-        pass_fds=(fd,),
+        [part.replace("{fd}", str(fd)).replace("{port}", str(port)) for part in target.command],
+        pass_fds=() if binds_itself else (fd,),
         cwd=target.cwd,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -85,8 +134,9 @@ def start(target: Target) -> tuple[subprocess.Popen[bytes], int]:
         if process.poll() is not None:
             raise RuntimeError(f"{target.name} under {target.server} exited with {process.returncode}")
         try:
-            post(http.client.HTTPConnection("127.0.0.1", port, timeout=5))
-            return process, port
+            if post(http.client.HTTPConnection("127.0.0.1", port, timeout=5), target.call):
+                return process, port
+            raise RuntimeError(f"{target.name} under {target.server} answers wrongly")
         except OSError:
             if time.monotonic() > deadline:
                 stop(process)
@@ -103,34 +153,39 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-def post(connection: http.client.HTTPConnection) -> bool:
-    connection.request("POST", "/rpc", body=BODY, headers=HEADERS)
-    response = connection.getresponse()
-    return response.status == 200 and response.read() == ANSWER
+def post(connection: http.client.HTTPConnection, call: Call) -> bool:
+    try:
+        connection.request("POST", "/rpc", body=call.body, headers=call.headers)
+        response = connection.getresponse()
+    except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+        connection.close()  # the server closed a connection left idle: once more, on a new one
+        connection.request("POST", "/rpc", body=call.body, headers=call.headers)
+        response = connection.getresponse()
+    body = response.read()
+    return response.status == 200 and (body == ANSWER or json.loads(body) == call.expected)
 
 
-def cell(port: int, concurrency: int, seconds: float) -> dict[str, float]:
-    """``concurrency`` keep-alive connections, each POSTing back to back for ``seconds``."""
+def cell(connections: list[http.client.HTTPConnection], call: Call, seconds: float) -> tuple[list[int], int, float]:
+    """One thread per keep-alive connection, each POSTing back to back for ``seconds``: the latencies (ns),
+    the wrong answers and the time taken."""
+    concurrency = len(connections)
     latencies: list[list[int]] = [[] for _ in range(concurrency)]
     wrong = [0] * concurrency
     ready = threading.Barrier(concurrency + 1)
     budget = MAX_REQUESTS // concurrency
 
     def client(n: int) -> None:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        for _ in range(WARM_UP):
-            post(connection)
+        connection = connections[n]
         ready.wait()
         mine, clock = latencies[n], time.perf_counter_ns
         deadline = clock() + int(seconds * 1e9)
         while len(mine) < budget:
             begun = clock()
-            if not post(connection):
+            if not post(connection, call):
                 wrong[n] += 1
             mine.append(clock() - begun)
             if begun > deadline:
                 break
-        connection.close()
 
     threads = [threading.Thread(target=client, args=(n,)) for n in range(concurrency)]
     for thread in threads:
@@ -139,11 +194,30 @@ def cell(port: int, concurrency: int, seconds: float) -> dict[str, float]:
     started = time.perf_counter()
     for thread in threads:
         thread.join()
-    elapsed = time.perf_counter() - started
-    every = sorted(latency for mine in latencies for latency in mine)
+    return [latency for mine in latencies for latency in mine], sum(wrong), time.perf_counter() - started
+
+
+def connect(port: int, call: Call, concurrency: int) -> list[http.client.HTTPConnection]:
+    """``concurrency`` keep-alive connections, each warmed up with ``WARM_UP`` untimed requests."""
+    connections = [http.client.HTTPConnection("127.0.0.1", port, timeout=30) for _ in range(concurrency)]
+
+    def warm(connection: http.client.HTTPConnection) -> None:
+        for _ in range(WARM_UP):
+            post(connection, call)
+
+    threads = [threading.Thread(target=warm, args=(connection,)) for connection in connections]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return connections
+
+
+def summary(latencies: list[int], wrong: int, elapsed: float) -> dict[str, float]:
+    every = sorted(latencies)
     return {
         "requests": len(every),
-        "wrong": sum(wrong),
+        "wrong": wrong,
         "seconds": elapsed,
         "rps": len(every) / elapsed,
         "p50_us": every[len(every) // 2] / 1e3,
@@ -152,44 +226,196 @@ def cell(port: int, concurrency: int, seconds: float) -> dict[str, float]:
     }
 
 
+def measure(targets: list[Target], levels: list[int], seconds: float, slices: int) -> list[dict[str, Any]]:
+    """The targets of one server, all running at once, measured in turn on connections kept open: each level's
+    ``seconds`` cut into ``slices`` slices, interleaved, so that the machine's drift falls on every row alike.
+    Each row also keeps its µs per request slice by slice (``slice_us``), to pair with the floor's neighbour."""
+    running = []
+    try:
+        for target in targets:
+            running.append((target, *start(target)))
+        rows = []
+        for concurrency in levels:
+            sys.stderr.write(f"{targets[0].server}, concurrency {concurrency}: {len(targets)} rows\n")
+            pools: list[list[http.client.HTTPConnection]] = []
+            gathered: list[tuple[list[int], int, float]] = [([], 0, 0.0)] * len(running)
+            per_slice: list[list[float]] = [[] for _ in running]
+            for _ in range(slices):
+                for index, (target, _, port) in enumerate(running):
+                    if len(pools) == index:  # warmed up just before its first slice
+                        pools.append(connect(port, target.call, concurrency))
+                    latencies, wrong, elapsed = cell(pools[index], target.call, seconds / slices)
+                    before = gathered[index]
+                    gathered[index] = (before[0] + latencies, before[1] + wrong, before[2] + elapsed)
+                    per_slice[index].append(elapsed / len(latencies) * 1e6)
+            for pool in pools:
+                for connection in pool:
+                    connection.close()
+            for index, (target, _, _) in enumerate(running):
+                row = {"name": target.name, "server": target.server, "app": target.app, "concurrency": concurrency}
+                rows.append(row | summary(*gathered[index]) | {"slice_us": per_slice[index]})
+        return rows
+    finally:
+        for _, process, _ in running:
+            stop(process)
+
+
+# --- the applications alone, in this process ----------------------------------------------------------------
+
+
+def _environ() -> dict[str, Any]:
+    """What gunicorn's gthread worker puts in a request's environ (the same keys), a fresh input each time."""
+    return {
+        "wsgi.errors": sys.stderr,
+        "wsgi.version": (1, 0),
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": False,
+        "wsgi.run_once": False,
+        "wsgi.file_wrapper": None,
+        "wsgi.input_terminated": True,
+        "SERVER_SOFTWARE": "gunicorn/27.0.1",
+        "wsgi.input": io.BytesIO(BODY),
+        "gunicorn.socket": None,
+        "REQUEST_METHOD": "POST",
+        "QUERY_STRING": "",
+        "RAW_URI": "/rpc",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "HTTP_HOST": "127.0.0.1:8000",
+        "HTTP_ACCEPT_ENCODING": "identity",
+        "CONTENT_TYPE": "application/json",
+        "CONTENT_LENGTH": str(len(BODY)),
+        "wsgi.url_scheme": "http",
+        "REMOTE_ADDR": "127.0.0.1",
+        "REMOTE_PORT": "40000",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "8000",
+        "PATH_INFO": "/rpc",
+        "SCRIPT_NAME": "",
+    }
+
+
+_SCOPE = {
+    "type": "http",
+    "asgi": {"version": "3.0", "spec_version": "2.4"},
+    "http_version": "1.1",
+    "server": ("127.0.0.1", 8000),
+    "client": ("127.0.0.1", 40000),
+    "scheme": "http",
+    "method": "POST",
+    "root_path": "",
+    "path": "/rpc",
+    "raw_path": b"/rpc",
+    "query_string": b"",
+    "headers": [
+        (b"host", b"127.0.0.1:8000"),
+        (b"accept-encoding", b"identity"),
+        (b"content-length", str(len(BODY)).encode()),
+        (b"content-type", b"application/json"),
+    ],
+    "state": {},
+}
+
+
+def in_process(repeats: int, calls: int) -> list[dict[str, Any]]:
+    """µs per call of each application with no server, medians of ``repeats`` runs of ``calls``, interleaved: the
+    time taken, and the CPU time of the process, all its threads (less disturbed by other processes)."""
+    import asyncio  # noqa: PLC0415
+
+    import http_apps  # noqa: PLC0415
+
+    def wsgi(app: Any) -> Callable[[], Any]:
+        def run() -> None:
+            start_response = lambda status, headers, exc_info=None: None  # noqa: E731
+            for _ in range(calls):
+                assert b"".join(app(_environ(), start_response)) == ANSWER
+
+        return run
+
+    def asgi(app: Any) -> Callable[[], Any]:
+        message = {"type": "http.request", "body": BODY, "more_body": False}
+        sent: list[Any] = []
+
+        async def receive() -> dict[str, Any]:
+            return message
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        async def many() -> None:
+            for _ in range(calls):
+                await app(_SCOPE, receive, send)
+                assert sent[-1]["body"] == ANSWER
+                sent.clear()
+
+        return lambda: asyncio.run(many())
+
+    apps: dict[str, tuple[str, Callable[[], Any]]] = {
+        "WSGI floor": ("floor", wsgi(http_apps.floor_wsgi)),
+        "rpcwire WSGIApp": ("WSGI floor", wsgi(http_apps.rpcwire_wsgi)),
+        "ASGI floor": ("floor", asgi(http_apps.floor_asgi)),
+        "rpcwire ASGIApp, run_sync_inline": ("ASGI floor", asgi(http_apps.rpcwire_asgi_inline)),
+        "rpcwire ASGIApp": ("ASGI floor", asgi(http_apps.rpcwire_asgi)),
+    }
+    wall: dict[str, list[float]] = {name: [] for name in apps}
+    cpu: dict[str, list[float]] = {name: [] for name in apps}
+    for _ in range(repeats):
+        for name, (_, run) in apps.items():
+            begun, begun_cpu = time.perf_counter(), time.process_time()
+            run()
+            cpu[name].append((time.process_time() - begun_cpu) / calls * 1e6)
+            wall[name].append((time.perf_counter() - begun) / calls * 1e6)
+    return [
+        {"name": name, "floor": floor, "us": statistics.median(wall[name]), "cpu_us": statistics.median(cpu[name])}
+        for name, (floor, _) in apps.items()
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="timed seconds per cell (default 3)")
     parser.add_argument("--concurrency", default="1,16", help="connections per cell, comma-separated (default 1,16)")
+    parser.add_argument("--slices", type=int, default=10, help="interleaved slices of each cell (default 10)")
+    parser.add_argument("--only", default="", help="rows whose name or server contains this text (default: all)")
     parser.add_argument("--out", default=str(HERE / "http_results.json"))
     args = parser.parse_args()
     levels = [int(level) for level in args.concurrency.split(",")]
+    chosen = [t for t in TARGETS if not args.only or args.only in t.name or args.only in t.server]
+    servers = list(dict.fromkeys(target.server for target in chosen))
     rows = []
-    for target in TARGETS:
-        process, port = start(target)
-        try:
-            for concurrency in levels:
-                sys.stderr.write(f"{target.name} under {target.server}, concurrency {concurrency}\n")
-                row = {"name": target.name, "server": target.server, "app": target.app, "concurrency": concurrency}
-                rows.append(row | cell(port, concurrency, args.seconds))
-        finally:
-            stop(process)
-    sys.stdout.write(report(rows) + "\n")
+    for server in servers:
+        rows += measure([t for t in chosen if t.server == server], levels, args.seconds, args.slices)
+    sys.stderr.write("the applications alone, in process\n")
+    alone = in_process(repeats=15, calls=4_000)
+    sys.stdout.write(report(rows, alone) + "\n")
     machine = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()}
-    peers = {name: version(name) for name in ("uvicorn", "gunicorn", "flask")}
-    Path(args.out).write_text(json.dumps({"machine": machine, "versions": peers, "rows": rows}, indent=1))
+    names = ("uvicorn", "gunicorn", "granian", "flask", "jsonrpcserver", "fastapi-jsonrpc", "fastapi", "mcp")
+    peers = {name: version(name) for name in names}
+    Path(args.out).write_text(
+        json.dumps({"machine": machine, "versions": peers, "rows": rows, "in_process": alone}, indent=1)
+    )
     return 0
 
 
-def report(rows: list[dict[str, Any]]) -> str:
+def report(rows: list[dict[str, Any]], alone: list[dict[str, Any]]) -> str:
     lines = [
         "| app | server | concurrency | req/s | p50 µs | p99 µs | answers (wrong) |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for row in rows:
+        name = f"**{row['name']}**" if row["app"] == "rpcwire" else row["name"]
         lines.append(
-            f"| {row['name']} | {row['server']} | {row['concurrency']} | {row['rps']:,.0f} | {row['p50_us']:,.0f} |"
+            f"| {name} | {row['server']} | {row['concurrency']} | {row['rps']:,.0f} | {row['p50_us']:,.0f} |"
             f" {row['p99_us']:,.0f} | {row['requests']:,} ({row['wrong']}) |"
         )
-    lines += ["", "rpcwire's cost over the floor under the same server (µs per request = 1e6 / req/s):", ""]
     lines += [
-        "| app | server | concurrency | µs/request | floor µs/request | over the floor |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
+        "",
+        "Cost over the floor under the same server (µs per request = 1e6 / req/s), and the median of the"
+        " differences slice by slice (each slice beside the floor's of the same turn):",
+        "",
+    ]
+    lines += [
+        "| app | server | concurrency | µs/request | floor µs/request | over the floor | median of the slices' |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     floors = {(row["server"], row["concurrency"]): row for row in rows if row["app"] == "floor"}
     for row in rows:
@@ -197,10 +423,27 @@ def report(rows: list[dict[str, Any]]) -> str:
         if row["app"] == "floor" or floor is None:
             continue
         cost, floor_cost = 1e6 / row["rps"], 1e6 / floor["rps"]
+        paired = statistics.median(a - b for a, b in zip(row["slice_us"], floor["slice_us"], strict=True))
         lines.append(
             f"| {row['name']} | {row['server']} | {row['concurrency']} | {cost:,.1f} | {floor_cost:,.1f} |"
-            f" {cost - floor_cost:+,.1f} |"
+            f" {cost - floor_cost:+,.1f} | {paired:+,.1f} |"
         )
+    lines += [
+        "",
+        "The applications alone (no server, no socket; µs per call, a fresh WSGI environ included;"
+        " medians of 15 runs of 4,000, interleaved; CPU: the process's, all threads):",
+        "",
+    ]
+    lines += [
+        "| app | µs/call | over its floor app | CPU µs/call | over its floor app |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    by_name = {entry["name"]: entry for entry in alone}
+    for entry in alone:
+        floor = by_name.get(entry["floor"])
+        over = "" if floor is None else f"{entry['us'] - floor['us']:+,.2f}"
+        cpu_over = "" if floor is None else f"{entry['cpu_us'] - floor['cpu_us']:+,.2f}"
+        lines.append(f"| {entry['name']} | {entry['us']:,.2f} | {over} | {entry['cpu_us']:,.2f} | {cpu_over} |")
     return "\n".join(lines)
 
 

@@ -4,6 +4,7 @@ scope with ``receive``/``send``), each row of the behaviour table against both."
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import json
 import threading
@@ -109,15 +110,24 @@ def call_asgi(
     sent: list[dict[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
-        if len(received) == len(pieces):
+        if len(received) == len(pieces):  # as servers do: the disconnect once the response is complete
+            await complete.wait()
             return {"type": "http.disconnect"}
         received.append(len(pieces[len(received)]))
         return {"type": "http.request", "body": pieces[len(received) - 1], "more_body": len(received) < len(pieces)}
 
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            complete.set()
 
-    asyncio.run(app(scope, receive, send))
+    async def main() -> None:
+        nonlocal complete
+        complete = asyncio.Event()
+        await app(scope, receive, send)
+
+    complete: asyncio.Event
+    asyncio.run(main())
     start, *bodies = sent
     assert start["type"] == "http.response.start"
     assert all(message["type"] == "http.response.body" for message in bodies)
@@ -537,10 +547,227 @@ def test_asgi_events_are_not_held_back() -> None:
     received = iter([{"type": "http.request", "body": body}])
 
     async def receive() -> dict[str, Any]:
-        return next(received)
+        for message in received:
+            return message
+        await asyncio.Event().wait()  # the client stays: no disconnect (the app stops waiting when it is done)
+        raise AssertionError("unreachable")
 
     asyncio.run(ASGIApp(rpcwire.methods({"waits": waits}))(scope, receive, send))
     start, *bodies = sent
     assert start["status"] == 200 and (b"content-type", b"text/event-stream") in start["headers"]
     assert [m.get("more_body") for m in bodies] == [True, True, False]
     assert [events(m["body"])[0] for m in bodies] == [progress("t", 1), progress("t", 2), ok(1, "done")]
+
+
+# --- the same bytes over stdio, dispatch and HTTP ---------------------------------------------------------
+
+
+class Teapot(rpcwire.JsonRpcError):
+    code = -32001
+    default_message = "I'm a teapot"
+
+
+def teapot(**fields: Any) -> None:
+    raise Teapot(data=fields)
+
+
+def broken() -> None:
+    raise ValueError("broken")
+
+
+def echo(*args: Any) -> list[Any]:
+    return list(args)
+
+
+SAME_FUNCTIONS = {"add": add, "subtract": subtract, "echo": echo, "teapot": teapot, "broken": broken}
+
+
+def _async(function: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(function)  # the function's signature, for methods() to bind
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(0)
+        return function(*args, **kwargs)
+
+    return call
+
+
+SAME_BODIES = [
+    ADD,
+    b'{"jsonrpc":"2.0","method":"add","params":{"a":1,"b":2},"id":"x"}',
+    b'{"jsonrpc":"2.0","method":"echo","params":["\\u00e9\xc3\xa9\\ud83d\\ude00",1.5e300,null,{"k":[]}],"id":1.0}',
+    b'{"jsonrpc":"2.0","method":"add","params":[1,2],"id":null}',
+    b'{"jsonrpc":"2.0","method":"add","params":[1,2]}',  # a notification
+    b'{"jsonrpc":"2.0","method":"broken"}',  # a notification that fails: logged, not answered
+    b'[{"jsonrpc":"2.0","method":"add","params":[1,2]},{"jsonrpc":"2.0","method":"subtract","params":[1,2]}]',
+    b'[{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1},{"jsonrpc":"2.0","method":"add","params":[1]},'
+    b'{"jsonrpc":"2.0","method":"teapot","params":{"tea":"green"},"id":2},1,{"jsonrpc":"2.0","id":3},'
+    b'{"jsonrpc":"2.0","method":"nope","id":4},{"jsonrpc":"2.0","method":"broken","id":5}]',
+    b'{"jsonrpc":"2.0","method":"add","params":[1],"id":6}',
+    b'{"jsonrpc":"2.0","method":"add","params":[1,"a"],"id":7}',  # a TypeError inside the function: -32603
+    b'{"jsonrpc":"2.0","method":"nope","id":8}',
+    b'{"jsonrpc":"2.0","method":"teapot","id":9}',
+    b"[]",
+    b"[1,2]",
+    b"{",
+    b'{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1',
+    b'{"jsonrpc":"1.0","method":"add","params":[1,2],"id":1}',
+    b'{"jsonrpc":"2.0","method":1,"id":1}',
+    b'{"jsonrpc":"2.0","method":"add","params":7,"id":1}',
+    b'{"jsonrpc":"2.0","method":"add","params":[1,2],"id":[1]}',
+    b"\xff\xfe",
+    b"nan",
+    b'"just a string"',
+    b'  {"jsonrpc":"2.0","method":"add","params":[1,2],"id":"padded"}\t ',
+]
+
+
+def over_stdio(impl: Any, body: bytes, handler: Any) -> bytes | None:
+    """What ``serve`` writes for ``body`` as one line, without its newline (``None``: nothing written)."""
+    out = io.BytesIO()
+    impl.serve(handler, impl.StdioTransport(io.BytesIO(body + b"\n"), out))
+    written = out.getvalue()
+    assert written == b"" or (written.endswith(b"\n") and written.count(b"\n") == 1), written
+    return written[:-1] if written else None
+
+
+def over_http(reply: Reply) -> bytes | None:
+    if reply.status == 204:
+        assert reply.body == b""
+        return None
+    assert reply.status == 200 and reply.headers["content-type"] == "application/json"
+    return reply.body
+
+
+@pytest.mark.parametrize("body", SAME_BODIES, ids=range(len(SAME_BODIES)))
+def test_the_same_bytes_over_stdio_dispatch_and_http(body: bytes) -> None:
+    """One handler, one body: ``serve`` (a line), ``dispatch`` and HTTP (WSGI; ASGI on a thread, inline, and an
+    async handler awaited on the loop), each in rpcwire and rpcwire.pure where it has one, give the same bytes."""
+    handler = rpcwire.methods(SAME_FUNCTIONS)
+    async_handler = rpcwire.methods({name: _async(function) for name, function in SAME_FUNCTIONS.items()})
+    expected = rpcwire.dispatch(body, handler)
+    answers = {
+        "native serve": over_stdio(rpcwire, body, handler),
+        "pure serve": over_stdio(rpcwire.pure, body, handler),
+        "pure dispatch": rpcwire.pure.dispatch(body, handler),
+        "WSGIApp": over_http(call_wsgi(WSGIApp(handler), "POST", JSON, body)),
+        "ASGIApp": over_http(call_asgi(ASGIApp(handler), "POST", JSON, body)),
+        "ASGIApp inline": over_http(call_asgi(ASGIApp(handler, run_sync_inline=True), "POST", JSON, body)),
+        "ASGIApp async": over_http(call_asgi(ASGIApp(async_handler), "POST", JSON, body)),
+        "WSGIApp, events accepted": over_http(call_wsgi(WSGIApp(handler), "POST", EVENTS, body)),
+        "ASGIApp async, events accepted": over_http(call_asgi(ASGIApp(async_handler), "POST", EVENTS, body)),
+    }
+    assert answers == dict.fromkeys(answers, expected)
+
+
+def test_a_pretty_printed_body_gives_the_same_bytes_as_its_line() -> None:
+    """A body's newlines are JSON whitespace: the answer is the compact line's (stdio would split it)."""
+    handler = rpcwire.methods(SAME_FUNCTIONS)
+    async_handler = rpcwire.methods({name: _async(function) for name, function in SAME_FUNCTIONS.items()})
+    line = SAME_BODIES[7]
+    pretty = json.dumps(json.loads(line), indent=2).encode()
+    assert b"\n" in pretty
+    expected = over_stdio(rpcwire, line, handler)
+    assert expected is not None
+    for impl in (rpcwire, rpcwire.pure):
+        assert impl.dispatch(pretty, handler) == expected
+    assert over_http(call_wsgi(WSGIApp(handler), "POST", JSON, pretty)) == expected
+    assert over_http(call_asgi(ASGIApp(handler, run_sync_inline=True), "POST", JSON, pretty)) == expected
+    assert over_http(call_asgi(ASGIApp(async_handler), "POST", EVENTS, pretty)) == expected
+
+
+def test_a_registry_that_gains_an_async_function_after_the_app_is_made() -> None:
+    registry = rpcwire.methods({"add": add})
+    app = ASGIApp(registry, run_sync_inline=True)
+    assert call_asgi(app, "POST", JSON, ADD).json() == ok(1, 25)
+
+    @registry.method
+    async def later(x: int) -> int:
+        await asyncio.sleep(0)
+        return x
+
+    body = compact({"jsonrpc": "2.0", "method": "later", "params": [7], "id": 2})
+    assert call_asgi(app, "POST", JSON, body).json() == ok(2, 7)
+    assert call_asgi(app, "POST", JSON, ADD).json() == ok(1, 25)  # its plain functions now on a thread
+
+
+def test_a_wsgi_stream_closed_early_cancels_the_request() -> None:
+    """A WSGI server closes the response iterable when it cannot write (the client went away): the request
+    running is cancelled, and the rest of its batch never runs."""
+    cancelled = threading.Event()
+    ran: list[str] = []
+
+    def ticks() -> str:
+        context = rpcwire.current_request()
+        for tick in range(3000):  # 30 s at most
+            context.progress(tick)
+            if context.cancelled:
+                cancelled.set()
+                return "cancelled"
+            threading.Event().wait(0.01)
+        return "never cancelled"
+
+    body = b"[" + progress_request("ticks") + b"," + compact({"jsonrpc": "2.0", "method": "after", "id": 2}) + b"]"
+    environ = {
+        "REQUEST_METHOD": "POST",
+        "CONTENT_TYPE": "application/json",
+        "CONTENT_LENGTH": str(len(body)),
+        "HTTP_ACCEPT": "text/event-stream",
+        "wsgi.input": io.BytesIO(body),
+    }
+    registry = rpcwire.methods({"ticks": ticks, "after": lambda: ran.append("after")})
+    app_iter = WSGIApp(registry)(environ, lambda status, headers: None)
+    chunks = iter(app_iter)
+    assert events(next(chunks)) == [progress("t", 0)]
+    assert events(next(chunks)) == [progress("t", 1)]
+    assert not cancelled.is_set()
+    app_iter.close()  # type: ignore[attr-defined]
+    assert cancelled.wait(30)
+    threading.Event().wait(0.2)  # time for the batch's next entry to start, were it to
+    assert ran == []
+
+
+def test_an_asgi_client_gone_mid_stream_cancels_the_task_and_the_rest_of_the_batch() -> None:
+    seen: list[str] = []
+
+    async def ticks() -> str:
+        context = rpcwire.current_request()
+        try:
+            for tick in range(3000):  # 30 s at most
+                context.progress(tick)
+                await asyncio.sleep(0.01)
+        except asyncio.CancelledError:
+            seen.append(f"cancelled, context.cancelled={context.cancelled}")
+            raise
+        return "never cancelled"
+
+    async def after() -> None:
+        seen.append("after ran")
+
+    body = b"[" + progress_request("ticks") + b"," + compact({"jsonrpc": "2.0", "method": "after", "id": 2}) + b"]"
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "headers": [(b"content-type", b"application/json"), (b"accept", b"text/event-stream")],
+    }
+    sent: list[dict[str, Any]] = []
+
+    async def main() -> None:
+        two_events = asyncio.Event()
+        messages = iter([{"type": "http.request", "body": body}])
+
+        async def receive() -> dict[str, Any]:
+            for message in messages:
+                return message
+            await two_events.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+            if len(sent) == 3:  # the start and two events
+                two_events.set()
+
+        await asyncio.wait_for(ASGIApp(rpcwire.methods({"ticks": ticks, "after": after}))(scope, receive, send), 30)
+
+    asyncio.run(main())
+    assert seen == ["cancelled, context.cancelled=True"]  # and "after" never ran
+    assert sent[0]["status"] == 200 and all(m.get("more_body") for m in sent[1:])

