@@ -802,6 +802,9 @@ class _TooLong:
     def __init__(self, first: bytes) -> None:
         self.first = first
 
+    def reason(self, max_message_bytes: int) -> str:
+        return f"a line longer than max_message_bytes ({max_message_bytes})"
+
     def answer(self, max_message_bytes: int) -> bytes:
         """-32600 if it opened an object or an array (a message, too large), else -32700."""
         reason = f"a line longer than max_message_bytes ({max_message_bytes})"
@@ -809,6 +812,161 @@ class _TooLong:
             return _invalid_request(b"null", reason)
         logger.debug("parse error: %s", reason)
         return _PARSE_ERROR
+
+
+# --- Content-Length framing: the rules of the native FrameBuffer (src/framing.rs), docs/semantics.md ---
+
+_HEADER_LIMIT = 8 * 1024
+_RESYNC_NAME = re.compile(rb"content-length", re.IGNORECASE)
+_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_LENGTH = re.compile(rb"[0-9]{1,18}")
+_HEADER_SPACE = b" \t\n\x0c\r"  # what Rust's trim_ascii trims
+_BAD_HEADER = "a header line that is not 'Name: value' or a bad Content-Length"
+_HEADERS_TOO_LONG = "a header block longer than 8192 bytes"
+_MISSING_LENGTH = "a header block without Content-Length"
+_TRUNCATED = "a frame cut short by the end of input"
+_HEADERS, _BODY, _SKIP, _RESYNC = range(4)
+
+
+class _DroppedFrame:
+    """A frame that cannot be read (-32700), or whose ``Content-Length`` is over the limit (-32600)."""
+
+    def __init__(self, reason: str, length: int | None = None) -> None:
+        self._reason = reason
+        self._length = length
+
+    def reason(self, max_message_bytes: int) -> str:
+        if self._length is None:
+            return self._reason
+        return f"a Content-Length ({self._length}) over max_message_bytes ({max_message_bytes})"
+
+    def answer(self, max_message_bytes: int) -> bytes:
+        if self._length is not None:
+            return _invalid_request(b"null", self.reason(max_message_bytes))
+        logger.debug("parse error: %s", self._reason)
+        return _PARSE_ERROR
+
+
+def _is_blank(data: bytes | bytearray) -> bool:
+    return not data.strip(b" \t\r")
+
+
+def _header_length(line: bytes) -> int | _DroppedFrame | None:
+    """``Content-Length``'s value, ``None`` for another header, or why the line is not a header."""
+    name, colon, value = line.partition(b":")
+    if not colon or not _TOKEN.fullmatch(name):
+        return _DroppedFrame(_BAD_HEADER)
+    if name.lower() != b"content-length":
+        return None
+    value = value.strip(_HEADER_SPACE)
+    if not _LENGTH.fullmatch(value):
+        return _DroppedFrame(_BAD_HEADER)
+    return int(value)
+
+
+class _Frames:
+    """The frames read from ``stream`` and not yet handed out (``framing="content-length"``)."""
+
+    def __init__(self, stream: Any, max_body: int) -> None:
+        read1 = getattr(stream, "read1", None)
+        if callable(read1):
+            self._read: Callable[[int], bytes] = read1
+        elif isinstance(stream, io.RawIOBase):
+            self._read = stream.read
+        else:
+            self._read = stream.readline
+        self._max_body = max_body
+        self._data = bytearray()
+        self._pos = 0
+        self._eof = False
+        self._new_block()
+
+    def _new_block(self) -> None:
+        self._state = _HEADERS
+        self._length: int | None = None
+        self._started = False
+        self._used = 0
+
+    def next(self) -> bytes | _DroppedFrame | None:
+        """The next body, or a dropped frame; ``None`` at end of input."""
+        while (frame := self._advance()) is None:
+            if self._eof:
+                return None
+            chunk = self._read(_READ_CHUNK)
+            del self._data[: self._pos]
+            self._pos = 0
+            self._data += chunk
+            self._eof = not chunk
+        return frame
+
+    def _fail(self, position: int, reason: str) -> _DroppedFrame:
+        self._pos = position
+        self._state = _RESYNC
+        return _DroppedFrame(reason)
+
+    def _advance(self) -> bytes | _DroppedFrame | None:
+        data = self._data
+        while True:
+            if self._state == _HEADERS:
+                newline = data.find(b"\n", self._pos)
+                if newline < 0:
+                    if self._used + len(data) - self._pos > _HEADER_LIMIT:
+                        return self._fail(self._pos + _HEADER_LIMIT - self._used, _HEADERS_TOO_LONG)
+                    if not self._eof:
+                        return None
+                    clean = not self._started and _is_blank(data[self._pos :])
+                    self._pos = len(data)
+                    self._state = _RESYNC
+                    return None if clean else _DroppedFrame(_TRUNCATED)
+                size = newline + 1 - self._pos
+                if self._used + size > _HEADER_LIMIT:
+                    return self._fail(self._pos + _HEADER_LIMIT - self._used, _HEADERS_TOO_LONG)
+                line = bytes(data[self._pos : newline])
+                if _is_blank(line):
+                    self._pos = newline + 1
+                    if not self._started:
+                        self._new_block()
+                    elif self._length is None:
+                        return self._fail(self._pos, _MISSING_LENGTH)
+                    elif self._length <= self._max_body:
+                        self._state, self._left = _BODY, self._length
+                    else:
+                        self._state, self._left = _SKIP, self._length
+                        return _DroppedFrame("", self._length)
+                    continue
+                found = _header_length(line)
+                if isinstance(found, _DroppedFrame) or (found is not None and self._length not in (None, found)):
+                    return self._fail(newline + 1, _BAD_HEADER)
+                if found is not None:
+                    self._length = found
+                self._started = True
+                self._used += size
+                self._pos = newline + 1
+            elif self._state == _BODY:
+                if len(data) - self._pos >= self._left:
+                    body = bytes(data[self._pos : self._pos + self._left])
+                    self._pos += self._left
+                    self._new_block()
+                    return body
+                if not self._eof:
+                    return None
+                return self._fail(len(data), _TRUNCATED)
+            elif self._state == _SKIP:
+                dropped = min(len(data) - self._pos, self._left)
+                self._pos += dropped
+                self._left -= dropped
+                if self._left:
+                    return None
+                self._new_block()
+            else:
+                found_name = _RESYNC_NAME.search(data, self._pos)
+                if found_name is not None:
+                    self._pos = found_name.start()
+                    self._new_block()
+                    continue
+                keep = 0 if self._eof else len(b"content-length") - 1
+                self._pos = max(self._pos, len(data) - keep)
+                return None
 
 
 def _binary_stream(stream: Any, name: str, needs: str) -> Any:
@@ -849,7 +1007,8 @@ class _StreamLock:
 
 
 class StdioTransport:
-    """Newline-delimited JSON-RPC 2.0 over a pair of binary streams (pure Python).
+    """JSON-RPC 2.0 over a pair of binary streams, one message per line or per ``Content-Length``
+    frame (``framing="content-length"``, LSP's base protocol) (pure Python).
 
     ``stdin`` and ``stdout`` default to ``sys.stdin.buffer`` and ``sys.stdout.buffer``; a text
     stream is replaced by its ``.buffer``. Writes from several threads never interleave.
@@ -863,7 +1022,10 @@ class StdioTransport:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_depth: int = DEFAULT_MAX_DEPTH,
         max_batch: int | None = DEFAULT_MAX_BATCH,
+        framing: str = "newline",
     ) -> None:
+        if framing not in ("newline", "content-length"):
+            raise ValueError(f"framing must be 'newline' or 'content-length', not {framing!r}")
         self._max_message_bytes = _positive("max_message_bytes", max_message_bytes)
         self._max_depth = _positive("max_depth", max_depth, MAX_MAX_DEPTH)
         self._max_batch = None if max_batch is None else _positive("max_batch", max_batch)
@@ -875,19 +1037,33 @@ class StdioTransport:
         self._flush: Callable[[], Any] | None = None if flush is _ABSENT else flush
         self._reader = _StreamLock(_REENTRANT_READ)
         self._writer = _StreamLock(_REENTRANT_WRITE)
+        self._frames = None if framing == "newline" else _Frames(self._stdin, self._max_message_bytes)
+
+    @property
+    def framing(self) -> str:
+        """``"newline"`` or ``"content-length"``."""
+        return "newline" if self._frames is None else "content-length"
 
     def read_line(self) -> bytes | None:
         """The next line without its ``\\n`` (or ``\\r\\n``); ``None`` at end of input.
 
         A line longer than ``max_message_bytes`` is discarded and raises ``ValueError``; the next
-        call reads on after it.
+        call reads on after it. With ``framing="content-length"``: the next frame's body; a frame
+        that cannot be read (or is over the limit) raises ``ValueError`` and is dropped.
         """
         line = self._next_line()
-        if isinstance(line, _TooLong):
-            raise ValueError(f"a line longer than max_message_bytes ({self._max_message_bytes}) was discarded")
+        if isinstance(line, (_TooLong, _DroppedFrame)):
+            raise ValueError(f"{line.reason(self._max_message_bytes)} was discarded")
         return line
 
-    def _next_line(self) -> bytes | _TooLong | None:
+    def _skips(self, line: bytes) -> bool:
+        """A blank line is skipped; a frame's body never is (an empty one is a -32700)."""
+        return self._frames is None and not line.strip(_JSON_WHITESPACE)
+
+    def _next_line(self) -> bytes | _TooLong | _DroppedFrame | None:
+        if self._frames is not None:
+            with self._reader:
+                return self._frames.next()
         limit = min(self._max_message_bytes + 2, sys.maxsize)  # room for the line's own "\r\n"
         with self._reader:
             line: bytes = self._stdin.readline(limit)
@@ -907,7 +1083,14 @@ class StdioTransport:
         return line
 
     def _write_line(self, payload: bytes) -> None:
-        data = memoryview(payload + b"\n")
+        if self._frames is None:
+            data = memoryview(payload + b"\n")
+        else:  # each line (the engine joins answers with "\n") is one frame; empty ones are left out
+            data = memoryview(
+                b"".join(b"Content-Length: %d\r\n\r\n%b" % (len(m), m) for m in payload.split(b"\n") if m)
+            )
+            if not data:
+                return
         with self._writer:
             while data:  # a raw (unbuffered) stream may take only part of it
                 written = self._stdout.write(data)
@@ -935,6 +1118,23 @@ class StdioTransport:
             message["params"] = params
         self._write_line(_encode(message, params))
 
+    def _write_message(self, message: Any) -> None:
+        """Encode ``message`` (any JSON value) as compact JSON and write it as one message."""
+        self._write_line(_encode(message))
+
+    def _read_value(self) -> Any:
+        """The next message decoded as JSON (any value); ``None`` at end of input. A message that
+        cannot be read or is not JSON raises ``ValueError``; the next call reads on after it."""
+        while (line := self._next_line()) is not None:
+            if isinstance(line, (_TooLong, _DroppedFrame)):
+                raise ValueError(f"{line.reason(self._max_message_bytes)} was discarded")
+            if not self._skips(line):
+                try:
+                    return _decode(line, self._max_depth)
+                except _ParseError as exc:
+                    raise ValueError(str(exc)) from None
+        return None
+
     # --- the core the engine (rpcwire._engine) schedules over ------------------------------------
 
     def _read_message(self) -> bytes | Request | list[Request | bytes] | None:
@@ -942,9 +1142,9 @@ class StdioTransport:
         transport itself gives (-32700, -32600, an over-long line); a ``Request``; or a batch's entries,
         each a ``Request`` or its -32600 answer's bytes."""
         while (line := self._next_line()) is not None:
-            if isinstance(line, _TooLong):
+            if isinstance(line, (_TooLong, _DroppedFrame)):
                 return line.answer(self._max_message_bytes)
-            if line.strip(_JSON_WHITESPACE):
+            if not self._skips(line):
                 return self._classify_line(line)
         return None
 
@@ -953,9 +1153,9 @@ class StdioTransport:
         ``Response``; a ``Request`` (the server's own request or notification); a ``list`` of these for a
         batch; or a ``str`` saying why a message (a line over ``max_message_bytes`` included) is neither."""
         while (line := self._next_line()) is not None:
-            if isinstance(line, _TooLong):
-                return f"a line longer than max_message_bytes ({self._max_message_bytes})"
-            if line.strip(_JSON_WHITESPACE):
+            if isinstance(line, (_TooLong, _DroppedFrame)):
+                return line.reason(self._max_message_bytes)
+            if not self._skips(line):
                 return _parse_incoming(line)
         return None
 
