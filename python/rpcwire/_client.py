@@ -317,6 +317,7 @@ class Client(_Peer):
         dialect: str = "mcp",
         timeout: float | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        framing: str = "newline",
     ) -> Client:
         """Start ``argv`` and talk to it over its stdin and stdout (its stderr is kept: the last lines name
         the cause in :class:`ConnectionClosed`). Use it as a context manager: leaving closes the server's
@@ -327,7 +328,9 @@ class Client(_Peer):
         )
         assert process.stdin is not None and process.stdout is not None
         tail = _drain_stderr(process)
-        transport = cls._core.StdioTransport(process.stdout, process.stdin, max_message_bytes=max_message_bytes)
+        transport = cls._core.StdioTransport(
+            process.stdout, process.stdin, max_message_bytes=max_message_bytes, framing=framing
+        )
         return cls(transport, handler=handler, dialect=dialect, timeout=timeout, _process=process, _stderr_tail=tail)
 
     # --- calls -----------------------------------------------------------------------------------
@@ -629,6 +632,39 @@ def _drain_stderr(process: subprocess.Popen[bytes]) -> collections.deque[str]:
 # --- asyncio ------------------------------------------------------------------------------------
 
 
+def _frame(body: bytes) -> bytes:
+    return b"Content-Length: %d\r\n\r\n%b" % (len(body), body)
+
+
+async def _read_frame(reader: asyncio.StreamReader, limit: int) -> bytes | str | None:
+    """The next ``Content-Length`` frame's body (headers in any order and case, ``\\n`` or ``\\r\\n``), why
+    a header block is bad (the next one is read after it), or ``None`` at end of input."""
+    length: int | None = None
+    bad = False
+    started = False
+    while line := await reader.readline():
+        if not line.strip():
+            if not started:
+                continue
+            if bad or length is None:
+                return "a header block without a valid Content-Length"
+            try:
+                if length <= limit:
+                    return await reader.readexactly(length)
+                while length:  # over the limit: dropped as it arrives
+                    length -= len(await reader.readexactly(min(length, 65536)))
+            except asyncio.IncompleteReadError:
+                return None
+            return "a frame over max_message_bytes"
+        started = True
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            value = value.strip()
+            bad = bad or not value.isdigit()
+            length = int(value) if value.isdigit() else length
+    return None
+
+
 class AsyncClient(_Peer):
     """The asyncio client: ``AsyncClient(reader, writer)`` over asyncio streams, or :meth:`spawn`. Calls
     are coroutines; any number may be in flight at once."""
@@ -642,11 +678,15 @@ class AsyncClient(_Peer):
         dialect: str = "mcp",
         timeout: float | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        framing: str = "newline",
         _process: asyncio.subprocess.Process | None = None,
         _stderr_tail: collections.deque[str] | None = None,
     ) -> None:
         super().__init__(handler, dialect, timeout)
         self._max_message_bytes = max_message_bytes
+        if framing not in ("newline", "content-length"):
+            raise ValueError(f"framing must be 'newline' or 'content-length', not {framing!r}")
+        self._content_length = framing == "content-length"
         self._stream_reader = reader
         self._writer = writer
         self._process = _process
@@ -666,6 +706,7 @@ class AsyncClient(_Peer):
         dialect: str = "mcp",
         timeout: float | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        framing: str = "newline",
     ) -> AsyncClient:
         """Start ``argv`` and talk to it over its stdin and stdout (see :meth:`Client.spawn`)."""
         _check_dialect(dialect)
@@ -686,6 +727,7 @@ class AsyncClient(_Peer):
             dialect=dialect,
             timeout=timeout,
             max_message_bytes=max_message_bytes,
+            framing=framing,
             _process=process,
             _stderr_tail=tail,
         )
@@ -758,7 +800,7 @@ class AsyncClient(_Peer):
 
     async def _write(self, line: bytes) -> None:
         try:
-            self._writer.write(line + b"\n")
+            self._writer.write(_frame(line) if self._content_length else line + b"\n")
             if self._writer.transport.get_write_buffer_size() > 64 * 1024:
                 await self._writer.drain()
         except (ConnectionError, RuntimeError) as exc:  # RuntimeError: a closed transport
@@ -769,6 +811,9 @@ class AsyncClient(_Peer):
     async def _read_all(self) -> None:
         """Read chunks as they come and deliver every whole line in them: one wake-up of this task per
         chunk, not per line (``readline``), which is what many answers in flight at once cost."""
+        if self._content_length:
+            await self._read_all_frames()
+            return
         parse, limit = self._core._parse_incoming, self._max_message_bytes
         cause = "the server closed its output"
         parts: list[bytes] = []  # the line begun and not ended yet
@@ -800,6 +845,19 @@ class AsyncClient(_Peer):
                         )
                     elif line.strip():
                         self._deliver(parse(line))
+        except (ConnectionError, OSError) as exc:
+            cause = f"reading from the server failed: {exc!r}"
+        self._close_with(await self._connection_closed(cause))
+
+    async def _read_all_frames(self) -> None:
+        """``framing="content-length"``: deliver each frame's body as it is read whole."""
+        parse = self._core._parse_incoming
+        cause = "the server closed its output"
+        try:
+            while (body := await _read_frame(self._stream_reader, self._max_message_bytes)) is not None:
+                self._deliver(body if isinstance(body, str) else parse(body))
+        except ValueError:  # a header line over the stream's own limit: it cannot be read on
+            cause = "the server wrote a header line over the stream's limit"
         except (ConnectionError, OSError) as exc:
             cause = f"reading from the server failed: {exc!r}"
         self._close_with(await self._connection_closed(cause))

@@ -18,7 +18,7 @@ __all__ = [
 
 @final
 class StdioTransport:
-    """Newline-delimited JSON-RPC 2.0 over a pair of binary streams."""
+    """JSON-RPC 2.0 over a pair of binary streams, one message per line or per ``Content-Length`` frame."""
 
     def __new__(
         cls,
@@ -28,12 +28,22 @@ class StdioTransport:
         max_message_bytes: int = 67108864,
         max_depth: int = 128,
         max_batch: int | None = 1000,
+        framing: str = "newline",
     ) -> StdioTransport: ...
+    @property
+    def framing(self) -> str:
+        """``"newline"`` or ``"content-length"``."""
     def read_line(self) -> bytes | None:
         """The next line without its ``\\n`` (or ``\\r\\n``); ``None`` at end of input.
 
-        A line longer than ``max_message_bytes`` is discarded and raises ``ValueError``.
+        A line longer than ``max_message_bytes`` is discarded and raises ``ValueError``. With
+        ``framing="content-length"``: the next frame's body; a bad or over-long frame raises ``ValueError``.
         """
+    def _read_value(self) -> Any:
+        """The next message decoded as JSON (any value); ``None`` at end of input; ``ValueError`` for a
+        message that cannot be read or is not JSON (the next call reads on after it)."""
+    def _write_message(self, message: Any) -> None:
+        """Encode ``message`` (any JSON value) as compact JSON and write it as one message."""
     def write_response(self, id: Any, result: Any) -> None:
         """Write a success answer."""
     def write_error(self, id: Any, code: int, message: str, data: Any = None) -> None:
@@ -73,7 +83,8 @@ class StdioTransport:
         be encoded.
         """
     def _write_line(self, line: bytes) -> None:
-        """Write ``line + b"\\n"`` in one ``write`` and flush, under the writer lock."""
+        """Write ``line + b"\\n"`` in one ``write`` and flush, under the writer lock (``framing="content-length"``:
+        each line of ``line`` as one frame)."""
     def serve(self, handler: Callable[[str, Any], Any], *, max_concurrency: int | None = None) -> None:
         """Answer every request with ``handler(method, params)`` until end of input (see ``rpcwire.serve``)."""
 
