@@ -1,7 +1,7 @@
 # Included from the top Makefile, which defines VENV, PY, STAMP and `develop`.
 BENCH_STAMP := $(VENV)/.bench-installed
 
-.PHONY: bench bench-quick bench-http bench-client bench-mcp
+.PHONY: bench bench-quick bench-http bench-client bench-mcp bench-lsp
 
 $(BENCH_STAMP): bench/requirements.txt $(STAMP)
 	$(PY) -m pip install --quiet -r bench/requirements.txt
@@ -21,3 +21,6 @@ bench-client: develop $(BENCH_STAMP) ## The clients side by side over pipes and 
 
 bench-mcp: develop $(BENCH_STAMP) ## MCP over stdio: the SDK's client against an MCPServer, SDK transport vs rpcwire.mcp (~3 min)
 	$(PY) bench/mcp_bench.py $(BENCH_MCP_ARGS)
+
+bench-lsp: develop $(BENCH_STAMP) ## python-lsp-jsonrpc's Endpoint over its own streams and over rpcwire.lsp's (~2 min)
+	$(PY) bench/lsp_bench.py $(BENCH_LSP_ARGS)

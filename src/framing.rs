@@ -343,6 +343,12 @@ impl FrameBuffer {
         }
     }
 
+    /// The bytes held (the fuzz target checks the bound).
+    #[cfg(any(test, fuzzing))]
+    pub(crate) fn held(&self) -> usize {
+        self.data.len()
+    }
+
     /// A bad frame: resync from `position`.
     fn fail_at(&mut self, position: usize, error: FrameError) -> Ready {
         self.consumed = position;

@@ -223,3 +223,93 @@ def test_long_batches_give_identical_bytes(entries: list[Any]) -> None:
     data = json.dumps(entries).encode() + b"\n"
     native, pure = (outcome(impl, data) for impl in IMPLS.values())
     assert native == pure
+
+
+# --- Content-Length framing: generated frames, valid and broken, read whole or a few bytes at a time -------
+
+HEADER_NAMES = [b"Content-Length", b"content-length", b"CONTENT-LENGTH", b"Content-length"]
+BAD_HEADERS = [b"garbage", b"Content-Length: x", b"Content-Length: 99999", b": no name", b"X Y: z", b"Content-Length:"]
+
+
+@st.composite
+def frame_streams(draw: st.DrawFn) -> bytes:
+    """Frames around generated lines: headers in any order and case, either line end, and sometimes a
+    wrong or missing length, a bad header, junk between frames, or a stream cut short."""
+    data = b""
+    for _ in range(draw(st.integers(1, 5))):
+        body = draw(lines())
+        breakage = draw(st.integers(0, 14))  # 0-9: a valid frame
+        length = len(body) + (draw(st.integers(-3, 3)) if breakage == 10 else 0)
+        headers = [draw(st.sampled_from(HEADER_NAMES)) + draw(st.sampled_from([b": ", b":", b":  "])) + b"%d" % length]
+        if draw(st.booleans()):
+            headers.insert(draw(st.integers(0, 1)), b"Content-Type: application/vscode-jsonrpc; charset=utf-8")
+        if breakage == 11:
+            headers = [header for header in headers if not header.lower().startswith(b"content-length")]
+        if breakage == 12:
+            headers.insert(draw(st.integers(0, len(headers))), draw(st.sampled_from(BAD_HEADERS)))
+        end = draw(st.sampled_from([b"\r\n", b"\n"]))
+        data += end.join(headers) + end + end + body
+        if breakage == 13:
+            data += draw(st.sampled_from([b"\r\n", b"\n\n", b" ", b"junk\n", b"content-length"]))
+    if draw(st.integers(0, 9)) == 0:
+        data = data[: draw(st.integers(0, len(data)))]
+    return data
+
+
+class Trickle(io.RawIOBase):
+    """A raw stream whose reads return a few bytes at a time (sizes cycled), as a pipe or socket may."""
+
+    def __init__(self, data: bytes, sizes: list[int]) -> None:
+        self._data = memoryview(data)
+        self._sizes = sizes
+        self._reads = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        size = min(self._sizes[self._reads % len(self._sizes)], len(buffer), len(self._data))
+        self._reads += 1
+        buffer[:size] = self._data[:size]
+        self._data = self._data[size:]
+        return size
+
+
+def framed_outcome(impl: Any, stdin: Any, max_message_bytes: int) -> tuple[bytes, str | None, list[Any]]:
+    """What serving writes, the exception serving raised, and what read_line gives on a second stream."""
+    out = io.BytesIO()
+    transport = impl.StdioTransport(stdin[0], out, framing="content-length", max_message_bytes=max_message_bytes)
+
+    def handler(method: str, params: Any) -> Any:
+        if method == "boom":
+            raise ValueError(params)
+        return params
+
+    raised = None
+    try:
+        impl.serve(handler, transport)
+    except Exception as exc:
+        raised = type(exc).__name__
+    reader = impl.StdioTransport(stdin[1], io.BytesIO(), framing="content-length", max_message_bytes=max_message_bytes)
+    bodies: list[Any] = []
+    while True:
+        try:
+            body = reader.read_line()
+        except ValueError as exc:
+            bodies.append(str(exc))
+            continue
+        bodies.append(body)
+        if body is None:
+            return out.getvalue(), raised, bodies
+
+
+@SETTINGS
+@given(frame_streams(), st.sampled_from([30, 200, 2**20]), st.lists(st.integers(1, 7), min_size=1, max_size=4))
+def test_content_length_streams_give_identical_bytes(data: bytes, max_message_bytes: int, sizes: list[int]) -> None:
+    """Both cores write the same bytes and read the same bodies, whether the stream is read whole or a few bytes
+    at a time (where a frame's headers and body end up split across reads)."""
+    whole = framed_outcome(rpcwire, (io.BytesIO(data), io.BytesIO(data)), max_message_bytes)
+    for impl in IMPLS.values():
+        trickled = framed_outcome(impl, (Trickle(data, sizes), Trickle(data, sizes)), max_message_bytes)
+        assert trickled == whole, (impl.__name__, data)
+    assert framed_outcome(rpcwire.pure, (io.BytesIO(data), io.BytesIO(data)), max_message_bytes) == whole, data

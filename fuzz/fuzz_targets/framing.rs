@@ -1,9 +1,13 @@
-//! `LineBuffer` against a reference model of the framing rules in docs/semantics.md.
+//! `LineBuffer` against a reference model of the framing rules in docs/semantics.md, and
+//! `FrameBuffer` (Content-Length framing) against itself fed the whole stream at once.
 //!
 //! The input is a small limit, a list of read sizes (and how many lines to take after each read)
 //! and the bytes of the stream. The stream is fed in those pieces; the lines handed out, read
 //! after read and at the end of input, must be what splitting the whole stream at `\n`, dropping
 //! one `\r` at the end of each line, and calling every line longer than the limit too long gives.
+//! The frames handed out must be the same whatever the pieces (a header or a body split across
+//! reads, `has_frame` asked between them), and the bytes held stay within the body limit, the
+//! header limit and one read.
 #![no_main]
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
@@ -13,7 +17,7 @@ use libfuzzer_sys::fuzz_target;
 #[path = "../../src/framing.rs"]
 mod framing;
 
-use framing::{Line, LineBuffer};
+use framing::{Frame, FrameBuffer, Line, LineBuffer, HEADER_LIMIT};
 
 #[derive(Debug, PartialEq, Eq)]
 enum Expected {
@@ -46,6 +50,47 @@ fn reference(stream: &[u8], max_line: usize) -> Vec<Expected> {
             }
         })
         .collect()
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Framed {
+    Body(Vec<u8>),
+    TooLong(u64),
+    Bad(framing::FrameError),
+}
+
+/// Every frame of `stream`, fed in pieces of `sizes` (cycled; all of it at once when empty).
+fn frames(stream: &[u8], max_body: usize, sizes: &[u8]) -> Vec<Framed> {
+    let mut buffer = FrameBuffer::new(max_body);
+    let mut got = Vec::new();
+    let mut take = |buffer: &mut FrameBuffer, at_eof: bool| loop {
+        let has_frame = buffer.has_frame(at_eof);
+        let Some(frame) = buffer.pop_frame(at_eof) else {
+            assert!(!has_frame, "has_frame without a frame");
+            break;
+        };
+        assert!(has_frame, "a frame after has_frame said none");
+        got.push(match frame {
+            Frame::Complete(body) => Framed::Body(body.to_vec()),
+            Frame::TooLong { length } => Framed::TooLong(length),
+            Frame::Bad(error) => Framed::Bad(error),
+        });
+    };
+    let mut rest = stream;
+    for &size in sizes.iter().cycle() {
+        if rest.is_empty() {
+            break;
+        }
+        let size = usize::from(size & 0x1F).max(1).min(rest.len());
+        buffer.extend(&rest[..size]);
+        rest = &rest[size..];
+        take(&mut buffer, false);
+        assert!(buffer.held() <= max_body + HEADER_LIMIT + 32, "{} bytes held", buffer.held());
+    }
+    buffer.extend(rest);
+    take(&mut buffer, true);
+    assert!(buffer.pop_frame(true).is_none(), "a frame after the end");
+    got
 }
 
 fn run(data: &[u8]) -> Result<()> {
@@ -88,6 +133,7 @@ fn run(data: &[u8]) -> Result<()> {
     assert_eq!(buffer.pop_rest(), None, "pop_rest twice");
     assert_eq!(buffer.pop_line(), None, "a line after the end");
     assert_eq!(got, expected, "max_line {max_line}, stream {stream:?}");
+    assert_eq!(frames(stream, max_line, &reads), frames(stream, max_line, &[]), "stream {stream:?}");
     Ok(())
 }
 
