@@ -796,7 +796,17 @@ def _positive(name: str, value: int, most: int | None = None) -> int:
     return value
 
 
-class _TooLong:
+class _Dropped:
+    """A message read and dropped: a line over the limit, or a frame that cannot be read or is over it."""
+
+    def reason(self, max_message_bytes: int) -> str:
+        raise NotImplementedError
+
+    def answer(self, max_message_bytes: int) -> bytes:
+        raise NotImplementedError
+
+
+class _TooLong(_Dropped):
     """A line longer than ``max_message_bytes``, already discarded; ``first`` is its first significant byte."""
 
     def __init__(self, first: bytes) -> None:
@@ -828,7 +838,7 @@ _TRUNCATED = "a frame cut short by the end of input"
 _HEADERS, _BODY, _SKIP, _RESYNC = range(4)
 
 
-class _DroppedFrame:
+class _DroppedFrame(_Dropped):
     """A frame that cannot be read (-32700), or whose ``Content-Length`` is over the limit (-32600)."""
 
     def __init__(self, reason: str, length: int | None = None) -> None:
@@ -1052,13 +1062,9 @@ class StdioTransport:
         that cannot be read (or is over the limit) raises ``ValueError`` and is dropped.
         """
         line = self._next_line()
-        if isinstance(line, (_TooLong, _DroppedFrame)):
+        if isinstance(line, _Dropped):
             raise ValueError(f"{line.reason(self._max_message_bytes)} was discarded")
         return line
-
-    def _skips(self, line: bytes) -> bool:
-        """A blank line is skipped; a frame's body never is (an empty one is a -32700)."""
-        return self._frames is None and not line.strip(_JSON_WHITESPACE)
 
     def _next_line(self) -> bytes | _TooLong | _DroppedFrame | None:
         if self._frames is not None:
@@ -1126,9 +1132,9 @@ class StdioTransport:
         """The next message decoded as JSON (any value); ``None`` at end of input. A message that
         cannot be read or is not JSON raises ``ValueError``; the next call reads on after it."""
         while (line := self._next_line()) is not None:
-            if isinstance(line, (_TooLong, _DroppedFrame)):
+            if isinstance(line, _Dropped):
                 raise ValueError(f"{line.reason(self._max_message_bytes)} was discarded")
-            if not self._skips(line):
+            if line.strip(_JSON_WHITESPACE) or self._frames is not None:
                 try:
                     return _decode(line, self._max_depth)
                 except _ParseError as exc:
@@ -1142,9 +1148,9 @@ class StdioTransport:
         transport itself gives (-32700, -32600, an over-long line); a ``Request``; or a batch's entries,
         each a ``Request`` or its -32600 answer's bytes."""
         while (line := self._next_line()) is not None:
-            if isinstance(line, (_TooLong, _DroppedFrame)):
+            if isinstance(line, _Dropped):
                 return line.answer(self._max_message_bytes)
-            if not self._skips(line):
+            if line.strip(_JSON_WHITESPACE) or self._frames is not None:  # a blank line is skipped, a frame never
                 return self._classify_line(line)
         return None
 
@@ -1153,9 +1159,9 @@ class StdioTransport:
         ``Response``; a ``Request`` (the server's own request or notification); a ``list`` of these for a
         batch; or a ``str`` saying why a message (a line over ``max_message_bytes`` included) is neither."""
         while (line := self._next_line()) is not None:
-            if isinstance(line, (_TooLong, _DroppedFrame)):
+            if isinstance(line, _Dropped):
                 return line.reason(self._max_message_bytes)
-            if not self._skips(line):
+            if line.strip(_JSON_WHITESPACE) or self._frames is not None:
                 return _parse_incoming(line)
         return None
 
