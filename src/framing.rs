@@ -204,6 +204,9 @@ pub(crate) struct FrameBuffer {
     data: Vec<u8>,
     /// Everything before this index has been handed out or dropped.
     consumed: usize,
+    /// `data[consumed..scanned]` is known to hold no `\n` (while `scanned > consumed`), so that a
+    /// header line arriving a few bytes at a time is searched once.
+    scanned: usize,
     max_body: usize,
     state: State,
     ready: Option<Ready>,
@@ -211,7 +214,7 @@ pub(crate) struct FrameBuffer {
 
 impl FrameBuffer {
     pub(crate) fn new(max_body: usize) -> Self {
-        Self { data: Vec::new(), consumed: 0, max_body, state: NEW_BLOCK, ready: None }
+        Self { data: Vec::new(), consumed: 0, scanned: 0, max_body, state: NEW_BLOCK, ready: None }
     }
 
     /// Append bytes that were just read.
@@ -224,6 +227,7 @@ impl FrameBuffer {
         if keep > 0 {
             self.data.drain(..keep);
             self.consumed -= keep;
+            self.scanned = self.scanned.saturating_sub(keep);
             if let Some(Ready::Body { start, end }) = &mut self.ready {
                 *start -= keep;
                 *end -= keep;
@@ -261,7 +265,9 @@ impl FrameBuffer {
             match self.state {
                 State::Headers { length, started, used } => {
                     let rest = &self.data[self.consumed..];
-                    let Some(offset) = memchr(b'\n', rest) else {
+                    let from = self.scanned.saturating_sub(self.consumed);
+                    let Some(offset) = memchr(b'\n', &rest[from.min(rest.len())..]).map(|found| found + from) else {
+                        self.scanned = self.data.len();
                         if used + rest.len() > HEADER_LIMIT {
                             return Some(self.fail_at(self.consumed + (HEADER_LIMIT - used), FrameError::HeadersTooLong));
                         }
