@@ -46,13 +46,25 @@ def steps(n):
 
 
 handler = methods({"add": add, "meet": meet, "steps": steps})
+
+
+async def async_add(a, b):
+    return a + b
+
+
+async_handler = methods({"add": async_add})
 """
 
 
 @pytest.fixture(scope="module")
-def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+def app_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     app_dir: Path = tmp_path_factory.mktemp("listen")
     (app_dir / "handlers.py").write_text(HANDLERS)
+    return app_dir
+
+
+@pytest.fixture(scope="module")
+def port(app_dir: Path) -> Iterator[int]:
     process = subprocess.Popen(
         [sys.executable, "-m", "rpcwire", "serve", "handlers:handler", "--listen", "127.0.0.1:0"],
         cwd=app_dir,
@@ -213,3 +225,16 @@ def test_the_pure_core_reads_content_length_over_a_socket_too() -> None:
         left.shutdown(socket.SHUT_WR)
         server.join(timeout=30)
         assert not server.is_alive()
+
+
+def test_listen_refuses_an_async_handler(app_dir: Path) -> None:
+    served = subprocess.run(
+        [sys.executable, "-m", "rpcwire", "serve", "handlers:async_handler", "--listen", "127.0.0.1:0"],
+        capture_output=True,
+        cwd=app_dir,
+        timeout=60,
+        env=child_env(),
+        check=False,
+    )
+    assert served.returncode == 2
+    assert b"calls the handler synchronously" in served.stderr

@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import importlib
 import importlib.util
+import itertools
 import signal
 import socket
 import sys
@@ -301,6 +302,8 @@ class _HttpConnection(BaseHTTPRequestHandler):
 
         result = self.app(environ, start_response)
         try:
+            chunks = iter(result)
+            first = next(chunks, b"")  # an app may call start_response on its first step
             status, headers = started
             code, _, reason = status.partition(" ")
             self.send_response(int(code), reason)
@@ -311,9 +314,10 @@ class _HttpConnection(BaseHTTPRequestHandler):
                 self.send_header("Connection", "close")
                 self.close_connection = True
             self.end_headers()
-            for chunk in result:
-                self.wfile.write(chunk)
-                self.wfile.flush()
+            if self.command != "HEAD":
+                for chunk in itertools.chain([first], chunks):
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
         finally:
             close = getattr(result, "close", None)
             if close is not None:
