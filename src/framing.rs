@@ -6,7 +6,7 @@
 //! is dropped. Frames are a header block (`Content-Length: N`, any other header ignored) and N bytes
 //! of body; a frame that cannot be read is an error value and the buffer resyncs at the next
 //! `Content-Length`. Nothing here knows about JSON or Python, so it is tested with `cargo test`
-//! and fuzzed (fuzz/fuzz_targets/framing.rs).
+//! and fuzzed (`fuzz/fuzz_targets/framing.rs`).
 
 use memchr::{memchr, memchr2};
 
@@ -269,7 +269,9 @@ impl FrameBuffer {
                     let Some(offset) = memchr(b'\n', &rest[from.min(rest.len())..]).map(|found| found + from) else {
                         self.scanned = self.data.len();
                         if used + rest.len() > HEADER_LIMIT {
-                            return Some(self.fail_at(self.consumed + (HEADER_LIMIT - used), FrameError::HeadersTooLong));
+                            return Some(
+                                self.fail_at(self.consumed + (HEADER_LIMIT - used), FrameError::HeadersTooLong),
+                            );
                         }
                         if !at_eof {
                             return None;
@@ -303,10 +305,10 @@ impl FrameBuffer {
                         continue;
                     }
                     let length = match header_length(line) {
-                        Err(()) => return Some(self.fail_at(next, FrameError::BadHeader)),
                         Ok(None) => length,
                         Ok(Some(found)) if length.is_none_or(|seen| seen == found) => Some(found),
-                        Ok(Some(_)) => return Some(self.fail_at(next, FrameError::BadHeader)),
+                        // Not a header, or a second length that disagrees.
+                        _ => return Some(self.fail_at(next, FrameError::BadHeader)),
                     };
                     self.consumed = next;
                     self.state = State::Headers { length, started: true, used: used + offset + 1 };
@@ -524,7 +526,7 @@ mod tests {
             buffer.extend(chunk);
             take(&mut buffer, false);
             let most = max_body + HEADER_LIMIT + piece;
-            assert!(buffer.data.len() <= most, "{} bytes held", buffer.data.len());
+            assert!(buffer.held() <= most, "{} bytes held", buffer.held());
         }
         take(&mut buffer, true);
         got
@@ -554,7 +556,8 @@ mod tests {
 
     #[test]
     fn a_missing_or_over_long_length_is_answered_and_skipped() {
-        let stream = b"Content-Type: a\r\n\r\n{\"x\":1}Content-Length: 12\r\n\r\n{\"a\":123456}Content-Length: 2\r\n\r\n{}";
+        let stream =
+            b"Content-Type: a\r\n\r\n{\"x\":1}Content-Length: 12\r\n\r\n{\"a\":123456}Content-Length: 2\r\n\r\n{}";
         assert_eq!(all_pieces(stream, 10), ["<MissingLength>", "<too long 12>", "{}"]);
         // The over-long frame is answered as soon as its headers end, before its body arrives.
         let mut buffer = FrameBuffer::new(10);
@@ -563,7 +566,7 @@ mod tests {
         for _ in 0..100 {
             buffer.extend(&[b'x'; 1000]);
             assert_eq!(buffer.pop_frame(false), None);
-            assert!(buffer.data.len() <= 1000);
+            assert!(buffer.held() <= 1000);
         }
     }
 

@@ -192,18 +192,16 @@ impl Reader {
     fn next_line(&mut self, py: Python<'_>, line: &mut Vec<u8>) -> PyResult<Next> {
         loop {
             match &mut self.buffer {
-                Buffer::Lines(buffer) => {
-                    match if self.at_eof { buffer.pop_rest() } else { buffer.pop_line() } {
-                        Some(Line::Complete(complete)) => {
-                            line.clear();
-                            line.extend_from_slice(complete);
-                            return Ok(Next::Line);
-                        }
-                        Some(Line::TooLong { looks_like_json }) => return Ok(Next::TooLong { looks_like_json }),
-                        None if self.at_eof => return Ok(Next::End),
-                        None => {}
+                Buffer::Lines(buffer) => match if self.at_eof { buffer.pop_rest() } else { buffer.pop_line() } {
+                    Some(Line::Complete(complete)) => {
+                        line.clear();
+                        line.extend_from_slice(complete);
+                        return Ok(Next::Line);
                     }
-                }
+                    Some(Line::TooLong { looks_like_json }) => return Ok(Next::TooLong { looks_like_json }),
+                    None if self.at_eof => return Ok(Next::End),
+                    None => {}
+                },
                 Buffer::Frames(buffer) => match buffer.pop_frame(self.at_eof) {
                     Some(Frame::Complete(body)) => {
                         line.clear();
@@ -558,7 +556,9 @@ impl StdioTransport {
                     let mut strings = self.strings.try_lock();
                     Ok(Some(codec::decode(py, text, self.limits.max_depth, strings.as_deref_mut())?))
                 }
-                dropped => Err(PyValueError::new_err(format!("{} was discarded", dropped.reason(self.max_message_bytes)))),
+                dropped => {
+                    Err(PyValueError::new_err(format!("{} was discarded", dropped.reason(self.max_message_bytes))))
+                }
             };
         }
     }
