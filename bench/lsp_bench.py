@@ -11,7 +11,9 @@ both. Workloads (every answer is counted; the first and last are checked):
 - pipelined: a thread writes N requests while the main thread reads the N answers;
 - completion: ping-pong with an answer of 200 completion items (~26 KB), the writer's work;
 - did-open: ping-pong with a 64 KiB document in the params, the reader's work.
-Each figure is a median over the repeats, runs of the two stacks interleaved.
+Figures: wall time per call, the median round trip (p50), and the server process's CPU time per call
+(`time.process_time()` asked of the server before and after: what the streams cost, apart from waiting for
+a shared CPU). Each is a median over the repeats, runs of the two stacks interleaved.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ def serve(stack: str) -> None:
         "echo": lambda params: params,
         "completion": lambda params: {"isIncomplete": False, "items": ITEMS},
         "didOpen": lambda params: len(params["textDocument"]["text"]),
+        "cpu": lambda params: time.process_time(),
     }
     endpoint = Endpoint(dispatcher, JsonRpcStreamWriter(sys.stdout.buffer).write)
     JsonRpcStreamReader(sys.stdin.buffer).listen(endpoint.consume)
@@ -99,6 +102,14 @@ def check(answer: bytes | None, id_: int, expected: Any) -> None:
     assert decoded.get("id") == id_ and decoded.get("result") == expected, answer[:200]
 
 
+def server_cpu(server: Server) -> float:
+    """The server process's CPU time so far (it answers ``cpu`` with ``time.process_time()``)."""
+    server.transport._write_line(frame_body(-2, "cpu", None))
+    answer = server.transport.read_line()
+    assert answer is not None
+    return float(json.loads(answer)["result"])
+
+
 def ping_pong(server: Server, calls: int, method: str, params: Any, expected: Any) -> dict[str, float]:
     write, read = server.transport._write_line, server.transport.read_line
     bodies = [frame_body(i, method, params) for i in range(calls + 1)]
@@ -106,6 +117,7 @@ def ping_pong(server: Server, calls: int, method: str, params: Any, expected: An
     check(read(), 0, expected)
     latencies = []
     clock = time.perf_counter_ns
+    cpu = server_cpu(server)
     with one_cpu(server.process.pid):
         start_all = clock()
         for i in range(1, calls + 1):
@@ -116,13 +128,21 @@ def ping_pong(server: Server, calls: int, method: str, params: Any, expected: An
             if i == calls:
                 check(answer, i, expected)
         total = clock() - start_all
+    cpu = server_cpu(server) - cpu
     latencies.sort()
-    return {"us_per_call": total / calls / 1000, "p50_us": latencies[len(latencies) // 2] / 1000}
+    return {
+        "us_per_call": total / calls / 1000,
+        "p50_us": latencies[len(latencies) // 2] / 1000,
+        "server_cpu_us": cpu / calls * 1e6,
+    }
 
 
 def pipelined(server: Server, calls: int) -> dict[str, float]:
     write, read = server.transport._write_line, server.transport.read_line
+    write(frame_body(-1, "echo", {"n": -1}))  # warm up: the server has started
+    check(read(), -1, {"n": -1})
     bodies = [frame_body(i, "echo", {"n": i}) for i in range(calls)]
+    cpu = server_cpu(server)
     start = time.perf_counter_ns()
 
     def writer() -> None:
@@ -137,7 +157,7 @@ def pipelined(server: Server, calls: int) -> dict[str, float]:
     elapsed = time.perf_counter_ns() - start
     thread.join()
     check(last, calls - 1, {"n": calls - 1})
-    return {"us_per_call": elapsed / calls / 1000}
+    return {"us_per_call": elapsed / calls / 1000, "server_cpu_us": (server_cpu(server) - cpu) / calls * 1e6}
 
 
 WORKLOADS: dict[str, Callable[[Server, int], dict[str, float]]] = {
