@@ -328,6 +328,16 @@ def test_the_reader_reads_frames_python_lsp_jsonrpc_cannot_and_skips_bad_ones(ca
     assert theirs == []
 
 
+def test_the_reader_takes_deep_nesting() -> None:
+    """Up to the transport's most (512 levels), not its default 128: json.loads, which the original uses, goes
+    near 1,000."""
+    params = json.loads("[" * 300 + "]" * 300)
+    body = compact({"jsonrpc": "2.0", "method": "m", "params": params})
+    got: list[Any] = []
+    rpcwire.lsp.JsonRpcStreamReader(io.BytesIO(frame(body))).listen(got.append)
+    assert got == [{"jsonrpc": "2.0", "method": "m", "params": params}]
+
+
 def test_close_from_the_consumer_stops_listen() -> None:
     message = frame(b'{"jsonrpc":"2.0","method":"exit"}')
     rfile = io.BytesIO(message * 3)

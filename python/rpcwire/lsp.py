@@ -26,7 +26,7 @@ from concurrent.futures import Executor
 from typing import Any, BinaryIO
 
 import rpcwire
-from rpcwire._types import DEFAULT_MAX_MESSAGE_BYTES
+from rpcwire._types import DEFAULT_MAX_MESSAGE_BYTES, MAX_MAX_DEPTH
 
 __all__ = ["AsyncReader", "JsonRpcStreamReader", "JsonRpcStreamWriter", "Writer", "start_io"]
 
@@ -48,8 +48,9 @@ class JsonRpcStreamReader:
 
     def __init__(self, rfile: BinaryIO, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
         self._rfile = rfile
+        # Nesting as deep as the transport allows (512; json.loads stops near 1,000): LSP's messages are shallow.
         self._transport = rpcwire.StdioTransport(
-            rfile, io.BytesIO(), framing="content-length", max_message_bytes=max_message_bytes
+            rfile, io.BytesIO(), framing="content-length", max_message_bytes=max_message_bytes, max_depth=MAX_MAX_DEPTH
         )
 
     def close(self) -> None:
