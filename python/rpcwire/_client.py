@@ -287,7 +287,7 @@ class Client(_Peer):
         dialect: str = "mcp",
         timeout: float | None = None,
         _process: subprocess.Popen[bytes] | None = None,
-        _stderr_tail: collections.deque[str] | None = None,
+        _stderr_tail: _StderrTail | None = None,
     ) -> None:
         super().__init__(handler, dialect, timeout)
         self._transport = transport
@@ -327,7 +327,8 @@ class Client(_Peer):
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env
         )
         assert process.stdin is not None and process.stdout is not None
-        tail = _drain_stderr(process)
+        tail = _StderrTail()
+        threading.Thread(target=tail.drain, args=(process.stderr,), name="rpcwire-client-stderr", daemon=True).start()
         transport = cls._core.StdioTransport(
             process.stdout, process.stdin, max_message_bytes=max_message_bytes, framing=framing
         )
@@ -550,6 +551,8 @@ class Client(_Peer):
         if self._process is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 returncode = self._process.wait(timeout=0.5)
+        if returncode is not None and self._stderr_tail is not None:
+            self._stderr_tail.drained.wait(0.5)  # its last lines, written as it exited
         return _closed_error(cause, returncode, self._stderr_tail)
 
     # --- closing ---------------------------------------------------------------------------------
@@ -613,20 +616,34 @@ def _close_quietly(stream: Any) -> None:
             stream.close()
 
 
-def _drain_stderr(process: subprocess.Popen[bytes]) -> collections.deque[str]:
-    """Read the server's stderr on a thread (so it never fills its pipe), keeping its last lines."""
-    tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
+class _StderrTail(collections.deque):  # type: ignore[type-arg]  # of str
+    """The last lines of a spawned server's stderr, read to its end by a thread (or task) of the client's so
+    that the pipe never fills; ``drained`` is set at its end."""
 
-    def drain() -> None:
-        assert process.stderr is not None
-        with contextlib.suppress(OSError, ValueError):
-            for raw in process.stderr:
-                line = raw.decode("utf-8", "replace").rstrip("\r\n")
-                tail.append(line)
-                logger.debug("server stderr: %s", line)
+    def __init__(self) -> None:
+        super().__init__(maxlen=_STDERR_TAIL)
+        self.drained = threading.Event()
 
-    threading.Thread(target=drain, name="rpcwire-client-stderr", daemon=True).start()
-    return tail
+    def add(self, raw: bytes) -> None:
+        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+        self.append(line)
+        logger.debug("server stderr: %s", line)
+
+    def drain(self, stderr: Any) -> None:
+        try:
+            with contextlib.suppress(OSError, ValueError):
+                for raw in stderr:
+                    self.add(raw)
+        finally:
+            self.drained.set()
+
+    async def drain_async(self, stderr: asyncio.StreamReader) -> None:
+        try:
+            with contextlib.suppress(Exception):
+                while raw := await stderr.readline():
+                    self.add(raw)
+        finally:
+            self.drained.set()
 
 
 # --- asyncio ------------------------------------------------------------------------------------
@@ -680,7 +697,7 @@ class AsyncClient(_Peer):
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         framing: str = "newline",
         _process: asyncio.subprocess.Process | None = None,
-        _stderr_tail: collections.deque[str] | None = None,
+        _stderr_tail: _StderrTail | None = None,
     ) -> None:
         super().__init__(handler, dialect, timeout)
         self._max_message_bytes = max_message_bytes
@@ -691,6 +708,7 @@ class AsyncClient(_Peer):
         self._writer = writer
         self._process = _process
         self._stderr_tail = _stderr_tail
+        self._stderr_task: asyncio.Task[None] | None = None
         self._loop = asyncio.get_running_loop()
         self._reading = self._loop.create_task(self._read_all())
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -719,7 +737,7 @@ class AsyncClient(_Peer):
             env=env,
         )
         assert process.stdin is not None and process.stdout is not None and process.stderr is not None
-        tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
+        tail = _StderrTail()
         client = cls(
             process.stdout,
             process.stdin,
@@ -731,7 +749,8 @@ class AsyncClient(_Peer):
             _process=process,
             _stderr_tail=tail,
         )
-        client._keep(asyncio.get_running_loop().create_task(_drain_async_stderr(process.stderr, tail)))
+        client._stderr_task = asyncio.get_running_loop().create_task(tail.drain_async(process.stderr))
+        client._keep(client._stderr_task)
         return client
 
     def _keep(self, task: asyncio.Task[Any]) -> None:
@@ -892,6 +911,8 @@ class AsyncClient(_Peer):
         if self._process is not None:
             with contextlib.suppress(asyncio.TimeoutError):
                 returncode = await asyncio.wait_for(self._process.wait(), 0.5)
+        if returncode is not None and self._stderr_task is not None:
+            await asyncio.wait({self._stderr_task}, timeout=0.5)  # its last lines, written as it exited
         return _closed_error(cause, returncode, self._stderr_tail)
 
     async def close(self, grace: float = 5.0) -> None:
@@ -927,11 +948,3 @@ class AsyncClient(_Peer):
         self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
     ) -> None:
         await self.close()
-
-
-async def _drain_async_stderr(stderr: asyncio.StreamReader, tail: collections.deque[str]) -> None:
-    with contextlib.suppress(Exception):
-        while raw := await stderr.readline():
-            line = raw.decode("utf-8", "replace").rstrip("\r\n")
-            tail.append(line)
-            logger.debug("server stderr: %s", line)
