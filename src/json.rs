@@ -545,31 +545,81 @@ pub(crate) fn unescape_into(raw: &[u8], out: &mut Vec<u8>) -> bool {
 /// Append ASCII `text` as a JSON string, quotes included, as `write_escaped_str` would.
 ///
 /// Most strings a payload holds are short ASCII with nothing to escape (keys, names, enum-like
-/// values): each byte is checked and copied in one pass into room reserved once, with no call to
-/// `memcpy`; at the first byte that needs an escape (or past 32 bytes, where `write_escaped_str`'s
-/// 16 bytes at a time win) the copy is taken back and `write_escaped_str` writes it all.
-/// Callgrind, items workload (encode, 350 strings a message): ... -> ... instructions a string.
+/// values). Up to 32 bytes, they are checked eight bytes at a time (SWAR, overlapping words
+/// instead of a loop over the tail) and copied as two overlapping fixed-size pieces, with no loop
+/// and no call to `memcpy`. Longer strings, and those with a byte to escape, go to
+/// `write_escaped_str`. Callgrind, encode mode, instructions a message: items (350 strings)
+/// 151,600 -> ...; lsp-completion (13,000 strings) ... -> ... .
+#[inline]
 pub(crate) fn write_ascii_str(out: &mut Vec<u8>, text: &[u8]) {
-    const SHORT: usize = 32;
-    if text.len() <= SHORT {
-        let start = out.len();
-        out.reserve(SHORT + 2);
-        let spare = &mut out.spare_capacity_mut()[..SHORT + 2];
-        spare[0].write(b'"');
-        let mut plain = true;
-        for (slot, &byte) in spare[1..].iter_mut().zip(text) {
-            plain &= ORDINARY_IN_STRING[usize::from(byte)];
-            slot.write(byte);
+    let len = text.len();
+    if len > 32 || needs_escape_short(text) {
+        write_escaped_str(out, text);
+        return;
+    }
+    out.reserve(len + 2);
+    let start = out.len();
+    let source = text.as_ptr();
+    // SAFETY: `reserve` made room for `len + 2` bytes past `start`; each copy below reads inside
+    // `text` (`len` bytes; the pieces overlap, never exceed it) and writes inside that room, and
+    // the `len + 2` bytes are all written before `set_len`.
+    unsafe {
+        let target = out.as_mut_ptr().add(start);
+        *target = b'"';
+        let body = target.add(1);
+        match len {
+            16..=32 => {
+                std::ptr::copy_nonoverlapping(source, body, 16);
+                std::ptr::copy_nonoverlapping(source.add(len - 16), body.add(len - 16), 16);
+            }
+            8..=15 => {
+                std::ptr::copy_nonoverlapping(source, body, 8);
+                std::ptr::copy_nonoverlapping(source.add(len - 8), body.add(len - 8), 8);
+            }
+            4..=7 => {
+                std::ptr::copy_nonoverlapping(source, body, 4);
+                std::ptr::copy_nonoverlapping(source.add(len - 4), body.add(len - 4), 4);
+            }
+            1..=3 => {
+                *body = *source;
+                *body.add(len / 2) = *source.add(len / 2);
+                *body.add(len - 1) = *source.add(len - 1);
+            }
+            _ => {}
         }
-        spare[text.len() + 1].write(b'"');
-        if plain {
-            // SAFETY: the `text.len() + 2` bytes past `start` were just written, within the room
-            // reserved above.
-            unsafe { out.set_len(start + text.len() + 2) };
-            return;
+        *body.add(len) = b'"';
+        out.set_len(start + len + 2);
+    }
+}
+
+/// Whether ASCII `text` of at most 32 bytes holds a byte that a JSON string escapes: a control
+/// character, `"` or `\\`.
+#[inline]
+fn needs_escape_short(text: &[u8]) -> bool {
+    let word = |at: usize| u64::from_le_bytes(text[at..at + 8].try_into().expect("8 bytes"));
+    match text.len() {
+        0 => false,
+        1..=7 => text.iter().any(|&byte| !ORDINARY_IN_STRING[usize::from(byte)]),
+        len @ 8..=16 => word_needs_escape(word(0)) || word_needs_escape(word(len - 8)),
+        len => {
+            word_needs_escape(word(0))
+                || word_needs_escape(word(8))
+                || word_needs_escape(word(len - 16))
+                || word_needs_escape(word(len - 8))
         }
     }
-    write_escaped_str(out, text);
+}
+
+/// Whether a word of eight ASCII bytes holds a control character, `"` or `\\` (the classic
+/// "has a byte less than n" and "has a zero byte" tests: exact as yes-or-no answers).
+#[inline]
+fn word_needs_escape(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let control = word.wrapping_sub(0x20 * ONES) & !word;
+    let quote = (word ^ (0x22 * ONES)).wrapping_sub(ONES) & !(word ^ (0x22 * ONES));
+    let backslash = (word ^ (0x5C * ONES)).wrapping_sub(ONES) & !(word ^ (0x5C * ONES));
+    (control | quote | backslash) & HIGH != 0
 }
 
 /// Append `text` (WTF-8) as a JSON string, quotes included, escaped as Python's `json` does with
@@ -997,8 +1047,18 @@ mod tests {
 
     #[test]
     fn short_ascii_is_written_as_write_escaped_str_writes_it() {
-        for text in ["", "a", "id", "item 17", "a\"b", "tab\there", "\u{1}", &"x".repeat(32), &"y".repeat(33), "back\\"]
-        {
+        let mut cases: Vec<String> =
+            ["", "a", "id", "item 17", "a\"b", "tab\there", "\u{1}", "back\\", "\u{7f}"].map(String::from).to_vec();
+        for length in 1..=34 {
+            for at in 0..length {
+                for special in ['"', '\\', '\n', '\u{1f}', ' ', '!', '#', '[', ']', '\u{7f}'] {
+                    let mut text = "abcdefghijklmnopqrstuvwxyz0123456789".chars().take(length).collect::<Vec<_>>();
+                    text[at] = special;
+                    cases.push(text.into_iter().collect());
+                }
+            }
+        }
+        for text in &cases {
             let mut expected = b"[".to_vec();
             write_escaped_str(&mut expected, text.as_bytes());
             let mut got = b"[".to_vec();
