@@ -7,7 +7,7 @@ $(BENCH_STAMP): bench/requirements.txt $(STAMP)
 	$(PY) -m pip install --quiet -r bench/requirements.txt
 	touch $(BENCH_STAMP)
 
-bench: develop $(BENCH_STAMP) ## rpcwire against its peers: table, bench/results.json, bench/results.png (~8 min)
+bench: develop $(BENCH_STAMP) ## rpcwire against its peers: table, bench/results.json, bench/results.png (~12 min)
 	$(PY) bench/run.py $(BENCH_ARGS)
 
 bench-quick: develop $(BENCH_STAMP) ## A smoke run of the benchmark (a tenth of the messages, one repeat)

@@ -22,6 +22,7 @@ import anyio
 import jsonrpc
 import jsonrpcserver
 import mcp_types
+import orjson
 import orjson_transport
 import pylsp_jsonrpc.streams as lsp_streams
 import rpcwire
@@ -164,6 +165,18 @@ def serve_mcp_stdio_process() -> None:
     anyio.run(_mcp_stdio)
 
 
+def serve_orjson_loop(inp: BinaryIO, out: BinaryIO, handler: Callable[[str, Any], Any] = handler) -> None:
+    """The plain loop issue 11 measures against: `orjson.loads`, the handler, `orjson.dumps` of the answer.
+
+    No envelope check, no batches, no error answers: the least a Python loop on orjson does per line.
+    """
+    loads, dumps, write, newline = orjson.loads, orjson.dumps, out.write, orjson.OPT_APPEND_NEWLINE
+    for line in inp:
+        msg = loads(line)
+        result = handler(msg["method"], msg.get("params"))
+        write(dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}, option=newline))
+
+
 def serve_floor(inp: BinaryIO, out: BinaryIO) -> None:
     write = out.write
     flush = out.flush
@@ -226,8 +239,40 @@ IMPLS: dict[str, Impl] = {
             serve_process=serve_mcp_stdio_process,
         ),
         Impl("floor", serve_floor),
+        Impl("orjson-loop", serve_orjson_loop, batches=False, parse_errors=False),
     )
 }
+
+# --- the payload workloads (workloads.PAYLOADS, issue 11) ------------------------------------------------
+
+# Who runs them: rpcwire against its pure twin and the two orjson loops (the other peers are 5-50x slower
+# on the small messages already, and would make the run minutes longer).
+PAYLOAD_IMPLS = ("rpcwire", "rpcwire.pure", "orjson", "orjson-loop")
+
+
+def payload_handler(mode: str, payload: Any) -> Callable[[str, Any], Any]:
+    """The handler of one mode of a payload workload (workloads.PAYLOAD_MODES)."""
+    if mode == "decode":
+        return lambda method, params: None
+    if mode == "encode":
+        return lambda method, params: payload
+    return handler
+
+
+def serve_payload(name: str, data: bytes, payload_handler: Callable[[str, Any], Any]) -> bytes:
+    """Serve `data` with implementation `name` and `payload_handler`; the output."""
+    inp, out = io.BytesIO(data), io.BytesIO()
+    if name == "rpcwire":
+        rpcwire.serve(payload_handler, rpcwire.StdioTransport(inp, out))
+    elif name == "rpcwire.pure":
+        rpcwire.pure.serve(payload_handler, rpcwire.pure.StdioTransport(inp, out))
+    elif name == "orjson":
+        orjson_transport.serve(payload_handler, inp, out)
+    elif name == "orjson-loop":
+        serve_orjson_loop(inp, out, payload_handler)
+    else:
+        raise ValueError(name)
+    return out.getvalue()
 
 
 BASELINE = "rpcwire@baseline"

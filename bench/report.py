@@ -14,6 +14,7 @@ from pathlib import Path
 import implementations
 
 NATIVE, PURE, ORJSON, MCP_STDIO = "rpcwire", "rpcwire.pure", "orjson", "mcp-stdio"
+ORJSON_LOOP, BASELINE = "orjson-loop", implementations.BASELINE
 SLEEP, PIPELINED_CONCURRENT = "concurrent-sleep", "pipelined-concurrent"
 CONCURRENT = (SLEEP, PIPELINED_CONCURRENT)  # reported in sections of their own
 MODE_LABELS = {
@@ -157,6 +158,14 @@ def targets(results: dict) -> list[dict]:
     for name in results["workloads"]:
         if name not in CONCURRENT:
             add(f"{name}: native not slower than rpcwire.pure", _ratio(results, name, PURE), 1)
+    # Issue 11: on every payload workload and mode, rpcwire at least as fast as the plain orjson loop.
+    for name, workload in results["workloads"].items():
+        if "payload" in workload:
+            add(f"{name}: native at least as fast as the plain orjson loop", _ratio(results, name, ORJSON_LOOP), 1)
+    # ... and no workload slower than the baseline build (within the noise of this machine, 5%).
+    for name, workload in results["workloads"].items():
+        if BASELINE in workload.get("summary", {}) and name not in CONCURRENT:
+            add(f"{name}: native not slower than {BASELINE} (5% noise allowed)", _ratio(results, name, BASELINE), 0.95)
     # Concurrent serving: the engine is shared, so rpcwire.pure's rows measure it on the pure core.
     for base in (NATIVE, PURE):
         for mode in ("threads", "asyncio", "asyncio-sync"):
@@ -215,14 +224,14 @@ def render(results: dict) -> str:
         "Medians over repeats; × native = time per message / rpcwire's (higher is slower). ",
         "answers: expected request ids answered correctly (+ -32700 answers to malformed lines).",
     ]
-    if any(name not in CONCURRENT for name in results["workloads"]):
+    if any(name not in CONCURRENT and "payload" not in w for name, w in results["workloads"].items()):
         lines += [
             "",
             "| workload | implementation | µs/msg | × native | answers | note |",
             "| --- | --- | ---: | ---: | --- | --- |",
         ]
     for name, workload in results["workloads"].items():
-        if name in CONCURRENT:
+        if name in CONCURRENT or "payload" in workload:
             continue
         for impl, s in workload["summary"].items():
             unusable = name == "batch" and not implementations.IMPLS[impl].batches
@@ -268,8 +277,10 @@ def render(results: dict) -> str:
                 f"| {impl} | {p['messages']} | {p['peak_extra_bytes'] / 2**20:.1f} | {_fmt(p['x_message'])} "
                 f"| {p['x_input']:.3f} | {_fmt(p.get('x_message_beyond_decoded'))} |"
             )
+    lines += _render_payloads(results)
     lines += _render_concurrent(results)
-    lines += ["", "## Targets (issue 3; concurrent serving)", "", "| target | measured | met |", "| --- | ---: | --- |"]
+    lines += ["", "## Targets (issue 3; concurrent serving; issue 11)", ""]
+    lines += ["| target | measured | met |", "| --- | ---: | --- |"]
     for t in results["targets"]:
         met = (
             "not available" if t.get("unavailable") else {True: "met", False: "NOT MET", None: "not measured"}[t["met"]]
@@ -280,6 +291,53 @@ def render(results: dict) -> str:
     lines.append("")
     lines.append(f"Total benchmark time: {results['seconds']:.0f} s.")
     return "\n".join(lines)
+
+
+def _render_payloads(results: dict) -> list[str]:
+    """Issue 11's table: per payload, each implementation's decode, encode and echo µs/msg, and peak memory."""
+    by_payload: dict[str, dict[str, dict]] = {}
+    for workload in results["workloads"].values():
+        if "payload" in workload:
+            by_payload.setdefault(workload["payload"], {})[workload["mode"]] = workload
+    if not by_payload:
+        return []
+    memory = results.get("payload_memory", {})
+    lines = [
+        "",
+        "## Real payloads (issue 11): decode, encode, echo",
+        "",
+        "µs per message, median over repeats, in one run; (×) = this row's time over the plain orjson loop's "
+        "(≤ 1.00: at least as fast). decode: the payload as params, the handler returns None; encode: a small "
+        "request, the handler returns the payload (built once); echo: the payload as params, returned. "
+        "Peak MiB: RSS high-water above the RSS before serving, the echo input once, fresh process each "
+        "('decoded': `json.loads` of one message alone).",
+        "",
+        "| payload | implementation | decode µs | encode µs | echo µs | peak MiB (echo) |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for payload, modes in by_payload.items():
+        impls = list(next(iter(modes.values()))["summary"])
+        for impl in impls:
+            cells = []
+            for mode in ("decode", "encode", "echo"):
+                summary = modes.get(mode, {}).get("summary", {})
+                mine, loop = summary.get(impl), summary.get(ORJSON_LOOP)
+                if mine is None:
+                    cells.append("—")
+                    continue
+                ratio = f" ({mine['median_us'] / loop['median_us']:.2f}×)" if loop else ""
+                cells.append(f"{_fmt(mine['median_us'])}{ratio}{'' if mine['ok'] else ' ✗'}")
+            peak = memory.get(payload, {}).get(impl, {}).get("peak_extra_bytes")
+            lines.append(
+                f"| {payload} | {impl} | {' | '.join(cells)} | {'—' if peak is None else f'{peak / 2**20:.1f}'} |"
+            )
+        decoded = memory.get(payload, {}).get("decoded", {})
+        if "peak_extra_bytes" in decoded:
+            lines.append(
+                f"| {payload} | decoded (one message: {decoded['message_bytes'] / 1024:.1f} KiB) | | | "
+                f"| {decoded['peak_extra_bytes'] / 2**20:.1f} |"
+            )
+    return lines
 
 
 def _mode(workload: dict, impl: str) -> str:

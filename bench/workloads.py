@@ -7,7 +7,9 @@ lines it holds (each is owed a -32700 answer with `id: null`).
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 
@@ -26,7 +28,9 @@ class Workload:
     request_ids: list[int]  # ids that must each get exactly one answer
     malformed: int  # lines that are owed a -32700 answer with id null
     batched: bool = False
-    check_result: str = "echo"  # how an answer's result is checked: "echo" or "large"
+    check_result: str = "echo"  # how an answer's result is checked: "echo", "large", or "payload"
+    # The payload workloads: the object every answer's result must equal (None for the "decode" mode).
+    expected_result: Any = None
     notes: list[str] = field(default_factory=list)
 
     def head(self, messages: int) -> Workload:
@@ -47,7 +51,9 @@ class Workload:
             for entry in msg if isinstance(msg, list) else [msg]:
                 if "id" in entry:
                     ids.append(entry["id"])
-        return Workload(self.name, data, kept, ids, malformed, self.batched, self.check_result)
+        return Workload(
+            self.name, data, kept, ids, malformed, self.batched, self.check_result, expected_result=self.expected_result
+        )
 
 
 def request(i: int) -> bytes:
@@ -109,6 +115,105 @@ def concurrent_sleep(n: int = 1_000) -> Workload:
     return Workload("concurrent-sleep", b"".join(request(i) + b"\n" for i in range(n)), n, list(range(n)), 0)
 
 
+# --- payload workloads (issue 11): the shapes real tool traffic carries --------------------------------
+#
+# Each payload is served in three modes, every implementation with the same handler:
+#   decode: a request carries the payload as its params; the handler returns None (decoding, plus `"result":null`)
+#   encode: a small request (`"params":{}`); the handler returns the payload, an object built once (the
+#           server -> client direction: MCP tool results and LSP responses are results, not params)
+#   echo:   a request carries the payload as its params; the handler returns them (decode + encode)
+
+PAYLOAD_MODES = ("decode", "encode", "echo")
+
+# A tool's text output: lines of ASCII prose and code with quotes, a tab, and a non-ASCII character.
+MCP_TEXT_LINE = 'def search(query: str) -> list[dict]:  # "fast" path\tsee docs \u2014 returns hits\n'
+
+
+def items_payload() -> dict:
+    """The issue's own example: 50 small objects with an int, a string, a list of strings and a float."""
+    return {"items": [{"id": k, "name": f"item {k}", "tags": ["a", "b"], "price": 1.5 * k} for k in range(50)]}
+
+
+def mcp_payload() -> dict:
+    """An MCP `tools/call` result: a 2 KB text content block and a structured copy of what it says."""
+    text = (MCP_TEXT_LINE * (2048 // len(MCP_TEXT_LINE) + 1))[:2048]
+    hits = [
+        {
+            "title": f"Result {k}: rpcwire transport notes",
+            "uri": f"file:///workspace/src/module_{k}.py",
+            "score": round(1.0 - k * 0.0625, 4),
+            "line": 40 + k * 3,
+            "snippet": "async def handle(request):",
+            "tags": ["python", "rpc"],
+            "exact": k % 3 == 0,
+        }
+        for k in range(10)
+    ]
+    structured = {"query": "transport", "total": 1234, "elapsed_ms": 12.5, "hits": hits, "next": None}
+    return {"content": [{"type": "text", "text": text}], "structuredContent": structured, "isError": False}
+
+
+def lsp_payload() -> dict:
+    """An LSP `textDocument/completion` result: 500 items, each with a nested `textEdit` range."""
+    items = []
+    for k in range(500):
+        name = f"completion_item_{k}"
+        items.append(
+            {
+                "label": name,
+                "kind": k % 25 + 1,
+                "detail": f"def {name}(self, value: int) -> str",
+                "sortText": f"{k:05d}",
+                "filterText": name,
+                "insertTextFormat": 1,
+                "textEdit": {
+                    "range": {"start": {"line": 120, "character": 8}, "end": {"line": 120, "character": 12}},
+                    "newText": name,
+                },
+                "data": {"uri": "file:///workspace/src/app.py", "index": k},
+            }
+        )
+    return {"isIncomplete": False, "items": items}
+
+
+def floats_payload() -> dict:
+    """10,000 floats as measurements come (full precision: 15-17 significant digits, as `numpy.tolist()` gives)."""
+    rng = random.Random(11)
+    return {"values": [rng.uniform(-1000.0, 1000.0) for _ in range(10_000)]}
+
+
+def ints_payload() -> dict:
+    """10,000 ints of mixed sizes: small counts, ids up to 2**31, timestamps in ms, some negative."""
+    rng = random.Random(11)
+    pick = [lambda: rng.randrange(100), lambda: rng.randrange(2**31), lambda: 1_700_000_000_000 + rng.randrange(10**9)]
+    return {"values": [pick[k % 3]() * (-1 if k % 7 == 0 else 1) for k in range(10_000)]}
+
+
+# name: (the payload, lines in a full run)
+PAYLOADS = {
+    "items": (items_payload, 2_000),
+    "mcp-result": (mcp_payload, 2_000),
+    "lsp-completion": (lsp_payload, 100),
+    "floats": (floats_payload, 100),
+    "ints": (ints_payload, 100),
+}
+
+
+def payload_workload(name: str, mode: str, quick: bool) -> Workload:
+    """One payload workload in one mode (PAYLOAD_MODES); its handler is `implementations.payload_handler`."""
+    make, lines = PAYLOADS[name]
+    n = max(10, lines // 10) if quick else lines
+    payload = make()
+    text = orjson.dumps(payload)
+    if mode == "encode":
+        line = b'{"jsonrpc":"2.0","id":%d,"method":"get","params":{}}'
+    else:
+        line = b'{"jsonrpc":"2.0","id":%d,"method":"echo","params":' + text.replace(b"%", b"%%") + b"}"
+    data = b"".join(line % i + b"\n" for i in range(n))
+    expected = None if mode == "decode" else payload
+    return Workload(f"{name}/{mode}", data, n, list(range(n)), 0, check_result="payload", expected_result=expected)
+
+
 def build(name: str, quick: bool) -> Workload:
     if name == "concurrent-sleep":  # not cut by --quick: 1,000 x 10 ms / 100 is ~0.1 s; fewer waves would say less
         return concurrent_sleep()
@@ -137,10 +242,12 @@ class Checked:
         return self.answered == self.expected and self.parse_errors == self.parse_errors_expected and not self.wrong
 
 
-def _result_ok(msg: dict, kind: str) -> bool:
+def _result_ok(msg: dict, kind: str, expected: Any = None) -> bool:
     value = msg.get("result")
     if value is None and "method" in msg:  # the floor echoes the request itself
         value = msg.get("params")
+    if kind == "payload":
+        return value == expected
     if not isinstance(value, dict):
         return False
     if kind == "echo":
@@ -174,7 +281,8 @@ def check(workload: Workload, output: bytes) -> Checked:
                 elif "method" not in answer:  # an echoed notification is the floor's, not an answer
                     wrong += 1
                 continue
-            if id_ in expected and id_ not in seen and _result_ok(answer, workload.check_result):
+            result_ok = _result_ok(answer, workload.check_result, workload.expected_result)
+            if id_ in expected and id_ not in seen and result_ok:
                 seen.add(id_)
                 if highest is not None and id_ < highest:
                     out_of_order += 1

@@ -25,6 +25,11 @@ struct Slot {
     /// The string's UTF-8 bytes, compared without asking Python for them. Callgrind, stream
     /// workload: a key found in the cache 120 -> 77 instructions (6,402 -> 6,273 a message).
     text: Box<str>,
+    /// `words(text)`: for a text of at most 16 bytes, equal words mean equal texts, and no bytes
+    /// are compared (before: FNV-1a over every byte, and a `memcmp` call). Callgrind, decode mode,
+    /// instructions a message: items (210 keys) 326,900 -> 320,500; lsp-completion (9,000 keys)
+    /// 13,512,000 -> 12,978,500.
+    words: (u64, u64, usize),
     string: Py<PyString>,
 }
 
@@ -37,21 +42,71 @@ impl StringCache {
         if self.slots.is_empty() {
             self.slots.resize_with(SLOTS, || None);
         }
-        // The truncation is the point: the low bits pick the slot.
-        #[allow(clippy::cast_possible_truncation)]
-        let slot = &mut self.slots[fnv1a(text.as_bytes()) as usize % SLOTS];
+        let words = words(text.as_bytes());
+        let slot = &mut self.slots[slot_of(words)];
         match slot {
-            Some(cached) if *cached.text == *text => cached.string.bind(py).clone(),
+            Some(cached) if cached.words == words && (text.len() <= 16 || *cached.text == *text) => {
+                cached.string.bind(py).clone()
+            }
             _ => {
                 let string = PyString::new(py, text);
-                *slot = Some(Slot { text: text.into(), string: string.clone().unbind() });
+                *slot = Some(Slot { text: text.into(), words, string: string.clone().unbind() });
                 string
             }
         }
     }
 }
 
-/// FNV-1a: a few instructions a byte, plenty for strings of at most `MAX_CACHED_LEN` bytes.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3))
+/// The first and the last eight bytes of `bytes` (overlapping, or zero-padded when shorter) and its
+/// length: all of a text of at most 16 bytes, read without a loop.
+fn words(bytes: &[u8]) -> (u64, u64, usize) {
+    let len = bytes.len();
+    let read = |at: usize, width: usize| {
+        let mut word = [0u8; 8];
+        word[..width].copy_from_slice(&bytes[at..at + width]);
+        u64::from_le_bytes(word)
+    };
+    match len {
+        8.. => (read(0, 8), read(len - 8, 8), len),
+        4..=7 => (read(0, 4), read(len - 4, 4), len),
+        1..=3 => (u64::from(bytes[0]) | u64::from(bytes[len / 2]) << 8 | u64::from(bytes[len - 1]) << 16, 0, len),
+        0 => (0, 0, 0),
+    }
+}
+
+/// The slot of a text from its words: one multiplication mixes them, the top bits pick the slot.
+fn slot_of((first, last, len): (u64, u64, usize)) -> usize {
+    let mixed = (first ^ last.rotate_left(31) ^ (len as u64)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    // The truncation is the point: the top bits pick the slot.
+    #[allow(clippy::cast_possible_truncation)]
+    let slot = (mixed >> (64 - SLOTS.trailing_zeros())) as usize;
+    slot
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{slot_of, words, SLOTS};
+
+    #[test]
+    fn texts_up_to_16_bytes_have_words_of_their_own() {
+        let mut texts: Vec<Vec<u8>> = vec![Vec::new()];
+        for length in 1..=16 {
+            for at in 0..length {
+                for byte in [b'a', b'b', 0, 0xFF] {
+                    let mut text = b"abcdefghijklmnop"[..length].to_vec();
+                    text[at] = byte;
+                    texts.push(text);
+                }
+            }
+        }
+        texts.sort();
+        texts.dedup();
+        let mut seen = std::collections::HashMap::new();
+        for text in &texts {
+            assert!(slot_of(words(text)) < SLOTS);
+            if let Some(other) = seen.insert(words(text), text) {
+                panic!("{text:?} and {other:?} share their words");
+            }
+        }
+    }
 }

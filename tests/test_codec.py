@@ -9,6 +9,7 @@ import io
 import json
 import math
 import re
+import sys
 import unittest.mock
 from typing import Any
 
@@ -36,8 +37,9 @@ integers = st.one_of(
     st.integers(min_value=-(2**300), max_value=2**300),
     st.sampled_from([2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 2**64, 10 ** (MAX_DIGITS - 1), 1 - 10**MAX_DIGITS]),
 )
-# Short decimals (0.5, -12.25, 593366088.09029) are what payloads carry and what the native encoder
-# writes without Ryu; the boundaries of that path (1e-4, 2^50, 6 decimals) are in TARGETED_FLOATS.
+# Short decimals (0.5, -12.25, 593366088.09029) are what payloads carry, and what the native decoder
+# computes exactly without a parse (Clinger's path: below 2^53, up to 10^22); its boundaries are in
+# TARGETED_FLOATS and FLOAT_TEXTS.
 short_decimals = st.builds(
     lambda digits, decimals: digits / 10**decimals, st.integers(-(10**17), 10**17), st.integers(0, 9)
 )
@@ -147,9 +149,11 @@ def test_decode_then_encode_round_trip(value: Any, ascii_only: bool) -> None:
 
 TARGETED_FLOATS = [
     *[0.1, 1e16, 1e15, 1e-5, 1e-4, 5e-324, 1.7976931348623157e308, -0.0, 123456789.123],
-    # around the native short-decimal path: 1e-4, 2^50, six decimals, products that round
+    # where Python's layout changes (positional from 1e-4 up to 1e16, Żmij's own layout taken there)
     *[9.999999999999999e-05, 0.00015, 1.5e-06, 2.0**50, 2.0**50 - 1, (2.0**50 - 1) / 10, 1125899906842623.5],
     *[0.123456, 0.1234567, 593366088.09029, 0.1 + 0.2, 1e-06, 999999.999999],
+    *[9999999999999998.0, 1.0000000000000002e16, 1.5e-07, 1.2345678901234567e-05, 1e22, 1e-22, 1e100, 1.5e-300],
+    *[2.0**53, 2.0**53 + 2, 123.45678901234568, -598.1234567890123, 0.30000000000000004, 4.35, 2.675],
 ]
 
 
@@ -200,6 +204,21 @@ FLOAT_TEXTS = [
     "7.0e-10",
     "0.1234567890123456789e-300",
     "1" * 400 + "e-300",
+    # the native decoder's exact path (a mantissa below 2^53 scaled by at most 10^22) and its edges
+    "9007199254740992.0",
+    "9007199254740991e-3",
+    "90071992547409921e-1",
+    "1e22",
+    "1e-22",
+    "1e-23",
+    "4.35",
+    "2.675",
+    "1234567890123456789e-22",
+    "12345678901234567890e-10",
+    "0.0000000000000000000000123",
+    "12345678.12345678",
+    "-12345678.123456789",
+    "1.00000000000000000000000000001",
 ]
 
 
@@ -284,6 +303,65 @@ def test_string_escapes_decode_like_json_loads(impl: Any, escaped: str, decoded:
     impl.StdioTransport(io.BytesIO(line.encode()), out).serve(lambda m, p: seen.append(p) or p)
     assert seen == [[decoded]]
     assert out.getvalue() == b'{"jsonrpc":"2.0","id":1,"result":[' + expected_bytes(decoded) + b"]}\n"
+
+
+INTEGER_TEXTS = [
+    *["0", "-0", "7", "-12", "12345678", "123456789", "1234567890123456", "12345678901234567"],
+    # 18 digits are read by the native scanner itself, 19 and more by int()
+    *["999999999999999999", "-999999999999999999", "1000000000000000000", "9223372036854775807"],
+    *["-9223372036854775808", "9223372036854775808", "-9223372036854775809", "18446744073709551616"],
+]
+
+
+@pytest.mark.parametrize("text", INTEGER_TEXTS)
+def test_integer_decoding_at_the_fast_paths_edges(impl: Any, text: str) -> None:
+    seen: list[Any] = []
+    out = io.BytesIO()
+    line = b'{"jsonrpc":"2.0","method":"m","params":[%s, {"k": %s}],"id":1}\n' % (text.encode(), text.encode())
+    impl.StdioTransport(io.BytesIO(line), out).serve(lambda m, p: seen.append(p) or p)
+    assert seen == [[int(text), {"k": int(text)}]]
+    assert type(seen[0][0]) is int
+    assert out.getvalue() == b'{"jsonrpc":"2.0","id":1,"result":[%d,{"k":%d}]}\n' % (int(text), int(text))
+
+
+# Every length up to past the native encoder's short-string path (32 bytes, words of 8), with a character
+# to escape (or a plain one) at every place: the bytes are json's.
+SHORT_STRINGS = [
+    "abcdefghijklmnopqrstuvwxyz0123456789"[:length][:at] + special + "abcdefghijklmnopqrstuvwxyz0123456789"[at:length]
+    for length in range(36)
+    for at in range(length + 1)
+    for special in ['"', "\\", "\n", "\x1f", "\x7f", " ", "~"]
+]
+
+
+def test_short_strings_are_written_as_json_writes_them(impl: Any) -> None:
+    value = {text: [text] for text in SHORT_STRINGS} | {"": "", "plain": "plain"}
+    assert serve_result(impl, value) == b'{"jsonrpc":"2.0","id":1,"result":' + expected_bytes(value) + b"}\n"
+
+
+class ResizesItsParent(dict):
+    """A dict whose ``items()`` changes the dict it is a value of (``PARENT``), while that one is encoded."""
+
+    def items(self) -> Any:
+        PARENT.clear()
+        PARENT.update({"late": True})
+        return [("m", 1)]
+
+
+PARENT: dict[str, Any] = {}
+
+
+def test_plain_members_before_a_container_come_from_the_snapshot(impl: Any) -> None:
+    """The native encoder writes plain members (str, int, float, bool, None) straight from a dict and takes its
+    snapshot at the first other value: what is written is still the dict as it was before its first member."""
+    PARENT.clear()
+    PARENT.update({"s": "x", "i": 1, "f": 0.5, "b": True, "n": None, "d": ResizesItsParent(x=0), "after": [2], "z": 3})
+    result = json.loads(serve_result(impl, PARENT))["result"]
+    before = {"s": "x", "i": 1, "f": 0.5, "b": True, "n": None, "d": {"m": 1}}
+    if impl is rpcwire.pure and sys.version_info >= (3, 12):
+        assert result == before  # json walks a dict live since 3.12: the dict ended when it was cleared
+    else:
+        assert result == before | {"after": [2], "z": 3}
 
 
 def test_long_strings_and_wide_containers(impl: Any) -> None:

@@ -27,7 +27,11 @@ numbers = st.one_of(
     st.integers(-1000, 1000),
     st.integers(),
     st.integers(-(2**128), 2**128),
+    st.integers(-(10**20), 10**20),  # around the native scanner's own 18 digits
     st.floats(allow_nan=False, allow_infinity=False),
+    # short decimals and measurements: the native decoder's exact path (below 2^53, up to 10^22) and its edges
+    st.builds(round, st.floats(-1e6, 1e6), st.integers(0, 8)),
+    st.builds(lambda m, e: m * 10.0**e, st.integers(-(2**54), 2**54), st.integers(-24, 24)),
 )
 json_values = st.recursive(
     st.one_of(st.none(), st.booleans(), numbers, texts),

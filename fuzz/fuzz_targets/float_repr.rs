@@ -1,7 +1,7 @@
-//! `write_float_repr` (Python's `repr(float)`) for every finite double, against Ryu's shortest
-//! digits: the text reads back as the same double, carries exactly Ryu's significant digits (the
-//! fast path for short decimals must agree with it), and is laid out as Python lays it out:
-//! positional from 1e-4 up to 1e16 (`.0` on integral values), else `1.5e+16`, `1e-05`.
+//! `write_float_repr` (Python's `repr(float)`, written with Żmij) for every finite double, against
+//! Ryu's shortest digits: the text reads back as the same double, carries exactly Ryu's significant
+//! digits (two implementations of the shortest round trip must agree), and is laid out as Python
+//! lays it out: positional from 1e-4 up to 1e16 (`.0` on integral values), else `1.5e+16`, `1e-05`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
