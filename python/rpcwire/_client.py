@@ -303,6 +303,7 @@ class Client(_Peer):
             self._last_read = time.monotonic()
             self._idle_reading = False
             self._wake_read, self._wake_write = os.pipe()
+            os.set_blocking(self._wake_write, False)  # a full pipe already wakes the reader
             self._reader = threading.Thread(target=self._read_when_idle, name="rpcwire-client-reader", daemon=True)
         self._reader.start()
 
@@ -408,7 +409,7 @@ class Client(_Peer):
                     self._unsleep(waiter)
                     continue
                 if self._idle_reading:
-                    os.write(self._wake_write, b"!")
+                    self._wake_idle_reader()
             left = -1 if deadline is None else max(0.0, deadline - time.monotonic())
             woken = waiter.lock.acquire(timeout=left)
             if self._fd is not None:
@@ -486,6 +487,10 @@ class Client(_Peer):
                     waiter.signalled = True
                     waiter.lock.release()
                     return
+
+    def _wake_idle_reader(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            os.write(self._wake_write, b"!")
 
     def _read_when_idle(self) -> None:
         """The client's own reader: reads whenever nobody has read for ``_IDLE_S``, until a caller comes."""
@@ -575,7 +580,7 @@ class Client(_Peer):
                     process.wait()
         self._close_with(ConnectionClosed("the client was closed"))
         if self._fd is not None:
-            os.write(self._wake_write, b"!")
+            self._wake_idle_reader()
         if process is not None:
             self._reader.join(timeout=grace)
             _close_quietly(process.stdout)
