@@ -83,11 +83,13 @@ pub(crate) struct Call<'a, P = &'a str> {
     pub(crate) id: Option<Id<'a>>,
 }
 
-/// What a response carries: its `result`, or its `error` object (as read, not yet checked).
+/// What a response carries: its `result`, or its `error` object (as read, not yet checked), or why
+/// it is no valid response (its id is still the one it names: that call gets an error, not silence).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Outcome<P> {
     Result(P),
     Error(P),
+    Invalid(&'static str),
 }
 
 /// One message (or one entry of a batch) after the envelope check.
@@ -275,19 +277,15 @@ fn parse_entry<'a, P, E: From<SyntaxError>>(
 
 /// A message without `method` but with `result` or `error` (only a client reads these).
 fn response_entry<P>(version_ok: bool, id: Option<Id<'_>>, result: Member<P>, error: Member<P>) -> Entry<'_, P> {
-    let reason = match (version_ok, id, result, error) {
-        (true, Some(id), Member::Valid(result), Member::Absent) => {
-            return Entry::Response { id, outcome: Outcome::Result(result) }
-        }
-        (true, Some(id), Member::Absent, Member::Valid(error)) => {
-            return Entry::Response { id, outcome: Outcome::Error(error) }
-        }
-        (false, ..) => "jsonrpc is not \"2.0\"",
-        (true, None, ..) => "a response without an id",
-        (true, Some(_), Member::Valid(_), Member::Valid(_)) => "a response with both result and error",
-        (true, Some(_), ..) => "error is not an object",
+    let Some(id) = id else { return Entry::Invalid { id: None, reason: "a response without an id" } };
+    let outcome = match (version_ok, result, error) {
+        (true, Member::Valid(result), Member::Absent) => Outcome::Result(result),
+        (true, Member::Absent, Member::Valid(error)) => Outcome::Error(error),
+        (false, ..) => Outcome::Invalid("jsonrpc is not \"2.0\""),
+        (true, Member::Valid(_), Member::Valid(_)) => Outcome::Invalid("a response with both result and error"),
+        (true, ..) => Outcome::Invalid("error is not an object"),
     };
-    Entry::Invalid { id: None, reason }
+    Entry::Response { id, outcome }
 }
 
 #[cfg(test)]
@@ -450,16 +448,15 @@ mod tests {
         for (text, reason) in [
             (r#"{"jsonrpc":"2.0","id":1,"result":1,"error":{}}"#, "a response with both result and error"),
             (r#"{"jsonrpc":"2.0","id":1,"error":5}"#, "error is not an object"),
-            (r#"{"jsonrpc":"2.0","result":5}"#, "a response without an id"),
             (r#"{"result":5,"id":1}"#, "jsonrpc is not \"2.0\""),
-            (r#"{"jsonrpc":"2.0","id":1}"#, "method is not a string"),
         ] {
-            assert_eq!(
-                incoming(text),
-                Entry::Invalid { id: if reason.starts_with("method") { Some(Id::Number("1")) } else { None }, reason },
-                "{text}"
-            );
+            let expected = Entry::Response { id: Id::Number("1"), outcome: Outcome::Invalid(reason) };
+            assert_eq!(incoming(text), expected, "{text}");
         }
+        let no_id = Entry::Invalid { id: None, reason: "a response without an id" };
+        assert_eq!(incoming(r#"{"jsonrpc":"2.0","result":5}"#), no_id);
+        let not_a_call = Entry::Invalid { id: Some(Id::Number("1")), reason: "method is not a string" };
+        assert_eq!(incoming(r#"{"jsonrpc":"2.0","id":1}"#), not_a_call);
         // To a server, a response is an invalid request (its id echoed).
         assert!(matches!(single(r#"{"jsonrpc":"2.0","id":1,"result":1}"#), Entry::Invalid { id: Some(_), .. }));
     }

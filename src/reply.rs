@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString, PyType};
 
-use crate::answer;
+use crate::answer::{self, StandardError};
 use crate::codec;
 use crate::envelope::{self, Entry, Id, Limits, Message, Outcome};
 use crate::errors::Error;
@@ -85,11 +85,23 @@ fn entry_object<'py>(
             if is_error_object(&error)? {
                 response_object(py, &id, &py.None().into_bound(py), Some(&error))
             } else {
-                Ok(PyString::new(py, "error has no integer code or no string message").into_any())
+                invalid_response(py, &id, "error has no integer code or no string message")
             }
         }
+        Entry::Response { id, outcome: Outcome::Invalid(reason) } => invalid_response(py, &id, reason),
         Entry::Invalid { reason, .. } => Ok(PyString::new(py, reason).into_any()),
     }
+}
+
+/// A response that names a valid id but is no valid response: a `Response` whose error is -32603
+/// "Invalid response" with the reason as `data`, so that the call it names fails instead of waiting
+/// for an answer that will not come.
+fn invalid_response<'py>(py: Python<'py>, id: &Id<'_>, reason: &str) -> PyResult<Bound<'py, PyAny>> {
+    let error = PyDict::new(py);
+    error.set_item("code", StandardError::Internal.code())?;
+    error.set_item("message", "Invalid response")?;
+    error.set_item("data", reason)?;
+    response_object(py, id, &py.None().into_bound(py), Some(error.as_any()))
 }
 
 /// Whether a decoded `error` member is what the specification requires: an integer `code` and a

@@ -643,6 +643,19 @@ impl StdioTransport {
         Ok(self.reader.lock(py)?.has_line())
     }
 
+    /// Read once from the stream (what one `readinto1` gives, which waits only when nothing is there)
+    /// unless a whole message is already buffered; then `_has_buffered_message` tells whether one is.
+    /// A client waiting with a timeout reads this way once `select` says the stream is readable, so that
+    /// half a message never blocks it past its deadline.
+    #[pyo3(name = "_read_available")]
+    fn read_available(&self, py: Python<'_>) -> PyResult<()> {
+        let mut reader = self.reader.lock(py)?;
+        if !reader.has_line() {
+            reader.at_eof = !reader.fill(py)?;
+        }
+        Ok(())
+    }
+
     /// The next message as a client reads it (blank lines skipped): `None` at end of input; a
     /// `Response`; a `Request` (the server's own request or notification); a `list` of these for a
     /// batch; or a `str` saying why a message (a line over `max_message_bytes` included) is neither.

@@ -40,8 +40,13 @@ def argv(impl: ModuleType, concurrency: int = 8) -> list[str]:
     return [sys.executable, SERVER, impl.__name__, str(concurrency)]
 
 
-BOTH = "a response with both result and error"
-NO_CODE = "error has no integer code or no string message"
+def invalid(reason: str, id_: Any = 1) -> rpcwire.Response:
+    """What both cores read from a response that names an id but is invalid: that call fails with -32603."""
+    return rpcwire.Response(id_, None, {"code": rpcwire.ERR_INTERNAL, "message": "Invalid response", "data": reason})
+
+
+BOTH = invalid("a response with both result and error")
+NO_CODE = invalid("error has no integer code or no string message")
 
 
 def test_both_cores_classify_what_a_client_reads_alike(impl: ModuleType) -> None:
@@ -57,9 +62,9 @@ def test_both_cores_classify_what_a_client_reads_alike(impl: ModuleType) -> None
         b'{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"m"}}': BOTH,
         b'{"jsonrpc":"2.0","id":1,"error":{"code":1.5,"message":"m"}}': NO_CODE,
         b'{"jsonrpc":"2.0","id":1,"error":{"code":true,"message":"m"}}': NO_CODE,
-        b'{"jsonrpc":"2.0","id":1,"error":"boom"}': "error is not an object",
+        b'{"jsonrpc":"2.0","id":1,"error":"boom"}': invalid("error is not an object"),
         b'{"jsonrpc":"2.0","result":1}': "a response without an id",
-        b'{"jsonrpc":"1.0","id":1,"result":1}': 'jsonrpc is not "2.0"',
+        b'{"jsonrpc":"1.0","id":1,"result":1}': invalid('jsonrpc is not "2.0"'),
         b'{"jsonrpc":"2.0","id":[1],"result":1}': "id is not a string, a number or null",
         b'{"jsonrpc":"2.0","id":1}': "method is not a string",
         b"[]": "an empty batch",
@@ -296,13 +301,15 @@ def test_garbage_from_the_server_is_logged_and_other_calls_go_on(
         impl.Client.spawn([sys.executable, str(script)], timeout=30) as client,
     ):
         assert client.call("echo", [1, 2]) == [1, 2]
-        assert client.call("bad", ["x"]) == ["x"]  # the malformed answer to it was dropped, the good one taken
+        with pytest.raises(rpcwire.JsonRpcError) as malformed:  # an invalid answer naming the call fails it
+            client.call("bad", ["x"])
+        assert (malformed.value.code, malformed.value.data) == (rpcwire.ERR_INTERNAL, "error is not an object")
         with ThreadPoolExecutor(4) as pool:
             assert list(pool.map(lambda i: client.call("echo", [i]), range(50))) == [[i] for i in range(50)]
     messages = "\n".join(record.getMessage() for record in caplog.records)
     assert "parse error" in messages
     assert "id 99999" in messages
-    assert "error is not an object" in messages
+    assert "id 2" in messages  # the good answer to "bad", after its invalid one, came for no waiting call
 
 
 SERVER_ASKS = r"""

@@ -14,6 +14,7 @@ import contextlib
 import importlib
 import importlib.util
 import itertools
+import logging
 import signal
 import socket
 import sys
@@ -226,14 +227,21 @@ def _sniff(connection: socket.socket) -> str:
     """The framing of ``connection``, from bytes peeked at (not read: each server reads them itself). A
     prefix that stays undecided for 2 s (or until the peer closes) is served as newline-delimited."""
     deadline = time.monotonic() + _SNIFF_SECONDS
-    while True:
-        first = connection.recv(_SNIFF_BYTES, socket.MSG_PEEK)
-        framing = _framing_of(first)
-        if framing is not None:
-            return framing
-        if time.monotonic() > deadline:
-            return "newline"
-        time.sleep(0.005)
+    connection.settimeout(_SNIFF_SECONDS)  # a peer that sends nothing at all is not waited for forever
+    try:
+        while True:
+            try:
+                first = connection.recv(_SNIFF_BYTES, socket.MSG_PEEK)
+            except TimeoutError:
+                return "newline"
+            framing = _framing_of(first)
+            if framing is not None:
+                return framing
+            if time.monotonic() > deadline:
+                return "newline"
+            time.sleep(0.005)
+    finally:
+        connection.settimeout(None)
 
 
 class _Body:
@@ -362,7 +370,12 @@ def _serve_listen(handler: Any, host: str, port: int, max_concurrency: int) -> i
         signal.signal(signal.SIGTERM, _stop)
         with contextlib.suppress(KeyboardInterrupt, SystemExit):
             while True:
-                connection, _ = listener.accept()
+                try:
+                    connection, _ = listener.accept()
+                except OSError as exc:  # out of descriptors, or a connection reset before it was taken: go on
+                    logging.getLogger("rpcwire").warning("accept failed: %s", exc)
+                    time.sleep(0.1)
+                    continue
                 threading.Thread(
                     target=_serve_connection,
                     args=(connection, handler, app, address, max_concurrency),

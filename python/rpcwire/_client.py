@@ -55,6 +55,9 @@ _MCP_PROGRESS = "notifications/progress"
 _LSP_PROGRESS = "$/progress"
 _STDERR_TAIL = 20  # lines of a spawned server's stderr kept for ConnectionClosed
 _IDLE_S = 0.005  # how long nobody reads before the client's own reader does
+# A spawned server's pipes' buffer: smaller than the native reader's 64 KiB reads, so that each read goes
+# past it and leaves nothing in it (what lets a timed reader wait on the descriptor; see _pollable_fd).
+_PIPE_BUFFER = 8192
 
 
 def _check_dialect(dialect: str) -> str:
@@ -325,7 +328,13 @@ class Client(_Peer):
         stdin, waits for it to exit, then terminates and kills it after a grace period."""
         _check_dialect(dialect)
         process = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            bufsize=_PIPE_BUFFER,
         )
         assert process.stdin is not None and process.stdout is not None
         tail = _StderrTail()
@@ -452,18 +461,22 @@ class Client(_Peer):
         while waiter is None or waiter.response is None:
             if self._closed is not None:
                 return
-            if (deadline is not None or waiter is None) and not transport._has_buffered_message():
-                wait_for = [self._fd] if waiter is not None else [self._fd, self._wake_read]
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return
-                ready, _, _ = select.select(wait_for, [], [], left)
-                if not ready:
-                    return
-                if self._wake_read in ready:
-                    os.read(self._wake_read, 4096)
-                    return
             try:
+                if deadline is not None or waiter is None:
+                    # Read only what has come, a read at a time, until a whole message is here: half a
+                    # message must not hold a timed caller (or the idle reader) past its time.
+                    while not transport._has_buffered_message():
+                        wait_for = [self._fd] if waiter is not None else [self._fd, self._wake_read]
+                        left = None if deadline is None else deadline - time.monotonic()
+                        if left is not None and left <= 0:
+                            return
+                        ready, _, _ = select.select(wait_for, [], [], left)
+                        if not ready:
+                            return
+                        if self._wake_read in ready:
+                            os.read(self._wake_read, 4096)
+                            return
+                        transport._read_available()
                 message = transport._read_incoming()
             except Exception as exc:  # a stream that fails: the connection is as good as closed
                 self._close_with(self._connection_closed(f"reading from the server failed: {exc!r}"))
@@ -501,6 +514,9 @@ class Client(_Peer):
             self._idle_reading = True
             try:
                 self._lead(None, None)
+            except Exception as exc:  # a delivery that fails (no thread for a handler): the client cannot go on
+                logger.exception("the client's reader stopped")
+                self._close_with(self._connection_closed(f"reading from the server failed: {exc!r}"))
             finally:
                 self._idle_reading = False
                 self._release_read()
@@ -810,7 +826,14 @@ class AsyncClient(_Peer):
         self._pending.update(zip(ids, futures, strict=True))
         await self._write(line)
         timeout = self._timeout if timeout is None else timeout
-        await asyncio.wait(futures, timeout=timeout)
+        try:
+            await asyncio.wait(futures, timeout=timeout)
+        except asyncio.CancelledError:  # the awaiting task was cancelled: so are the entries still running
+            for id_, future in zip(ids, futures, strict=True):
+                if not future.done() and self._pending.pop(id_, None) is not None:
+                    with contextlib.suppress(Exception):
+                        await asyncio.shield(self._write(self._cancel_line(id_, "cancelled")))
+            raise
         outcomes: list[Any] = []
         for id_, future in zip(ids, futures, strict=True):
             if not future.done():
@@ -869,8 +892,9 @@ class AsyncClient(_Peer):
                         )
                     elif line.strip():
                         self._deliver(parse(line))
-        except (ConnectionError, OSError) as exc:
+        except Exception as exc:  # a stream that fails, or a delivery that does: the client cannot go on
             cause = f"reading from the server failed: {exc!r}"
+            logger.exception("the client's reader stopped")
         self._close_with(await self._connection_closed(cause))
 
     async def _read_all_frames(self) -> None:
@@ -882,8 +906,9 @@ class AsyncClient(_Peer):
                 self._deliver(body if isinstance(body, str) else parse(body))
         except ValueError:  # a header line over the stream's own limit: it cannot be read on
             cause = "the server wrote a header line over the stream's limit"
-        except (ConnectionError, OSError) as exc:
+        except Exception as exc:  # a stream that fails, or a delivery that does: the client cannot go on
             cause = f"reading from the server failed: {exc!r}"
+            logger.exception("the client's reader stopped")
         self._close_with(await self._connection_closed(cause))
 
     def _resolve(

@@ -30,6 +30,7 @@ __all__ = ["AsyncHttpClient", "HttpClient", "HttpError"]
 logger = logging.getLogger("rpcwire.client")
 
 _JSON = "application/json"
+_Answers = dict["int | None", Response]  # the answers in a body by id; None: an error to the body as a whole
 _EVENTS = "text/event-stream"
 
 
@@ -67,20 +68,20 @@ class _HttpPeer(_Peer):
         headers["Content-Length"] = str(len(body))
         return headers
 
-    def _answers(self, body: bytes) -> dict[int, Response]:
+    def _answers(self, body: bytes) -> _Answers:
         """The answers in a body (one, or a batch's), by id; anything else is delivered or logged."""
-        answers: dict[int, Response] = {}
+        answers: _Answers = {}
         message = self._core._parse_incoming(body)
         for entry in message if isinstance(message, list) else [message]:
-            if isinstance(entry, Response) and type(entry.id) is int:
-                answers[entry.id] = entry
+            if isinstance(entry, Response) and (type(entry.id) is int or entry.id is None):
+                answers[entry.id] = entry  # None: the server's error to the body as a whole (-32700, -32600)
             elif isinstance(entry, Request):
                 self._deliver(entry)
             else:
                 logger.warning("dropped a message from the server: %s", entry if isinstance(entry, str) else entry.id)
         return answers
 
-    def _event(self, data: bytes, answers: dict[int, Response]) -> None:
+    def _event(self, data: bytes, answers: _Answers) -> None:
         """One SSE ``message`` event's data: a notification (to its callbacks) or an answer."""
         answers.update(self._answers(data))
 
@@ -126,9 +127,9 @@ def _sse_data(lines: Iterable[bytes]) -> Iterator[bytes]:
         yield data
 
 
-def _results(ids: list[int], answers: dict[int, Response], batch: bool) -> Any:
+def _results(ids: list[int], answers: _Answers, batch: bool) -> Any:
     if not batch:
-        answer = answers.get(ids[0])
+        answer = answers.get(ids[0], answers.get(None))
         if answer is None:
             raise ConnectionError(f"the server's answer holds no answer to id {ids[0]}")
         return _outcome(answer)
@@ -207,7 +208,7 @@ class HttpClient(_HttpPeer):
             with self._lock, contextlib.suppress(ValueError):
                 self._connections.remove(connection)
 
-    def _post(self, body: bytes, timeout: float | None, events: bool) -> dict[int, Response]:
+    def _post(self, body: bytes, timeout: float | None, events: bool) -> _Answers:
         headers = self._request_headers(body, events)
         timeout = self._timeout if timeout is None else timeout
         if self._session is not None:
@@ -233,7 +234,7 @@ class HttpClient(_HttpPeer):
                 raise
         raise AssertionError("unreachable")
 
-    def _post_with_session(self, body: bytes, headers: dict[str, str], timeout: float | None) -> dict[int, Response]:
+    def _post_with_session(self, body: bytes, headers: dict[str, str], timeout: float | None) -> _Answers:
         """The same exchange through the caller's ``httpx.Client``."""
         try:
             with self._session.stream("POST", self._url, content=body, headers=headers, timeout=timeout) as response:
@@ -243,7 +244,7 @@ class HttpClient(_HttpPeer):
                 if response.status_code != 200:
                     raise HttpError(response.status_code, response.reason_phrase, response.read())
                 if _is_event_stream(response.headers.get("content-type")):
-                    answers: dict[int, Response] = {}
+                    answers: _Answers = {}
                     for data in _sse_data(line.encode() for line in response.iter_lines()):
                         self._event(data, answers)
                     return answers
@@ -253,14 +254,14 @@ class HttpClient(_HttpPeer):
                 raise TimeoutError(f"no answer from {self._url} within {timeout} s") from None
             raise
 
-    def _read(self, response: http.client.HTTPResponse) -> dict[int, Response]:
+    def _read(self, response: http.client.HTTPResponse) -> _Answers:
         if response.status in (202, 204):
             response.read()
             return {}
         if response.status != 200:
             raise HttpError(response.status, response.reason, response.read())
         if _is_event_stream(response.getheader("Content-Type")):
-            answers: dict[int, Response] = {}
+            answers: _Answers = {}
             for data in _sse_data(iter(response.readline, b"")):
                 self._event(data, answers)
             return answers
@@ -370,14 +371,14 @@ class AsyncHttpClient(_HttpPeer):
         result: list[Any] = _results(ids, await self._post(body, timeout, events=False), batch=True)
         return result
 
-    async def _post(self, body: bytes, timeout: float | None, events: bool) -> dict[int, Response]:
+    async def _post(self, body: bytes, timeout: float | None, events: bool) -> _Answers:
         timeout = self._timeout if timeout is None else timeout
         try:
             return await asyncio.wait_for(self._exchange(body, events), timeout)
         except asyncio.TimeoutError:
             raise TimeoutError(f"no answer from {self._url} within {timeout} s") from None
 
-    async def _exchange(self, body: bytes, events: bool) -> dict[int, Response]:
+    async def _exchange(self, body: bytes, events: bool) -> _Answers:
         if self._session is not None:
             return await self._exchange_with_session(body, self._request_headers(body, events))
         head = [f"POST {self._path} HTTP/1.1", f"Host: {self._host}:{self._port}"]
@@ -387,30 +388,30 @@ class AsyncHttpClient(_HttpPeer):
             for attempt in (1, 2):
                 connection, reused = (self._idle.pop(), True) if self._idle else (await self._open(), False)
                 try:
-                    connection.writer.write(request)
-                    status, reason, headers = await connection.status_and_headers()
+                    # Retried once on a kept-alive connection that fails before any byte of the response came
+                    # (the server closed it while idle): the request cannot have been served. Never after.
+                    try:
+                        connection.writer.write(request)
+                        status, reason, headers = await connection.status_and_headers()
+                    except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                        connection.close()
+                        if not reused or attempt == 2:
+                            raise
+                        continue
                     answers = await self._read(connection, status, reason, headers)
-                except (
-                    http.client.RemoteDisconnected,
-                    ConnectionResetError,
-                    BrokenPipeError,
-                    asyncio.IncompleteReadError,
-                ):
-                    connection.close()
-                    if not reused or attempt == 2:
-                        raise
-                    continue
                 except BaseException:  # a timeout (cancellation) included: the connection is mid-exchange
                     connection.close()
                     raise
-                if headers.get("connection", "").lower() == "close":
-                    connection.close()
+                chunked = "chunked" in headers.get("transfer-encoding", "")
+                delimited = status == 204 or "content-length" in headers or chunked
+                if headers.get("connection", "").lower() == "close" or not delimited:
+                    connection.close()  # (a body read to the connection's end leaves nothing to reuse)
                 else:
                     self._idle.append(connection)
                 return answers
         raise AssertionError("unreachable")
 
-    async def _exchange_with_session(self, body: bytes, headers: dict[str, str]) -> dict[int, Response]:
+    async def _exchange_with_session(self, body: bytes, headers: dict[str, str]) -> _Answers:
         """The same exchange through the caller's ``httpx.AsyncClient`` (``_post`` bounds it in time)."""
         async with self._session.stream("POST", self._url, content=body, headers=headers, timeout=None) as response:
             if response.status_code in (202, 204):
@@ -420,7 +421,7 @@ class AsyncHttpClient(_HttpPeer):
                 raise HttpError(response.status_code, response.reason_phrase, await response.aread())
             if not _is_event_stream(response.headers.get("content-type")):
                 return self._answers(await response.aread())
-            answers: dict[int, Response] = {}
+            answers: _Answers = {}
             events = _Events()
             async for line in response.aiter_lines():
                 if (data := events.line(line.encode())) is not None:
@@ -433,10 +434,10 @@ class AsyncHttpClient(_HttpPeer):
         reader, writer = await asyncio.open_connection(self._host, self._port, limit=1 << 26)
         return _AsyncConnection(reader, writer)
 
-    async def _read(
-        self, connection: _AsyncConnection, status: int, reason: str, headers: dict[str, str]
-    ) -> dict[int, Response]:
-        if status in (202, 204):
+    async def _read(self, connection: _AsyncConnection, status: int, reason: str, headers: dict[str, str]) -> _Answers:
+        if status == 204:  # never a body
+            return {}
+        if status == 202:
             async for _ in connection.body(headers):
                 pass
             return {}
@@ -445,7 +446,7 @@ class AsyncHttpClient(_HttpPeer):
             raise HttpError(status, reason, b"".join([chunk async for chunk in body]))
         if not _is_event_stream(headers.get("content-type")):
             return self._answers(b"".join([chunk async for chunk in body]))
-        answers: dict[int, Response] = {}
+        answers: _Answers = {}
         events = _Events()
         pending = b""  # a line begun in one chunk and not ended yet
         async for chunk in body:

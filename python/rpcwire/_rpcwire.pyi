@@ -62,6 +62,8 @@ class StdioTransport:
     def _has_buffered_message(self) -> bool:
         """Whether the next ``_read_incoming`` (or ``read_line``) returns without reading the stream: a whole
         line, or the end of input, is already buffered."""
+    def _read_available(self) -> None:
+        """Read once from the stream unless a whole message is already buffered (a timed client's read)."""
     def _read_incoming(self) -> Response | Request | str | list[Response | Request | str] | None:
         """The next message as a client reads it (blank lines skipped): ``None`` at end of input; a
         ``Response``; a ``Request`` (the server's own request or notification); a ``list`` of these for a

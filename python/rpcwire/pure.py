@@ -722,26 +722,31 @@ def _incoming_entry(message: Any, line: bytes, index: int | None) -> Response | 
 
 
 def _response(message: dict[str, Any]) -> Response | str:
-    """A decoded message with ``result`` or ``error`` and no ``method``: a ``Response``, or why it is none
-    (the reasons checked in the order the native reader checks them)."""
+    """A decoded message with ``result`` or ``error`` and no ``method``: a ``Response``; for one that names a
+    valid id but is invalid, a ``Response`` with -32603 "Invalid response" and the reason as ``data`` (the
+    call it names fails rather than waits); else why it is none. The native reader's order of checks."""
     id_ = message.get("id")
     if id_ is not None and type(id_) not in (str, int, float):
         return "id is not a string, a number or null"
-    version = message.get("jsonrpc")
-    if type(version) is not str or version != "2.0":
-        return 'jsonrpc is not "2.0"'
     if "id" not in message:
         return "a response without an id"
+    version = message.get("jsonrpc")
+    if type(version) is not str or version != "2.0":
+        return _invalid_response(id_, 'jsonrpc is not "2.0"')
     if "error" not in message:
         return Response(id_, message["result"])
     error = message["error"]
     if type(error) is not dict:
-        return "error is not an object"
+        return _invalid_response(id_, "error is not an object")
     if "result" in message:
-        return "a response with both result and error"
+        return _invalid_response(id_, "a response with both result and error")
     if type(error.get("code")) is not int or not isinstance(error.get("message"), str):
-        return "error has no integer code or no string message"
+        return _invalid_response(id_, "error has no integer code or no string message")
     return Response(id_, None, error)
+
+
+def _invalid_response(id_: Any, reason: str) -> Response:
+    return Response(id_, None, {"code": ERR_INTERNAL, "message": "Invalid response", "data": reason})
 
 
 def dispatch(
