@@ -520,3 +520,23 @@ def test_http_clients_post_through_a_callers_own_httpx_client(impl: ModuleType, 
             return results, progress
 
     assert asyncio.run(main()) == ([2 * i for i in range(50)], [(1, 1, "step 1")])
+
+
+HALF_AN_ANSWER = r"""
+import sys, time
+sys.stdin.buffer.readline()
+sys.stdout.buffer.write(b'{"jsonrpc":"2.0","id":1,"res')
+sys.stdout.buffer.flush()
+time.sleep(60)
+"""
+
+
+def test_half_an_answer_does_not_hold_a_timed_call_past_its_deadline(impl: ModuleType, tmp_path: Path) -> None:
+    script = tmp_path / "half.py"
+    script.write_text(HALF_AN_ANSWER)
+    with impl.Client.spawn([sys.executable, str(script)]) as client:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):
+            client.call("anything", timeout=1.0)
+        assert time.monotonic() - started < 10
+        client.close(grace=0.2)
