@@ -402,6 +402,17 @@ impl StdioTransport {
         self.framing == Framing::Newline && is_blank(line)
     }
 
+    /// The next message into `line`, blank lines skipped (newline framing): `Next::Line`, the end of
+    /// input, or what was dropped. What `_read_message`, `_read_incoming` and `_read_value` read.
+    fn next_message(&self, py: Python<'_>, line: &mut Vec<u8>) -> PyResult<Next> {
+        loop {
+            let next = self.reader.lock(py)?.next_line(py, line)?;
+            if !(matches!(next, Next::Line) && self.skips(line)) {
+                return Ok(next);
+            }
+        }
+    }
+
     /// Write the answers `serve` gathered, in one `write`. They are dropped even if writing (or
     /// waiting to write) fails, so that nothing is ever written twice and an interrupt is final.
     fn write_gathered(&self, py: Python<'_>, gathered: &mut Vec<u8>) -> PyResult<()> {
@@ -550,20 +561,14 @@ impl StdioTransport {
     #[pyo3(name = "_read_value")]
     fn read_value<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let mut line = Vec::new();
-        loop {
-            let next = self.reader.lock(py)?.next_line(py, &mut line)?;
-            return match next {
-                Next::End => Ok(None),
-                Next::Line if self.skips(&line) => continue,
-                Next::Line => {
-                    let text = std::str::from_utf8(&line).map_err(|error| PyValueError::new_err(error.to_string()))?;
-                    let mut strings = self.strings.try_lock();
-                    Ok(Some(codec::decode(py, text, self.limits.max_depth, strings.as_deref_mut())?))
-                }
-                dropped => {
-                    Err(PyValueError::new_err(format!("{} was discarded", dropped.reason(self.max_message_bytes))))
-                }
-            };
+        match self.next_message(py, &mut line)? {
+            Next::End => Ok(None),
+            Next::Line => {
+                let text = std::str::from_utf8(&line).map_err(|error| PyValueError::new_err(error.to_string()))?;
+                let mut strings = self.strings.try_lock();
+                Ok(Some(codec::decode(py, text, self.limits.max_depth, strings.as_deref_mut())?))
+            }
+            dropped => Err(PyValueError::new_err(format!("{} was discarded", dropped.reason(self.max_message_bytes)))),
         }
     }
 
@@ -618,21 +623,17 @@ impl StdioTransport {
     #[pyo3(name = "_read_message")]
     fn read_message<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let mut line = Vec::new();
-        loop {
-            let next = self.reader.lock(py)?.next_line(py, &mut line)?;
-            return match next {
-                Next::End => Ok(None),
-                Next::Line if self.skips(&line) => continue,
-                Next::Line => {
-                    let mut strings = self.strings.try_lock();
-                    request::message_object(py, &line, self.limits, strings.as_deref_mut()).map(Some)
-                }
-                dropped => {
-                    let mut answer = Vec::new();
-                    dropped.answer(py, self.max_message_bytes, &mut answer)?;
-                    Ok(Some(PyBytes::new(py, &answer).into_any()))
-                }
-            };
+        match self.next_message(py, &mut line)? {
+            Next::End => Ok(None),
+            Next::Line => {
+                let mut strings = self.strings.try_lock();
+                request::message_object(py, &line, self.limits, strings.as_deref_mut()).map(Some)
+            }
+            dropped => {
+                let mut answer = Vec::new();
+                dropped.answer(py, self.max_message_bytes, &mut answer)?;
+                Ok(Some(PyBytes::new(py, &answer).into_any()))
+            }
         }
     }
 
@@ -662,17 +663,13 @@ impl StdioTransport {
     #[pyo3(name = "_read_incoming")]
     fn read_incoming<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let mut line = Vec::new();
-        loop {
-            let next = self.reader.lock(py)?.next_line(py, &mut line)?;
-            return match next {
-                Next::End => Ok(None),
-                Next::Line if self.skips(&line) => continue,
-                Next::Line => {
-                    let mut strings = self.strings.try_lock();
-                    reply::incoming_object(py, &line, strings.as_deref_mut()).map(Some)
-                }
-                dropped => Ok(Some(PyString::new(py, &dropped.reason(self.max_message_bytes)).into_any())),
-            };
+        match self.next_message(py, &mut line)? {
+            Next::End => Ok(None),
+            Next::Line => {
+                let mut strings = self.strings.try_lock();
+                reply::incoming_object(py, &line, strings.as_deref_mut()).map(Some)
+            }
+            dropped => Ok(Some(PyString::new(py, &dropped.reason(self.max_message_bytes)).into_any())),
         }
     }
 

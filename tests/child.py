@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -93,3 +94,27 @@ class ServerProcess:
             if stream is not None and not stream.closed:
                 with contextlib.suppress(BrokenPipeError):
                     stream.close()
+
+
+@contextlib.contextmanager
+def announced_server(command: list[str], cwd: Path, announcement: str, timeout: float) -> Iterator[int]:
+    """Run ``command`` in ``cwd``; yield the port its first stderr line announces (``announcement`` then
+    ``HOST:PORT``); terminate it at the end, and check it exited 0, wrote nothing on stdout and no traceback.
+    A watchdog kills it after ``timeout`` seconds."""
+    process = subprocess.Popen(
+        command, cwd=cwd, env=child_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    watchdog = threading.Timer(timeout, process.kill)
+    watchdog.start()
+    try:
+        assert process.stderr is not None
+        first = process.stderr.readline().decode()
+        assert first.startswith(announcement), first + process.stderr.read().decode()
+        yield int(first.rstrip().rpartition(":")[2])
+    finally:
+        process.terminate()
+        stdout, stderr = process.communicate(timeout=30)
+        watchdog.cancel()
+    assert process.returncode == 0, stderr.decode(errors="replace")
+    assert stdout == b""
+    assert b"Traceback" not in stderr, stderr.decode(errors="replace")

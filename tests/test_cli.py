@@ -8,12 +8,11 @@ import http.client
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from child import child_env
+from child import announced_server, child_env
 
 HANDLERS = """
 import asyncio
@@ -83,28 +82,9 @@ def test_serve_over_stdio(app_dir: Path, args: tuple[str, ...], handler: str) ->
 @contextlib.contextmanager
 def http_server(app_dir: Path, *args: str) -> Iterator[int]:
     """``serve --http 127.0.0.1:0 *args``; yields the port it says on stderr; terminates it at the end."""
-    process = subprocess.Popen(
-        rpcwire_command("serve", *args, "--http", "127.0.0.1:0"),
-        cwd=app_dir,
-        env=child_env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    watchdog = threading.Timer(60, process.kill)
-    watchdog.start()
-    try:
-        assert process.stderr is not None
-        first = process.stderr.readline().decode()
-        assert first.startswith("listening on http://127.0.0.1:"), first + process.stderr.read().decode()
-        yield int(first.rstrip().rpartition(":")[2])
-    finally:
-        process.terminate()
-        stdout, stderr = process.communicate(timeout=30)
-        watchdog.cancel()
-    assert process.returncode == 0, stderr.decode(errors="replace")
-    assert stdout == b""
-    assert b"Traceback" not in stderr, stderr.decode(errors="replace")
+    command = rpcwire_command("serve", *args, "--http", "127.0.0.1:0")
+    with announced_server(command, app_dir, "listening on http://127.0.0.1:", 60) as port:
+        yield port
 
 
 def post(port: int, body: bytes) -> tuple[int, bytes]:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import rpcwire
 import rpcwire.pure
-from child import child_env
+from child import announced_server, child_env
 from rpcwire.__main__ import _framing_of
 
 HANDLERS = """
@@ -65,28 +65,9 @@ def app_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def port(app_dir: Path) -> Iterator[int]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "rpcwire", "serve", "handlers:handler", "--listen", "127.0.0.1:0"],
-        cwd=app_dir,
-        env=child_env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    watchdog = threading.Timer(100, process.kill)
-    watchdog.start()
-    try:
-        assert process.stderr is not None
-        first = process.stderr.readline().decode()
-        assert first.startswith("listening on tcp://127.0.0.1:"), first + process.stderr.read().decode()
-        yield int(first.rstrip().rpartition(":")[2])
-    finally:
-        process.terminate()
-        stdout, stderr = process.communicate(timeout=30)
-        watchdog.cancel()
-    assert process.returncode == 0, stderr.decode(errors="replace")
-    assert stdout == b""
-    assert b"Traceback" not in stderr, stderr.decode(errors="replace")
+    command = [sys.executable, "-m", "rpcwire", "serve", "handlers:handler", "--listen", "127.0.0.1:0"]
+    with announced_server(command, app_dir, "listening on tcp://127.0.0.1:", 100) as listening:
+        yield listening
 
 
 def connect(port: int) -> socket.socket:
