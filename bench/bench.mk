@@ -16,7 +16,7 @@ bench-quick: develop $(BENCH_STAMP) ## A smoke run of the benchmark (a tenth of 
 bench-http: develop $(BENCH_STAMP) ## rpcwire over HTTP (uvicorn, granian, gunicorn) against its peers and a constant reply (~3 min)
 	$(PY) bench/http_bench.py $(BENCH_HTTP_ARGS)
 
-bench-client: develop $(BENCH_STAMP) ## The clients side by side over pipes and HTTP (~3 min)
+bench-client: develop $(BENCH_STAMP) ## The clients side by side over pipes, HTTP and MCP (~4 min)
 	$(PY) bench/client_bench.py $(BENCH_CLIENT_ARGS)
 
 bench-mcp: develop $(BENCH_STAMP) ## MCP over stdio: the SDK's client against an MCPServer, SDK transport vs rpcwire.mcp (~3 min)
