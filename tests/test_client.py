@@ -445,10 +445,13 @@ def test_http_client_against_uvicorn(impl: ModuleType, http_url: str) -> None:
         with ThreadPoolExecutor(8) as pool:
             assert list(pool.map(lambda i: client.call("add", [i, i]), range(200))) == [2 * i for i in range(200)]
         with pytest.raises(TimeoutError):
-            client.call("nap", [5], timeout=0.3)
+            client.call("nap", [1.2], timeout=0.3)
         assert client.call("add", [2, 3]) == 5  # a fresh connection after the timed-out one
-        with pytest.raises(rpcwire.HttpError) as refused:
-            impl.HttpClient(http_url, headers={"Content-Type": "text/plain"}).call("add", [1, 2])
+        with (
+            pytest.raises(rpcwire.HttpError) as refused,
+            impl.HttpClient(http_url, headers={"Content-Type": "text/plain"}) as wrong_type,
+        ):
+            wrong_type.call("add", [1, 2])
         assert refused.value.status == 415
 
 
@@ -465,7 +468,7 @@ def test_async_http_client_against_uvicorn(impl: ModuleType, http_url: str) -> N
             assert await client.call("progress", {"steps": 3}, on_progress=lambda *e: events.append(e)) == 3
             assert events == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
             with pytest.raises(TimeoutError):
-                await client.call("nap", [5], timeout=0.3)
+                await client.call("nap", [1.2], timeout=0.3)
             assert await client.call("add", [2, 3]) == 5
 
     asyncio.run(main())
@@ -506,7 +509,7 @@ def test_http_clients_post_through_a_callers_own_httpx_client(impl: ModuleType, 
         outcomes = client.batch([("add", [1, 2]), ("nope", None)])
         assert outcomes[0] == 3 and isinstance(outcomes[1], rpcwire.MethodNotFound)
         with pytest.raises(TimeoutError):
-            client.call("nap", [5], timeout=0.3)
+            client.call("nap", [1.2], timeout=0.3)
     assert events == [(1, 2, "step 1"), (2, 2, "step 2")]
 
     async def main() -> Any:
