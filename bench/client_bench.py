@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import http.client
 import os
 import socket
@@ -190,6 +191,17 @@ def one_cpu(pid: int) -> Iterator[None]:
         os.sched_setaffinity(0, mask)
 
 
+def latency_figures(latencies_ns: list[int], cpu_seconds: float) -> dict[str, float]:
+    """p50 and p99 in µs of one call after the other, and the client's CPU µs per call."""
+    latencies_ns.sort()
+    count = len(latencies_ns)
+    return {
+        "p50": latencies_ns[count // 2] / 1e3,
+        "p99": latencies_ns[int(count * 0.99)] / 1e3,
+        "cpu": cpu_seconds / count * 1e6,
+    }
+
+
 def ping_pong(client: Any, calls: int) -> dict[str, float]:
     client.call(PARAMS)  # warm up: the server has started
     latencies = []
@@ -199,13 +211,7 @@ def ping_pong(client: Any, calls: int) -> dict[str, float]:
         start = clock()
         client.call(PARAMS)
         latencies.append(clock() - start)
-    cpu = time.process_time() - cpu
-    latencies.sort()
-    return {
-        "p50": latencies[len(latencies) // 2] / 1e3,
-        "p99": latencies[int(len(latencies) * 0.99)] / 1e3,
-        "cpu": cpu / calls * 1e6,
-    }
+    return latency_figures(latencies, time.process_time() - cpu)
 
 
 def pipelined(call: Callable[[Any], Any], calls: int) -> dict[str, float]:
@@ -226,36 +232,41 @@ def pipelined(call: Callable[[Any], Any], calls: int) -> dict[str, float]:
     return {"calls/s": done / seconds, "cpu": cpu / done * 1e6}
 
 
+async def one_after_another(call: Callable[[], Any], calls: int) -> dict[str, float]:
+    """``calls`` awaited one after the other: p50, p99, CPU (see ``latency_figures``)."""
+    latencies = []
+    cpu = time.process_time()
+    for _ in range(calls):
+        start = time.perf_counter_ns()
+        await call()
+        latencies.append(time.perf_counter_ns() - start)
+    return latency_figures(latencies, time.process_time() - cpu)
+
+
+async def in_flight(call: Callable[[], Any], calls: int, at_once: int) -> dict[str, float]:
+    """``calls`` with up to ``at_once`` in flight: calls/s, and the client's CPU µs per call."""
+    slots = asyncio.Semaphore(at_once)
+
+    async def one() -> None:
+        async with slots:
+            await call()
+
+    cpu = time.process_time()
+    start = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(calls)))
+    seconds = time.perf_counter() - start
+    return {"calls/s": calls / seconds, "cpu": (time.process_time() - cpu) / calls * 1e6}
+
+
 async def async_run(cls: Any, calls: int, concurrent: bool) -> dict[str, float]:
     client = await cls.spawn(SERVER)
     try:
         await client.call("echo", PARAMS)
-        if not concurrent:
-            with one_cpu(client._process.pid):
-                latencies = []
-                cpu = time.process_time()
-                for _ in range(calls):
-                    start = time.perf_counter_ns()
-                    await client.call("echo", PARAMS)
-                    latencies.append(time.perf_counter_ns() - start)
-                cpu = time.process_time() - cpu
-            latencies.sort()
-            return {
-                "p50": latencies[len(latencies) // 2] / 1e3,
-                "p99": latencies[int(len(latencies) * 0.99)] / 1e3,
-                "cpu": cpu / calls * 1e6,
-            }
-        slots = asyncio.Semaphore(TASKS)
-
-        async def one() -> None:
-            async with slots:
-                await client.call("echo", PARAMS)
-
-        cpu = time.process_time()
-        start = time.perf_counter()
-        await asyncio.gather(*(one() for _ in range(calls)))
-        seconds = time.perf_counter() - start
-        return {"calls/s": calls / seconds, "cpu": (time.process_time() - cpu) / calls * 1e6}
+        echo = functools.partial(client.call, "echo", PARAMS)
+        if concurrent:
+            return await in_flight(echo, calls, TASKS)
+        with one_cpu(client._process.pid):
+            return await one_after_another(echo, calls)
     finally:
         await client.close()
 
@@ -407,23 +418,9 @@ def bench_http(calls: int, repeats: int, tmp: Path) -> None:
 
             async def async_rows() -> tuple[dict[str, float], dict[str, float]]:
                 async with rpcwire.AsyncHttpClient(url) as client:
-                    await client.call("echo", PARAMS)
-                    latencies = []
-                    cpu = time.process_time()
-                    for _ in range(calls):
-                        start = time.perf_counter_ns()
-                        await client.call("echo", PARAMS)
-                        latencies.append(time.perf_counter_ns() - start)
-                    sequential = {
-                        "p50": sorted(latencies)[calls // 2] / 1e3,
-                        "p99": sorted(latencies)[int(calls * 0.99)] / 1e3,
-                        "cpu": (time.process_time() - cpu) / calls * 1e6,
-                    }
-                    cpu = time.process_time()
-                    start = time.perf_counter()
-                    await asyncio.gather(*(client.call("echo", PARAMS) for _ in range(calls)))
-                    seconds = time.perf_counter() - start
-                    return sequential, {"calls/s": calls / seconds, "cpu": (time.process_time() - cpu) / calls * 1e6}
+                    echo = functools.partial(client.call, "echo", PARAMS)
+                    await echo()
+                    return await one_after_another(echo, calls), await in_flight(echo, calls, calls)
 
             sequential, together = asyncio.run(async_rows())
             rows.setdefault("rpcwire.AsyncHttpClient", []).append(sequential)
@@ -476,29 +473,7 @@ async def mcp_rpcwire_run(script: Path, calls: int) -> tuple[dict[str, float], d
 async def mcp_measure(call: Callable[[], Any], calls: int) -> tuple[dict[str, float], dict[str, float]]:
     """Sequential calls (p50, p99, CPU), then ``calls`` with 16 in flight at once (calls/s, CPU)."""
     await call()
-    latencies = []
-    cpu = time.process_time()
-    for _ in range(calls):
-        start = time.perf_counter_ns()
-        await call()
-        latencies.append(time.perf_counter_ns() - start)
-    latencies.sort()
-    sequential = {
-        "p50": latencies[calls // 2] / 1e3,
-        "p99": latencies[int(calls * 0.99)] / 1e3,
-        "cpu": (time.process_time() - cpu) / calls * 1e6,
-    }
-    slots = asyncio.Semaphore(THREADS)
-
-    async def one() -> None:
-        async with slots:
-            await call()
-
-    cpu = time.process_time()
-    start = time.perf_counter()
-    await asyncio.gather(*(one() for _ in range(calls)))
-    seconds = time.perf_counter() - start
-    return sequential, {"calls/s": calls / seconds, "cpu": (time.process_time() - cpu) / calls * 1e6}
+    return await one_after_another(call, calls), await in_flight(call, calls, THREADS)
 
 
 def bench_mcp(calls: int, repeats: int, tmp: Path) -> None:
