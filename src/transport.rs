@@ -26,8 +26,10 @@
 //! small part of the 0.8 µs that parsing, dispatch and encoding also take, and a direct read would
 //! have to drain the Python buffer first and redo its signal handling.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use parking_lot::Mutex;
-use pyo3::exceptions::{PyBaseException, PyBlockingIOError, PyOSError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyBaseException, PyBlockingIOError, PyOSError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -383,6 +385,44 @@ pub(crate) struct StdioTransport {
     /// `_read_message`'s cache of short strings (`serve` has its own, per call). Taken with
     /// `try_lock`: a thread that finds it in use decodes without it.
     strings: Mutex<StringCache>,
+    /// Whether a `serve` (this loop, or the engine's) runs over this transport: a second one is
+    /// refused, since two readers would share the input and an answer could wait behind the other's
+    /// read until more input came.
+    serving: AtomicBool,
+}
+
+const ALREADY_SERVING: &str =
+    "this transport is already serving: serve() was called on it again before the first call returned";
+
+/// `serve`'s own loop running over a transport, from `_start_serving` until it is dropped (however
+/// `serve` returns).
+struct Serving<'a>(&'a StdioTransport);
+
+impl<'a> Serving<'a> {
+    fn start(transport: &'a StdioTransport) -> PyResult<Self> {
+        transport.start_serving()?;
+        Ok(Self(transport))
+    }
+}
+
+impl Drop for Serving<'_> {
+    fn drop(&mut self) {
+        self.0.stop_serving();
+    }
+}
+
+/// `serve`'s `max_concurrency`: absent (1), or what was given, for the engine's rule to check.
+enum MaxConcurrency<'py> {
+    Absent,
+    Given(Bound<'py, PyAny>),
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for MaxConcurrency<'py> {
+    type Error = PyErr;
+
+    fn extract(value: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        Ok(Self::Given(value.to_owned()))
+    }
 }
 
 /// Whether `serve` skips the line: JSON whitespace only.
@@ -538,6 +578,7 @@ impl StdioTransport {
             max_message_bytes,
             limits,
             strings: Mutex::new(StringCache::default()),
+            serving: AtomicBool::new(false),
         })
     }
 
@@ -739,38 +780,54 @@ impl StdioTransport {
     /// gone) or if the handler raises a `BaseException` that is not an `Exception`. With
     /// `max_concurrency` other than 1, or an `async def` handler, the engine (`rpcwire._engine`)
     /// schedules the requests over this transport's core methods; otherwise this loop runs.
-    #[pyo3(signature = (handler, *, max_concurrency=None))]
-    fn serve(
-        slf: &Bound<'_, Self>,
-        handler: &Bound<'_, PyAny>,
-        max_concurrency: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
+    /// `max_concurrency` follows `rpcwire.serve`'s rule (the engine's own check): an `int` of at least
+    /// 1 (a `bool` or a `float` is a `TypeError`). `RuntimeError` if a `serve` already runs over this
+    /// transport.
+    #[pyo3(
+        signature = (handler, *, max_concurrency=MaxConcurrency::Absent),
+        text_signature = "($self, handler, *, max_concurrency=1)"
+    )]
+    fn serve(slf: &Bound<'_, Self>, handler: &Bound<'_, PyAny>, max_concurrency: MaxConcurrency<'_>) -> PyResult<()> {
         let py = slf.py();
-        let sequential = match max_concurrency {
-            None => true,
-            Some(value) => value.is_exact_instance_of::<PyInt>() && value.extract::<i64>().is_ok_and(|n| n == 1),
+        let engine = || py.import(intern!(py, "rpcwire._engine"));
+        let (sequential, given) = match max_concurrency {
+            MaxConcurrency::Absent => (true, None),
+            MaxConcurrency::Given(value) => {
+                engine()?.call_method1(intern!(py, "_check_max_concurrency"), (&value,))?;
+                (value.eq(1)?, Some(value)) // as the engine compares it
+            }
         };
-        let is_async = || -> PyResult<bool> {
-            py.import(intern!(py, "rpcwire._engine"))?
-                .call_method1(intern!(py, "is_async_handler"), (handler,))?
-                .is_truthy()
-        };
-        if !sequential || is_async()? {
+        if !sequential || engine()?.call_method1(intern!(py, "is_async_handler"), (handler,))?.is_truthy()? {
             let kwargs = PyDict::new(py);
-            if let Some(value) = max_concurrency {
+            if let Some(value) = given {
                 kwargs.set_item(intern!(py, "max_concurrency"), value)?;
             }
-            py.import(intern!(py, "rpcwire._engine"))?
-                .getattr(intern!(py, "serve"))?
-                .call((handler, slf), Some(&kwargs))?;
+            engine()?.getattr(intern!(py, "serve"))?.call((handler, slf), Some(&kwargs))?;
             return Ok(());
         }
         let transport = slf.get();
+        let _serving = Serving::start(transport)?;
         let mut gathered = Vec::new();
         let served = transport.answer_all(py, slf.as_any(), handler, &mut gathered);
         // Answers gathered before a failure were accepted: write them (a second failure, when the
         // writer itself failed, is dropped in favour of the first).
         let written = transport.write_gathered(py, &mut gathered);
         served.and(written)
+    }
+
+    /// Mark this transport as served (every `serve` of the engine calls it first, and `serve`'s own
+    /// loop): `RuntimeError` if a `serve` already runs over it. `_stop_serving` ends it.
+    #[pyo3(name = "_start_serving")]
+    fn start_serving(&self) -> PyResult<()> {
+        self.serving
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .map(drop)
+            .map_err(|_| PyRuntimeError::new_err(ALREADY_SERVING))
+    }
+
+    /// The end of what `_start_serving` began.
+    #[pyo3(name = "_stop_serving")]
+    fn stop_serving(&self) {
+        self.serving.store(false, Ordering::Release);
     }
 }

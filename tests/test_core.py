@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import sys
+from enum import IntEnum
 from types import ModuleType
 from typing import Any
 
@@ -340,3 +341,53 @@ def test_the_digit_limit_is_a_parse_error(core: ModuleType) -> None:
     line = b'{"jsonrpc":"2.0","method":"m","params":[' + b"9" * (limit + 1) + b'],"id":1}\n'
     transport = core.StdioTransport(io.BytesIO(line), io.BytesIO())
     assert transport._read_message() == PARSE_ERROR
+
+
+# --- StdioTransport.serve(max_concurrency=...): the rule of rpcwire.serve ----------------------------
+
+
+class One(IntEnum):
+    ONE = 1
+    TWO = 2
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        *((value, TypeError) for value in (None, True, False, 1.0, 2.0, "1")),
+        *((value, ValueError) for value in (0, -1)),
+    ],
+)
+def test_transport_serve_refuses_what_serve_refuses(core: ModuleType, value: Any, error: type[Exception]) -> None:
+    """One rule for ``max_concurrency`` (an int of at least 1; a bool or a float is a TypeError), in both cores and
+    through either entry point: ``StdioTransport.serve`` used to run True and 1.0 sequentially in the pure core and
+    hand None to the engine, and the native one the other way round."""
+    messages = []
+    for serve in (
+        lambda transport: transport.serve(handler, max_concurrency=value),
+        lambda transport: core.serve(handler, transport, max_concurrency=value),
+    ):
+        out = io.BytesIO()
+        transport = core.StdioTransport(io.BytesIO(req("1") + b"\n"), out)
+        with pytest.raises(error) as raised:
+            serve(transport)
+        assert out.getvalue() == b""  # refused before anything is read
+        messages.append(str(raised.value))
+    assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("value", [1, 2, One.ONE, One.TWO], ids=["1", "2", "IntEnum-1", "IntEnum-2"])
+def test_transport_serve_takes_what_serve_takes(core: ModuleType, value: int) -> None:
+    data = b"".join(req(str(i)) + b"\n" for i in range(4))
+    out = io.BytesIO()
+    core.StdioTransport(io.BytesIO(data), out).serve(handler, max_concurrency=value)
+    assert sorted(out.getvalue().splitlines()) == sorted(served(core, data).splitlines())
+
+
+def test_transport_serve_has_one_default(core: ModuleType) -> None:
+    data = b"".join(req(str(i)) + b"\n" for i in range(4))
+    out = io.BytesIO()
+    core.StdioTransport(io.BytesIO(data), out).serve(handler)
+    assert out.getvalue() == served(core, data)
+    with pytest.raises(TypeError):
+        core.StdioTransport(io.BytesIO(), io.BytesIO()).serve(handler, concurrency=2)  # type: ignore[call-arg]

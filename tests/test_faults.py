@@ -14,6 +14,7 @@ import errno
 import io
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -350,6 +351,99 @@ def test_server_catching_broken_pipe_exits_quietly(spawn: Any) -> None:
     assert server.wait() == 3
     sender.join(timeout=CHILD_TIMEOUT)
     assert server.errors() == ""
+
+
+# --- two serve calls on one transport ---------------------------------------------------------------------
+
+
+async def async_echo(method: str, params: Any) -> Any:
+    return echo(method, params)
+
+
+SERVES = {
+    "sequential": lambda impl, transport: impl.serve(echo, transport),
+    "transport-serve": lambda impl, transport: transport.serve(echo),
+    "threads": lambda impl, transport: impl.serve(echo, transport, max_concurrency=2),
+    "async": lambda impl, transport: impl.serve(async_echo, transport),
+}
+
+
+def next_line(fd: int, pending: bytearray, timeout: float = 10.0) -> bytes:
+    """The next line written to the pipe ``fd`` (without ``\n``); fails after ``timeout`` seconds without one."""
+    deadline = time.monotonic() + timeout
+    while b"\n" not in pending:
+        left = deadline - time.monotonic()
+        assert left > 0, f"no line within {timeout} s"
+        if select.select([fd], [], [], left)[0]:
+            chunk = os.read(fd, 65536)
+            assert chunk, "the output closed"
+            pending += chunk
+    line, _, rest = bytes(pending).partition(b"\n")
+    pending[:] = rest
+    return line
+
+
+def in_thread(target: Any, *args: Any) -> tuple[threading.Thread, list[BaseException]]:
+    """``target(*args)`` started on a daemon thread; the list gets what it raised."""
+    raised: list[BaseException] = []
+
+    def run_it() -> None:
+        try:
+            target(*args)
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=run_it, daemon=True)
+    thread.start()
+    return thread, raised
+
+
+@pytest.mark.parametrize("second", list(SERVES))
+@pytest.mark.parametrize("first", list(SERVES))
+def test_a_second_serve_on_one_transport_is_refused(impl: ModuleType, first: str, second: str) -> None:
+    """A second serve from another thread, while the first is blocked reading a pipe: RuntimeError at once
+    (it used to wait for the input too, and an answer could stay stuck behind its read); the first goes on."""
+    in_read, in_write = os.pipe()
+    out_read, out_write = os.pipe()
+    pending = bytearray()
+    with open(in_read, "rb") as stdin, open(out_write, "wb") as stdout, open(in_write, "wb", buffering=0) as feed:
+        try:
+            transport = impl.StdioTransport(stdin, stdout)
+            serving, first_raised = in_thread(SERVES[first], impl, transport)
+            feed.write(request("echo", [1], id=1))
+            assert json.loads(next_line(out_read, pending)) == ok(1, [1])  # serving, and now blocked reading
+
+            refused, second_raised = in_thread(SERVES[second], impl, transport)
+            refused.join(10)
+            assert not refused.is_alive(), "the second serve waited for input instead of being refused"
+            assert len(second_raised) == 1 and isinstance(second_raised[0], RuntimeError), second_raised
+            assert "already serving" in str(second_raised[0])
+
+            feed.write(request("echo", [2], id=2))
+            assert json.loads(next_line(out_read, pending)) == ok(2, [2])  # the first still answers
+        finally:
+            feed.close()  # end of input: the first serve returns
+            serving.join(10)
+        assert not serving.is_alive() and first_raised == []
+    assert pending == b"" and os.read(out_read, 65536) == b""  # nothing else was written
+    os.close(out_read)
+
+
+class BrokenOutput(io.RawIOBase):
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+
+@pytest.mark.parametrize("how", list(SERVES))
+def test_serve_can_be_called_again_once_it_returned_or_raised(impl: ModuleType, how: str) -> None:
+    transport = impl.StdioTransport(io.BytesIO(request("echo", [1])), BrokenOutput())
+    with pytest.raises(BrokenPipeError):
+        SERVES[how](impl, transport)
+    SERVES[how](impl, transport)  # end of input: returns
+    SERVES[how](impl, transport)
 
 
 # --- streams that break their contract ------------------------------------------------------------------

@@ -586,7 +586,8 @@ async def serve_async(handler: Handler, transport: Any, *, max_concurrency: int 
     are awaited; if this coroutine is cancelled, so are they.
     """
     _check_max_concurrency(max_concurrency)
-    await _AsyncServer(handler, transport, max_concurrency).serve()
+    with _serving(transport):  # before the server starts its workers
+        await _AsyncServer(handler, transport, max_concurrency).serve()
 
 
 class _AsyncServer:
@@ -746,7 +747,19 @@ def serve(handler: Handler, transport: Any, *, max_concurrency: int = 1) -> None
     elif max_concurrency == 1:
         transport.serve(handler)  # the native transport's own loop, or serve_sequential
     else:
-        _ThreadServer(handler, transport, max_concurrency).serve()
+        with _serving(transport):
+            _ThreadServer(handler, transport, max_concurrency).serve()
+
+
+@contextlib.contextmanager
+def _serving(transport: Any) -> Iterator[None]:
+    """While a server runs over ``transport``: a second ``serve`` on it raises ``RuntimeError`` (two readers
+    would share the input, and an answer could wait behind the other's read until more input came)."""
+    transport._start_serving()
+    try:
+        yield
+    finally:
+        transport._stop_serving()
 
 
 def is_async_handler(handler: Any) -> bool:

@@ -88,8 +88,16 @@ class StdioTransport:
     def _write_line(self, line: bytes) -> None:
         """Write ``line + b"\\n"`` in one ``write`` and flush, under the writer lock (``framing="content-length"``:
         each line of ``line`` as one frame)."""
-    def serve(self, handler: Callable[[str, Any], Any], *, max_concurrency: int | None = None) -> None:
-        """Answer every request with ``handler(method, params)`` until end of input (see ``rpcwire.serve``)."""
+    def serve(self, handler: Callable[[str, Any], Any], *, max_concurrency: int = 1) -> None:
+        """Answer every request with ``handler(method, params)`` until end of input (see ``rpcwire.serve``).
+
+        ``max_concurrency``: an ``int`` of at least 1, as ``rpcwire.serve`` checks it. ``RuntimeError`` if a
+        ``serve`` already runs over this transport.
+        """
+    def _start_serving(self) -> None:
+        """Mark this transport as served: ``RuntimeError`` if a ``serve`` already runs over it."""
+    def _stop_serving(self) -> None:
+        """The end of what ``_start_serving`` began."""
 
 def parse_request(raw: str | bytes) -> tuple[Request | None, dict[str, Any] | None]:
     """Parse one JSON-RPC message: ``(request, None)`` or ``(None, error_response)``."""

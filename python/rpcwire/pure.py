@@ -1011,6 +1011,7 @@ def _binary_stream(stream: Any, name: str, needs: str) -> Any:
 
 
 _ABSENT = object()
+_ALREADY_SERVING = "this transport is already serving: serve() was called on it again before the first call returned"
 _REENTRANT_READ = "reentrant read: the input stream called back into the transport it belongs to"
 _REENTRANT_WRITE = "reentrant write: the output stream called back into the transport it belongs to"
 
@@ -1067,6 +1068,7 @@ class StdioTransport:
         self._flush: Callable[[], Any] | None = None if flush is _ABSENT else flush
         self._reader = _StreamLock(_REENTRANT_READ)
         self._writer = _StreamLock(_REENTRANT_WRITE)
+        self._serving = threading.Lock()  # held while a serve runs over this transport
         self._frames = None if framing == "newline" else _Frames(self._stdin, self._max_message_bytes)
 
     @property
@@ -1205,12 +1207,29 @@ class StdioTransport:
 
         Stops with the exception if reading or writing fails (a ``BrokenPipeError`` once the peer
         is gone) or if the handler raises a ``BaseException`` that is not an ``Exception``.
-        ``max_concurrency`` and ``async def`` handlers: see ``rpcwire.serve``.
+        ``max_concurrency`` and ``async def`` handlers: see ``rpcwire.serve`` (the same check).
+        ``RuntimeError`` if a ``serve`` already runs over this transport.
         """
+        _engine._check_max_concurrency(max_concurrency)
         if max_concurrency == 1 and not _engine.is_async_handler(handler):
-            _engine.serve_sequential(handler, self)
+            self._start_serving()
+            try:
+                _engine.serve_sequential(handler, self)
+            finally:
+                self._stop_serving()
         else:
             _engine.serve(handler, self, max_concurrency=max_concurrency)
+
+    def _start_serving(self) -> None:
+        """Mark this transport as served (every ``serve`` calls it first): ``RuntimeError`` if a ``serve``
+        already runs over it, since two readers would share the input and an answer could wait behind
+        the other's read. ``_stop_serving`` ends it."""
+        if not self._serving.acquire(blocking=False):
+            raise RuntimeError(_ALREADY_SERVING)
+
+    def _stop_serving(self) -> None:
+        """The end of what ``_start_serving`` began."""
+        self._serving.release()
 
 
 serve = _engine.serve
