@@ -21,7 +21,14 @@ mod transport;
 
 use pyo3::prelude::*;
 
-#[pymodule]
+// `gil_used = true`: PyO3 0.30 declares a module free-threading safe unless told otherwise, so on a
+// free-threaded interpreter (3.13t and later) this makes the import turn the GIL back on (with
+// Python's RuntimeWarning) instead of running this code without it. Several unsafe blocks rely on the
+// GIL to keep other threads away, and stay so until they are audited for free-threading:
+// `PyDict_Next` over a dict that another thread could change, with the borrowed keys and values it
+// lends (codec.rs), the bytearray a read fills through `as_bytes_mut` (transport.rs), and the
+// interpreter internals read in codec.rs and json.rs.
+#[pymodule(gil_used = true)]
 fn _rpcwire(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<transport::StdioTransport>()?;
     module.add_function(wrap_pyfunction!(request::parse_request, module)?)?;
