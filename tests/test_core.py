@@ -391,3 +391,23 @@ def test_transport_serve_has_one_default(core: ModuleType) -> None:
     assert out.getvalue() == served(core, data)
     with pytest.raises(TypeError):
         core.StdioTransport(io.BytesIO(), io.BytesIO()).serve(handler, concurrency=2)  # type: ignore[call-arg]
+
+
+# --- the public API: one import switches between the two -------------------------------------------
+
+NATIVE_ONLY = {"NATIVE"}  # whether rpcwire runs the native module: a question for rpcwire itself only
+
+
+def test_both_modules_export_the_same_public_api() -> None:
+    assert set(rpcwire.__all__) - NATIVE_ONLY == set(rpcwire.pure.__all__)
+    for module in (rpcwire, rpcwire.pure):
+        assert len(set(module.__all__)) == len(module.__all__)
+        assert all(hasattr(module, name) for name in module.__all__), module.__name__
+    for name in rpcwire.pure.__all__:  # the shared names are the same objects, but for the cores' own
+        if name.isupper() or name in ("Request", "Response", "JsonRpcError", "methods", "current_request"):
+            assert getattr(rpcwire, name) is getattr(rpcwire.pure, name), name
+    assert {name for name in rpcwire.pure.__all__ if name.startswith("DEFAULT_")} == {
+        "DEFAULT_MAX_BATCH",
+        "DEFAULT_MAX_DEPTH",
+        "DEFAULT_MAX_MESSAGE_BYTES",
+    }
