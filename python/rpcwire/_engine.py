@@ -43,6 +43,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from rpcwire._stdout_guard import guarded_stdout
 from rpcwire._types import JsonRpcError, Request, RequestCancelled
 
 __all__ = ["RequestContext", "current_request", "serve", "serve_async", "serve_sequential"]
@@ -701,15 +702,18 @@ class _ThreadServer:
 # --- asyncio ---------------------------------------------------------------------------------------
 
 
-async def serve_async(handler: Handler, transport: Any, *, max_concurrency: int = 64) -> None:
+async def serve_async(
+    handler: Handler, transport: Any, *, max_concurrency: int = 64, guard_stdout: bool = True
+) -> None:
     """Serve inside a running event loop until end of input: each request as a task, at most N at once.
 
     An ``async def`` handler is awaited on the loop; a sync one runs on a worker thread. Reading happens
     on a thread of its own, so the loop never waits for input. At end of input the requests in flight
-    are awaited; if this coroutine is cancelled, so are they.
+    are awaited; if this coroutine is cancelled, so are they. ``guard_stdout``: as for :func:`serve`.
     """
     _check_max_concurrency(max_concurrency)
-    await _AsyncServer(handler, transport, max_concurrency).serve()
+    with guarded_stdout(transport, guard_stdout):
+        await _AsyncServer(handler, transport, max_concurrency).serve()
 
 
 class _AsyncServer:
@@ -940,20 +944,25 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
 # --- the entry point ---------------------------------------------------------------------------------
 
 
-def serve(handler: Handler, transport: Any, *, max_concurrency: int = 1) -> None:
+def serve(handler: Handler, transport: Any, *, max_concurrency: int = 1, guard_stdout: bool = True) -> None:
     """Answer every request with ``handler(method, params)`` until end of input.
 
     ``max_concurrency=1`` (a sync handler): one request at a time, in order. ``N > 1``: up to N requests
     run at once on worker threads, each answered as it finishes. An ``async def`` handler runs on an
     event loop of its own (:func:`serve_async`, with N or 64 tasks at most).
+
+    ``guard_stdout`` (default true): when the transport writes to the process's fd 1, the wire gets a
+    descriptor of its own while serving, and fd 1 and ``sys.stdout`` go to stderr, so that a stray
+    ``print`` cannot corrupt it; both are restored on the way out.
     """
     _check_max_concurrency(max_concurrency)
-    if is_async_handler(handler):
-        asyncio.run(serve_async(handler, transport, max_concurrency=max_concurrency))
-    elif max_concurrency == 1:
-        transport.serve(handler)  # the native transport's own loop, or serve_sequential
-    else:
-        _ThreadServer(handler, transport, max_concurrency).serve()
+    with guarded_stdout(transport, guard_stdout):
+        if is_async_handler(handler):
+            asyncio.run(serve_async(handler, transport, max_concurrency=max_concurrency, guard_stdout=False))
+        elif max_concurrency == 1:
+            transport.serve(handler)  # the native transport's own loop, or serve_sequential
+        else:
+            _ThreadServer(handler, transport, max_concurrency).serve()
 
 
 def is_async_handler(handler: Any) -> bool:

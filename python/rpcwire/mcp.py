@@ -5,9 +5,9 @@ write_stream)`` pair (``SessionMessage`` objects holding real ``mcp_types`` mode
 validation ``Exception`` itself for a bad line), the same claim of file descriptors 0 and 1 (the SDK's
 own code does it: fd 0 reads the null device and fd 1 goes to stderr while serving, both restored on
 exit, and a second transport in the process is refused; before fd 1 is restored, ``sys.stdout`` is flushed
-into the diversion, so a ``print`` still buffered then cannot reach the wire), and the same bytes on the wire. ``run_stdio(server)``
-serves an ``MCPServer`` (or a low-level ``Server``) over it, where ``server.run("stdio")`` would use the
-SDK's transport.
+into the diversion, so a ``print`` still buffered then cannot reach the wire), and the same bytes on the wire.
+``run_stdio(server)`` serves an ``MCPServer`` (or a low-level ``Server``) over it, where ``server.run("stdio")``
+would use the SDK's transport.
 
 I/O model. The SDK's transport makes three thread hops per message (anyio ``to_thread`` for each line read,
 each write and each flush); here the event loop does the I/O itself:
