@@ -17,8 +17,14 @@ A transport (native or :mod:`rpcwire.pure`) is the *core*: it reads and classifi
 
 In both, at most N handlers run at once, and reading goes on while up to N more requests wait their
 turn (so that a cancellation or a notification behind them is still read; a request cancelled while it
-waits is never run). With 2N requests read and unanswered, reading pauses: nothing is queued without
-bound.
+waits is never run). With 2N requests read and unanswered, or more answers waiting to be written than
+``_UNWRITTEN_ANSWERS``/``_UNWRITTEN_BYTES`` (a peer that does not read), reading pauses: nothing is queued
+without bound. Answers go out through one writer thread (:class:`_AnswerWriter`); every answer finished
+before a notification's handler starts is written before it starts. A handler's ``BaseException`` stops
+the server: what is in flight gets ``_EXIT_GRACE`` to finish, what finished is written, then it is raised.
+
+:func:`serve` and :func:`serve_async` keep stray output off the process's stdout while they write the wire
+there (``rpcwire._stdout_guard``).
 
 Every request runs with a :class:`RequestContext` (:func:`current_request`): its id and method, whether
 it was cancelled (LSP's ``$/cancelRequest``, MCP's ``notifications/cancelled``, consumed here and never
@@ -512,18 +518,32 @@ class _AnswerWriter:
         unwritten = self._handed - self._written
         return self.failure is None and (unwritten > _UNWRITTEN_ANSWERS or self._unwritten_bytes > _UNWRITTEN_BYTES)
 
-    def wait_written(self) -> None:
-        """Until every answer handed over so far is written (or dropped after a failure)."""
+    def all_written(self) -> bool:
+        """Whether every answer handed over is written (read without the lock: a hint, for a fast path)."""
+        return self._written >= self._handed
+
+    def has_room(self) -> bool:
+        """Whether the answers not yet written are within the bounds (a hint, as :meth:`all_written`)."""
+        return not self._over_bound()
+
+    def wait_written(self, stopping: Callable[[], bool]) -> None:
+        """Until every answer handed over so far is written (or dropped after a failure), or ``stopping()``
+        (checked again whenever :meth:`poke` is called)."""
         with self._lock:
             target = self._handed
-            while self._written < target:
+            while self._written < target and not stopping():
                 self._progress.wait()
 
-    def wait_room(self) -> None:
-        """Until the answers not yet written are within the bounds (or writing failed)."""
+    def wait_room(self, stopping: Callable[[], bool]) -> None:
+        """Until the answers not yet written are within the bounds (or writing failed), or ``stopping()``."""
         with self._lock:
-            while self._over_bound():
+            while self._over_bound() and not stopping():
                 self._progress.wait()
+
+    def poke(self) -> None:
+        """Have the threads in :meth:`wait_written` and :meth:`wait_room` look at ``stopping()`` again."""
+        with self._lock:
+            self._progress.notify_all()
 
     def when_written(self, callback: Callable[[], None]) -> bool:
         """:meth:`wait_written` for the event loop: ``False`` if nothing is left to write, else ``callback``
@@ -621,7 +641,8 @@ class _ThreadServer:
             stopped: BaseException | None = None
             try:
                 while not self.stopping:
-                    self.writer.wait_room()  # too many answers not yet written: reading pauses
+                    if not self.writer.has_room():  # too many answers not yet written: reading pauses
+                        self.writer.wait_room(lambda: self.stopping)
                     message = self.transport._read_message()
                     if message is None:
                         break
@@ -677,7 +698,10 @@ class _ThreadServer:
     def dispatch(self, request: Request, deliver: Callable[[bytes | None], None], workers: _Workers) -> None:
         if request.is_notification:  # on this thread, before anything after it is read
             if not self.in_flight.cancel(request):
-                self.writer.wait_written()  # every answer finished before it is out before its handler runs
+                if not self.writer.all_written():  # every answer finished before it is out before its handler runs
+                    self.writer.wait_written(lambda: self.stopping)
+                if self.stopping:  # a handler raised, or the output failed, meanwhile: nothing more is run
+                    return
                 _call(self.transport, request, self.handler, RequestContext(request, self.transport))
             deliver(None)
             return
@@ -694,6 +718,7 @@ class _ThreadServer:
             deliver(_call(self.transport, request, self.handler, context))
         except BaseException as exc:  # KeyboardInterrupt, SystemExit or another BaseException in the handler
             self.failures.append(exc)
+            self.writer.poke()  # the reading thread may wait for the writer: it stops instead
         finally:
             self.in_flight.remove(context)
             self.admitted.put(None)
@@ -762,7 +787,8 @@ class _AsyncServer:
             stopped: BaseException | None = None
             try:
                 while not self.stopping:
-                    await self.until(self.writer.when_room)  # too many answers not yet written: reading pauses
+                    if not self.writer.has_room():  # too many answers not yet written: reading pauses
+                        await self.until(self.writer.when_room)
                     message = await self.messages.get()
                     if message is _ENDED:
                         break
@@ -855,8 +881,10 @@ class _AsyncServer:
     async def dispatch(self, request: Request, deliver: Callable[[bytes | None], None]) -> None:
         if request.is_notification:  # awaited here, before anything after it is dispatched
             if not self.in_flight.cancel(request):
-                # Every answer finished before it is out before its handler runs.
-                await self.until(self.writer.when_written)
+                if not self.writer.all_written():  # every answer finished before it is out before its handler runs
+                    await self.until(self.writer.when_written)
+                if self.stopping:  # a handler raised, or the output failed, meanwhile: nothing more is run
+                    return
                 await self.call(request, RequestContext(request, self.transport))
             deliver(None)
             return
