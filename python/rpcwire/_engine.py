@@ -663,7 +663,7 @@ class _ThreadServer:
         if writer.failure is not None:  # nothing more can be written: no handler is waited for
             self.cancel_in_flight()
             writer.close(0)
-            raise writer.failure
+            raise stopped if stopped is not None else writer.failure  # an interrupt is still one
         if stop is None:
             writer.close()
             if writer.failure is not None:
@@ -816,7 +816,7 @@ class _AsyncServer:
         if writer.failure is not None:  # nothing more can be written: no handler is waited for
             self.cancel_in_flight()
             writer.close(0)
-            raise writer.failure
+            raise stopped if stopped is not None else writer.failure  # an interrupt is still one
         if stop is None:
             await self.loop.run_in_executor(None, writer.close)
             if writer.failure is not None:
