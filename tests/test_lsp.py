@@ -517,15 +517,21 @@ def handler(method, params):
     return None
 
 
-impl.serve(handler, impl.StdioTransport(framing="content-length"), max_concurrency=4)
+async def async_handler(method, params):
+    return handler(method, params)
+
+
+chosen = async_handler if sys.argv[2] == "asyncio" else handler
+impl.serve(chosen, impl.StdioTransport(framing="content-length"), max_concurrency=4)
 """
 
 
-def test_shutdown_then_exit_in_a_real_process(impl: ModuleType, tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ["threads", "asyncio"])
+def test_shutdown_then_exit_in_a_real_process(impl: ModuleType, engine: str) -> None:
     """The same exchange with a real process on real pipes: exit code 0 and the ``shutdown`` answer."""
     for run in range(5):
         process = subprocess.run(
-            [sys.executable, "-c", EXIT_SERVER, impl.__name__],
+            [sys.executable, "-c", EXIT_SERVER, impl.__name__, engine],
             input=SHUTDOWN_THEN_EXIT,
             capture_output=True,
             env=child_env(),
