@@ -299,12 +299,24 @@ fn checked_count(count: &Bound<'_, PyAny>, method: &str, most: usize) -> PyResul
 }
 
 struct Writer {
-    /// The stream's bound `write` and `flush`, looked up once.
+    /// The stream, and its bound `write` and `flush`, looked up once.
+    stream: Py<PyAny>,
     write: Py<PyAny>,
     flush: Option<Py<PyAny>>,
 }
 
 impl Writer {
+    /// A writer of `stream` (a binary stream: see [`binary_stream`]), whose `flush` is callable or absent.
+    fn new(py: Python<'_>, stream: Bound<'_, PyAny>) -> PyResult<Self> {
+        let flush = match stream.getattr_opt("flush")? {
+            Some(flush) if !flush.is_callable() => {
+                return Err(PyTypeError::new_err("stdout.flush must be callable (or absent)"));
+            }
+            flush => flush.map(Bound::unbind),
+        };
+        Ok(Self { write: stream.getattr(intern!(py, "write"))?.unbind(), flush, stream: stream.unbind() })
+    }
+
     /// One `write` of `data` (more only if a raw stream takes part of it), then `flush`.
     fn write_all(&self, py: Python<'_>, data: &[u8]) -> PyResult<()> {
         let write = self.write.bind(py);
@@ -564,13 +576,7 @@ impl StdioTransport {
             },
             at_eof: false,
         };
-        let flush = match stdout.getattr_opt("flush")? {
-            Some(flush) if !flush.is_callable() => {
-                return Err(PyTypeError::new_err("stdout.flush must be callable (or absent)"));
-            }
-            flush => flush.map(Bound::unbind),
-        };
-        let writer = Writer { write: stdout.getattr(intern!(py, "write"))?.unbind(), flush };
+        let writer = Writer::new(py, stdout)?;
         Ok(Self {
             reader: StreamLock::new(reader, REENTRANT_READ),
             writer: StreamLock::new(writer, REENTRANT_WRITE),
@@ -774,6 +780,16 @@ impl StdioTransport {
         self.writer.lock(py)?.write_all(py, &data)
     }
 
+    /// Write to `stdout` from now on (a binary stream, or a text stream's `.buffer`), and return the
+    /// stream written to until now. Swapped under the writer's lock: a write in progress ends on the
+    /// old stream, every later one goes to the new. The engine's guard of the process's fd 1 uses it.
+    #[pyo3(name = "_swap_output")]
+    fn swap_output(&self, py: Python<'_>, stdout: Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let writer = Writer::new(py, binary_stream(py, Some(stdout), "stdout", "write")?)?;
+        let previous = std::mem::replace(&mut *self.writer.lock(py)?, writer);
+        Ok(previous.stream)
+    }
+
     /// Answer every request with `handler(method, params)` until end of input.
     ///
     /// Stops with the exception if reading or writing fails (a `BrokenPipeError` once the peer is
@@ -802,6 +818,8 @@ impl StdioTransport {
             if let Some(value) = given {
                 kwargs.set_item(intern!(py, "max_concurrency"), value)?;
             }
+            // The method leaves the process's fd 1 alone (`rpcwire.serve`, the function, guards it).
+            kwargs.set_item(intern!(py, "guard_stdout"), false)?;
             engine()?.getattr(intern!(py, "serve"))?.call((handler, slf), Some(&kwargs))?;
             return Ok(());
         }

@@ -60,9 +60,9 @@ def handler(rpc: ModuleType) -> Any:
         return text
 
     def announce_later(text: str, delay: float) -> None:
-        """Answers now, then notifies ``log`` after ``delay`` seconds (while the client may be idle)."""
-        context = rpc.current_request()
-        threading.Timer(delay, context.notify, ("log", {"text": text})).start()
+        """Answers now, then notifies ``log`` after ``delay`` seconds (while the client may be idle): a
+        notification of the server's own (stdio only), since nothing about a request follows its answer."""
+        threading.Timer(delay, transport.write_notification, ("log", {"text": text})).start()
 
     def crash(code: int) -> None:
         print("about to crash: the server's last words", file=sys.stderr, flush=True)

@@ -11,6 +11,7 @@ import asyncio
 import io
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -53,9 +54,16 @@ def serve_in(mode: str, impl: ModuleType, handler: Callable[[str, Any], Any], da
 
 
 def serve_into(
-    mode: str, impl: ModuleType, handler: Callable[[str, Any], Any], data: bytes, out: Watched, *, n: int = 4
-) -> Watched:
-    transport = impl.StdioTransport(io.BytesIO(data), out)
+    mode: str,
+    impl: ModuleType,
+    handler: Callable[[str, Any], Any],
+    data: bytes,
+    out: Any,
+    *,
+    n: int = 4,
+    stdin: Any = None,
+) -> Any:
+    transport = impl.StdioTransport(io.BytesIO(data) if stdin is None else stdin, out)
     if mode == "threads":
         impl.serve(handler, transport, max_concurrency=n)
     elif mode == "asyncio-sync":
@@ -614,3 +622,283 @@ def test_the_request_context_is_in_the_loggers_records(impl: ModuleType, caplog:
         serve_in("threads", impl, handler, request("m", {"_meta": {"traceparent": trace}}, id=4))
     [record] = [record for record in caplog.records if record.getMessage() == "inside m"]
     assert (record.traceparent, record.request_id) == (trace, 4)  # type: ignore[attr-defined]
+
+
+# --- issue 17: answers before a notification, handlers' BaseExceptions, progress after the answer -------
+
+
+def serve_pipe_in_thread(
+    mode: str, impl: ModuleType, handler: Callable[[str, Any], Any], out: Any, n: int = 4
+) -> tuple[Any, threading.Thread, list[BaseException]]:
+    """Serve a real pipe's read end in a thread; returns the pipe's write end (binary, unbuffered), the thread
+    and the list that gets what ``serve`` raised."""
+    read_fd, write_fd = os.pipe()
+    stdin = os.fdopen(read_fd, "rb")
+    feed = os.fdopen(write_fd, "wb", buffering=0)
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            serve_into(mode, impl, handler, b"", out, n=n, stdin=stdin)
+        except BaseException as exc:
+            raised.append(exc)
+        finally:
+            stdin.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return feed, thread, raised
+
+
+def test_answers_finished_before_a_notification_are_written_before_its_handler_runs(
+    impl: ModuleType, mode: str
+) -> None:
+    """``fast``'s answer is handed to the writer, whose ``write`` is held; a notification read then waits for
+    that write to end before its handler runs (the handler finds the answer on the wire)."""
+    handed_over = threading.Event()
+    release = threading.Event()
+    seen: list[bytes] = []
+
+    class Held(Watched):
+        def write(self, data: Any) -> int:
+            handed_over.set()
+            assert release.wait(WAIT)
+            return super().write(data)
+
+    out = Held()
+
+    def handler(method: str, params: Any) -> Any:
+        if method == "sync":
+            seen.append(out.getvalue())
+            return None
+        return "fast"
+
+    feed, server, raised = serve_pipe_in_thread(mode, impl, handler, out)
+    try:
+        feed.write(request("fast", id=1))
+        assert handed_over.wait(WAIT)  # finished: the answer is being written
+        feed.write(request("sync", id=...))
+        time.sleep(0.2)  # room for the notification's handler to run too early (it must not)
+        release.set()
+    finally:
+        release.set()
+        feed.close()
+        server.join(WAIT * 4)
+    assert not server.is_alive() and raised == []
+    assert [answers(value) for value in seen] == [[ok(1, "fast")]]
+
+
+class HandlerStop(BaseException):
+    """A handler's own BaseException subclass (neither Exception nor SystemExit)."""
+
+
+@pytest.mark.parametrize("exception", [HandlerStop, SystemExit])
+def test_a_handlers_base_exception_stops_serve_with_it(impl: ModuleType, mode: str, exception: type) -> None:
+    """In every engine: ``serve`` raises it (asyncio went on), its request gets no answer, and the answers
+    finished before it are written."""
+    first_written = threading.Event()
+    out = Watched()
+    out.on_line = lambda line: first_written.set() if b'"id":1' in line else None
+
+    def handler(method: str, params: Any) -> Any:
+        if method == "stop":
+            assert first_written.wait(WAIT)
+            raise exception()
+        return params
+
+    data = request("m", [1], id=1) + request("stop", id=2) + b"".join(request("m", [i], id=i) for i in range(3, 40))
+    with pytest.raises(exception):
+        serve_into(mode, impl, handler, data, out)
+    got = by_id(out)
+    assert got[1] == ok(1, [1])
+    assert 2 not in got
+
+
+def spam_after_the_answer(impl: ModuleType, mode: str, ids: list[int]) -> bytes:
+    """Serve a request per id; each handler starts a thread that calls ``progress`` and ``notify`` with its
+    context until 20 calls after the request's answer was written (3,000 at most), and returns at once."""
+    out = Watched()
+    answered = {id_: threading.Event() for id_ in ids}
+    spammers: list[threading.Thread] = []
+
+    def on_line(line: bytes) -> None:
+        message = json.loads(line)
+        if "id" in message:
+            answered[message["id"]].set()
+
+    out.on_line = on_line
+
+    def spam(context: Any, started: threading.Event) -> None:
+        after = 0
+        for count in range(3000):
+            context.progress(count, 3000)
+            context.notify("spam", {"of": context.id})
+            started.set()
+            if answered[context.id].is_set():
+                after += 1
+                if after == 20:
+                    return
+
+    def handler(method: str, params: Any) -> Any:
+        started = threading.Event()
+        thread = threading.Thread(target=spam, args=(rpcwire.current_request(), started), daemon=True)
+        spammers.append(thread)
+        thread.start()
+        started.wait(WAIT)
+        return "done"
+
+    data = b"".join(
+        request("m", {"_meta": {"progressToken": id_}} if id_ % 2 else {"workDoneToken": id_}, id=id_) for id_ in ids
+    )
+    if mode == "sequential":
+        impl.serve(handler, impl.StdioTransport(io.BytesIO(data), out))
+    else:
+        serve_into(mode, impl, handler, data, out)
+    for thread in spammers:
+        thread.join(WAIT * 4)
+        assert not thread.is_alive()
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("mode_", ["sequential", *MODES])
+def test_nothing_about_a_request_is_written_after_its_answer(impl: ModuleType, mode_: str) -> None:
+    """Threads keep calling ``progress``/``notify`` with a request's context while its handler returns and after:
+    no line of a request follows its answer (LSP: no ``report`` after ``end``), in every engine, the sequential
+    one included; 3 runs of 40 requests."""
+    ids = list(range(40))
+    for run in range(3):
+        done: set[Any] = set()
+        ended: set[Any] = set()
+        for line in answers(spam_after_the_answer(impl, mode_, ids)):
+            if "id" in line:
+                done.add(line["id"])
+                continue
+            params = line["params"]
+            owner = params.get("of", params.get("progressToken", params.get("token")))
+            assert owner not in done, (run, line)
+            if line["method"] == "$/progress":
+                assert owner not in ended, (run, line)
+                if params["value"]["kind"] == "end":
+                    ended.add(owner)
+        assert done == set(ids)
+
+
+def test_late_progress_is_logged_at_debug(impl: ModuleType, caplog: pytest.LogCaptureFixture) -> None:
+    contexts: list[Any] = []
+
+    def handler(method: str, params: Any) -> Any:
+        contexts.append(rpcwire.current_request())
+        return None
+
+    out = serve_in("threads", impl, handler, request("m", {"_meta": {"progressToken": "t"}}, id=1))
+    with caplog.at_level(logging.DEBUG, logger="rpcwire"):
+        contexts[0].progress(1)
+        contexts[0].notify("late")
+    assert answers(out.getvalue()) == [ok(1, None)]
+    assert [record.levelno for record in caplog.records if "after" in record.getMessage()] == [logging.DEBUG] * 2
+
+
+# --- issue 17: an output that is not read, an output that fails ------------------------------------------
+
+ANSWER_BYTES = 64 * 1024
+UNREAD_REQUESTS = 400  # 25 MiB of answers if they were all queued
+
+
+@pytest.mark.timeout(120)
+def test_reading_pauses_while_answers_wait_to_be_written(impl: ModuleType, mode: str) -> None:
+    """The output is a real pipe that nobody reads: the engine stops taking requests once the unwritten
+    answers pass the bound (1 MiB), instead of running every request and queueing its 64 KiB answer.
+    Once the pipe is drained, every request is answered."""
+    read_fd, write_fd = os.pipe()
+    out = os.fdopen(write_fd, "wb")
+    calls = [0]
+    lock = threading.Lock()
+
+    def handler(method: str, params: Any) -> Any:
+        with lock:
+            calls[0] += 1
+        return "x" * ANSWER_BYTES
+
+    data = b"".join(request("big", id=i) for i in range(UNREAD_REQUESTS))
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            serve_into(mode, impl, handler, data, out)  # type: ignore[arg-type]
+        except BaseException as exc:
+            raised.append(exc)
+        finally:
+            out.close()
+
+    server = threading.Thread(target=run, daemon=True)
+    server.start()
+    # Wait for the engine to settle (calls stop growing), within a bound: not a timing assertion.
+    last, still = -1, 0
+    for _ in range(400):
+        time.sleep(0.05)
+        if calls[0] == last:
+            still += 1
+            if still == 20:
+                break
+        else:
+            last, still = calls[0], 0
+    settled = calls[0]
+    chunks: list[bytes] = []
+    drainer = threading.Thread(target=lambda: [chunks.append(c) for c in iter(lambda: os.read(read_fd, 1 << 16), b"")])
+    drainer.start()
+    server.join(90)
+    drainer.join(30)
+    os.close(read_fd)
+    assert not server.is_alive() and raised == []
+    # 1 MiB of unwritten answers is 16 of them; with the 2N = 8 in flight, the one being written and what the
+    # asyncio reader reads ahead (16), far below the 400 a reader that never pauses runs.
+    assert settled <= 16 + 8 + 2 + 16 + 4, settled
+    assert len(b"".join(chunks).splitlines()) == UNREAD_REQUESTS
+
+
+class BrokenOutput(io.RawIOBase):
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_failed_output_ends_serve_without_waiting_for_a_stuck_handler(impl: ModuleType, mode: str) -> None:
+    """The output fails while a handler is stuck: ``serve`` raises the failure at once (the stuck handler is
+    marked cancelled and left to its daemon thread), instead of waiting for it."""
+    release = threading.Event()
+
+    def handler(method: str, params: Any) -> Any:
+        if method == "stuck":
+            release.wait(60)
+            return None
+        return params
+
+    transport = impl.StdioTransport(io.BytesIO(request("stuck", id=1) + request("m", [2], id=2)), BrokenOutput())
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            if mode == "threads":
+                impl.serve(handler, transport, max_concurrency=4)
+            elif mode == "asyncio-sync":
+                asyncio.run(impl.serve_async(handler, transport, max_concurrency=4))
+            else:
+
+                async def async_handler(method: str, params: Any) -> Any:
+                    if method == "stuck":
+                        await asyncio.sleep(60)
+                    return params
+
+                asyncio.run(impl.serve_async(async_handler, transport, max_concurrency=4))
+        except BaseException as exc:
+            raised.append(exc)
+
+    server = threading.Thread(target=run, daemon=True)
+    server.start()
+    server.join(30)
+    stuck = server.is_alive()
+    release.set()
+    assert not stuck, "serve waited for the stuck handler after its output failed"
+    assert len(raised) == 1 and isinstance(raised[0], BrokenPipeError)

@@ -462,3 +462,81 @@ def frames_loose(out: bytes) -> list[Any]:
         decoded.append(json.loads(rest[:length]))
         out = rest[length:]
     return decoded
+
+
+# --- shutdown then exit under the concurrent engine (issue 17) -------------------------------------------
+
+SHUTDOWN_THEN_EXIT = frame(compact({"jsonrpc": "2.0", "id": 1, "method": "shutdown"})) + frame(
+    compact({"jsonrpc": "2.0", "method": "exit"})
+)
+EXIT_RUNS = 100  # the loss was a race: every run must get the answer
+
+
+def lsp_exit_handler(method: str, params: Any) -> Any:
+    if method == "exit":
+        raise SystemExit(0)
+    return None
+
+
+def serve_lsp(impl: ModuleType, mode: str, data: bytes, out: io.BytesIO) -> None:
+    transport = impl.StdioTransport(io.BytesIO(data), out, framing="content-length")
+    if mode == "threads":
+        impl.serve(lsp_exit_handler, transport, max_concurrency=4)
+    elif mode == "asyncio-sync":
+        asyncio.run(impl.serve_async(lsp_exit_handler, transport, max_concurrency=4))
+    else:
+
+        async def handler(method: str, params: Any) -> Any:
+            return lsp_exit_handler(method, params)
+
+        asyncio.run(impl.serve_async(handler, transport, max_concurrency=4))
+
+
+@pytest.mark.parametrize("mode", ["threads", "asyncio-sync", "asyncio-async"])
+def test_shutdown_then_exit_in_one_write_gets_the_shutdown_answer_under_concurrency(
+    impl: ModuleType, mode: str
+) -> None:
+    """``exit``'s handler raises SystemExit right after ``shutdown`` was dispatched: ``serve`` writes the
+    ``shutdown`` answer before it re-raises, in every run (the race lost it in nearly every one)."""
+    for run in range(EXIT_RUNS):
+        out = io.BytesIO()
+        with pytest.raises(SystemExit):
+            serve_lsp(impl, mode, SHUTDOWN_THEN_EXIT, out)
+        assert frames(out.getvalue()) == [result(1, None)], f"run {run}"
+
+
+EXIT_SERVER = """
+import importlib, sys
+
+impl = importlib.import_module(sys.argv[1])
+
+
+def handler(method, params):
+    if method == "exit":
+        sys.exit(0)
+    return None
+
+
+async def async_handler(method, params):
+    return handler(method, params)
+
+
+chosen = async_handler if sys.argv[2] == "asyncio" else handler
+impl.serve(chosen, impl.StdioTransport(framing="content-length"), max_concurrency=4)
+"""
+
+
+@pytest.mark.parametrize("engine", ["threads", "asyncio"])
+def test_shutdown_then_exit_in_a_real_process(impl: ModuleType, engine: str) -> None:
+    """The same exchange with a real process on real pipes: exit code 0 and the ``shutdown`` answer."""
+    for run in range(5):
+        process = subprocess.run(
+            [sys.executable, "-c", EXIT_SERVER, impl.__name__, engine],
+            input=SHUTDOWN_THEN_EXIT,
+            capture_output=True,
+            env=child_env(),
+            timeout=60,
+            check=False,
+        )
+        assert process.returncode == 0, process.stderr.decode(errors="replace")
+        assert frames(process.stdout) == [result(1, None)], f"run {run}"

@@ -68,6 +68,11 @@ def _serve_app(launcher: str) -> None:
         return repr(os.read(0, 100))
 
     @app.tool()
+    def stray_buffered() -> str:
+        print("stray buffered")  # no flush: still in sys.stdout's buffer when the transport ends
+        return "printed"
+
+    @app.tool()
     async def second_transport() -> list[str]:
         import mcp.server.stdio
 
@@ -122,6 +127,8 @@ def _serve_mirror(transport: str, streams: str) -> None:
                     os.write(1, b"stray write\n")
                     stdin = repr(os.read(0, 100))
                     reply = SessionMessage(JSONRPCNotification(jsonrpc="2.0", method="stray", params={"stdin": stdin}))
+                elif isinstance(item.message, JSONRPCRequest) and item.message.method == "stray_buffered":
+                    print("stray buffered")  # no flush: still in sys.stdout's buffer when the transport ends
                 await write_stream.send(reply)
             await write_stream.aclose()
         if streams == "fd":
@@ -169,7 +176,14 @@ async def _session_checks(launcher: str, reader: str, tmp_path: Path) -> None:
             assert initialized.server_info.name == "rpcwire-test"
 
             tools = await session.list_tools()
-            assert {tool.name for tool in tools.tools} == {"echo", "count", "wait_forever", "stray", "second_transport"}
+            assert {tool.name for tool in tools.tools} == {
+                "echo",
+                "count",
+                "wait_forever",
+                "stray",
+                "stray_buffered",
+                "second_transport",
+            }
 
             result = await session.call_tool("echo", {"text": "héllo ✓ \n\r\\"})
             assert not result.is_error and result.structured_content == {"result": "héllo ✓ \n\r\\"}
@@ -453,3 +467,73 @@ def test_nothing_else_imports_mcp() -> None:
     """``mcp`` is an optional extra: importing rpcwire (and its other modules) must not need it."""
     code = "import sys, rpcwire, rpcwire.pure, rpcwire.http; assert 'mcp' not in sys.modules, sorted(sys.modules)"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=TIMEOUT)
+
+
+# --- buffered stray output at exit (issue 17) ---------------------------------------------------------
+
+
+def _buffered_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONUNBUFFERED", None)  # sys.stdout block-buffered, as when a client spawns the server
+    return env
+
+
+def test_buffered_stray_output_never_reaches_the_wire_after_the_transport_ends(reader: str) -> None:
+    """A ``print`` without flush inside ``stdio_server()``: flushed into the diversion (stderr) before fd 1
+    is restored, so it never follows the server's last message on the real stdout."""
+    line = b'{"jsonrpc":"2.0","id":1,"method":"stray_buffered"}\n'
+    process = subprocess.run(
+        [sys.executable, str(HERE), "mirror", "rpcwire", "fd", *_extra(reader)],
+        input=line,
+        capture_output=True,
+        timeout=TIMEOUT,
+        env=_buffered_env(),
+        check=False,
+    )
+    assert process.returncode == 0, process.stderr.decode()
+    assert process.stdout == line + b"restored\n"
+    assert b"stray buffered\n" in process.stderr
+
+
+def test_buffered_stray_output_of_a_tool_under_run_stdio(reader: str, tmp_path: Path) -> None:
+    """The same through ``run_stdio(app)``: a tool prints without flush; after the session, stdout holds only
+    the messages (the SDK's client would log the stray line as a parse failure)."""
+    requests = [
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "stray_buffered", "arguments": {}}},
+    ]
+    process = subprocess.Popen(
+        [sys.executable, str(HERE), "app", "run_stdio", *_extra(reader)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**_buffered_env(), "MARKERS": str(tmp_path)},
+    )
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    try:
+        for request in requests:
+            process.stdin.write(_line(request))
+            process.stdin.flush()
+            if "id" in request:
+                assert b'"id":%d' % request["id"] in _readline(process.stdout)
+        process.stdin.close()
+        assert process.wait(TIMEOUT) == 0
+        rest = process.stdout.read()
+        stderr = process.stderr.read()
+    finally:
+        process.kill()
+        process.wait(TIMEOUT)
+        for stream in (process.stdin, process.stdout, process.stderr):
+            stream.close()
+    assert rest == b""
+    assert b"stray buffered\n" in stderr

@@ -36,7 +36,9 @@ Serve JSON-RPC 2.0 with HANDLER, a callable handler(method, params) (e.g. rpcwir
 MODULE:HANDLER like uvicorn's module:attr (the current directory, or --app-dir, first on sys.path).
 
 --stdio (the default): newline-delimited JSON-RPC on stdin/stdout, rpcwire.serve(handler, StdioTransport(),
-max_concurrency=N); --framing content-length for LSP's Content-Length frames.
+max_concurrency=N); --framing content-length for LSP's Content-Length frames. While serving, fd 1 and
+sys.stdout go to stderr (the wire keeps a descriptor of its own), so a stray print cannot corrupt the wire;
+--no-stdout-guard leaves them alone.
 
 --http HOST:PORT: rpcwire.http over HTTP (POST a JSON-RPC body to any path). With uvicorn installed, and
 --server auto (the default), rpcwire.http.ASGIApp(handler) under uvicorn: a production server, keep-alive,
@@ -89,6 +91,12 @@ def main(argv: list[str] | None = None) -> int:
         help="requests run at once: --stdio default 1 (one at a time, in order), --listen 8 per connection",
     )
     serve.add_argument(
+        "--no-stdout-guard",
+        action="store_true",
+        help="--stdio: leave fd 1 and sys.stdout alone while serving (by default they go to stderr, so that "
+        "a stray print cannot corrupt the wire)",
+    )
+    serve.add_argument(
         "--server",
         choices=("auto", "uvicorn", "wsgiref"),
         default="auto",
@@ -108,7 +116,9 @@ def main(argv: list[str] | None = None) -> int:
         return _serve_listen(handler, *_address(serve, args.listen), args.max_concurrency or 8)
     if args.http is None:
         transport = rpcwire.StdioTransport(framing=args.framing)
-        rpcwire.serve(handler, transport, max_concurrency=args.max_concurrency or 1)
+        rpcwire.serve(
+            handler, transport, max_concurrency=args.max_concurrency or 1, guard_stdout=not args.no_stdout_guard
+        )
         return 0
     host, port = _address(serve, args.http)
     server = args.server

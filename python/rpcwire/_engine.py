@@ -17,8 +17,14 @@ A transport (native or :mod:`rpcwire.pure`) is the *core*: it reads and classifi
 
 In both, at most N handlers run at once, and reading goes on while up to N more requests wait their
 turn (so that a cancellation or a notification behind them is still read; a request cancelled while it
-waits is never run). With 2N requests read and unanswered, reading pauses: nothing is queued without
-bound.
+waits is never run). With 2N requests read and unanswered, or more answers waiting to be written than
+``_UNWRITTEN_ANSWERS``/``_UNWRITTEN_BYTES`` (a peer that does not read), reading pauses: nothing is queued
+without bound. Answers go out through one writer thread (:class:`_AnswerWriter`); every answer finished
+before a notification's handler starts is written before it starts. A handler's ``BaseException`` stops
+the server: what is in flight gets ``_EXIT_GRACE`` to finish, what finished is written, then it is raised.
+
+:func:`serve` and :func:`serve_async` keep stray output off the process's stdout while they write the wire
+there (``rpcwire._stdout_guard``).
 
 Every request runs with a :class:`RequestContext` (:func:`current_request`): its id and method, whether
 it was cancelled (LSP's ``$/cancelRequest``, MCP's ``notifications/cancelled``, consumed here and never
@@ -39,9 +45,11 @@ import re
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from rpcwire._stdout_guard import guarded_stdout
 from rpcwire._types import JsonRpcError, Request, RequestCancelled
 
 __all__ = ["RequestContext", "current_request", "serve", "serve_async", "serve_sequential"]
@@ -78,7 +86,17 @@ def _id_key(id_: Any) -> tuple[bool, Any]:
 class RequestContext:
     """The request a handler is serving (see :func:`current_request`). Immutable but for ``cancelled``."""
 
-    __slots__ = ("_cancel_dialect", "_done", "_lsp_begun", "_request", "_task", "_token", "_traceparent", "_transport")
+    __slots__ = (
+        "_cancel_dialect",
+        "_done",
+        "_lock",
+        "_lsp_begun",
+        "_request",
+        "_task",
+        "_token",
+        "_traceparent",
+        "_transport",
+    )
 
     def __init__(self, request: Request, transport: Any) -> None:
         self._request = request
@@ -96,6 +114,10 @@ class RequestContext:
                 self._token = ("lsp", params["workDoneToken"])
         self._cancel_dialect: str | None = None
         self._lsp_begun = False
+        # Held while a line about this request is written and while it is finished, so that no line of
+        # it can follow its answer (reentrant: a stream that reports its own writes reaches the
+        # transport's refusal of a reentrant write, not a deadlock).
+        self._lock = threading.RLock()
         self._done = False
         self._task: asyncio.Task[Any] | None = None
 
@@ -133,8 +155,16 @@ class RequestContext:
             raise RequestCancelled()
 
     def notify(self, method: str, params: Any = None) -> None:
-        """Write a notification now, before this request's answer."""
-        self._transport.write_notification(method, params)
+        """Write a notification now, before this request's answer; once the request is answered (or its
+        handler returned, for a notification), nothing is written (logged at DEBUG)."""
+        with self._lock:
+            if self._done:
+                self._dropped(method)
+                return
+            self._transport.write_notification(method, params)
+
+    def _dropped(self, method: str) -> None:
+        logger.debug("%s dropped: it came after the answer to request %r (%s)", method, self.id, self.method)
 
     def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Report progress in the dialect the request asked for, before its answer.
@@ -142,11 +172,21 @@ class RequestContext:
         MCP (``params._meta.progressToken``): ``notifications/progress``. LSP (``params.workDoneToken``):
         ``$/progress`` with ``begin`` first and ``report`` after (``end`` is written before the answer);
         ``percentage`` is ``progress / total`` in percent, or ``progress`` itself without a total.
-        Neither token: nothing is written. After the answer: nothing is written either.
+        Neither token: nothing is written. After the answer (from another thread): nothing is written
+        either, and the call is logged at DEBUG.
         """
-        if self._token is None or self._done:
+        if self._token is None:
             return
-        dialect, token = self._token
+        with self._lock:
+            if self._done:
+                self._dropped("progress")
+                return
+            self._write_progress(self._token, progress, total, message)
+
+    def _write_progress(
+        self, token_: tuple[str, Any], progress: float, total: float | None, message: str | None
+    ) -> None:
+        dialect, token = token_
         if dialect == "mcp":
             params: dict[str, Any] = {"progressToken": token, "progress": progress}
             if total is not None:
@@ -168,10 +208,13 @@ class RequestContext:
         self._transport.write_notification(LSP_PROGRESS, {"token": token, "value": value})
 
     def _finish(self) -> None:
-        """Before the answer: LSP's ``end``, and no progress after it."""
-        if self._lsp_begun and self._token is not None and not self._done:
-            self._transport.write_notification(LSP_PROGRESS, {"token": self._token[1], "value": {"kind": "end"}})
-        self._done = True
+        """Before the answer: LSP's ``end``; nothing about this request is written after this returns."""
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+            if self._lsp_begun and self._token is not None:
+                self._transport.write_notification(LSP_PROGRESS, {"token": self._token[1], "value": {"kind": "end"}})
 
     def _cancel(self, dialect: str) -> None:
         if self._cancel_dialect is None:
@@ -426,6 +469,16 @@ class _Workers:
             self._jobs.put(None)
 
 
+# Reading pauses while more answers than these wait to be written (docs/semantics.md, "Concurrency"): a
+# peer that does not read holds the engine to this much memory, not to all the answers to what it sends.
+_UNWRITTEN_ANSWERS = 1024
+_UNWRITTEN_BYTES = 1 << 20
+# When a handler ends the server (SystemExit, or another BaseException that is not an Exception), the
+# requests in flight get this long to finish and be answered; stopping, the writer gets this long to
+# write what finished (it may be blocked on a peer that does not read).
+_EXIT_GRACE = 2.0
+
+
 class _AnswerWriter:
     """The answers of the concurrent modes go out through one thread of their own, which never waits
     for a handler: what finished while it was writing goes out together in the next ``write``.
@@ -433,13 +486,25 @@ class _AnswerWriter:
     Workers (and the event loop) only hand their answer over, so neither contends for the output nor
     blocks on a full pipe; a burst of answers costs one ``write`` and one ``flush``, not one each.
     A request's own notifications (progress) are written at once by its handler, so they always
-    precede its answer. If writing fails, the failure is kept for ``serve`` to raise.
+    precede its answer. If writing fails, the failure is kept for ``serve`` to raise, ``on_failure`` is
+    called (on the writer's thread) and whatever is handed over after it is dropped.
+
+    The server asks it when everything handed over so far is written (before a notification's handler
+    runs) and whether the answers not yet written are within ``_UNWRITTEN_ANSWERS``/``_UNWRITTEN_BYTES``
+    (before each read): waiting on its thread (threads), or with a callback (asyncio).
     """
 
-    def __init__(self, transport: Any) -> None:
+    def __init__(self, transport: Any, on_failure: Callable[[], None] | None = None) -> None:
         self._transport = transport
+        self._on_failure = on_failure
+        self._lock = threading.Lock()
+        self._work = threading.Condition(self._lock)  # the writer's thread waits here for answers
+        self._progress = threading.Condition(self._lock)  # the server's thread waits here for writes
         self._pending: list[bytes] = []
-        self._ready = threading.Condition(threading.Lock())
+        self._handed = 0  # answers handed over
+        self._written = 0  # answers written, or dropped after a failure
+        self._unwritten_bytes = 0  # pending, or being written
+        self._waiters: list[tuple[Callable[[], bool], Callable[[], None]]] = []
         self._closed = False
         self.failure: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="rpcwire-writer", daemon=True)
@@ -448,33 +513,100 @@ class _AnswerWriter:
     def put(self, answer: bytes | None) -> None:
         if answer is None:
             return
-        with self._ready:
+        with self._lock:
+            if self._closed:  # a handler that outlived serve: nothing is written any more
+                return
             self._pending.append(answer)
+            self._handed += 1
+            self._unwritten_bytes += len(answer)
             if len(self._pending) == 1:
-                self._ready.notify()
+                self._work.notify()
 
     def _run(self) -> None:
         _leave_signals_to_the_main_thread()
         while True:
-            with self._ready:
+            with self._lock:
                 while not self._pending and not self._closed:
-                    self._ready.wait()
+                    self._work.wait()
                 answers, self._pending = self._pending, []
             if not answers:
                 return
+            failed = False
             if self.failure is None:  # after a failure, nothing more is written
                 try:
                     self._transport._write_line(b"\n".join(answers))
                 except BaseException as exc:
                     self.failure = exc
+                    failed = True
+            with self._lock:
+                self._written += len(answers)
+                self._unwritten_bytes -= sum(map(len, answers))
+                self._progress.notify_all()
+                ready = [callback for test, callback in self._waiters if test()]
+                if ready:
+                    self._waiters = [(test, callback) for test, callback in self._waiters if not test()]
+            for callback in ready:
+                callback()
+            if failed and self._on_failure is not None:
+                self._on_failure()
 
-    def close(self, *, wait: bool) -> None:
-        """Write what is pending, then stop; ``wait``: until it is written (not when interrupted)."""
-        with self._ready:
+    def _over_bound(self) -> bool:  # with the lock held
+        unwritten = self._handed - self._written
+        return self.failure is None and (unwritten > _UNWRITTEN_ANSWERS or self._unwritten_bytes > _UNWRITTEN_BYTES)
+
+    def all_written(self) -> bool:
+        """Whether every answer handed over is written (read without the lock: a hint, for a fast path)."""
+        return self._written >= self._handed
+
+    def has_room(self) -> bool:
+        """Whether the answers not yet written are within the bounds (a hint, as :meth:`all_written`)."""
+        return not self._over_bound()
+
+    def wait_written(self, stopping: Callable[[], bool]) -> None:
+        """Until every answer handed over so far is written (or dropped after a failure), or ``stopping()``
+        (checked again whenever :meth:`poke` is called)."""
+        with self._lock:
+            target = self._handed
+            while self._written < target and not stopping():
+                self._progress.wait()
+
+    def wait_room(self, stopping: Callable[[], bool]) -> None:
+        """Until the answers not yet written are within the bounds (or writing failed), or ``stopping()``."""
+        with self._lock:
+            while self._over_bound() and not stopping():
+                self._progress.wait()
+
+    def poke(self) -> None:
+        """Have the threads in :meth:`wait_written` and :meth:`wait_room` look at ``stopping()`` again."""
+        with self._lock:
+            self._progress.notify_all()
+
+    def when_written(self, callback: Callable[[], None]) -> bool:
+        """:meth:`wait_written` for the event loop: ``False`` if nothing is left to write, else ``callback``
+        is called (on the writer's thread) once it is written."""
+        with self._lock:
+            target = self._handed
+            return self._when(lambda: self._written >= target, callback)
+
+    def when_room(self, callback: Callable[[], None]) -> bool:
+        """:meth:`wait_room` for the event loop, as :meth:`when_written`."""
+        with self._lock:
+            return self._when(lambda: not self._over_bound(), callback)
+
+    def _when(self, test: Callable[[], bool], callback: Callable[[], None]) -> bool:
+        if test():
+            return False
+        self._waiters.append((test, callback))
+        return True
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Write what is pending, then stop; wait until it is written, ``timeout`` seconds at most
+        (``None``: however long it takes). Whether it is written."""
+        with self._lock:
             self._closed = True
-            self._ready.notify()
-        if wait:
-            self._thread.join()
+            self._work.notify()
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
 
 
 class _Batch:
@@ -526,41 +658,93 @@ class _ThreadServer:
         self.admitted: queue.SimpleQueue[None] = queue.SimpleQueue()
         for _ in range(2 * max_concurrency):
             self.admitted.put(None)
+        self.held = 0  # tokens the reading thread took back once reading stopped
         self.in_flight = _InFlight()
-        self.failures: list[BaseException] = []
+        self.failures: list[BaseException] = []  # raised by handlers on the workers
+        self.writer = _AnswerWriter(transport, on_failure=self.wake)
+
+    def wake(self) -> None:
+        """The output failed: a reading thread waiting for a token stops waiting (and sees the failure)."""
+        self.admitted.put(None)
+
+    @property
+    def stopping(self) -> bool:
+        return bool(self.failures) or self.writer.failure is not None
 
     def serve(self) -> None:
         workers = _Workers(self.max_concurrency)
-        writer = _AnswerWriter(self.transport)
         try:
-            while not self.failures and writer.failure is None:
-                message = self.transport._read_message()
-                if message is None:
-                    break
-                for request, deliver in _requests(message, writer.put):
-                    self.dispatch(request, deliver, workers)
-            for _ in range(2 * self.max_concurrency):  # end of input: wait for what is in flight
-                self.admitted.get()
-        except BaseException:
-            for context in self.in_flight.contexts():
-                context._cancel("lsp")
-            writer.close(wait=False)
-            raise
+            stopped: BaseException | None = None
+            try:
+                while not self.stopping:
+                    if not self.writer.has_room():  # too many answers not yet written: reading pauses
+                        self.writer.wait_room(lambda: self.stopping)
+                    message = self.transport._read_message()
+                    if message is None:
+                        break
+                    for request, deliver in _requests(message, self.writer.put):
+                        self.dispatch(request, deliver, workers)
+                if not self.stopping:  # end of input: the requests in flight finish and are answered
+                    self.wait_in_flight(None)
+            except BaseException as exc:  # on this thread: an interrupt, a notification's handler, the reader
+                stopped = exc
+            self.end(stopped)
         finally:
             workers.stop()
-        writer.close(wait=True)
-        if writer.failure is not None:
-            raise writer.failure
-        if self.failures:
-            raise self.failures[0]
+
+    def end(self, stopped: BaseException | None) -> None:
+        """Stop: raise what stopped the server, if anything, once the answers it allows are written."""
+        writer = self.writer
+        stop = stopped if stopped is not None else (self.failures[0] if self.failures else None)
+        if writer.failure is not None:  # nothing more can be written: no handler is waited for
+            self.cancel_in_flight()
+            writer.close(0)
+            raise stopped if stopped is not None else writer.failure  # an interrupt is still one
+        if stop is None:
+            writer.close()
+            if writer.failure is not None:
+                raise writer.failure
+            return
+        if not isinstance(stop, KeyboardInterrupt):  # SystemExit and the like: what is in flight may finish
+            self.wait_in_flight(_EXIT_GRACE)
+        self.cancel_in_flight()
+        writer.close(_EXIT_GRACE)
+        raise stop
+
+    def wait_in_flight(self, timeout: float | None) -> None:
+        """Until every request read is answered, ``timeout`` seconds at most; without a timeout, only until
+        the output fails or a handler raises a ``BaseException``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.held < 2 * self.max_concurrency:
+            if self.writer.failure is not None or (timeout is None and self.failures):
+                return
+            if deadline is None:
+                self.admitted.get()
+            else:
+                try:
+                    self.admitted.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    return
+            self.held += 1
+
+    def cancel_in_flight(self) -> None:
+        for context in self.in_flight.contexts():
+            context._cancel("lsp")
 
     def dispatch(self, request: Request, deliver: Callable[[bytes | None], None], workers: _Workers) -> None:
         if request.is_notification:  # on this thread, before anything after it is read
             if not self.in_flight.cancel(request):
+                if not self.writer.all_written():  # every answer finished before it is out before its handler runs
+                    self.writer.wait_written(lambda: self.stopping)
+                if self.stopping:  # a handler raised, or the output failed, meanwhile: nothing more is run
+                    return
                 _call(self.transport, request, self.handler, RequestContext(request, self.transport))
             deliver(None)
             return
         self.admitted.get()  # 2N read and unanswered: reading pauses
+        if self.stopping:  # a handler raised, or the output failed, meanwhile: nothing more is run
+            self.admitted.put(None)
+            return
         context = RequestContext(request, self.transport)
         self.in_flight.add(context)
         workers.submit(functools.partial(self.run, request, context, deliver))
@@ -568,8 +752,9 @@ class _ThreadServer:
     def run(self, request: Request, context: RequestContext, deliver: Callable[[bytes | None], None]) -> None:
         try:
             deliver(_call(self.transport, request, self.handler, context))
-        except BaseException as exc:  # the writer failed, or KeyboardInterrupt/SystemExit in the handler
+        except BaseException as exc:  # KeyboardInterrupt, SystemExit or another BaseException in the handler
             self.failures.append(exc)
+            self.writer.poke()  # the reading thread may wait for the writer: it stops instead
         finally:
             self.in_flight.remove(context)
             self.admitted.put(None)
@@ -578,15 +763,17 @@ class _ThreadServer:
 # --- asyncio ---------------------------------------------------------------------------------------
 
 
-async def serve_async(handler: Handler, transport: Any, *, max_concurrency: int = 64) -> None:
+async def serve_async(
+    handler: Handler, transport: Any, *, max_concurrency: int = 64, guard_stdout: bool = True
+) -> None:
     """Serve inside a running event loop until end of input: each request as a task, at most N at once.
 
     An ``async def`` handler is awaited on the loop; a sync one runs on a worker thread. Reading happens
     on a thread of its own, so the loop never waits for input. At end of input the requests in flight
-    are awaited; if this coroutine is cancelled, so are they.
+    are awaited; if this coroutine is cancelled, so are they. ``guard_stdout``: as for :func:`serve`.
     """
     _check_max_concurrency(max_concurrency)
-    with _serving(transport):  # before the server starts its workers
+    with _serving(transport), guarded_stdout(transport, guard_stdout):  # before the server starts its workers
         await _AsyncServer(handler, transport, max_concurrency).serve()
 
 
@@ -609,34 +796,104 @@ class _AsyncServer:
         # threads (pure, pipelined: 219 -> 89 µs a message with 64 ahead, measured by a helper script).
         self.messages: asyncio.Queue[Any] = asyncio.Queue()
         self.read_ahead = threading.Semaphore(_READ_AHEAD)
+        self.writer = _AnswerWriter(transport, on_failure=functools.partial(self.soon, self.wake))
+        self.failure: BaseException | None = None  # a handler's BaseException: the server stops with it
+        self.waiting: asyncio.Future[None] | None = None  # what the serving coroutine awaits, for wake()
+
+    @property
+    def stopping(self) -> bool:
+        return self.failure is not None or self.writer.failure is not None
+
+    def soon(self, function: Callable[..., Any], *args: Any) -> None:
+        """Call ``function`` on the loop, from another thread (nothing, once the loop is closed)."""
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(function, *args)
+
+    def wake(self) -> None:
+        """On the loop: the serving coroutine stops waiting, wherever it waits, and sees why."""
+        self.messages.put_nowait(_WOKEN)
+        self.admitted.release()
+        if self.waiting is not None and not self.waiting.done():
+            self.waiting.set_result(None)
 
     async def serve(self) -> None:
         reader = threading.Thread(target=self.read, name="rpcwire-reader", daemon=True)
         reader.start()
-        writer = _AnswerWriter(self.transport)  # the loop never blocks on a full pipe
         try:
-            while writer.failure is None and (message := await self.messages.get()) is not _ENDED:
-                self.read_ahead.release()
-                if isinstance(message, BaseException):
-                    raise message
-                for request, deliver in _requests(message, writer.put):
-                    await self.dispatch(request, deliver)
-            if self.tasks:
-                await asyncio.gather(*self.tasks)
-        except BaseException:
-            for task in self.tasks:
-                task.cancel()
-            for context in self.in_flight.contexts():
-                context._cancel("lsp")
-            writer.close(wait=False)
-            raise
+            stopped: BaseException | None = None
+            try:
+                while not self.stopping:
+                    if not self.writer.has_room():  # too many answers not yet written: reading pauses
+                        await self.until(self.writer.when_room)
+                    message = await self.messages.get()
+                    if message is _ENDED:
+                        break
+                    if message is _WOKEN:
+                        continue
+                    self.read_ahead.release()
+                    if isinstance(message, BaseException):
+                        raise message
+                    for request, deliver in _requests(message, self.writer.put):
+                        await self.dispatch(request, deliver)
+                if not self.stopping:  # end of input: the requests in flight finish and are answered
+                    await self.settle(None)
+            except BaseException as exc:  # an interrupt or cancellation, a notification's handler, the reader
+                stopped = exc
+            await self.end(stopped)
         finally:
             for workers in (self.workers, self.notification_worker):
                 if workers is not None:
                     workers.stop()
-        await asyncio.get_running_loop().run_in_executor(None, functools.partial(writer.close, wait=True))
-        if writer.failure is not None:
-            raise writer.failure
+
+    async def end(self, stopped: BaseException | None) -> None:
+        """Stop: raise what stopped the server, if anything, once the answers it allows are written."""
+        writer = self.writer
+        stop = stopped if stopped is not None else self.failure
+        if writer.failure is not None:  # nothing more can be written: no handler is waited for
+            self.cancel_in_flight()
+            writer.close(0)
+            raise stopped if stopped is not None else writer.failure  # an interrupt is still one
+        if stop is None:
+            await self.loop.run_in_executor(None, writer.close)
+            if writer.failure is not None:
+                raise writer.failure
+            return
+        if not isinstance(stop, (KeyboardInterrupt, asyncio.CancelledError)):
+            await self.settle(_EXIT_GRACE)  # SystemExit and the like: what is in flight may finish
+        self.cancel_in_flight()
+        writer.close(_EXIT_GRACE)  # on the loop's thread: the server is stopping
+        raise stop
+
+    async def until(self, when: Callable[[Callable[[], None]], bool]) -> None:
+        """Until the writer calls back (``when`` registers the callback; ``False``: no need), or :meth:`wake`."""
+        future = self.loop.create_future()
+        if when(functools.partial(self.soon, _settle, future, None, None)):
+            self.waiting = future
+            try:
+                await future
+            finally:
+                self.waiting = None
+
+    async def settle(self, timeout: float | None) -> None:
+        """Until every task is done, ``timeout`` seconds at most; without a timeout, only until a handler
+        raises a ``BaseException``. Either way, only until the output fails."""
+        deadline = None if timeout is None else self.loop.time() + timeout
+        while self.tasks and self.writer.failure is None and (timeout is not None or self.failure is None):
+            remaining = None if deadline is None else deadline - self.loop.time()
+            if remaining is not None and remaining <= 0:
+                return
+            self.waiting = woken = self.loop.create_future()
+            try:
+                await asyncio.wait({*self.tasks, woken}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                self.waiting = None
+                woken.cancel()
+
+    def cancel_in_flight(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        for context in self.in_flight.contexts():
+            context._cancel("lsp")
 
     def read(self) -> None:
         """On the reader thread: at most ``_READ_AHEAD`` messages ahead of what the loop has taken."""
@@ -660,10 +917,17 @@ class _AsyncServer:
     async def dispatch(self, request: Request, deliver: Callable[[bytes | None], None]) -> None:
         if request.is_notification:  # awaited here, before anything after it is dispatched
             if not self.in_flight.cancel(request):
+                if not self.writer.all_written():  # every answer finished before it is out before its handler runs
+                    await self.until(self.writer.when_written)
+                if self.stopping:  # a handler raised, or the output failed, meanwhile: nothing more is run
+                    return
                 await self.call(request, RequestContext(request, self.transport))
             deliver(None)
             return
         await self.admitted.acquire()
+        if self.stopping:  # a handler raised, or the output failed, meanwhile: nothing more is run
+            self.admitted.release()
+            return
         context = RequestContext(request, self.transport)
         self.in_flight.add(context)
         task = self.loop.create_task(self.run(request, context, deliver))
@@ -674,6 +938,13 @@ class _AsyncServer:
     async def run(self, request: Request, context: RequestContext, deliver: Callable[[bytes | None], None]) -> None:
         try:
             deliver(await self.call(request, context))
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # the handler's own BaseException: the server stops with it
+            # Kept from the task (a SystemExit leaving a task would leave the loop at once, answers unwritten).
+            if self.failure is None:
+                self.failure = exc
+            self.wake()
         finally:
             self.in_flight.remove(context)
             self.admitted.release()
@@ -708,9 +979,11 @@ class _AsyncServer:
             try:
                 answer = call_context.run(_call, self.transport, request, self.handler, context)
             except BaseException as exc:
-                self.loop.call_soon_threadsafe(_settle, done, None, exc)
+                self.soon(_settle, done, None, exc)
             else:
-                self.loop.call_soon_threadsafe(_settle, done, answer, None)
+                self.soon(
+                    _settle, done, answer, None
+                )  # nothing once the loop is closed (a handler that outlived serve)
 
         workers = self.notification_worker if request.is_notification else self.workers
         assert workers is not None
@@ -719,6 +992,7 @@ class _AsyncServer:
 
 
 _ENDED = object()
+_WOKEN = object()
 _READ_AHEAD = 16
 
 
@@ -734,21 +1008,26 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
 # --- the entry point ---------------------------------------------------------------------------------
 
 
-def serve(handler: Handler, transport: Any, *, max_concurrency: int = 1) -> None:
+def serve(handler: Handler, transport: Any, *, max_concurrency: int = 1, guard_stdout: bool = True) -> None:
     """Answer every request with ``handler(method, params)`` until end of input.
 
     ``max_concurrency=1`` (a sync handler): one request at a time, in order. ``N > 1``: up to N requests
     run at once on worker threads, each answered as it finishes. An ``async def`` handler runs on an
     event loop of its own (:func:`serve_async`, with N or 64 tasks at most).
+
+    ``guard_stdout`` (default true): when the transport writes to the process's fd 1, the wire gets a
+    descriptor of its own while serving, and fd 1 and ``sys.stdout`` go to stderr, so that a stray
+    ``print`` cannot corrupt it; both are restored on the way out.
     """
     _check_max_concurrency(max_concurrency)
-    if is_async_handler(handler):
-        asyncio.run(serve_async(handler, transport, max_concurrency=max_concurrency))
-    elif max_concurrency == 1:
-        transport.serve(handler)  # the native transport's own loop, or serve_sequential
-    else:
-        with _serving(transport):
-            _ThreadServer(handler, transport, max_concurrency).serve()
+    with guarded_stdout(transport, guard_stdout):
+        if is_async_handler(handler):
+            asyncio.run(serve_async(handler, transport, max_concurrency=max_concurrency, guard_stdout=False))
+        elif max_concurrency == 1:
+            transport.serve(handler)  # the native transport's own loop, or serve_sequential
+        else:
+            with _serving(transport):
+                _ThreadServer(handler, transport, max_concurrency).serve()
 
 
 @contextlib.contextmanager

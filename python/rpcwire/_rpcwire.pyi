@@ -88,6 +88,8 @@ class StdioTransport:
     def _write_line(self, line: bytes) -> None:
         """Write ``line + b"\\n"`` in one ``write`` and flush, under the writer lock (``framing="content-length"``:
         each line of ``line`` as one frame)."""
+    def _swap_output(self, stdout: BinaryIO) -> BinaryIO:
+        """Write to ``stdout`` from now on; the stream written to until now (swapped under the writer's lock)."""
     def serve(self, handler: Callable[[str, Any], Any], *, max_concurrency: int = 1) -> None:
         """Answer every request with ``handler(method, params)`` until end of input (see ``rpcwire.serve``).
 

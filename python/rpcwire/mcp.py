@@ -4,9 +4,10 @@
 write_stream)`` pair (``SessionMessage`` objects holding real ``mcp_types`` models, the parse or
 validation ``Exception`` itself for a bad line), the same claim of file descriptors 0 and 1 (the SDK's
 own code does it: fd 0 reads the null device and fd 1 goes to stderr while serving, both restored on
-exit, and a second transport in the process is refused), and the same bytes on the wire. ``run_stdio(server)``
-serves an ``MCPServer`` (or a low-level ``Server``) over it, where ``server.run("stdio")`` would use the
-SDK's transport.
+exit, and a second transport in the process is refused; before fd 1 is restored, ``sys.stdout`` is flushed
+into the diversion, so a ``print`` still buffered then cannot reach the wire), and the same bytes on the wire.
+``run_stdio(server)`` serves an ``MCPServer`` (or a low-level ``Server``) over it, where ``server.run("stdio")``
+would use the SDK's transport.
 
 I/O model. The SDK's transport makes three thread hops per message (anyio ``to_thread`` for each line read,
 each write and each flush); here the event loop does the I/O itself:
@@ -381,7 +382,8 @@ async def stdio_server(
     """Serve MCP over the process's stdin and stdout, as ``mcp.server.stdio.stdio_server`` does, without threads.
 
     Yields ``(read_stream, write_stream)`` for ``Server.run``. While serving, fd 0 points at the null
-    device and fd 1 at stderr (the SDK's claim), both restored on exit; a second concurrent
+    device and fd 1 at stderr (the SDK's claim), both restored on exit, after ``sys.stdout`` is flushed into
+    the diversion (a ``print`` still buffered then goes to stderr, not to the wire); a second concurrent
     ``stdio_server()`` (this one or the SDK's) raises ``RuntimeError``. Explicit streams skip the
     claim: an anyio ``AsyncFile[str]`` (as the SDK takes) or a binary file-like object.
     """
@@ -429,9 +431,18 @@ async def stdio_server(
                 yield read_stream, write_stream
     finally:
         if restore_stdout is not None:
+            _flush_python_stdout()
             restore_stdout()
         if restore_stdin is not None:
             restore_stdin()
+
+
+def _flush_python_stdout() -> None:
+    """Flush what ``print`` left in ``sys.stdout``'s buffer while fd 1 still points at the diversion (stderr):
+    flushed later (at exit), it would land on the restored wire after the last message."""
+    for stream in {id(stream): stream for stream in (sys.stdout, sys.__stdout__) if stream is not None}.values():
+        with suppress(Exception):
+            stream.flush()
 
 
 async def _guarded(coroutine: Any) -> None:

@@ -1034,6 +1034,17 @@ def _binary_stream(stream: Any, name: str, needs: str) -> Any:
 
 _ABSENT = object()
 _ALREADY_SERVING = "this transport is already serving: serve() was called on it again before the first call returned"
+
+
+def _output(stdout: Any) -> tuple[Any, Callable[[], Any] | None]:
+    """The binary stream to write to and its ``flush`` (``None`` when it has none; one not callable is refused)."""
+    stream = _binary_stream(stdout, "stdout", "write")
+    flush = getattr(stream, "flush", _ABSENT)
+    if flush is not _ABSENT and not callable(flush):
+        raise TypeError("stdout.flush must be callable (or absent)")
+    return stream, None if flush is _ABSENT else flush
+
+
 _REENTRANT_READ = "reentrant read: the input stream called back into the transport it belongs to"
 _REENTRANT_WRITE = "reentrant write: the output stream called back into the transport it belongs to"
 
@@ -1083,11 +1094,7 @@ class StdioTransport:
         self._max_depth = _positive("max_depth", max_depth, MAX_MAX_DEPTH)
         self._max_batch = None if max_batch is None else _positive("max_batch", max_batch)
         self._stdin = _binary_stream(sys.stdin if stdin is None else stdin, "stdin", "readline")
-        self._stdout = _binary_stream(sys.stdout if stdout is None else stdout, "stdout", "write")
-        flush = getattr(self._stdout, "flush", _ABSENT)
-        if flush is not _ABSENT and not callable(flush):
-            raise TypeError("stdout.flush must be callable (or absent)")
-        self._flush: Callable[[], Any] | None = None if flush is _ABSENT else flush
+        self._stdout, self._flush = _output(sys.stdout if stdout is None else stdout)
         self._reader = _StreamLock(_REENTRANT_READ)
         self._writer = _StreamLock(_REENTRANT_WRITE)
         self._serving = threading.Lock()  # held while a serve runs over this transport
@@ -1152,6 +1159,14 @@ class StdioTransport:
                 data = data[count:]
             if self._flush is not None:
                 self._flush()
+
+    def _swap_output(self, stdout: BinaryIO) -> Any:
+        """Write to ``stdout`` from now on; the stream written to until now (swapped under the writer's lock)."""
+        output = _output(stdout)
+        with self._writer:
+            previous = self._stdout
+            self._stdout, self._flush = output
+        return previous
 
     def write_response(self, id: Any, result: Any) -> None:
         """Write a success answer ``{"jsonrpc":"2.0","id":id,"result":result}``."""
@@ -1240,7 +1255,7 @@ class StdioTransport:
             finally:
                 self._stop_serving()
         else:
-            _engine.serve(handler, self, max_concurrency=max_concurrency)
+            _engine.serve(handler, self, max_concurrency=max_concurrency, guard_stdout=False)
 
     def _start_serving(self) -> None:
         """Mark this transport as served (every ``serve`` calls it first): ``RuntimeError`` if a ``serve``
