@@ -58,19 +58,32 @@ class CountingInput(io.BytesIO):
         return chunk
 
 
+# Where a request came to and from, as a server on 127.0.0.1:8000 gives it: the ASGI scope's "server" and
+# "client", WSGI's SERVER_NAME and REMOTE_ADDR. A header given as None is left out.
+LOOPBACK = ("127.0.0.1", "127.0.0.1")
+
+
 def call_wsgi(
-    app: Any, method: str, headers: dict[str, str], body: bytes, *, chunked: bool = False, scheme: str = "http"
+    app: Any,
+    method: str,
+    headers: dict[str, str | None],
+    body: bytes,
+    *,
+    chunked: bool = False,
+    scheme: str = "http",
+    addresses: tuple[str, str] = LOOPBACK,
 ) -> Reply:
     stream = CountingInput(body)
     environ: dict[str, Any] = {
         "REQUEST_METHOD": method,
         "PATH_INFO": "/rpc",
-        "SERVER_NAME": "127.0.0.1",
+        "SERVER_NAME": addresses[0],
         "SERVER_PORT": "8000",
+        "REMOTE_ADDR": addresses[1],
         "wsgi.input": stream,
         "wsgi.url_scheme": scheme,
     }
-    headers = {"host": "127.0.0.1:8000", **headers}
+    headers = {name: value for name, value in {"host": "127.0.0.1:8000", **headers}.items() if value is not None}
     if not chunked and "content-length" not in headers:
         headers["content-length"] = str(len(body))
     if chunked:
@@ -91,9 +104,16 @@ def call_wsgi(
 
 
 def call_asgi(
-    app: Any, method: str, headers: dict[str, str], body: bytes, *, chunked: bool = False, scheme: str = "http"
+    app: Any,
+    method: str,
+    headers: dict[str, str | None],
+    body: bytes,
+    *,
+    chunked: bool = False,
+    scheme: str = "http",
+    addresses: tuple[str, str] = LOOPBACK,
 ) -> Reply:
-    headers = {"host": "127.0.0.1:8000", **headers}
+    headers = {name: value for name, value in {"host": "127.0.0.1:8000", **headers}.items() if value is not None}
     if not chunked and "content-length" not in headers:
         headers["content-length"] = str(len(body))
     scope = {
@@ -104,6 +124,8 @@ def call_asgi(
         "scheme": scheme,
         "path": "/rpc",
         "headers": [(name.encode(), value.encode()) for name, value in headers.items()],
+        "server": (addresses[0], 8000),
+        "client": (addresses[1], 50000),
     }
     pieces = [body[i : i + 1000] for i in range(0, len(body), 1000)] or [b""]
     received: list[int] = []
@@ -148,7 +170,7 @@ def server(request: pytest.FixtureRequest) -> Callable[..., Reply]:
     app_class, call = SERVERS[request.param]
 
     def one(method: str, headers: dict[str, str], body: bytes, handler: Any = HANDLER, **options: Any) -> Reply:
-        call_options = {key: options.pop(key) for key in ("chunked", "scheme") if key in options}
+        call_options = {key: options.pop(key) for key in ("chunked", "scheme", "addresses") if key in options}
         return call(app_class(handler, **options), method, headers, body, **call_options)
 
     return one
@@ -283,19 +305,121 @@ def test_origins(server: Callable[..., Reply], origin: str, allowed_origins: Any
 
 
 def test_same_host_leaves_default_ports_out(server: Callable[..., Reply]) -> None:
-    assert server("POST", {**JSON, "host": "rpc.example", "origin": "https://rpc.example"}, ADD).status == 200
-    assert server("POST", {**JSON, "host": "rpc.example:443", "origin": "https://rpc.example"}, ADD).status == 200
-    assert server("POST", {**JSON, "host": "rpc.example:80", "origin": "https://rpc.example"}, ADD).status == 403
-    assert server("POST", {**JSON, "host": "RPC.example", "origin": "http://rpc.EXAMPLE:80"}, ADD).status == 200
+    hosts = {"allowed_hosts": ["rpc.example"]}
+    assert server("POST", {**JSON, "host": "rpc.example", "origin": "https://rpc.example"}, ADD, **hosts).status == 200
+    assert (
+        server("POST", {**JSON, "host": "rpc.example:443", "origin": "https://rpc.example"}, ADD, **hosts).status == 200
+    )
+    assert (
+        server("POST", {**JSON, "host": "rpc.example:80", "origin": "https://rpc.example"}, ADD, **hosts).status == 403
+    )
+    assert (
+        server("POST", {**JSON, "host": "RPC.example", "origin": "http://rpc.EXAMPLE:80"}, ADD, **hosts).status == 200
+    )
 
 
 def test_no_origin_header_is_allowed(server: Callable[..., Reply]) -> None:
     """Non-browser clients send no Origin; the check is against browsers' cross-site requests."""
-    assert server("POST", {**JSON, "host": "elsewhere.example"}, ADD).status == 200
+    assert server("POST", {**JSON, "host": "elsewhere.example"}, ADD, allowed_hosts="*").status == 200
+
+
+# --- Host: the names the server is known by (DNS rebinding) ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("host", "status"),
+    [
+        ("127.0.0.1:8000", 200),
+        ("127.0.0.1", 200),
+        ("localhost:8000", 200),
+        ("LocalHost:9999", 200),  # any port: a tunnel or a port mapping may change it
+        ("[::1]:8000", 200),
+        ("127.0.0.2:8000", 200),  # the whole of 127/8 is loopback
+        (None, 200),  # no Host at all: not a browser
+        ("evil.example:8000", 421),
+        ("evil.example", 421),
+        ("localhost.evil.example:8000", 421),
+        ("127.0.0.1.nip.io:8000", 421),
+        ("[::1", 421),
+        ("localhost:80a", 421),
+        ("", 421),
+    ],
+)
+def test_over_loopback_only_loopback_hosts_are_answered(
+    server: Callable[..., Reply], host: str | None, status: int
+) -> None:
+    reply = server("POST", {**JSON, "host": host}, ADD)
+    assert reply.status == status
+    if status == 421:
+        assert reply.read == 0
+        assert reply.body == b"421 Misdirected Request: this server is not known by that Host (allowed_hosts)\n"
+
+
+def test_a_rebound_page_is_refused(server: Callable[..., Reply]) -> None:
+    """DNS rebinding: a page of evil.example, its name now resolving to 127.0.0.1, posts to the local server.
+    Its Origin and Host are both evil.example's, so the same-host Origin check alone lets it through."""
+    rebound = {**JSON, "host": "evil.example:8000", "origin": "http://evil.example:8000"}
+    assert server("POST", rebound, ADD).status == 421
+    assert server("POST", rebound, ADD, allowed_hosts="*").status == 200  # what the Origin check alone gives
+    assert server("POST", {**rebound, "host": "localhost:8000"}, ADD).status == 403  # the Origin check still runs
+
+
+@pytest.mark.parametrize(
+    ("addresses", "status"),
+    [
+        (("127.0.0.1", "127.0.0.1"), 421),
+        (("localhost", "127.0.0.1"), 421),  # wsgiref's SERVER_NAME on 127.0.0.1
+        (("0.0.0.0", "127.0.0.1"), 421),  # WSGI on every interface, reached over loopback
+        (("::1", "::1"), 421),
+        (("::", "::ffff:127.0.0.1"), 421),  # an IPv4 client of a dual-stack socket
+        (("192.0.2.1", "192.0.2.7"), 200),  # not over loopback: any Host (set allowed_hosts there)
+        (("0.0.0.0", "192.0.2.7"), 200),
+    ],
+)
+def test_the_default_looks_at_where_the_request_came(
+    server: Callable[..., Reply], addresses: tuple[str, str], status: int
+) -> None:
+    assert server("POST", {**JSON, "host": "evil.example"}, ADD, addresses=addresses).status == status
+    assert server("POST", {**JSON, "host": "localhost"}, ADD, addresses=addresses).status == 200
+
+
+@pytest.mark.parametrize(
+    ("allowed_hosts", "host", "status"),
+    [
+        (["rpc.example.com"], "rpc.example.com", 200),
+        (["rpc.example.com"], "RPC.Example.COM:443", 200),  # any port
+        (["rpc.example.com"], "localhost:8000", 421),  # a list replaces the default
+        (["rpc.example.com"], "api.rpc.example.com", 421),
+        (["rpc.example.com"], "rpc.example.com.evil.example", 421),
+        (["rpc.example.com"], None, 421),  # a list needs a Host
+        (["rpc.example.com:8443"], "rpc.example.com:8443", 200),
+        (["rpc.example.com:8443"], "rpc.example.com", 421),
+        (["*.example.com"], "api.example.com:8000", 200),
+        (["*.example.com"], "example.com", 421),
+        (["*.example.com"], "evilexample.com", 421),
+        (["[::1]:8000", "localhost"], "[::1]:8000", 200),
+        (["[::1]:8000", "localhost"], "[::1]:8001", 421),
+        ([], "localhost", 421),
+        (None, "evil.example", 200),
+        ("*", "evil.example", 200),
+    ],
+)
+def test_allowed_hosts(server: Callable[..., Reply], allowed_hosts: Any, host: str | None, status: int) -> None:
+    assert server("POST", {**JSON, "host": host}, ADD, allowed_hosts=allowed_hosts).status == status
+
+
+def test_bad_allowed_hosts() -> None:
+    for app_class in (WSGIApp, ASGIApp):
+        for bad in ("rpc.example.com", ["rpc example.com"], ["rpc.example.com:x"], ["*"], ["a.*.com"], ["[zz]"]):
+            with pytest.raises(ValueError, match="allowed_hosts"):
+                app_class(HANDLER, allowed_hosts=bad)
+        with pytest.raises(TypeError, match="allowed_hosts"):
+            app_class(HANDLER, allowed_hosts=[8000])
 
 
 def test_checks_run_in_order(server: Callable[..., Reply]) -> None:
-    """405, then 403, then 415, then 413."""
+    """421, then 405, then 403, then 415, then 413."""
+    assert server("GET", {"host": "evil.example", "origin": "http://evil.example"}, ADD).status == 421
     assert server("GET", {"origin": "http://evil.example"}, ADD).status == 405
     assert server("POST", {"origin": "http://evil.example", "content-type": "text/plain"}, ADD).status == 403
     assert server("POST", {"content-type": "text/plain"}, ADD, max_body_bytes=1).status == 415
