@@ -7,6 +7,7 @@ import asyncio
 import functools
 import io
 import json
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -812,6 +813,136 @@ def test_a_registry_that_gains_an_async_function_after_the_app_is_made() -> None
     body = compact({"jsonrpc": "2.0", "method": "later", "params": [7], "id": 2})
     assert call_asgi(app, "POST", JSON, body).json() == ok(2, 7)
     assert call_asgi(app, "POST", JSON, ADD).json() == ok(1, 25)  # its plain functions now on a thread
+
+
+def test_a_wsgi_registry_that_gains_an_async_function_is_refused_clearly(caplog: pytest.LogCaptureFixture) -> None:
+    """WSGI calls the handler synchronously: once the registry is async (every call returns an awaitable), each
+    request is answered -32603 and the cause is logged, on the plain path and with events accepted alike."""
+    registry = rpcwire.methods({"add": add})
+    app = WSGIApp(registry)
+    assert call_wsgi(app, "POST", JSON, ADD).json() == ok(1, 25)
+
+    @registry.method
+    async def later(x: int) -> int:
+        return x
+
+    caplog.set_level("ERROR", logger="rpcwire")
+    batch = compact([{"jsonrpc": "2.0", "method": "later", "params": [7], "id": 2}, json.loads(ADD)])
+    for headers in (JSON, EVENTS):
+        caplog.clear()
+        answers = call_wsgi(app, "POST", headers, batch).json()
+        assert [(a["id"], a["error"]["code"], a["error"]["message"]) for a in answers] == [
+            (2, -32603, "Internal error"),
+            (1, -32603, "Internal error"),
+        ]
+        refusals = [r for r in caplog.records if "serve it with ASGIApp" in r.getMessage()]
+        assert [r.levelname for r in refusals] == ["ERROR", "ERROR"], caplog.text
+    assert call_wsgi(app, "POST", JSON, compact({"jsonrpc": "2.0", "method": "add", "params": [1, 2]})).status == 204
+
+
+# --- the request context on every path ----------------------------------------------------------------------
+
+TRACE_HEADER = "00-" + "a" * 32 + "-" + "b" * 16 + "-01"
+TRACE_META = "00-" + "c" * 32 + "-" + "d" * 16 + "-01"
+
+
+def context_paths() -> list[Any]:
+    """Every way a body reaches a handler over HTTP: (name, call(body, headers)) for a handler recording what
+    ``current_request()`` says (sync, or async for the async paths)."""
+
+    def seen_by(record: list[Any], is_async: bool) -> Any:
+        def who(**params: Any) -> None:
+            context = rpcwire.current_request()
+            assert rpcwire.current_request() is context  # one context for the whole call
+            context.progress(1)  # no server-sent events asked for, or no token: nowhere, and no failure
+            record.append((context.id, context.method, context.is_notification, context.cancelled, context.traceparent))
+
+        if not is_async:
+            return rpcwire.methods({"who": who, "who2": who})
+
+        async def who_async(**params: Any) -> None:
+            await asyncio.sleep(0)
+            who(**params)
+
+        return rpcwire.methods({"who": who_async, "who2": who_async})
+
+    def path(name: str, make: Callable[[Any], Any], call: Callable[..., Reply], is_async: bool, events: bool) -> Any:
+        def run(body: bytes, headers: dict[str, str]) -> tuple[Reply, list[Any]]:
+            record: list[Any] = []
+            reply = call(make(seen_by(record, is_async)), "POST", {**(EVENTS if events else JSON), **headers}, body)
+            return reply, record
+
+        return pytest.param(run, id=name)
+
+    return [
+        path("WSGIApp", WSGIApp, call_wsgi, False, False),
+        path("ASGIApp", ASGIApp, call_asgi, False, False),
+        path("ASGIApp inline", functools.partial(ASGIApp, run_sync_inline=True), call_asgi, False, False),
+        path("ASGIApp async", ASGIApp, call_asgi, True, False),
+        path("WSGIApp events", WSGIApp, call_wsgi, False, True),
+        path("ASGIApp events", ASGIApp, call_asgi, False, True),
+        path("ASGIApp async events", ASGIApp, call_asgi, True, True),
+    ]
+
+
+@pytest.mark.parametrize("run", context_paths())
+def test_current_request_on_every_http_path(run: Callable[..., Any]) -> None:
+    """The same handler works over HTTP as over stdio: a context per call of a batch, the invalid entries
+    skipped, a notification's too."""
+    body = compact(
+        [
+            {"jsonrpc": "2.0", "method": "who", "id": 1},
+            1,
+            {"jsonrpc": "2.0", "method": "who"},
+            {"jsonrpc": "2.0", "method": "who2", "params": {"_meta": {"traceparent": TRACE_META}}, "id": "x"},
+        ]
+    )
+    reply, record = run(body, {})
+    assert reply.status == 200
+    assert reply.json() == [ok(1, None), INVALID_REQUEST, ok("x", None)]
+    assert record == [
+        (1, "who", False, False, None),
+        (None, "who", True, False, None),
+        ("x", "who2", False, False, TRACE_META),
+    ]
+
+
+@pytest.mark.parametrize("run", context_paths())
+@pytest.mark.parametrize(
+    ("header", "meta", "expected"),
+    [
+        (TRACE_HEADER, None, TRACE_HEADER),
+        (TRACE_HEADER, TRACE_META, TRACE_HEADER),  # the header wins: set closest to the server
+        ("00-" + "0" * 32 + "-" + "b" * 16 + "-01", TRACE_META, TRACE_META),  # invalid (an all-zero trace id)
+        ("ff-" + "a" * 32 + "-" + "b" * 16 + "-01", None, None),  # invalid (version ff)
+        (f"{TRACE_HEADER},{TRACE_HEADER}", None, None),  # two headers, joined: invalid
+        (f" {TRACE_HEADER} ", None, TRACE_HEADER),  # optional whitespace around the value
+        (None, TRACE_META, TRACE_META),
+    ],
+    ids=["header", "header-wins", "invalid-header", "version-ff", "two-headers", "whitespace", "meta-only"],
+)
+def test_the_traceparent_header(run: Callable[..., Any], header: str | None, meta: str | None, expected: Any) -> None:
+    params = {} if meta is None else {"_meta": {"traceparent": meta}}
+    reply, record = run(
+        compact({"jsonrpc": "2.0", "method": "who", "params": params, "id": 1}), {"traceparent": header}
+    )
+    assert reply.json() == ok(1, None)
+    assert [seen[-1] for seen in record] == [expected]
+
+
+@pytest.mark.parametrize("app_class", [WSGIApp, ASGIApp])
+def test_the_traceparent_header_reaches_the_log_records(app_class: Any, caplog: pytest.LogCaptureFixture) -> None:
+    def logs() -> None:
+        logging.getLogger("rpcwire").warning("inside the handler")
+
+    caplog.set_level("WARNING", logger="rpcwire")
+    call = call_wsgi if app_class is WSGIApp else call_asgi
+    body = compact({"jsonrpc": "2.0", "method": "logs", "id": 5})
+    assert call(
+        app_class(rpcwire.methods({"logs": logs})), "POST", {**JSON, "traceparent": TRACE_HEADER}, body
+    ).json() == (ok(5, None))
+    (record,) = [r for r in caplog.records if r.getMessage() == "inside the handler"]
+    assert (record.traceparent, record.request_id) == (TRACE_HEADER, 5)  # type: ignore[attr-defined]
 
 
 def test_a_wsgi_stream_closed_early_cancels_the_request() -> None:

@@ -56,6 +56,7 @@ from rpcwire._engine import (
     _result_answer,
     _valid_traceparent,
     is_async_handler,
+    logger,
 )
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "JSON_CONTENT_TYPES", "ASGIApp", "WSGIApp", "flask_view"]
@@ -445,11 +446,15 @@ def _header_traceparent(value: str | None) -> str | None:
 
 
 def _async_refused(method: str, params: Any) -> Any:
-    """The handler of a ``WSGIApp`` whose handler became async after the app was made."""
-    raise TypeError(
-        "WSGIApp calls its handler synchronously, and the handler is async now (an rpcwire.methods registry "
-        "that gained an async def function after the app was made): serve it with ASGIApp"
-    )
+    """The handler of a ``WSGIApp`` whose handler became async after the app was made: each call -32603."""
+    logger.error("WSGIApp refused %r: %s", method, _ASYNC_REFUSED)
+    raise TypeError(_ASYNC_REFUSED)
+
+
+_ASYNC_REFUSED = (
+    "WSGIApp calls its handler synchronously, and the handler is async now (an rpcwire.methods registry that "
+    "gained an async def function after the app was made): serve it with ASGIApp"
+)
 
 
 class _PlainCalls:
