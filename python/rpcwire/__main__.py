@@ -16,6 +16,7 @@ import importlib.util
 import io
 import itertools
 import logging
+import os
 import re
 import select
 import signal
@@ -562,10 +563,55 @@ def _serve_connection(connection: socket.socket, handler: Any, app: Any, address
         connection.close()
 
 
+_STOP_GRACE = 5.0
+
+
+class _Connections:
+    """The connections served, a thread each: at most ``limit`` at once (with none free, the next connection
+    waits in the listening socket's backlog, not accepted), and each one ended when the server stops."""
+
+    def __init__(self, limit: int) -> None:
+        self._slots = threading.BoundedSemaphore(limit)
+        self._lock = threading.Lock()
+        self._live: dict[socket.socket, threading.Thread] = {}
+
+    def wait_for_a_slot(self) -> None:
+        self._slots.acquire()
+
+    def unused_slot(self) -> None:
+        self._slots.release()
+
+    def serve(self, connection: socket.socket, args: tuple[Any, ...]) -> None:
+        thread = threading.Thread(target=self._run, args=(connection, args), name="rpcwire-connection", daemon=True)
+        with self._lock:
+            self._live[connection] = thread
+        thread.start()
+
+    def _run(self, connection: socket.socket, args: tuple[Any, ...]) -> None:
+        try:
+            _serve_connection(connection, *args)
+        finally:
+            with self._lock:
+                self._live.pop(connection, None)
+            self._slots.release()
+
+    def stop(self, grace: float) -> bool:
+        """End every connection: no more input (the calls in flight still answered), then wait up to ``grace``
+        seconds for their threads; whether they all ended."""
+        with self._lock:
+            live = dict(self._live)
+        for connection in live:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RD)
+        deadline = time.monotonic() + grace
+        for thread in live.values():
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return not any(thread.is_alive() for thread in live.values())
+
+
 def _serve_listen(handler: Any, host: str, port: int, limits: _Limits, app: WSGIApp) -> int:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # A slot per connection served; with none free, connections wait in the backlog, not accepted.
-    slots = threading.BoundedSemaphore(limits.max_connections)
+    connections = _Connections(limits.max_connections)
     with socket.create_server((host, port), family=family, backlog=128) as listener:
         address = listener.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
@@ -574,28 +620,25 @@ def _serve_listen(handler: Any, host: str, port: int, limits: _Limits, app: WSGI
         signal.signal(signal.SIGTERM, _stop)
         with contextlib.suppress(KeyboardInterrupt, SystemExit):
             while True:
-                slots.acquire()
+                connections.wait_for_a_slot()
                 try:
                     connection, _ = listener.accept()
                 except OSError as exc:  # out of descriptors, or a connection reset before it was taken: go on
-                    slots.release()
+                    connections.unused_slot()
                     logger.warning("accept failed: %s", exc)
                     time.sleep(0.1)
                     continue
-                threading.Thread(
-                    target=_serve_slot,
-                    args=(slots, connection, handler, app, address, limits),
-                    name="rpcwire-connection",
-                    daemon=True,
-                ).start()
+                connections.serve(connection, (handler, app, address, limits))
+    # The interpreter must not be finalized while a connection's thread may still wake in the native core: a
+    # thread that finds the interpreter gone ends by unwinding through its Rust frames, and the process aborts
+    # ("FATAL: exception not rethrown"). So every connection ends first; one that does not within the grace (a
+    # handler still running) is left, and the process exits without finalizing.
+    if not connections.stop(_STOP_GRACE):
+        logger.warning("--listen: calls still running %g s after the stop; exiting without them", _STOP_GRACE)
+        logging.shutdown()
+        sys.stderr.flush()
+        os._exit(0)
     return 0
-
-
-def _serve_slot(slots: threading.BoundedSemaphore, *args: Any) -> None:
-    try:
-        _serve_connection(*args)
-    finally:
-        slots.release()
 
 
 def _stop(signum: int, frame: Any) -> None:
