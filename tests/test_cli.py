@@ -16,6 +16,7 @@ from child import announced_server, child_env
 
 HANDLERS = """
 import asyncio
+import threading
 
 from rpcwire import methods
 
@@ -24,12 +25,16 @@ def add(a, b):
     return a + b
 
 
+def where():
+    return threading.current_thread().name
+
+
 async def slow_add(a, b):
     await asyncio.sleep(0)
     return a + b
 
 
-handler = methods({"add": add})
+handler = methods({"add": add, "where": where})
 async_handler = methods({"add": slow_add})
 """
 ADD = b'{"jsonrpc":"2.0","method":"add","params":[10,15],"id":1}'
@@ -87,10 +92,10 @@ def http_server(app_dir: Path, *args: str) -> Iterator[int]:
         yield port
 
 
-def post(port: int, body: bytes) -> tuple[int, bytes]:
+def post(port: int, body: bytes, **headers: str) -> tuple[int, bytes]:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
-        connection.request("POST", "/rpc", body=body, headers={"Content-Type": "application/json"})
+        connection.request("POST", "/rpc", body=body, headers={"Content-Type": "application/json", **headers})
         response = connection.getresponse()
         return response.status, response.read()
     finally:
@@ -138,6 +143,15 @@ def test_wsgiref_refuses_an_async_handler(app_dir: Path) -> None:
         (("handlers:asyncio",), b"handlers:asyncio is not callable"),
         (("handlers:handler", "--http", "8000"), b"expected HOST:PORT"),
         (("handlers:handler", "--max-concurrency", "0"), b"--max-concurrency must be at least 1"),
+        (("handlers:handler", "--listen", "127.0.0.1:0", "--max-connections", "0"), b"must be at least 1"),
+        (("handlers:handler", "--listen", "127.0.0.1:0", "--idle-timeout", "-1"), b"0 or more"),
+        (("handlers:handler", "--listen", "127.0.0.1:0", "--idle-timeout", "nan"), b"0 or more"),
+        (("handlers:handler", "--http", "127.0.0.1:0", "--max-connections", "4"), b"are --listen's"),
+        (("handlers:handler", "--idle-timeout", "4"), b"are --listen's"),
+        (("handlers:handler", "--listen", "127.0.0.1:0", "--run-sync-inline"), b"is --http's"),
+        (("handlers:handler", "--http", "127.0.0.1:0", "--server", "wsgiref", "--run-sync-inline"), b"uvicorn"),
+        (("handlers:handler", "--allowed-hosts", "localhost"), b"is --http's and --listen's"),
+        (("handlers:handler", "--http", "127.0.0.1:0", "--allowed-hosts", "a b"), b"--allowed-hosts: "),
     ],
 )
 def test_serve_usage_errors(app_dir: Path, args: tuple[str, ...], message: bytes) -> None:
@@ -154,3 +168,36 @@ def test_serve_help_says_which_http_server_and_why() -> None:
     ).stdout.decode()
     assert "under uvicorn" in shown
     assert "wsgiref" in shown
+
+
+@pytest.mark.parametrize(
+    ("args", "main_thread"),
+    [
+        (("--server", "uvicorn"), False),  # a sync handler on a worker thread
+        (("--server", "uvicorn", "--run-sync-inline"), True),  # on the loop, uvicorn's main thread
+    ],
+)
+def test_run_sync_inline(app_dir: Path, args: tuple[str, ...], main_thread: bool) -> None:
+    pytest.importorskip("uvicorn")
+    with http_server(app_dir, "handlers:handler", *args) as port:
+        status, body = post(port, b'{"jsonrpc":"2.0","method":"where","id":1}')
+    assert status == 200
+    assert (json.loads(body)["result"] == "MainThread") is main_thread, body
+
+
+@pytest.mark.parametrize("server", ["uvicorn", "wsgiref"])
+def test_http_checks_the_host(app_dir: Path, server: str) -> None:
+    """DNS rebinding: on 127.0.0.1, a request naming another host (the attacker's, now resolving to 127.0.0.1)
+    is refused before the handler runs; --allowed-hosts names the hosts instead."""
+    if server == "uvicorn":
+        pytest.importorskip("uvicorn")
+    with http_server(app_dir, "handlers:handler", "--server", server) as port:
+        assert post(port, ADD, Host=f"localhost:{port}")[0] == 200
+        assert post(port, ADD, Host=f"[::1]:{port}")[0] == 200
+        rebound = {"Host": f"evil.example:{port}", "Origin": f"http://evil.example:{port}"}
+        assert post(port, ADD, **rebound)[0] == 421
+    with http_server(app_dir, "handlers:handler", "--server", server, "--allowed-hosts", "rpc.example.com") as port:
+        assert post(port, ADD, Host="rpc.example.com")[0] == 200
+        assert post(port, ADD, Host=f"127.0.0.1:{port}")[0] == 421
+    with http_server(app_dir, "handlers:handler", "--server", server, "--allowed-hosts", "*") as port:
+        assert post(port, ADD, Host=f"evil.example:{port}")[0] == 200
