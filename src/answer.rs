@@ -2,6 +2,13 @@
 //! own, a handler's `JsonRpcError`, -32603 for any other exception or a result that cannot be
 //! encoded) and notifications.
 //!
+//! A -32603 names the exception in its `data` (class name and `str`) when `expose` is true (stdio's
+//! default); with `expose` false (HTTP's default) it is "Internal error" alone, so that no exception
+//! text reaches a remote client. A -32603 made here because an answer could not be built (a result or
+//! `data` that cannot be encoded, a `JsonRpcError` that cannot be read) is logged at ERROR with the
+//! exception, whatever `expose` is; a handler's own exception is logged by the caller, which knows the
+//! method (`dispatch`, `rpcwire._engine`).
+//!
 //! An answer's id is an [`Id`]: the one a request was parsed with on the hot path (echoed from the
 //! line's text, never through Python), or `Id::Json`, text already encoded (the `id_json` of a
 //! `Request`, or an id a `write_*` caller gave, encoded first). Every builder appends to the
@@ -113,13 +120,13 @@ fn whole(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>) -> PyResult<()>) ->
 
 /// Append the answer to a handler that returned `result`: a success answer, or -32603 if it
 /// cannot be encoded (a `BaseException` that is not an `Exception` is returned as `Err`).
-pub(crate) fn result(out: &mut Vec<u8>, id: &Id<'_>, result: &Bound<'_, PyAny>) -> PyResult<()> {
+pub(crate) fn result(out: &mut Vec<u8>, id: &Id<'_>, result: &Bound<'_, PyAny>, expose: bool) -> PyResult<()> {
     let mark = out.len();
     start(out, id);
     out.extend_from_slice(RESULT_MEMBER);
     if let Err(error) = codec::encode(out, result) {
         out.truncate(mark);
-        return encode_failure(out, id, error, result.py());
+        return encode_failure(out, id, error, result.py(), "the result could not be encoded", expose);
     }
     out.extend_from_slice(RESPONSE_END);
     Ok(())
@@ -151,23 +158,46 @@ pub(crate) fn error(
 }
 
 /// Append the answer to a handler that raised `exception`: a `JsonRpcError`'s own code, message
-/// and data; -32603 with the exception's class name and text for anything else, for a
-/// `JsonRpcError` that cannot be read, and for data that cannot be encoded.
-pub(crate) fn exception(out: &mut Vec<u8>, id: &Id<'_>, exception: &Bound<'_, PyBaseException>) -> PyResult<()> {
-    match application_error(exception)? {
-        Some((code, message, data)) => error(out, id, &code, &message, data.as_ref())
-            .or_else(|error| encode_failure(out, id, error, exception.py())),
-        None => internal_error(out, id, exception),
+/// and data; -32603 for anything else, for a `JsonRpcError` that cannot be read, and for data that
+/// cannot be encoded (with the exception's class name and text when `expose` is true).
+pub(crate) fn exception(
+    out: &mut Vec<u8>,
+    id: &Id<'_>,
+    exception: &Bound<'_, PyBaseException>,
+    expose: bool,
+) -> PyResult<()> {
+    match application_error(id, exception)? {
+        Some((code, message, data)) => error(out, id, &code, &message, data.as_ref()).or_else(|error| {
+            encode_failure(out, id, error, exception.py(), "the error's data could not be encoded", expose)
+        }),
+        None => internal_error(out, id, exception, expose),
     }
 }
 
-/// -32603 for an answer whose result or data failed to encode with `error`; an error that is not
-/// an `Exception` (`KeyboardInterrupt` in a list subclass's `__iter__`) is returned instead.
-fn encode_failure(out: &mut Vec<u8>, id: &Id<'_>, error: PyErr, py: Python<'_>) -> PyResult<()> {
+/// -32603 for an answer whose result or data failed to encode with `error` (`what` says which),
+/// logged; an error that is not an `Exception` (`KeyboardInterrupt` in a list subclass's
+/// `__iter__`) is returned instead.
+fn encode_failure(
+    out: &mut Vec<u8>,
+    id: &Id<'_>,
+    error: PyErr,
+    py: Python<'_>,
+    what: &str,
+    expose: bool,
+) -> PyResult<()> {
     if !error.is_instance_of::<PyException>(py) {
         return Err(error);
     }
-    internal_error(out, id, error.value(py))
+    log_failure(py, what, id, &error)?;
+    internal_error(out, id, error.value(py), expose)
+}
+
+/// Log at ERROR, with `error` and its traceback, why the answer to `id` is a -32603.
+fn log_failure(py: Python<'_>, what: &str, id: &Id<'_>, error: &PyErr) -> PyResult<()> {
+    let mut id_json = Vec::new();
+    id.write_json(&mut id_json);
+    let args = ("%s (id %s); answered -32603 Internal error", what, String::from_utf8_lossy(&id_json));
+    log::error(py, args, error)
 }
 
 /// A `JsonRpcError`'s `code`, `message` and `data` (if any).
@@ -175,8 +205,11 @@ type ApplicationError<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>, Option<Bound
 
 /// The `code`, `message` and `data` of a `JsonRpcError`, if it is one with an `int` code and a
 /// `str` message; any other exception is answered as an internal error, and so is one whose
-/// `code`, `message` or `data` cannot be read (a property that raises).
-fn application_error<'py>(exception: &Bound<'py, PyBaseException>) -> PyResult<Option<ApplicationError<'py>>> {
+/// `code`, `message` or `data` cannot be read (a property that raises: logged).
+fn application_error<'py>(
+    id: &Id<'_>,
+    exception: &Bound<'py, PyBaseException>,
+) -> PyResult<Option<ApplicationError<'py>>> {
     let py = exception.py();
     if !exception.is_instance(json_rpc_error(py)?)? {
         return Ok(None);
@@ -198,15 +231,25 @@ fn application_error<'py>(exception: &Bound<'py, PyBaseException>) -> PyResult<O
     };
     match read() {
         Err(error) if error.is_instance_of::<PyException>(py) => {
-            log::debug(py, "an error's code, message or data could not be read", error.value(py))?;
+            log_failure(py, "an error's code, message or data could not be read", id, &error)?;
             Ok(None)
         }
         other => other,
     }
 }
 
-/// Append -32603 "Internal error" with `data: {"exception": <class name>, "detail": str(exception)}`.
-fn internal_error(out: &mut Vec<u8>, id: &Id<'_>, exception: &Bound<'_, PyBaseException>) -> PyResult<()> {
+/// Append -32603 "Internal error" with `data: {"exception": <class name>, "detail": str(exception)}`
+/// when `expose` is true, without `data` when it is false.
+fn internal_error(
+    out: &mut Vec<u8>,
+    id: &Id<'_>,
+    exception: &Bound<'_, PyBaseException>,
+    expose: bool,
+) -> PyResult<()> {
+    if !expose {
+        standard_error(out, Some(id), StandardError::Internal);
+        return Ok(());
+    }
     let py = exception.py();
     let name = exception.get_type().name()?;
     let detail = match exception.str() {

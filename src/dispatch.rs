@@ -5,7 +5,10 @@
 //! order, for a batch) and has `answer` build what it answers: the result, or what the handler
 //! raised mapped to the specification's error codes. A `BaseException` that is not an `Exception`
 //! (`KeyboardInterrupt`, `SystemExit`) is returned as `Err` so that `serve` stops with it;
-//! everything else becomes an answer.
+//! everything else becomes an answer. A handler's exception answered -32603 (anything but a
+//! `JsonRpcError`) is logged at ERROR with its traceback, its request's id, method and trace context,
+//! by the engine's own function (`rpcwire._engine._log_failure`), so that every mode logs the same
+//! record; with `expose_errors=False` (`dispatch` over HTTP) its answer carries no exception text.
 //!
 //! Just before each handler call, the caller's `before_call` runs: `serve` writes out the answers
 //! it has gathered there, so that no finished answer ever waits for a later handler.
@@ -13,12 +16,12 @@
 use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{IntoPyDict, PyByteArray, PyBytes, PyString, PyTypeMethods};
+use pyo3::types::{PyByteArray, PyBytes, PyString, PyTypeMethods};
 
 use crate::answer::{self, StandardError};
 use crate::codec;
 use crate::current;
-use crate::envelope::{Entry, Limits, DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES};
+use crate::envelope::{Entry, Id, Limits, DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES};
 use crate::log;
 use crate::request::{self, PyEntry, Read};
 use crate::strings::StringCache;
@@ -28,6 +31,7 @@ use crate::strings::StringCache;
 /// answered (notifications only). An empty or whitespace-only body is -32600 `id: null`, where `serve`
 /// skips a blank line; a body over `max_message_bytes` is answered as an over-long line. No string
 /// cache: one body holds too few repeated keys to pay for the cache's 1,024 slots.
+/// `expose_errors=False`: a -32603 is "Internal error" alone, without the exception's name and text.
 #[pyfunction]
 #[pyo3(signature = (
     body,
@@ -36,7 +40,8 @@ use crate::strings::StringCache;
     max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
     max_depth=i64::from(DEFAULT_MAX_DEPTH),
     max_batch=Some(i64::from(DEFAULT_MAX_BATCH)),
-), text_signature = "(body, handler, *, max_message_bytes=67108864, max_depth=128, max_batch=1000)")]
+    expose_errors=true,
+), text_signature = "(body, handler, *, max_message_bytes=67108864, max_depth=128, max_batch=1000, expose_errors=True)")]
 pub(crate) fn dispatch<'py>(
     py: Python<'py>,
     body: &Bound<'py, PyAny>,
@@ -44,6 +49,7 @@ pub(crate) fn dispatch<'py>(
     max_message_bytes: i64,
     max_depth: i64,
     max_batch: Option<i64>,
+    expose_errors: bool,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let (max_message_bytes, limits) = request::checked_limits(max_message_bytes, max_depth, max_batch)?;
     let copied;
@@ -73,7 +79,7 @@ pub(crate) fn dispatch<'py>(
     } else if !answer_line(
         py,
         body,
-        &mut Caller { transport: None, handler, before_call: &mut || Ok(()) },
+        &mut Caller { transport: None, handler, before_call: &mut || Ok(()), expose_errors },
         limits,
         None,
         &mut out,
@@ -93,6 +99,8 @@ pub(crate) struct Caller<'a, 'py> {
     pub(crate) transport: Option<&'a Bound<'py, PyAny>>,
     pub(crate) handler: &'a Bound<'py, PyAny>,
     pub(crate) before_call: BeforeCall<'a>,
+    /// Whether a -32603 names the exception (class and text) in its `data`.
+    pub(crate) expose_errors: bool,
 }
 
 /// Answer one line (not blank) into `out`; `Ok(false)` if it needs no answer (notifications only).
@@ -161,15 +169,37 @@ fn answer_entry<'py>(
         return Ok(false);
     };
     match outcome {
-        Ok(result) => answer::result(out, id, &result)?,
+        Ok(result) => answer::result(out, id, &result, caller.expose_errors)?,
         Err(error) if error.is_instance_of::<PyException>(py) => {
-            let answered = answer::exception(out, id, error.value(py));
+            // Logged before its traceback is dropped.
+            let answered = log_failure(py, id, &method, &params, &error)
+                .and_then(|()| answer::exception(out, id, error.value(py), caller.expose_errors));
             forget_traceback(py, &error);
             answered?;
         }
         Err(error) => return Err(error),
     }
     Ok(true)
+}
+
+/// Log a handler's exception answered -32603 (one that is not a `JsonRpcError`: that one the handler
+/// meant for its client) with `rpcwire._engine._log_failure`, as the engine logs it.
+fn log_failure(
+    py: Python<'_>,
+    id: &Id<'_>,
+    method: &Bound<'_, PyString>,
+    params: &Bound<'_, PyAny>,
+    error: &PyErr,
+) -> PyResult<()> {
+    if error.value(py).is_instance(answer::json_rpc_error(py)?)? {
+        return Ok(());
+    }
+    let exception = log::with_traceback(py, error);
+    let engine = py.import(intern!(py, "rpcwire._engine"))?;
+    let traceparent = engine.call_method1(intern!(py, "_meta_traceparent"), (params,))?;
+    let id = request::id_to_python(py, id)?;
+    engine.call_method1(intern!(py, "_log_failure"), (id, method, traceparent, exception))?;
+    Ok(())
 }
 
 /// Drop the traceback an answered exception holds. A handler may raise one instance again and again,
@@ -190,13 +220,11 @@ fn log_notification_failure(py: Python<'_>, method: &Bound<'_, PyString>, error:
 }
 
 fn log_handled_notification_failure(py: Python<'_>, method: &Bound<'_, PyString>, error: &PyErr) -> PyResult<()> {
-    let logger = log::logger(py)?;
     let exception = error.value(py);
     if exception.is_instance(answer::json_rpc_error(py)?)? {
+        let logger = log::logger(py)?;
         logger.call_method1(intern!(py, "debug"), ("notification %r answered nothing: %s", method, exception))?;
-    } else {
-        let kwargs = [(intern!(py, "exc_info"), exception)].into_py_dict(py)?;
-        logger.call_method(intern!(py, "error"), ("notification %r failed", method), Some(&kwargs))?;
+        return Ok(());
     }
-    Ok(())
+    log::error(py, ("notification %r failed", method), error)
 }

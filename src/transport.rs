@@ -453,7 +453,12 @@ impl StdioTransport {
                 Next::Line => {
                     // No finished answer waits for a handler: what was gathered goes out first.
                     let mut before_call = || self.write_gathered(py, gathered);
-                    let mut caller = dispatch::Caller { transport: Some(this), handler, before_call: &mut before_call };
+                    let mut caller = dispatch::Caller {
+                        transport: Some(this),
+                        handler,
+                        before_call: &mut before_call,
+                        expose_errors: true,
+                    };
                     if !dispatch::answer_line(py, &line, &mut caller, self.limits, Some(&mut strings), &mut answer)? {
                         continue;
                     }
@@ -674,30 +679,35 @@ impl StdioTransport {
     }
 
     /// The answer line (without `\n`) `serve` writes for a handler that returned `result` to the
-    /// request whose `id_json` is given: a success answer, or -32603 if `result` cannot be encoded.
-    #[pyo3(name = "_answer_result")]
+    /// request whose `id_json` is given: a success answer, or -32603 if `result` cannot be encoded
+    /// (logged; without the exception's name and text in `data` when `expose_errors` is false).
+    #[pyo3(name = "_answer_result", signature = (id_json, result, *, expose_errors=true))]
     #[staticmethod] // reached through a transport or its class, as `rpcwire.pure`'s
     fn answer_result<'py>(
         py: Python<'py>,
         id_json: &[u8],
         result: &Bound<'py, PyAny>,
+        expose_errors: bool,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let mut line = Vec::new();
-        answer::result(&mut line, &Id::Json(id_json), result)?;
+        answer::result(&mut line, &Id::Json(id_json), result, expose_errors)?;
         Ok(PyBytes::new(py, &line))
     }
 
     /// The answer line (without `\n`) `serve` writes for a handler that raised `exception` to the
-    /// request whose `id_json` is given.
-    #[pyo3(name = "_answer_error")]
+    /// request whose `id_json` is given (a -32603 without the exception's name and text in `data` when
+    /// `expose_errors` is false). The handler's exception itself is not logged here: the caller knows
+    /// the method.
+    #[pyo3(name = "_answer_error", signature = (id_json, exception, *, expose_errors=true))]
     #[staticmethod] // reached through a transport or its class, as `rpcwire.pure`'s
     fn answer_error<'py>(
         py: Python<'py>,
         id_json: &[u8],
         exception: &Bound<'py, PyBaseException>,
+        expose_errors: bool,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let mut line = Vec::new();
-        answer::exception(&mut line, &Id::Json(id_json), exception)?;
+        answer::exception(&mut line, &Id::Json(id_json), exception, expose_errors)?;
         Ok(PyBytes::new(py, &line))
     }
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import io
 import json
+import logging
+import traceback
 from types import ModuleType
 from typing import Any
 
@@ -183,3 +185,160 @@ def test_limits_out_of_range(impl: ModuleType, limits: dict[str, Any], error: ty
         impl.dispatch(request("echo"), handler, **limits)
     with pytest.raises(error):
         impl.StdioTransport(**limits)
+
+
+# --- errors: what the server logs, what the client sees (expose_errors) ----------------------------
+
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+class Secret(Exception):
+    """An exception whose text must not reach a remote client."""
+
+
+class AppError(rpcwire.JsonRpcError):
+    code = -32001
+    default_message = "Application error"
+
+
+def failing(method: str, params: Any) -> Any:
+    if method == "secret":
+        raise Secret("password=hunter2")
+    if method == "app":
+        raise AppError("meant for the client", data={"retry": True})
+    if method == "bad-params":
+        raise rpcwire.InvalidParams("x is missing")
+    if method == "unencodable":
+        return {1j}
+    return echo(method, params)
+
+
+def answered_by(impl: ModuleType, how: str, body: bytes) -> bytes:
+    """The answer to ``body`` (one message) by ``dispatch`` or by ``serve`` in one of its modes."""
+    if how == "dispatch":
+        return dispatched_with(impl, body, failing)
+    out = io.BytesIO()
+    transport = impl.StdioTransport(io.BytesIO(body + b"\n"), out)
+    if how == "async":
+
+        async def handler(method: str, params: Any) -> Any:
+            return failing(method, params)
+
+        impl.serve(handler, transport)
+    else:
+        impl.serve(failing, transport, max_concurrency={"sequential": 1, "threads": 2}[how])
+    return out.getvalue().rstrip(b"\n")
+
+
+def dispatched_with(impl: ModuleType, body: bytes, handler: Any, **options: Any) -> bytes:
+    answer = impl.dispatch(body, handler, **options)
+    return b"" if answer is None else answer
+
+
+def error_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "rpcwire" and r.levelno >= logging.ERROR]
+
+
+MODES = ["dispatch", "sequential", "threads", "async"]
+
+
+@pytest.mark.parametrize("how", MODES)
+@pytest.mark.parametrize(
+    ("params", "traceparent"),
+    [
+        ({"_meta": {"traceparent": TRACEPARENT}}, TRACEPARENT),
+        ({"_meta": {"traceparent": "00-" + "0" * 32 + "-b7ad6b7169203331-01"}}, None),  # invalid: all-zero trace id
+        ([1], None),
+    ],
+    ids=["traceparent", "invalid-traceparent", "no-meta"],
+)
+def test_an_unexpected_exception_is_logged_at_error_with_its_traceback(
+    impl: ModuleType, how: str, params: Any, traceparent: str | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="rpcwire")
+    body = request("secret", params, id="req-7").rstrip(b"\n")
+    answer = json.loads(answered_by(impl, how, body))
+    assert answer["error"]["data"] == {"exception": "Secret", "detail": "password=hunter2"}  # stdio: as before
+    [record] = error_records(caplog)
+    assert record.levelno == logging.ERROR
+    assert record.exc_info is not None
+    assert isinstance(record.exc_info[1], Secret)
+    assert record.exc_info[2] is not None, "the traceback is logged"
+    assert "failing" in "".join(traceback.format_tb(record.exc_info[2])), "the traceback reaches the handler"
+    assert (record.request_id, record.method, record.traceparent) == ("req-7", "secret", traceparent)  # type: ignore[attr-defined]
+    message = record.getMessage()
+    assert "secret" in message and "'req-7'" in message and str(traceparent) in message
+
+
+@pytest.mark.parametrize("how", MODES)
+@pytest.mark.parametrize("method", ["app", "bad-params", "missing"])
+def test_a_json_rpc_error_is_for_the_client_and_not_logged_at_error(
+    impl: ModuleType, how: str, method: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="rpcwire")
+    answered_by(impl, how, request(method).rstrip(b"\n"))
+    assert error_records(caplog) == []
+
+
+@pytest.mark.parametrize("how", MODES)
+def test_a_result_that_cannot_be_encoded_is_logged(
+    impl: ModuleType, how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="rpcwire")
+    answer = json.loads(answered_by(impl, how, request("unencodable", id=3).rstrip(b"\n")))
+    assert answer["error"]["code"] == -32603
+    [record] = error_records(caplog)
+    assert record.exc_info is not None and isinstance(record.exc_info[1], TypeError)
+    assert record.getMessage() == "the result could not be encoded (id 3); answered -32603 Internal error"
+
+
+EXPOSE_BODIES = [
+    request("secret", id=1),
+    request("unencodable", id="u"),
+    request("app", id=2),
+    request("bad-params", id=3),
+    request("missing", id=4),
+    request("echo", [1], id=5),
+    b"["
+    + b",".join(request(m, id=i).rstrip(b"\n") for i, m in enumerate(["secret", "app", "echo", "unencodable"]))
+    + b"]",
+]
+
+
+@pytest.mark.parametrize("body", EXPOSE_BODIES)
+def test_expose_errors_false_hides_the_exception_and_keeps_json_rpc_errors(
+    body: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.CRITICAL, logger="rpcwire")
+    hidden = dispatched_with(rpcwire, body, failing, expose_errors=False)
+    assert hidden == dispatched_with(rpcwire.pure, body, failing, expose_errors=False), "both cores, the same bytes"
+    shown = dispatched_with(rpcwire, body, failing)
+    assert shown == dispatched_with(rpcwire.pure, body, failing, expose_errors=True)
+    assert b"hunter2" not in hidden and b"Secret" not in hidden and b"TypeError" not in hidden
+    as_list = [json.loads(hidden), json.loads(shown)]
+    hidden_answers, shown_answers = ([a] if isinstance(a, dict) else a for a in as_list)
+    assert len(hidden_answers) == len(shown_answers)
+    for hidden_answer, shown_answer in zip(hidden_answers, shown_answers, strict=True):
+        if shown_answer.get("error", {}).get("code") == -32603:
+            assert hidden_answer == {**shown_answer, "error": {"code": -32603, "message": "Internal error"}}
+        else:  # MethodNotFound, InvalidParams, an application's JsonRpcError, a result: as raised or returned
+            assert hidden_answer == shown_answer
+
+
+def test_expose_errors_false_still_logs(impl: ModuleType, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="rpcwire")
+    answer = impl.dispatch(request("secret", id=1), failing, expose_errors=False)
+    assert answer == b'{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Internal error"}}'
+    [record] = error_records(caplog)
+    assert record.exc_info is not None and str(record.exc_info[1]) == "password=hunter2"
+
+
+def test_the_core_builds_the_hidden_answer(impl: ModuleType, caplog: pytest.LogCaptureFixture) -> None:
+    """What the engine (and the HTTP apps) call: ``_answer_error``/``_answer_result`` with ``expose_errors``."""
+    caplog.set_level(logging.CRITICAL, logger="rpcwire")
+    generic = b'{"jsonrpc":"2.0","id":"x","error":{"code":-32603,"message":"Internal error"}}'
+    core = impl.StdioTransport
+    assert core._answer_error(b'"x"', Secret("no"), expose_errors=False) == generic
+    assert core._answer_result(b'"x"', {1j}, expose_errors=False) == generic
+    assert b"Secret" in core._answer_error(b'"x"', Secret("no"))
+    assert core._answer_error(b'"x"', AppError(), expose_errors=False) == core._answer_error(b'"x"', AppError())

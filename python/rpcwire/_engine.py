@@ -237,8 +237,12 @@ logger.addFilter(_TraceFilter())
 # --- one request ---------------------------------------------------------------------------------
 
 
-def _call(transport: Any, request: Request, handler: Handler, context: RequestContext | None) -> bytes | None:
-    """Run ``handler`` for ``request`` (in ``context``, if any) and return its answer's bytes, ``None`` if none."""
+def _call(
+    transport: Any, request: Request, handler: Handler, context: RequestContext | None, *, expose_errors: bool = True
+) -> bytes | None:
+    """Run ``handler`` for ``request`` (in ``context``, if any) and return its answer's bytes, ``None`` if none.
+
+    ``expose_errors=False``: a -32603 is "Internal error" alone, without the exception's name and text."""
     if context is not None and context.cancelled:  # cancelled before it started: never run
         return _cancelled_answer(transport, request, context)
     token = None if context is None else _current.set(context)
@@ -246,26 +250,55 @@ def _call(transport: Any, request: Request, handler: Handler, context: RequestCo
         try:
             result = handler(request.method, request.params)
         except Exception as exc:
-            return _failure_answer(transport, request, context, exc)
-        return _result_answer(transport, request, context, result)
+            return _failure_answer(transport, request, context, exc, expose_errors=expose_errors)
+        return _result_answer(transport, request, context, result, expose_errors=expose_errors)
     finally:
         if token is not None:
             _current.reset(token)
 
 
-def _result_answer(transport: Any, request: Request, context: RequestContext | None, result: Any) -> bytes | None:
+def _result_answer(
+    transport: Any, request: Request, context: RequestContext | None, result: Any, *, expose_errors: bool = True
+) -> bytes | None:
     if context is not None:
         context._finish()
         if context._answer_suppressed:
             return None
     if request.is_notification:
         return None
-    return bytes(transport._answer_result(request.id_json, result))
+    return bytes(transport._answer_result(request.id_json, result, expose_errors=expose_errors))
+
+
+def _log_failure(request_id: Any, method: str, traceparent: str | None, exc: BaseException) -> None:
+    """Log a handler's exception answered -32603 at ERROR with its traceback; the request's id, method and
+    trace context are in the message and the record (``request_id``, ``method``, ``traceparent``). The native
+    sequential loop and ``dispatch`` call it too, so that every mode logs the same record."""
+    logger.error(
+        "%s failed (id %r, traceparent %s); answered -32603 Internal error",
+        method,
+        request_id,
+        traceparent,
+        exc_info=exc,
+        extra={"request_id": request_id, "method": method, "traceparent": traceparent},
+    )
+
+
+def _meta_traceparent(params: Any) -> str | None:
+    """The valid W3C ``traceparent`` of ``params._meta``, else ``None`` (as :class:`RequestContext` reads it)."""
+    meta = params.get("_meta") if type(params) is dict else None
+    return _valid_traceparent(meta.get("traceparent")) if type(meta) is dict else None
 
 
 def _failure_answer(
-    transport: Any, request: Request, context: RequestContext | None, exc: BaseException
+    transport: Any,
+    request: Request,
+    context: RequestContext | None,
+    exc: BaseException,
+    *,
+    expose_errors: bool = True,
 ) -> bytes | None:
+    """The answer to a handler that raised ``exc``; one that is not a ``JsonRpcError`` is logged (``_log_failure``).
+    ``expose_errors=False``: a -32603 is "Internal error" alone, without the exception's name and text."""
     try:
         if context is not None:
             context._finish()
@@ -279,7 +312,10 @@ def _failure_answer(
             return None
         if isinstance(exc, asyncio.CancelledError):
             exc = RequestCancelled()
-        return bytes(transport._answer_error(request.id_json, exc))
+        elif not isinstance(exc, JsonRpcError):  # a JsonRpcError is meant for the client
+            traceparent = context.traceparent if context is not None else _meta_traceparent(request.params)
+            _log_failure(request.id, request.method, traceparent, exc)
+        return bytes(transport._answer_error(request.id_json, exc, expose_errors=expose_errors))
     finally:
         # A handler may raise one exception instance again and again; each raise would add its frames
         # to the traceback kept on it, holding them (and all they refer to).

@@ -70,19 +70,20 @@ class StdioTransport:
         batch; or a ``str`` saying why a message (a line over ``max_message_bytes`` included) is neither.
         """
     @staticmethod
-    def _answer_result(id_json: bytes, result: Any) -> bytes:
+    def _answer_result(id_json: bytes, result: Any, *, expose_errors: bool = True) -> bytes:
         """The answer line (without ``\\n``) ``serve`` writes when the handler returned ``result``.
 
         A success answer for the id ``id_json`` (a ``Request``'s), or -32603 when ``result``
-        cannot be encoded; a ``BaseException`` that is not an ``Exception`` propagates.
+        cannot be encoded (logged at ERROR; no ``data`` when ``expose_errors`` is false); a
+        ``BaseException`` that is not an ``Exception`` propagates.
         """
     @staticmethod
-    def _answer_error(id_json: bytes, exception: BaseException) -> bytes:
+    def _answer_error(id_json: bytes, exception: BaseException, *, expose_errors: bool = True) -> bytes:
         """The answer line (without ``\\n``) ``serve`` writes when the handler raised ``exception``.
 
         A ``JsonRpcError``'s code, message and data; -32603 with ``data: {"exception", "detail"}``
         for anything else or a ``JsonRpcError`` that cannot be read; -32603 when ``data`` cannot
-        be encoded.
+        be encoded (these two logged at ERROR). ``expose_errors=False``: a -32603 has no ``data``.
         """
     def _write_line(self, line: bytes) -> None:
         """Write ``line + b"\\n"`` in one ``write`` and flush, under the writer lock (``framing="content-length"``:
@@ -109,8 +110,12 @@ def dispatch(
     max_message_bytes: int = 67108864,
     max_depth: int = 128,
     max_batch: int | None = 1000,
+    expose_errors: bool = True,
 ) -> bytes | None:
-    """Answer one whole JSON text (e.g. an HTTP body) as ``serve`` answers a line; ``None``: nothing to answer."""
+    """Answer one whole JSON text (e.g. an HTTP body) as ``serve`` answers a line; ``None``: nothing to answer.
+
+    ``expose_errors=False``: a -32603 is "Internal error" alone, without the exception's name and text.
+    """
 
 def _encode_request(method: str, params: Any = None, id: Any = None) -> bytes:
     """The line of a request (``id`` given) or a notification (``id`` is ``None``), without ``\\n``."""

@@ -568,9 +568,9 @@ def _exception_data(exc: BaseException) -> dict[str, str]:
     return {"exception": type(exc).__name__, "detail": detail}
 
 
-def _application_error(exc: BaseException) -> tuple[int, str, Any] | None:
+def _application_error(exc: BaseException, id_json: bytes) -> tuple[int, str, Any] | None:
     """The ``code``, ``message`` and ``data`` of a ``JsonRpcError`` with an ``int`` code and a ``str``
-    message; ``None`` for any other exception, and for one whose attributes cannot be read."""
+    message; ``None`` for any other exception, and for one whose attributes cannot be read (logged)."""
     if not isinstance(exc, JsonRpcError):
         return None
     try:
@@ -579,36 +579,46 @@ def _application_error(exc: BaseException) -> tuple[int, str, Any] | None:
         if isinstance(code, int) and not isinstance(code, bool) and isinstance(message, str):
             return code, message, getattr(exc, "data", None)
     except Exception as error:  # a property that raises: the request still gets its -32603
-        logger.debug("%s: %s", "an error's code, message or data could not be read", error)
+        _log_answer_failure("an error's code, message or data could not be read", id_json, error)
     return None
 
 
-def _internal_error(id_json: bytes, exc: BaseException) -> bytes:
-    """-32603 with ``data`` naming the exception (a handler's, or why its answer could not be encoded)."""
+def _log_answer_failure(what: str, id_json: bytes, error: BaseException) -> None:
+    """Log at ERROR, with ``error`` and its traceback, why the answer to ``id_json`` is a -32603."""
+    logger.error("%s (id %s); answered -32603 Internal error", what, id_json.decode("utf-8", "replace"), exc_info=error)
+
+
+def _internal_error(id_json: bytes, exc: BaseException, expose_errors: bool = True) -> bytes:
+    """-32603 with ``data`` naming the exception (a handler's, or why its answer could not be encoded); without
+    ``data`` when ``expose_errors`` is false."""
+    if not expose_errors:
+        return _standard_error(id_json, ERR_INTERNAL, "Internal error")
     data = _exception_data(exc)
     if isinstance(exc, ValueError) and data["detail"].startswith(_OUT_OF_RANGE_FLOAT):
         data["detail"] = _OUT_OF_RANGE_FLOAT  # the wording differs between Python versions
     return _answer(id_json, _ERROR_MEMBER, _encode(_error_object(ERR_INTERNAL, "Internal error", data)))
 
 
-def _answer_result(id_json: bytes, result: Any) -> bytes:
-    """A success answer; one whose result cannot be encoded is a -32603 for the same id."""
+def _answer_result(id_json: bytes, result: Any, expose_errors: bool = True) -> bytes:
+    """A success answer; one whose result cannot be encoded is a -32603 for the same id (logged)."""
     try:
         return _answer(id_json, _RESULT_MEMBER, _encode_value(result))
     except Exception as exc:
-        return _internal_error(id_json, exc)
+        _log_answer_failure("the result could not be encoded", id_json, exc)
+        return _internal_error(id_json, exc, expose_errors)
 
 
-def _answer_error(id_json: bytes, exc: BaseException) -> bytes:
+def _answer_error(id_json: bytes, exc: BaseException, expose_errors: bool = True) -> bytes:
     """The answer to a handler that raised ``exc``: its own error if it is a readable ``JsonRpcError``."""
-    error = _application_error(exc)
+    error = _application_error(exc, id_json)
     if error is None:
-        return _internal_error(id_json, exc)
+        return _internal_error(id_json, exc, expose_errors)
     code, message, data = error
     try:
         return _answer(id_json, _ERROR_MEMBER, _encode(_error_object(code, message, data), data))
     except Exception as failure:
-        return _internal_error(id_json, failure)
+        _log_answer_failure("the error's data could not be encoded", id_json, failure)
+        return _internal_error(id_json, failure, expose_errors)
 
 
 def _id_json(id_: Any, line: bytes, index: int | None) -> bytes:
@@ -756,11 +766,13 @@ def dispatch(
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     max_depth: int = DEFAULT_MAX_DEPTH,
     max_batch: int | None = DEFAULT_MAX_BATCH,
+    expose_errors: bool = True,
 ) -> bytes | None:
     """Answer one whole JSON text (an HTTP body: newlines are whitespace, not frames) as ``serve``
     answers a line: the answer's bytes without ``\\n``, or ``None`` when nothing is answered
     (notifications only). An empty or whitespace-only body is -32600 ``id: null``; a body over
-    ``max_message_bytes`` is answered as an over-long line is."""
+    ``max_message_bytes`` is answered as an over-long line is. ``expose_errors=False``: a -32603 is
+    "Internal error" alone, without the exception's name and text (HTTP's default)."""
     max_message_bytes = _positive("max_message_bytes", max_message_bytes)
     max_depth = _positive("max_depth", max_depth, MAX_MAX_DEPTH)
     max_batch = None if max_batch is None else _positive("max_batch", max_batch)
@@ -784,9 +796,12 @@ def dispatch(
     if isinstance(message, bytes):
         return message
     if isinstance(message, Request):
-        return _engine._call(StdioTransport, message, handler, None)
+        return _engine._call(StdioTransport, message, handler, None, expose_errors=expose_errors)
     return _engine._batch_line(
-        [e if isinstance(e, bytes) else _engine._call(StdioTransport, e, handler, None) for e in message]
+        [
+            e if isinstance(e, bytes) else _engine._call(StdioTransport, e, handler, None, expose_errors=expose_errors)
+            for e in message
+        ]
     )
 
 
@@ -1174,14 +1189,16 @@ class StdioTransport:
         return _classify_text(line, self._max_depth, self._max_batch)
 
     @staticmethod
-    def _answer_result(id_json: bytes, result: Any) -> bytes:
-        """The success answer's bytes; a -32603 for the same id when ``result`` cannot be encoded."""
-        return _answer_result(id_json, result)
+    def _answer_result(id_json: bytes, result: Any, *, expose_errors: bool = True) -> bytes:
+        """The success answer's bytes; a -32603 for the same id when ``result`` cannot be encoded (logged;
+        without the exception's name and text in ``data`` when ``expose_errors`` is false)."""
+        return _answer_result(id_json, result, expose_errors)
 
     @staticmethod
-    def _answer_error(id_json: bytes, exception: BaseException) -> bytes:
-        """The bytes of the answer to a handler that raised ``exception``."""
-        return _answer_error(id_json, exception)
+    def _answer_error(id_json: bytes, exception: BaseException, *, expose_errors: bool = True) -> bytes:
+        """The bytes of the answer to a handler that raised ``exception`` (a -32603 without the exception's name
+        and text in ``data`` when ``expose_errors`` is false). The exception itself is not logged here."""
+        return _answer_error(id_json, exception, expose_errors)
 
     def serve(self, handler: Handler, *, max_concurrency: int = 1) -> None:
         """Answer every request with ``handler(method, params)`` until end of input.
