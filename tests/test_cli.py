@@ -150,7 +150,8 @@ def test_wsgiref_refuses_an_async_handler(app_dir: Path) -> None:
         (("handlers:handler", "--idle-timeout", "4"), b"are --listen's"),
         (("handlers:handler", "--listen", "127.0.0.1:0", "--run-sync-inline"), b"is --http's"),
         (("handlers:handler", "--http", "127.0.0.1:0", "--server", "wsgiref", "--run-sync-inline"), b"uvicorn"),
-        (("handlers:handler", "--allowed-hosts", "localhost"), b"is --http's and --listen's"),
+        (("handlers:handler", "--allowed-hosts", "localhost"), b"are --http's and --listen's"),
+        (("handlers:handler", "--expose-errors"), b"are --http's and --listen's"),
         (("handlers:handler", "--http", "127.0.0.1:0", "--allowed-hosts", "a b"), b"--allowed-hosts: "),
     ],
 )
@@ -201,3 +202,54 @@ def test_http_checks_the_host(app_dir: Path, server: str) -> None:
         assert post(port, ADD, Host=f"127.0.0.1:{port}")[0] == 421
     with http_server(app_dir, "handlers:handler", "--server", server, "--allowed-hosts", "*") as port:
         assert post(port, ADD, Host=f"evil.example:{port}")[0] == 200
+
+
+LOGGED = """
+import logging
+
+from rpcwire import methods
+
+# The server's log in a file of its own, where the test reads it (and out of stderr, which must hold no traceback).
+log = logging.getLogger("rpcwire")
+log.propagate = False
+file = logging.FileHandler("server.log")
+file.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+log.addHandler(file)
+
+
+def broken():
+    raise ValueError("the database password is hunter2")
+
+
+handler = methods({"broken": broken})
+"""
+BROKEN = b'{"jsonrpc":"2.0","method":"broken","id":1}'
+
+
+@pytest.mark.parametrize(
+    "where",
+    [("--http", "--server", "uvicorn"), ("--http", "--server", "wsgiref"), ("--listen",)],
+    ids=["uvicorn", "wsgiref", "listen"],
+)
+@pytest.mark.parametrize("expose", [False, True], ids=["default", "expose-errors"])
+def test_errors_over_http(app_dir: Path, where: tuple[str, ...], expose: bool) -> None:
+    """Over HTTP a handler's exception is -32603 alone (--expose-errors: with its class and text), and logged on
+    the server with its traceback."""
+    if "uvicorn" in where:
+        pytest.importorskip("uvicorn")
+    (app_dir / "logged.py").write_text(LOGGED)
+    command = rpcwire_command("serve", "logged:handler", *where[1:], *(["--expose-errors"] if expose else []))
+    command += [where[0], "127.0.0.1:0"]
+    scheme = "tcp" if where[0] == "--listen" else "http"
+    with announced_server(command, app_dir, f"listening on {scheme}://127.0.0.1:", 60) as port:
+        status, body = post(port, BROKEN)
+    assert status == 200
+    error = json.loads(body)["error"]
+    assert (error["code"], error["message"]) == (-32603, "Internal error")
+    if expose:
+        assert error["data"] == {"exception": "ValueError", "detail": "the database password is hunter2"}
+    else:
+        assert "data" not in error and b"hunter2" not in body
+    logged = (app_dir / "server.log").read_text()
+    assert logged.startswith("ERROR broken failed (id 1, traceparent None)"), logged
+    assert "Traceback" in logged and "ValueError: the database password is hunter2" in logged

@@ -766,22 +766,38 @@ def over_http(reply: Reply) -> bytes | None:
 @pytest.mark.parametrize("body", SAME_BODIES, ids=range(len(SAME_BODIES)))
 def test_the_same_bytes_over_stdio_dispatch_and_http(body: bytes) -> None:
     """One handler, one body: ``serve`` (a line), ``dispatch`` and HTTP (WSGI; ASGI on a thread, inline, and an
-    async handler awaited on the loop), each in rpcwire and rpcwire.pure where it has one, give the same bytes."""
+    async handler awaited on the loop), each in rpcwire and rpcwire.pure where it has one, give the same bytes:
+    those of ``dispatch(expose_errors=False)`` by default over HTTP, of ``serve`` with ``expose_errors=True``."""
     handler = rpcwire.methods(SAME_FUNCTIONS)
     async_handler = rpcwire.methods({name: _async(function) for name, function in SAME_FUNCTIONS.items()})
+
+    def over_each_app(**options: Any) -> dict[str, bytes | None]:
+        def wsgi(headers: dict[str, str | None]) -> bytes | None:
+            return over_http(call_wsgi(WSGIApp(handler, **options), "POST", headers, body))
+
+        def asgi(app_handler: Any, headers: dict[str, str | None], **more: Any) -> bytes | None:
+            return over_http(call_asgi(ASGIApp(app_handler, **options, **more), "POST", headers, body))
+
+        return {
+            "WSGIApp": wsgi(JSON),
+            "ASGIApp": asgi(handler, JSON),
+            "ASGIApp inline": asgi(handler, JSON, run_sync_inline=True),
+            "ASGIApp async": asgi(async_handler, JSON),
+            "WSGIApp, events accepted": wsgi(EVENTS),
+            "ASGIApp async, events accepted": asgi(async_handler, EVENTS),
+        }
+
     expected = rpcwire.dispatch(body, handler)
     answers = {
         "native serve": over_stdio(rpcwire, body, handler),
         "pure serve": over_stdio(rpcwire.pure, body, handler),
         "pure dispatch": rpcwire.pure.dispatch(body, handler),
-        "WSGIApp": over_http(call_wsgi(WSGIApp(handler), "POST", JSON, body)),
-        "ASGIApp": over_http(call_asgi(ASGIApp(handler), "POST", JSON, body)),
-        "ASGIApp inline": over_http(call_asgi(ASGIApp(handler, run_sync_inline=True), "POST", JSON, body)),
-        "ASGIApp async": over_http(call_asgi(ASGIApp(async_handler), "POST", JSON, body)),
-        "WSGIApp, events accepted": over_http(call_wsgi(WSGIApp(handler), "POST", EVENTS, body)),
-        "ASGIApp async, events accepted": over_http(call_asgi(ASGIApp(async_handler), "POST", EVENTS, body)),
+        **over_each_app(expose_errors=True),
     }
     assert answers == dict.fromkeys(answers, expected)
+    hidden = rpcwire.dispatch(body, handler, expose_errors=False)
+    answers = {"pure dispatch": rpcwire.pure.dispatch(body, handler, expose_errors=False), **over_each_app()}
+    assert answers == dict.fromkeys(answers, hidden)
 
 
 def test_a_pretty_printed_body_gives_the_same_bytes_as_its_line() -> None:
@@ -795,9 +811,10 @@ def test_a_pretty_printed_body_gives_the_same_bytes_as_its_line() -> None:
     assert expected is not None
     for impl in (rpcwire, rpcwire.pure):
         assert impl.dispatch(pretty, handler) == expected
-    assert over_http(call_wsgi(WSGIApp(handler), "POST", JSON, pretty)) == expected
-    assert over_http(call_asgi(ASGIApp(handler, run_sync_inline=True), "POST", JSON, pretty)) == expected
-    assert over_http(call_asgi(ASGIApp(async_handler), "POST", EVENTS, pretty)) == expected
+    shown = {"expose_errors": True}
+    assert over_http(call_wsgi(WSGIApp(handler, **shown), "POST", JSON, pretty)) == expected
+    assert over_http(call_asgi(ASGIApp(handler, run_sync_inline=True, **shown), "POST", JSON, pretty)) == expected
+    assert over_http(call_asgi(ASGIApp(async_handler, **shown), "POST", EVENTS, pretty)) == expected
 
 
 def test_a_registry_that_gains_an_async_function_after_the_app_is_made() -> None:
@@ -835,9 +852,64 @@ def test_a_wsgi_registry_that_gains_an_async_function_is_refused_clearly(caplog:
             (2, -32603, "Internal error"),
             (1, -32603, "Internal error"),
         ]
-        refusals = [r for r in caplog.records if "serve it with ASGIApp" in r.getMessage()]
-        assert [r.levelname for r in refusals] == ["ERROR", "ERROR"], caplog.text
+        refusals = [r for r in caplog.records if r.exc_info and "serve it with ASGIApp" in str(r.exc_info[1])]
+        assert [(r.levelname, r.method) for r in refusals] == [("ERROR", "later"), ("ERROR", "add")], caplog.text
     assert call_wsgi(app, "POST", JSON, compact({"jsonrpc": "2.0", "method": "add", "params": [1, 2]})).status == 204
+
+
+# --- errors: no exception text over HTTP by default, every -32603 logged --------------------------------------
+
+
+def failing_paths() -> list[Any]:
+    """(app class, call, headers, options, async handler?) for each way a body reaches a handler over HTTP."""
+    return [
+        pytest.param((WSGIApp, call_wsgi, JSON, {}, False), id="WSGIApp"),
+        pytest.param((ASGIApp, call_asgi, JSON, {}, False), id="ASGIApp"),
+        pytest.param((ASGIApp, call_asgi, JSON, {"run_sync_inline": True}, False), id="ASGIApp inline"),
+        pytest.param((ASGIApp, call_asgi, JSON, {}, True), id="ASGIApp async"),
+        pytest.param((WSGIApp, call_wsgi, EVENTS, {}, False), id="WSGIApp events"),
+        pytest.param((ASGIApp, call_asgi, EVENTS, {}, False), id="ASGIApp events"),
+        pytest.param((ASGIApp, call_asgi, EVENTS, {}, True), id="ASGIApp async events"),
+    ]
+
+
+@pytest.mark.parametrize("path", failing_paths())
+def test_errors_over_http_carry_no_exception_text_and_are_logged(path: Any, caplog: pytest.LogCaptureFixture) -> None:
+    app_class, call, headers, options, is_async = path
+
+    def leaks() -> None:
+        raise ValueError("the database password is hunter2")
+
+    functions: dict[str, Callable[..., Any]] = {"leaks": leaks, "teapot": teapot}
+    if is_async:
+        functions = {name: _async(function) for name, function in functions.items()}
+    handler = rpcwire.methods(functions)
+    body = compact(
+        [
+            {"jsonrpc": "2.0", "method": "leaks", "id": 1},
+            {"jsonrpc": "2.0", "method": "teapot", "params": {"tea": "green"}, "id": 2},  # meant for the client
+        ]
+    )
+    caplog.set_level("ERROR", logger="rpcwire")
+    reply = call(app_class(handler, **options), "POST", {**headers, "traceparent": TRACE_HEADER}, body)
+    assert reply.json() == [
+        {"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "Internal error"}},
+        err(2, -32001, "I'm a teapot", {"tea": "green"}),
+    ]
+    assert b"hunter2" not in reply.body
+    (record,) = [r for r in caplog.records if r.exc_info is not None]
+    assert record.levelname == "ERROR" and isinstance(record.exc_info[1], ValueError)  # type: ignore[index]
+    assert (record.method, record.request_id, record.traceparent) == ("leaks", 1, TRACE_HEADER)  # type: ignore[attr-defined]
+    assert TRACE_HEADER in record.getMessage()
+    assert "hunter2" in caplog.text  # the traceback, on the server
+    shown = call(app_class(handler, expose_errors=True, **options), "POST", headers, body).json()
+    assert shown[0]["error"]["data"] == {"exception": "ValueError", "detail": "the database password is hunter2"}
+
+
+def test_expose_errors_is_a_bool() -> None:
+    for app_class in (WSGIApp, ASGIApp):
+        with pytest.raises(TypeError, match="expose_errors"):
+            app_class(HANDLER, expose_errors=1)
 
 
 # --- the request context on every path ----------------------------------------------------------------------

@@ -55,7 +55,9 @@ blocks runs on uvicorn's event loop (ASGIApp(handler, run_sync_inline=True)) ins
 HTTP (--http, and --listen's HTTP connections) answers only requests whose Host header names the server
 (421 otherwise), against DNS rebinding: by default, a request that came over loopback must name a loopback
 host (localhost, 127.0.0.1, [::1], any port); --allowed-hosts rpc.example.com,*.example.com lists the names
-instead (behind a proxy, or on a domain name); --allowed-hosts '*' checks nothing.
+instead (behind a proxy, or on a domain name); --allowed-hosts '*' checks nothing. A handler's unexpected
+exception is answered -32603 "Internal error" alone over HTTP, and logged with its traceback (stderr, unless
+logging is configured); --expose-errors puts its class and text in the answer's data, as --stdio does.
 
 --listen HOST:PORT: one TCP socket for every kind of client. Each connection's first bytes say how it is
 served: `{`, `[` or whitespace (or anything not below) newline-delimited JSON-RPC; a `Content-Length:` or
@@ -124,6 +126,12 @@ def main(argv: list[str] | None = None) -> int:
         "name:port), or '*' for any; default: loopback names for a request that came over loopback",
     )
     serve.add_argument(
+        "--expose-errors",
+        action="store_true",
+        help="--http, --listen's HTTP: a handler's unexpected exception answered with its class and text in the "
+        "-32603's data (default: none; it is logged on stderr either way)",
+    )
+    serve.add_argument(
         "--max-connections",
         type=int,
         default=None,
@@ -144,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     _check_options(serve, args)
     handler = _load(serve, args.handler, args.app_dir)
-    app_options: dict[str, Any] = {}
+    app_options: dict[str, Any] = {"expose_errors": args.expose_errors}
     if args.allowed_hosts is not None:
         app_options["allowed_hosts"] = _allowed_hosts(serve, args.allowed_hosts)
     if args.listen is not None:
@@ -186,8 +194,8 @@ def _check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
         parser.error("--max-connections and --idle-timeout are --listen's")
     if args.http is None and args.run_sync_inline:
         parser.error("--run-sync-inline is --http's (ASGIApp under uvicorn)")
-    if args.http is None and args.listen is None and args.allowed_hosts is not None:
-        parser.error("--allowed-hosts is --http's and --listen's")
+    if args.http is None and args.listen is None and (args.allowed_hosts is not None or args.expose_errors):
+        parser.error("--allowed-hosts and --expose-errors are --http's and --listen's")
 
 
 def _allowed_hosts(parser: argparse.ArgumentParser, text: str) -> Any:

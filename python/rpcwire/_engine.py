@@ -273,6 +273,9 @@ def _log_failure(request_id: Any, method: str, traceparent: str | None, exc: Bas
     """Log a handler's exception answered -32603 at ERROR with its traceback; the request's id, method and
     trace context are in the message and the record (``request_id``, ``method``, ``traceparent``). The native
     sequential loop and ``dispatch`` call it too, so that every mode logs the same record."""
+    context = _current.get(None)
+    if context is not None and context.id == request_id and context.method == method:
+        traceparent = context.traceparent  # the call's own context (over HTTP, its traceparent header wins)
     logger.error(
         "%s failed (id %r, traceparent %s); answered -32603 Internal error",
         method,

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import inspect
 import io
@@ -56,7 +57,6 @@ from rpcwire._engine import (
     _result_answer,
     _valid_traceparent,
     is_async_handler,
-    logger,
 )
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "JSON_CONTENT_TYPES", "ASGIApp", "WSGIApp", "flask_view"]
@@ -270,6 +270,7 @@ class _Endpoint:
         max_depth: int,
         max_batch: int | None,
         allowed_hosts: Iterable[str] | str | None,
+        expose_errors: bool,
     ) -> None:
         if not callable(handler):
             raise TypeError("handler must be callable")
@@ -284,6 +285,9 @@ class _Endpoint:
         else:
             self.allowed_origins = frozenset(allowed_origins)
         self.hosts = _Hosts(allowed_hosts)
+        if not isinstance(expose_errors, bool):
+            raise TypeError(f"expose_errors must be a bool, not {type(expose_errors).__name__}")
+        self.expose_errors = expose_errors
         self.max_depth = max_depth
         self.max_batch = max_batch
         self.limits = {"max_message_bytes": max_body_bytes, "max_depth": max_depth, "max_batch": max_batch}
@@ -348,14 +352,20 @@ class _Endpoint:
     def dispatch(self, body: bytes, traceparent: str | None, handler: Callable[[str, Any], Any]) -> bytes | None:
         """``body`` answered by :func:`rpcwire.dispatch` with ``handler`` (``self.handler``, or one that refuses),
         each call with a request context made only if it is asked for (:class:`_PlainCalls`)."""
-        # The limits as keywords, not **self.limits: 0.35 µs less a call (measured).
-        return dispatch(
-            body,
-            _PlainCalls(self, body, handler, traceparent),
-            max_message_bytes=self.max_body_bytes,
-            max_depth=self.max_depth,
-            max_batch=self.max_batch,
-        )
+        calls = _PlainCalls(self, body, handler, traceparent)
+        try:
+            # The limits as keywords, not **self.limits: 0.35 µs less a call (measured).
+            return dispatch(
+                body,
+                calls,
+                max_message_bytes=self.max_body_bytes,
+                max_depth=self.max_depth,
+                max_batch=self.max_batch,
+                expose_errors=self.expose_errors,
+            )
+        finally:
+            if calls.token is not None:
+                _current.reset(calls.token)
 
     # --- with a request context per request (server-sent events, async handlers) ---
 
@@ -376,7 +386,7 @@ class _Endpoint:
         try:
             transport, message = self._open(body, _EventSink(emit))
             if message is None:  # a blank body: dispatch's -32600
-                answer = dispatch(body, self.handler, **self.limits)
+                answer = dispatch(body, self.handler, **self.limits, expose_errors=self.expose_errors)
             elif isinstance(message, bytes):
                 answer = message
             else:
@@ -384,7 +394,7 @@ class _Endpoint:
                 def call(request: Request) -> bytes | None:
                     context = _context(request, transport, traceparent)
                     running.add(context)
-                    return _call(transport, request, self.handler, context)
+                    return _call(transport, request, self.handler, context, expose_errors=self.expose_errors)
 
                 if isinstance(message, Request):
                     answer = call(message)
@@ -403,7 +413,7 @@ class _Endpoint:
         written into ``sink``. The same bytes as ``dispatch``: the same core reads the body and builds them."""
         transport, message = self._open(body, sink)
         if message is None:
-            return dispatch(body, self.handler, **self.limits)
+            return dispatch(body, self.handler, **self.limits, expose_errors=self.expose_errors)
         if isinstance(message, bytes):
             return message
         if isinstance(message, Request):
@@ -427,10 +437,10 @@ class _Endpoint:
             if inspect.isawaitable(result):
                 result = await result
         except (Exception, asyncio.CancelledError) as exc:
-            return _failure_answer(transport, request, context, exc)
+            return _failure_answer(transport, request, context, exc, expose_errors=self.expose_errors)
         finally:
             _current.reset(token)
-        return _result_answer(transport, request, context, result)
+        return _result_answer(transport, request, context, result, expose_errors=self.expose_errors)
 
 
 def _context(request: Request, transport: Any, traceparent: str | None) -> RequestContext:
@@ -446,8 +456,8 @@ def _header_traceparent(value: str | None) -> str | None:
 
 
 def _async_refused(method: str, params: Any) -> Any:
-    """The handler of a ``WSGIApp`` whose handler became async after the app was made: each call -32603."""
-    logger.error("WSGIApp refused %r: %s", method, _ASYNC_REFUSED)
+    """The handler of a ``WSGIApp`` whose handler became async after the app was made: each call -32603, logged
+    with this exception by the core, as every -32603 is."""
     raise TypeError(_ASYNC_REFUSED)
 
 
@@ -464,7 +474,7 @@ class _PlainCalls:
     sets a :class:`_LazyContext` that knows which call it is (``dispatch`` calls the handler for each valid
     request of the body, in order) and reads the body on the first look inside."""
 
-    __slots__ = ("_body", "_calls", "_endpoint", "_handler", "_requests", "traceparent", "transport")
+    __slots__ = ("_body", "_calls", "_endpoint", "_handler", "_requests", "token", "traceparent", "transport")
 
     def __init__(
         self, endpoint: _Endpoint, body: bytes, handler: Callable[[str, Any], Any], traceparent: str | None
@@ -476,17 +486,21 @@ class _PlainCalls:
         self._calls = 0
         self._requests: list[Request] | None = None
         self.transport: Any = None
+        self.token: contextvars.Token[RequestContext] | None = None  # reset by _Endpoint.dispatch at the end
 
     def __call__(self, method: str, params: Any) -> Any:
         context = _LazyContext.__new__(_LazyContext)
         context._plain = self
         context._index = self._calls
         self._calls += 1
+        # Left set after the call, until the next one (or the end of the body): the core logs a call's failure
+        # once it has returned, and the log record takes its trace context from the context (_TraceFilter).
         token = _current.set(context)
+        if self.token is None:
+            self.token = token
         try:
             return self._handler(method, params)
         finally:
-            _current.reset(token)
             if context._index < 0:  # made: LSP's progress "end" (written nowhere) and nothing after it
                 context._finish()
 
@@ -589,11 +603,13 @@ class WSGIApp:
     ``Host`` header (421 otherwise): ``"auto"`` (the default: a request that came over loopback must name a
     loopback host, ``localhost``, ``127.0.0.1`` or ``[::1]``, any port; other requests any host), a list
     (``["rpc.example.com", "*.example.com", "localhost:8000"]``: only those), or ``None``/``"*"`` (any: behind
-    a proxy that checks it). ``max_depth`` and ``max_batch`` as for ``dispatch``. The handler is called on the
-    server's thread, as ``dispatch`` calls it, with a request context (``current_request()``; its notifications
-    go nowhere without server-sent events). A handler that is async when the app is made is a ``TypeError``;
-    one that becomes async later (an ``rpcwire.methods`` registry that gains an ``async def`` function) is
-    refused at each call: -32603, logged.
+    a proxy that checks it). ``max_depth`` and ``max_batch`` as for ``dispatch``. ``expose_errors=False``: a
+    handler's unexpected exception is answered -32603 "Internal error" with no ``data`` (any client would read
+    its class and text otherwise); it is logged on the server either way, with its traceback (logger
+    ``rpcwire``). The handler is called on the server's thread, as ``dispatch`` calls it, with a request
+    context (``current_request()``; its notifications go nowhere without server-sent events). A handler that
+    is async when the app is made is a ``TypeError``; one that becomes async later (an ``rpcwire.methods``
+    registry that gains an ``async def`` function) is refused at each call: -32603, logged.
     """
 
     def __init__(
@@ -605,10 +621,13 @@ class WSGIApp:
         allowed_hosts: Iterable[str] | str | None = "auto",
         max_depth: int = DEFAULT_MAX_DEPTH,
         max_batch: int | None = DEFAULT_MAX_BATCH,
+        expose_errors: bool = False,
     ) -> None:
         if is_async_handler(handler):
             raise TypeError("WSGIApp calls its handler synchronously: use ASGIApp for an async handler")
-        self._endpoint = _Endpoint(handler, max_body_bytes, allowed_origins, max_depth, max_batch, allowed_hosts)
+        self._endpoint = _Endpoint(
+            handler, max_body_bytes, allowed_origins, max_depth, max_batch, allowed_hosts, expose_errors
+        )
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         read = self._read(environ)
@@ -765,8 +784,11 @@ class ASGIApp:
         max_depth: int = DEFAULT_MAX_DEPTH,
         max_batch: int | None = DEFAULT_MAX_BATCH,
         run_sync_inline: bool = False,
+        expose_errors: bool = False,
     ) -> None:
-        self._endpoint = _Endpoint(handler, max_body_bytes, allowed_origins, max_depth, max_batch, allowed_hosts)
+        self._endpoint = _Endpoint(
+            handler, max_body_bytes, allowed_origins, max_depth, max_batch, allowed_hosts, expose_errors
+        )
         if not isinstance(run_sync_inline, bool):
             raise TypeError(f"run_sync_inline must be a bool, not {type(run_sync_inline).__name__}")
         self._inline = run_sync_inline
