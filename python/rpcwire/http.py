@@ -769,9 +769,9 @@ class ASGIApp:
     thread hop per request (tens to hundreds of µs on a busy machine: ``make bench-http``);
     ``run_sync_inline=True`` calls it on the loop itself, for handlers that never block (pure computation,
     in-memory look-ups): the loop serves nothing else while one runs. An ``async def`` handler (or
-    ``rpcwire.methods`` holding one) is awaited on the loop, with no thread, and has a request context
-    (``current_request()``; its notifications go nowhere without server-sent events). Lifespan events are
-    acknowledged; other scope types are refused.
+    ``rpcwire.methods`` holding one, asked at each request) is awaited on the loop, with no thread. Every call
+    has a request context (``current_request()``; its notifications go nowhere without server-sent events).
+    Lifespan events are acknowledged; other scope types are refused.
     """
 
     def __init__(
