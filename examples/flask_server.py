@@ -5,6 +5,10 @@
 
 then ``python examples/http_client.py`` (or ``curl -H 'Content-Type: application/json' -d
 '{"jsonrpc":"2.0","method":"add","params":[10,15],"id":1}' http://127.0.0.1:5000/rpc``).
+
+On 127.0.0.1 only requests naming ``localhost``, ``127.0.0.1`` or ``[::1]`` are answered (the DNS-rebinding
+defence); served under a domain name, name it: ``flask_view(handler, allowed_hosts=["rpc.example.com"])``.
+A handler's exception is answered -32603 without its text and logged here (``expose_errors=True`` sends it).
 """
 
 from __future__ import annotations

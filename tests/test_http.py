@@ -7,6 +7,7 @@ import asyncio
 import functools
 import io
 import json
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -58,19 +59,32 @@ class CountingInput(io.BytesIO):
         return chunk
 
 
+# Where a request came to and from, as a server on 127.0.0.1:8000 gives it: the ASGI scope's "server" and
+# "client", WSGI's SERVER_NAME and REMOTE_ADDR. A header given as None is left out.
+LOOPBACK = ("127.0.0.1", "127.0.0.1")
+
+
 def call_wsgi(
-    app: Any, method: str, headers: dict[str, str], body: bytes, *, chunked: bool = False, scheme: str = "http"
+    app: Any,
+    method: str,
+    headers: dict[str, str | None],
+    body: bytes,
+    *,
+    chunked: bool = False,
+    scheme: str = "http",
+    addresses: tuple[str, str] = LOOPBACK,
 ) -> Reply:
     stream = CountingInput(body)
     environ: dict[str, Any] = {
         "REQUEST_METHOD": method,
         "PATH_INFO": "/rpc",
-        "SERVER_NAME": "127.0.0.1",
+        "SERVER_NAME": addresses[0],
         "SERVER_PORT": "8000",
+        "REMOTE_ADDR": addresses[1],
         "wsgi.input": stream,
         "wsgi.url_scheme": scheme,
     }
-    headers = {"host": "127.0.0.1:8000", **headers}
+    headers = {name: value for name, value in {"host": "127.0.0.1:8000", **headers}.items() if value is not None}
     if not chunked and "content-length" not in headers:
         headers["content-length"] = str(len(body))
     if chunked:
@@ -91,9 +105,16 @@ def call_wsgi(
 
 
 def call_asgi(
-    app: Any, method: str, headers: dict[str, str], body: bytes, *, chunked: bool = False, scheme: str = "http"
+    app: Any,
+    method: str,
+    headers: dict[str, str | None],
+    body: bytes,
+    *,
+    chunked: bool = False,
+    scheme: str = "http",
+    addresses: tuple[str, str] = LOOPBACK,
 ) -> Reply:
-    headers = {"host": "127.0.0.1:8000", **headers}
+    headers = {name: value for name, value in {"host": "127.0.0.1:8000", **headers}.items() if value is not None}
     if not chunked and "content-length" not in headers:
         headers["content-length"] = str(len(body))
     scope = {
@@ -104,6 +125,8 @@ def call_asgi(
         "scheme": scheme,
         "path": "/rpc",
         "headers": [(name.encode(), value.encode()) for name, value in headers.items()],
+        "server": (addresses[0], 8000),
+        "client": (addresses[1], 50000),
     }
     pieces = [body[i : i + 1000] for i in range(0, len(body), 1000)] or [b""]
     received: list[int] = []
@@ -148,7 +171,7 @@ def server(request: pytest.FixtureRequest) -> Callable[..., Reply]:
     app_class, call = SERVERS[request.param]
 
     def one(method: str, headers: dict[str, str], body: bytes, handler: Any = HANDLER, **options: Any) -> Reply:
-        call_options = {key: options.pop(key) for key in ("chunked", "scheme") if key in options}
+        call_options = {key: options.pop(key) for key in ("chunked", "scheme", "addresses") if key in options}
         return call(app_class(handler, **options), method, headers, body, **call_options)
 
     return one
@@ -283,19 +306,121 @@ def test_origins(server: Callable[..., Reply], origin: str, allowed_origins: Any
 
 
 def test_same_host_leaves_default_ports_out(server: Callable[..., Reply]) -> None:
-    assert server("POST", {**JSON, "host": "rpc.example", "origin": "https://rpc.example"}, ADD).status == 200
-    assert server("POST", {**JSON, "host": "rpc.example:443", "origin": "https://rpc.example"}, ADD).status == 200
-    assert server("POST", {**JSON, "host": "rpc.example:80", "origin": "https://rpc.example"}, ADD).status == 403
-    assert server("POST", {**JSON, "host": "RPC.example", "origin": "http://rpc.EXAMPLE:80"}, ADD).status == 200
+    hosts = {"allowed_hosts": ["rpc.example"]}
+    assert server("POST", {**JSON, "host": "rpc.example", "origin": "https://rpc.example"}, ADD, **hosts).status == 200
+    assert (
+        server("POST", {**JSON, "host": "rpc.example:443", "origin": "https://rpc.example"}, ADD, **hosts).status == 200
+    )
+    assert (
+        server("POST", {**JSON, "host": "rpc.example:80", "origin": "https://rpc.example"}, ADD, **hosts).status == 403
+    )
+    assert (
+        server("POST", {**JSON, "host": "RPC.example", "origin": "http://rpc.EXAMPLE:80"}, ADD, **hosts).status == 200
+    )
 
 
 def test_no_origin_header_is_allowed(server: Callable[..., Reply]) -> None:
     """Non-browser clients send no Origin; the check is against browsers' cross-site requests."""
-    assert server("POST", {**JSON, "host": "elsewhere.example"}, ADD).status == 200
+    assert server("POST", {**JSON, "host": "elsewhere.example"}, ADD, allowed_hosts="*").status == 200
+
+
+# --- Host: the names the server is known by (DNS rebinding) ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("host", "status"),
+    [
+        ("127.0.0.1:8000", 200),
+        ("127.0.0.1", 200),
+        ("localhost:8000", 200),
+        ("LocalHost:9999", 200),  # any port: a tunnel or a port mapping may change it
+        ("[::1]:8000", 200),
+        ("127.0.0.2:8000", 200),  # the whole of 127/8 is loopback
+        (None, 200),  # no Host at all: not a browser
+        ("evil.example:8000", 421),
+        ("evil.example", 421),
+        ("localhost.evil.example:8000", 421),
+        ("127.0.0.1.nip.io:8000", 421),
+        ("[::1", 421),
+        ("localhost:80a", 421),
+        ("", 421),
+    ],
+)
+def test_over_loopback_only_loopback_hosts_are_answered(
+    server: Callable[..., Reply], host: str | None, status: int
+) -> None:
+    reply = server("POST", {**JSON, "host": host}, ADD)
+    assert reply.status == status
+    if status == 421:
+        assert reply.read == 0
+        assert reply.body == b"421 Misdirected Request: this server is not known by that Host (allowed_hosts)\n"
+
+
+def test_a_rebound_page_is_refused(server: Callable[..., Reply]) -> None:
+    """DNS rebinding: a page of evil.example, its name now resolving to 127.0.0.1, posts to the local server.
+    Its Origin and Host are both evil.example's, so the same-host Origin check alone lets it through."""
+    rebound = {**JSON, "host": "evil.example:8000", "origin": "http://evil.example:8000"}
+    assert server("POST", rebound, ADD).status == 421
+    assert server("POST", rebound, ADD, allowed_hosts="*").status == 200  # what the Origin check alone gives
+    assert server("POST", {**rebound, "host": "localhost:8000"}, ADD).status == 403  # the Origin check still runs
+
+
+@pytest.mark.parametrize(
+    ("addresses", "status"),
+    [
+        (("127.0.0.1", "127.0.0.1"), 421),
+        (("localhost", "127.0.0.1"), 421),  # wsgiref's SERVER_NAME on 127.0.0.1
+        (("0.0.0.0", "127.0.0.1"), 421),  # WSGI on every interface, reached over loopback
+        (("::1", "::1"), 421),
+        (("::", "::ffff:127.0.0.1"), 421),  # an IPv4 client of a dual-stack socket
+        (("192.0.2.1", "192.0.2.7"), 200),  # not over loopback: any Host (set allowed_hosts there)
+        (("0.0.0.0", "192.0.2.7"), 200),
+    ],
+)
+def test_the_default_looks_at_where_the_request_came(
+    server: Callable[..., Reply], addresses: tuple[str, str], status: int
+) -> None:
+    assert server("POST", {**JSON, "host": "evil.example"}, ADD, addresses=addresses).status == status
+    assert server("POST", {**JSON, "host": "localhost"}, ADD, addresses=addresses).status == 200
+
+
+@pytest.mark.parametrize(
+    ("allowed_hosts", "host", "status"),
+    [
+        (["rpc.example.com"], "rpc.example.com", 200),
+        (["rpc.example.com"], "RPC.Example.COM:443", 200),  # any port
+        (["rpc.example.com"], "localhost:8000", 421),  # a list replaces the default
+        (["rpc.example.com"], "api.rpc.example.com", 421),
+        (["rpc.example.com"], "rpc.example.com.evil.example", 421),
+        (["rpc.example.com"], None, 421),  # a list needs a Host
+        (["rpc.example.com:8443"], "rpc.example.com:8443", 200),
+        (["rpc.example.com:8443"], "rpc.example.com", 421),
+        (["*.example.com"], "api.example.com:8000", 200),
+        (["*.example.com"], "example.com", 421),
+        (["*.example.com"], "evilexample.com", 421),
+        (["[::1]:8000", "localhost"], "[::1]:8000", 200),
+        (["[::1]:8000", "localhost"], "[::1]:8001", 421),
+        ([], "localhost", 421),
+        (None, "evil.example", 200),
+        ("*", "evil.example", 200),
+    ],
+)
+def test_allowed_hosts(server: Callable[..., Reply], allowed_hosts: Any, host: str | None, status: int) -> None:
+    assert server("POST", {**JSON, "host": host}, ADD, allowed_hosts=allowed_hosts).status == status
+
+
+def test_bad_allowed_hosts() -> None:
+    for app_class in (WSGIApp, ASGIApp):
+        for bad in ("rpc.example.com", ["rpc example.com"], ["rpc.example.com:x"], ["*"], ["a.*.com"], ["[zz]"]):
+            with pytest.raises(ValueError, match="allowed_hosts"):
+                app_class(HANDLER, allowed_hosts=bad)
+        with pytest.raises(TypeError, match="allowed_hosts"):
+            app_class(HANDLER, allowed_hosts=[8000])
 
 
 def test_checks_run_in_order(server: Callable[..., Reply]) -> None:
-    """405, then 403, then 415, then 413."""
+    """421, then 405, then 403, then 415, then 413."""
+    assert server("GET", {"host": "evil.example", "origin": "http://evil.example"}, ADD).status == 421
     assert server("GET", {"origin": "http://evil.example"}, ADD).status == 405
     assert server("POST", {"origin": "http://evil.example", "content-type": "text/plain"}, ADD).status == 403
     assert server("POST", {"content-type": "text/plain"}, ADD, max_body_bytes=1).status == 415
@@ -641,22 +766,38 @@ def over_http(reply: Reply) -> bytes | None:
 @pytest.mark.parametrize("body", SAME_BODIES, ids=range(len(SAME_BODIES)))
 def test_the_same_bytes_over_stdio_dispatch_and_http(body: bytes) -> None:
     """One handler, one body: ``serve`` (a line), ``dispatch`` and HTTP (WSGI; ASGI on a thread, inline, and an
-    async handler awaited on the loop), each in rpcwire and rpcwire.pure where it has one, give the same bytes."""
+    async handler awaited on the loop), each in rpcwire and rpcwire.pure where it has one, give the same bytes:
+    those of ``dispatch(expose_errors=False)`` by default over HTTP, of ``serve`` with ``expose_errors=True``."""
     handler = rpcwire.methods(SAME_FUNCTIONS)
     async_handler = rpcwire.methods({name: _async(function) for name, function in SAME_FUNCTIONS.items()})
+
+    def over_each_app(**options: Any) -> dict[str, bytes | None]:
+        def wsgi(headers: dict[str, str | None]) -> bytes | None:
+            return over_http(call_wsgi(WSGIApp(handler, **options), "POST", headers, body))
+
+        def asgi(app_handler: Any, headers: dict[str, str | None], **more: Any) -> bytes | None:
+            return over_http(call_asgi(ASGIApp(app_handler, **options, **more), "POST", headers, body))
+
+        return {
+            "WSGIApp": wsgi(JSON),
+            "ASGIApp": asgi(handler, JSON),
+            "ASGIApp inline": asgi(handler, JSON, run_sync_inline=True),
+            "ASGIApp async": asgi(async_handler, JSON),
+            "WSGIApp, events accepted": wsgi(EVENTS),
+            "ASGIApp async, events accepted": asgi(async_handler, EVENTS),
+        }
+
     expected = rpcwire.dispatch(body, handler)
     answers = {
         "native serve": over_stdio(rpcwire, body, handler),
         "pure serve": over_stdio(rpcwire.pure, body, handler),
         "pure dispatch": rpcwire.pure.dispatch(body, handler),
-        "WSGIApp": over_http(call_wsgi(WSGIApp(handler), "POST", JSON, body)),
-        "ASGIApp": over_http(call_asgi(ASGIApp(handler), "POST", JSON, body)),
-        "ASGIApp inline": over_http(call_asgi(ASGIApp(handler, run_sync_inline=True), "POST", JSON, body)),
-        "ASGIApp async": over_http(call_asgi(ASGIApp(async_handler), "POST", JSON, body)),
-        "WSGIApp, events accepted": over_http(call_wsgi(WSGIApp(handler), "POST", EVENTS, body)),
-        "ASGIApp async, events accepted": over_http(call_asgi(ASGIApp(async_handler), "POST", EVENTS, body)),
+        **over_each_app(expose_errors=True),
     }
     assert answers == dict.fromkeys(answers, expected)
+    hidden = rpcwire.dispatch(body, handler, expose_errors=False)
+    answers = {"pure dispatch": rpcwire.pure.dispatch(body, handler, expose_errors=False), **over_each_app()}
+    assert answers == dict.fromkeys(answers, hidden)
 
 
 def test_a_pretty_printed_body_gives_the_same_bytes_as_its_line() -> None:
@@ -670,9 +811,10 @@ def test_a_pretty_printed_body_gives_the_same_bytes_as_its_line() -> None:
     assert expected is not None
     for impl in (rpcwire, rpcwire.pure):
         assert impl.dispatch(pretty, handler) == expected
-    assert over_http(call_wsgi(WSGIApp(handler), "POST", JSON, pretty)) == expected
-    assert over_http(call_asgi(ASGIApp(handler, run_sync_inline=True), "POST", JSON, pretty)) == expected
-    assert over_http(call_asgi(ASGIApp(async_handler), "POST", EVENTS, pretty)) == expected
+    shown = {"expose_errors": True}
+    assert over_http(call_wsgi(WSGIApp(handler, **shown), "POST", JSON, pretty)) == expected
+    assert over_http(call_asgi(ASGIApp(handler, run_sync_inline=True, **shown), "POST", JSON, pretty)) == expected
+    assert over_http(call_asgi(ASGIApp(async_handler, **shown), "POST", EVENTS, pretty)) == expected
 
 
 def test_a_registry_that_gains_an_async_function_after_the_app_is_made() -> None:
@@ -688,6 +830,191 @@ def test_a_registry_that_gains_an_async_function_after_the_app_is_made() -> None
     body = compact({"jsonrpc": "2.0", "method": "later", "params": [7], "id": 2})
     assert call_asgi(app, "POST", JSON, body).json() == ok(2, 7)
     assert call_asgi(app, "POST", JSON, ADD).json() == ok(1, 25)  # its plain functions now on a thread
+
+
+def test_a_wsgi_registry_that_gains_an_async_function_is_refused_clearly(caplog: pytest.LogCaptureFixture) -> None:
+    """WSGI calls the handler synchronously: once the registry is async (every call returns an awaitable), each
+    request is answered -32603 and the cause is logged, on the plain path and with events accepted alike."""
+    registry = rpcwire.methods({"add": add})
+    app = WSGIApp(registry)
+    assert call_wsgi(app, "POST", JSON, ADD).json() == ok(1, 25)
+
+    @registry.method
+    async def later(x: int) -> int:
+        return x
+
+    caplog.set_level("ERROR", logger="rpcwire")
+    batch = compact([{"jsonrpc": "2.0", "method": "later", "params": [7], "id": 2}, json.loads(ADD)])
+    for headers in (JSON, EVENTS):
+        caplog.clear()
+        answers = call_wsgi(app, "POST", headers, batch).json()
+        assert [(a["id"], a["error"]["code"], a["error"]["message"]) for a in answers] == [
+            (2, -32603, "Internal error"),
+            (1, -32603, "Internal error"),
+        ]
+        refusals = [r for r in caplog.records if r.exc_info and "serve it with ASGIApp" in str(r.exc_info[1])]
+        assert [(r.levelname, r.method) for r in refusals] == [("ERROR", "later"), ("ERROR", "add")], caplog.text
+    assert call_wsgi(app, "POST", JSON, compact({"jsonrpc": "2.0", "method": "add", "params": [1, 2]})).status == 204
+
+
+# --- errors: no exception text over HTTP by default, every -32603 logged --------------------------------------
+
+
+def failing_paths() -> list[Any]:
+    """(app class, call, headers, options, async handler?) for each way a body reaches a handler over HTTP."""
+    return [
+        pytest.param((WSGIApp, call_wsgi, JSON, {}, False), id="WSGIApp"),
+        pytest.param((ASGIApp, call_asgi, JSON, {}, False), id="ASGIApp"),
+        pytest.param((ASGIApp, call_asgi, JSON, {"run_sync_inline": True}, False), id="ASGIApp inline"),
+        pytest.param((ASGIApp, call_asgi, JSON, {}, True), id="ASGIApp async"),
+        pytest.param((WSGIApp, call_wsgi, EVENTS, {}, False), id="WSGIApp events"),
+        pytest.param((ASGIApp, call_asgi, EVENTS, {}, False), id="ASGIApp events"),
+        pytest.param((ASGIApp, call_asgi, EVENTS, {}, True), id="ASGIApp async events"),
+    ]
+
+
+@pytest.mark.parametrize("path", failing_paths())
+def test_errors_over_http_carry_no_exception_text_and_are_logged(path: Any, caplog: pytest.LogCaptureFixture) -> None:
+    app_class, call, headers, options, is_async = path
+
+    def leaks() -> None:
+        raise ValueError("the database password is hunter2")
+
+    functions: dict[str, Callable[..., Any]] = {"leaks": leaks, "teapot": teapot}
+    if is_async:
+        functions = {name: _async(function) for name, function in functions.items()}
+    handler = rpcwire.methods(functions)
+    body = compact(
+        [
+            {"jsonrpc": "2.0", "method": "leaks", "id": 1},
+            {"jsonrpc": "2.0", "method": "teapot", "params": {"tea": "green"}, "id": 2},  # meant for the client
+        ]
+    )
+    caplog.set_level("ERROR", logger="rpcwire")
+    reply = call(app_class(handler, **options), "POST", {**headers, "traceparent": TRACE_HEADER}, body)
+    assert reply.json() == [
+        {"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "Internal error"}},
+        err(2, -32001, "I'm a teapot", {"tea": "green"}),
+    ]
+    assert b"hunter2" not in reply.body
+    (record,) = [r for r in caplog.records if r.exc_info is not None]
+    assert record.levelname == "ERROR" and isinstance(record.exc_info[1], ValueError)  # type: ignore[index]
+    assert (record.method, record.request_id, record.traceparent) == ("leaks", 1, TRACE_HEADER)  # type: ignore[attr-defined]
+    assert TRACE_HEADER in record.getMessage()
+    assert "hunter2" in caplog.text  # the traceback, on the server
+    shown = call(app_class(handler, expose_errors=True, **options), "POST", headers, body).json()
+    assert shown[0]["error"]["data"] == {"exception": "ValueError", "detail": "the database password is hunter2"}
+
+
+def test_expose_errors_is_a_bool() -> None:
+    for app_class in (WSGIApp, ASGIApp):
+        with pytest.raises(TypeError, match="expose_errors"):
+            app_class(HANDLER, expose_errors=1)
+
+
+# --- the request context on every path ----------------------------------------------------------------------
+
+TRACE_HEADER = "00-" + "a" * 32 + "-" + "b" * 16 + "-01"
+TRACE_META = "00-" + "c" * 32 + "-" + "d" * 16 + "-01"
+
+
+def context_paths() -> list[Any]:
+    """Every way a body reaches a handler over HTTP: (name, call(body, headers)) for a handler recording what
+    ``current_request()`` says (sync, or async for the async paths)."""
+
+    def seen_by(record: list[Any], is_async: bool) -> Any:
+        def who(**params: Any) -> None:
+            context = rpcwire.current_request()
+            assert rpcwire.current_request() is context  # one context for the whole call
+            context.progress(1)  # no server-sent events asked for, or no token: nowhere, and no failure
+            record.append((context.id, context.method, context.is_notification, context.cancelled, context.traceparent))
+
+        if not is_async:
+            return rpcwire.methods({"who": who, "who2": who})
+
+        async def who_async(**params: Any) -> None:
+            await asyncio.sleep(0)
+            who(**params)
+
+        return rpcwire.methods({"who": who_async, "who2": who_async})
+
+    def path(name: str, make: Callable[[Any], Any], call: Callable[..., Reply], is_async: bool, events: bool) -> Any:
+        def run(body: bytes, headers: dict[str, str]) -> tuple[Reply, list[Any]]:
+            record: list[Any] = []
+            reply = call(make(seen_by(record, is_async)), "POST", {**(EVENTS if events else JSON), **headers}, body)
+            return reply, record
+
+        return pytest.param(run, id=name)
+
+    return [
+        path("WSGIApp", WSGIApp, call_wsgi, False, False),
+        path("ASGIApp", ASGIApp, call_asgi, False, False),
+        path("ASGIApp inline", functools.partial(ASGIApp, run_sync_inline=True), call_asgi, False, False),
+        path("ASGIApp async", ASGIApp, call_asgi, True, False),
+        path("WSGIApp events", WSGIApp, call_wsgi, False, True),
+        path("ASGIApp events", ASGIApp, call_asgi, False, True),
+        path("ASGIApp async events", ASGIApp, call_asgi, True, True),
+    ]
+
+
+@pytest.mark.parametrize("run", context_paths())
+def test_current_request_on_every_http_path(run: Callable[..., Any]) -> None:
+    """The same handler works over HTTP as over stdio: a context per call of a batch, the invalid entries
+    skipped, a notification's too."""
+    body = compact(
+        [
+            {"jsonrpc": "2.0", "method": "who", "id": 1},
+            1,
+            {"jsonrpc": "2.0", "method": "who"},
+            {"jsonrpc": "2.0", "method": "who2", "params": {"_meta": {"traceparent": TRACE_META}}, "id": "x"},
+        ]
+    )
+    reply, record = run(body, {})
+    assert reply.status == 200
+    assert reply.json() == [ok(1, None), INVALID_REQUEST, ok("x", None)]
+    assert record == [
+        (1, "who", False, False, None),
+        (None, "who", True, False, None),
+        ("x", "who2", False, False, TRACE_META),
+    ]
+
+
+@pytest.mark.parametrize("run", context_paths())
+@pytest.mark.parametrize(
+    ("header", "meta", "expected"),
+    [
+        (TRACE_HEADER, None, TRACE_HEADER),
+        (TRACE_HEADER, TRACE_META, TRACE_HEADER),  # the header wins: set closest to the server
+        ("00-" + "0" * 32 + "-" + "b" * 16 + "-01", TRACE_META, TRACE_META),  # invalid (an all-zero trace id)
+        ("ff-" + "a" * 32 + "-" + "b" * 16 + "-01", None, None),  # invalid (version ff)
+        (f"{TRACE_HEADER},{TRACE_HEADER}", None, None),  # two headers, joined: invalid
+        (f" {TRACE_HEADER} ", None, TRACE_HEADER),  # optional whitespace around the value
+        (None, TRACE_META, TRACE_META),
+    ],
+    ids=["header", "header-wins", "invalid-header", "version-ff", "two-headers", "whitespace", "meta-only"],
+)
+def test_the_traceparent_header(run: Callable[..., Any], header: str | None, meta: str | None, expected: Any) -> None:
+    params = {} if meta is None else {"_meta": {"traceparent": meta}}
+    reply, record = run(
+        compact({"jsonrpc": "2.0", "method": "who", "params": params, "id": 1}), {"traceparent": header}
+    )
+    assert reply.json() == ok(1, None)
+    assert [seen[-1] for seen in record] == [expected]
+
+
+@pytest.mark.parametrize("app_class", [WSGIApp, ASGIApp])
+def test_the_traceparent_header_reaches_the_log_records(app_class: Any, caplog: pytest.LogCaptureFixture) -> None:
+    def logs() -> None:
+        logging.getLogger("rpcwire").warning("inside the handler")
+
+    caplog.set_level("WARNING", logger="rpcwire")
+    call = call_wsgi if app_class is WSGIApp else call_asgi
+    body = compact({"jsonrpc": "2.0", "method": "logs", "id": 5})
+    assert call(
+        app_class(rpcwire.methods({"logs": logs})), "POST", {**JSON, "traceparent": TRACE_HEADER}, body
+    ).json() == (ok(5, None))
+    (record,) = [r for r in caplog.records if r.getMessage() == "inside the handler"]
+    assert (record.traceparent, record.request_id) == (TRACE_HEADER, 5)  # type: ignore[attr-defined]
 
 
 def test_a_wsgi_stream_closed_early_cancels_the_request() -> None:

@@ -486,3 +486,66 @@ def test_a_client_gone_mid_stream_cancels_the_request(tmp_path: Path, command: l
             time.sleep(0.1)
         assert seen == ["cancelled"]
         assert call(url, "add", [1, 2]) == 3
+
+
+# --- DNS rebinding: the Host check under real servers ---------------------------------------------------------
+
+HOSTS_MODULE = """
+from rpcwire import methods
+from rpcwire.http import ASGIApp, WSGIApp
+
+handler = methods({"add": lambda a, b: a + b})
+wsgi_app = WSGIApp(handler)
+asgi_app = ASGIApp(handler)
+listed_wsgi_app = WSGIApp(handler, allowed_hosts=["rpc.example.com", "localhost"])
+listed_asgi_app = ASGIApp(handler, allowed_hosts=["rpc.example.com", "localhost"])
+"""
+
+
+def host_servers() -> list[object]:
+    gunicorn = [sys.executable, "-m", "gunicorn", "--bind", "fd://{fd}", "--chdir", "{dir}", "-w", "1"]
+    uvicorn = [sys.executable, "-m", "uvicorn", "--fd", "{fd}", "--app-dir", "{dir}", "--log-level", "warning"]
+    granian = [sys.executable, "-m", "granian", "--host", "127.0.0.1", "--port", "{port}", "--working-dir", "{dir}"]
+    granian += ["--workers", "1", "--log-level", "warning", "--workers-kill-timeout", "10"]
+    needs_granian = pytest.mark.skipif(
+        importlib.util.find_spec("granian") is None, reason="granian is not installed (requirements-dev.txt)"
+    )
+    return [
+        pytest.param(gunicorn, "wsgi_app", id="WSGIApp-gunicorn"),
+        pytest.param(uvicorn, "asgi_app", id="ASGIApp-uvicorn"),
+        pytest.param([*granian, "--interface", "wsgi"], "wsgi_app", id="WSGIApp-granian", marks=needs_granian),
+        pytest.param([*granian, "--interface", "asgi"], "asgi_app", id="ASGIApp-granian", marks=needs_granian),
+    ]
+
+
+def post_as(port: int, host: str, origin: str | None = None) -> int:
+    """The status of an ``add`` POST to 127.0.0.1:``port`` that names ``host`` (and ``origin``)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        headers = {**JSON, "Host": host, **({} if origin is None else {"Origin": origin})}
+        connection.request("POST", "/rpc", body=ADD, headers=headers)
+        response = connection.getresponse()
+        response.read()
+        return response.status
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize(("command", "app"), host_servers())
+def test_a_rebound_name_is_refused_under_real_servers(tmp_path: Path, command: list[str], app: str) -> None:
+    """A page of evil.example whose name now resolves to 127.0.0.1 posts to a server on 127.0.0.1: its Host and
+    Origin are both evil.example's. The server's address (scope["server"], SERVER_NAME) or the client's tells
+    the request came over loopback, so only loopback names are answered; a list names the hosts instead."""
+    (tmp_path / "hosts.py").write_text(HOSTS_MODULE)
+    command = [part.replace("{dir}", str(tmp_path)) for part in command]
+    with server([*command, f"hosts:{app}"]) as url:
+        port = int(url.rpartition(":")[2])
+        assert post_as(port, f"127.0.0.1:{port}") == 200
+        assert post_as(port, f"localhost:{port}", f"http://localhost:{port}") == 200
+        assert post_as(port, f"evil.example:{port}", f"http://evil.example:{port}") == 421
+        assert post_as(port, "evil.example") == 421
+    with server([*command, f"hosts:listed_{app}"]) as url:
+        port = int(url.rpartition(":")[2])
+        assert post_as(port, "rpc.example.com") == 200
+        assert post_as(port, f"localhost:{port}") == 200
+        assert post_as(port, f"127.0.0.1:{port}") == 421

@@ -13,10 +13,15 @@ import argparse
 import contextlib
 import importlib
 import importlib.util
+import io
 import itertools
 import logging
+import os
+import re
+import select
 import signal
 import socket
+import struct
 import sys
 import threading
 import time
@@ -46,16 +51,30 @@ an async handler awaited on its event loop. Without uvicorn (it stays optional),
 under the standard library's wsgiref with a thread per connection: no dependency, good for trying things out,
 not for production (HTTP/1.0, no keep-alive; a sync handler only). Port 0 picks a free port. Once listening,
 the line "listening on http://HOST:PORT" goes to stderr. To scale past one process, run the apps under
-gunicorn, uvicorn --workers or granian (README, "Scaling").
+gunicorn, uvicorn --workers or granian (README, "Scaling"). --run-sync-inline: a sync handler that never
+blocks runs on uvicorn's event loop (ASGIApp(handler, run_sync_inline=True)) instead of a worker thread.
+
+HTTP (--http, and --listen's HTTP connections) answers only requests whose Host header names the server
+(421 otherwise), against DNS rebinding: by default, a request that came over loopback must name a loopback
+host (localhost, 127.0.0.1, [::1], any port); --allowed-hosts rpc.example.com,*.example.com lists the names
+instead (behind a proxy, or on a domain name); --allowed-hosts '*' checks nothing. A handler's unexpected
+exception is answered -32603 "Internal error" alone over HTTP, and logged with its traceback (stderr, unless
+logging is configured); --expose-errors puts its class and text in the answer's data, as --stdio does.
 
 --listen HOST:PORT: one TCP socket for every kind of client. Each connection's first bytes say how it is
 served: `{`, `[` or whitespace (or anything not below) newline-delimited JSON-RPC; a `Content-Length:` or
 `Content-Type:` header (any case) Content-Length frames (LSP); an HTTP method (`POST `, `GET `...) HTTP/1.1
 with keep-alive, answered by rpcwire.http.WSGIApp (server-sent events included). The streams are served by
-rpcwire.serve(handler, StdioTransport(...), max_concurrency=N) (default 8), on a thread per connection. Once
-listening, the line "listening on tcp://HOST:PORT" goes to stderr. A sync handler only (HTTP calls it
-through WSGIApp).
+rpcwire.serve(handler, StdioTransport(...), max_concurrency=N) (default 8), on a thread per connection, its
+worker threads started as requests come (an idle connection holds one thread). At most --max-connections
+(default 64) are served at once; more wait in the listening socket's backlog until one ends. A connection
+with nothing in flight that sends nothing for --idle-timeout seconds (default 300; 0: never) is closed, as is
+one whose peer reads nothing for that long. Once listening, the line "listening on tcp://HOST:PORT" goes to
+stderr. A sync handler only (HTTP calls it through WSGIApp).
 """
+
+DEFAULT_MAX_CONNECTIONS = 64
+DEFAULT_IDLE_TIMEOUT = 300.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,18 +121,58 @@ def main(argv: list[str] | None = None) -> int:
         default="auto",
         help="--http: uvicorn if installed, else wsgiref (default auto)",
     )
+    serve.add_argument(
+        "--run-sync-inline",
+        action="store_true",
+        help="--http under uvicorn: call a sync handler on the event loop, not on a worker thread (never blocks)",
+    )
+    serve.add_argument(
+        "--allowed-hosts",
+        metavar="LIST",
+        default=None,
+        help="--http, --listen: the Host names answered, comma-separated (rpc.example.com,*.example.com,"
+        "name:port), or '*' for any; default: loopback names for a request that came over loopback",
+    )
+    serve.add_argument(
+        "--expose-errors",
+        action="store_true",
+        help="--http, --listen's HTTP: a handler's unexpected exception answered with its class and text in the "
+        "-32603's data (default: none; it is logged on stderr either way)",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"--listen: connections served at once, more wait in the backlog (default {DEFAULT_MAX_CONNECTIONS})",
+    )
+    serve.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help=f"--listen: close a connection idle this long (default {DEFAULT_IDLE_TIMEOUT:g}; 0: never)",
+    )
     serve.add_argument("--app-dir", default=".", help="the directory put first on sys.path (default: current)")
     args = parser.parse_args(argv)
     if args.command == "demo":
         _demo.run(sys.stdout, rpcwire.pure.StdioTransport if args.pure else rpcwire.StdioTransport)
         return 0
-    if args.max_concurrency is not None and args.max_concurrency < 1:
-        serve.error("--max-concurrency must be at least 1")
+    _check_options(serve, args)
     handler = _load(serve, args.handler, args.app_dir)
+    app_options: dict[str, Any] = {"expose_errors": args.expose_errors}
+    if args.allowed_hosts is not None:
+        app_options["allowed_hosts"] = _allowed_hosts(serve, args.allowed_hosts)
     if args.listen is not None:
         if is_async_handler(handler):
             serve.error("--listen answers HTTP through WSGIApp, which calls the handler synchronously")
-        return _serve_listen(handler, *_address(serve, args.listen), args.max_concurrency or 8)
+        idle_timeout = DEFAULT_IDLE_TIMEOUT if args.idle_timeout is None else args.idle_timeout
+        limits = _Limits(
+            max_concurrency=args.max_concurrency or 8,
+            max_connections=args.max_connections or DEFAULT_MAX_CONNECTIONS,
+            idle_timeout=idle_timeout or None,
+        )
+        return _serve_listen(handler, *_address(serve, args.listen), limits, WSGIApp(handler, **app_options))
     if args.http is None:
         transport = rpcwire.StdioTransport(framing=args.framing)
         rpcwire.serve(
@@ -125,10 +184,40 @@ def main(argv: list[str] | None = None) -> int:
     if server == "auto":
         server = "uvicorn" if importlib.util.find_spec("uvicorn") is not None else "wsgiref"
     if server == "uvicorn":
-        return _serve_uvicorn(handler, host, port)
+        return _serve_uvicorn(ASGIApp(handler, run_sync_inline=args.run_sync_inline, **app_options), host, port)
+    if args.run_sync_inline:
+        serve.error("--run-sync-inline is for ASGIApp under uvicorn (wsgiref calls the handler on its own thread)")
     if is_async_handler(handler):
         serve.error("wsgiref calls the handler synchronously: install uvicorn to serve an async handler")
-    return _serve_wsgiref(handler, host, port)
+    return _serve_wsgiref(WSGIApp(handler, **app_options), host, port)
+
+
+def _check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The options that do not fit together, or that are out of range: a usage error each."""
+    if args.max_concurrency is not None and args.max_concurrency < 1:
+        parser.error("--max-concurrency must be at least 1")
+    if args.max_connections is not None and args.max_connections < 1:
+        parser.error("--max-connections must be at least 1")
+    if args.idle_timeout is not None and not args.idle_timeout >= 0:  # not NaN either
+        parser.error("--idle-timeout must be a number of seconds, 0 or more")
+    if args.listen is None and (args.max_connections is not None or args.idle_timeout is not None):
+        parser.error("--max-connections and --idle-timeout are --listen's")
+    if args.http is None and args.run_sync_inline:
+        parser.error("--run-sync-inline is --http's (ASGIApp under uvicorn)")
+    if args.http is None and args.listen is None and (args.allowed_hosts is not None or args.expose_errors):
+        parser.error("--allowed-hosts and --expose-errors are --http's and --listen's")
+
+
+def _allowed_hosts(parser: argparse.ArgumentParser, text: str) -> Any:
+    """``--allowed-hosts``: ``"*"``, or the list of names, each checked as ``WSGIApp`` checks it."""
+    if text.strip() == "*":
+        return "*"
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    try:
+        WSGIApp(lambda method, params: None, allowed_hosts=names)
+    except (TypeError, ValueError) as exc:
+        parser.error(f"--allowed-hosts: {exc}")
+    return names
 
 
 def _load(parser: argparse.ArgumentParser, spec: str, app_dir: str) -> Any:
@@ -168,7 +257,7 @@ def _listening(host: str, port: int) -> None:
     sys.stderr.flush()
 
 
-def _serve_uvicorn(handler: Any, host: str, port: int) -> int:
+def _serve_uvicorn(app: ASGIApp, host: str, port: int) -> int:
     import uvicorn  # noqa: PLC0415 (optional: imported only here)
 
     # The socket is bound here so that port 0's actual port is known and said before serving.
@@ -180,7 +269,7 @@ def _serve_uvicorn(handler: Any, host: str, port: int) -> int:
     listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     listener.listen(2048)
     _listening(host, listener.getsockname()[1])
-    server = uvicorn.Server(uvicorn.Config(ASGIApp(handler), log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     # uvicorn stops on SIGINT or SIGTERM, then raises the signal again for the handler it found: ours, so
     # that a stop is exit status 0, not death by the signal.
     signal.signal(signal.SIGTERM, _stop)
@@ -189,7 +278,7 @@ def _serve_uvicorn(handler: Any, host: str, port: int) -> int:
     return 0
 
 
-def _serve_wsgiref(handler: Any, host: str, port: int) -> int:
+def _serve_wsgiref(app: WSGIApp, host: str, port: int) -> int:
     class Server(ThreadingMixIn, WSGIServer):
         address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         daemon_threads = True
@@ -198,7 +287,7 @@ def _serve_wsgiref(handler: Any, host: str, port: int) -> int:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    with make_server(host, port, WSGIApp(handler), server_class=Server, handler_class=Quiet) as server:
+    with make_server(host, port, app, server_class=Server, handler_class=Quiet) as server:
         _listening(host, server.server_address[1])
         signal.signal(signal.SIGTERM, _stop)
         with contextlib.suppress(KeyboardInterrupt, SystemExit):
@@ -213,6 +302,18 @@ _FRAME_HEADERS = (b"content-length:", b"content-type:")
 _SNIFF_BYTES = 16
 _SNIFF_SECONDS = 2.0
 _DRAIN_MOST = 1024 * 1024
+
+logger = logging.getLogger("rpcwire")
+
+
+class _Limits:
+    """What bounds ``--listen``: requests at once per connection, connections at once, and the idle timeout
+    (``None``: none)."""
+
+    def __init__(self, *, max_concurrency: int, max_connections: int, idle_timeout: float | None) -> None:
+        self.max_concurrency = max_concurrency
+        self.max_connections = max_connections
+        self.idle_timeout = idle_timeout
 
 
 def _framing_of(first: bytes) -> str | None:
@@ -233,17 +334,22 @@ def _framing_of(first: bytes) -> str | None:
     return None if undecided else "newline"
 
 
-def _sniff(connection: socket.socket) -> str:
-    """The framing of ``connection``, from bytes peeked at (not read: each server reads them itself). A
-    prefix that stays undecided for 2 s (or until the peer closes) is served as newline-delimited."""
+def _sniff(connection: socket.socket, idle_timeout: float | None) -> str | None:
+    """The framing of ``connection``, from bytes peeked at (not read: each server reads them itself); ``None``
+    for a peer that closed, or sent nothing for ``idle_timeout`` seconds. A prefix that stays undecided for 2 s
+    (or until the peer closes) is served as newline-delimited."""
+    if not _readable(connection, idle_timeout):
+        return None
     deadline = time.monotonic() + _SNIFF_SECONDS
-    connection.settimeout(_SNIFF_SECONDS)  # a peer that sends nothing at all is not waited for forever
+    connection.settimeout(_SNIFF_SECONDS)
     try:
         while True:
             try:
                 first = connection.recv(_SNIFF_BYTES, socket.MSG_PEEK)
             except TimeoutError:
                 return "newline"
+            if not first:
+                return None
             framing = _framing_of(first)
             if framing is not None:
                 return framing
@@ -252,6 +358,72 @@ def _sniff(connection: socket.socket) -> str:
             time.sleep(0.005)
     finally:
         connection.settimeout(None)
+
+
+def _readable(connection: socket.socket, timeout: float | None) -> bool:
+    """Whether ``connection`` has something to read (bytes, or its end) within ``timeout`` seconds."""
+    poller = select.poll()
+    poller.register(connection, select.POLLIN)
+    return bool(poller.poll(None if timeout is None else max(0, int(timeout * 1000))))
+
+
+class _Activity:
+    """The handler of a stream connection, counting the calls in flight and noting when the connection last did
+    something (a call ended, bytes came): what its idle timeout looks at."""
+
+    def __init__(self, handler: Any) -> None:
+        self._handler = handler
+        self._lock = threading.Lock()
+        self.running = 0
+        self.last = time.monotonic()
+
+    @property
+    def rpcwire_async(self) -> bool:  # as the handler says (a registry may gain an async function)
+        return getattr(self._handler, "rpcwire_async", False) is True
+
+    def __call__(self, method: str, params: Any) -> Any:
+        with self._lock:
+            self.running += 1
+        try:
+            return self._handler(method, params)
+        finally:
+            with self._lock:
+                self.running -= 1
+                self.last = time.monotonic()
+
+
+class _IdleReader(io.RawIOBase):
+    """A stream connection's input that ends (reads ``b""``, so that ``serve`` finishes what is in flight and
+    returns) once nothing was in flight and nothing came for ``timeout`` seconds."""
+
+    def __init__(self, connection: socket.socket, activity: _Activity, timeout: float) -> None:
+        super().__init__()
+        self._connection = connection
+        self._activity = activity
+        self._timeout = timeout
+        self._poller = select.poll()
+        self._poller.register(connection, select.POLLIN)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        activity = self._activity
+        while True:
+            left = activity.last + self._timeout - time.monotonic()
+            if left <= 0:
+                if not activity.running:
+                    logger.debug("--listen: a connection idle for %g s closed", self._timeout)
+                    return 0
+                left = self._timeout  # a call in flight: its end is activity, and the wait starts again then
+            if self._poller.poll(int(left * 1000) + 1):
+                break
+        count = self._connection.recv_into(buffer)
+        activity.last = time.monotonic()
+        return count
+
+
+_DIGITS = re.compile(r"[0-9]+")
 
 
 class _Body:
@@ -273,7 +445,8 @@ class _Body:
 class _HttpConnection(BaseHTTPRequestHandler):
     """HTTP/1.1 on one accepted connection, keep-alive, each request answered by a WSGI app: a response
     with a ``Content-Length`` keeps the connection; one without (server-sent events) is streamed, flushed
-    event by event, and the connection closed after it."""
+    event by event, and the connection closed after it. A request whose framing is ambiguous (RFC 9112 §6.3)
+    gets 400 and the connection is closed: what follows it could be read as a request of its own."""
 
     protocol_version = "HTTP/1.1"
     app: Any = None
@@ -281,12 +454,36 @@ class _HttpConnection(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def _ambiguity(self) -> str | None:
+        """Why the end of this request's body, or its Host, cannot be told for sure; ``None`` when it can."""
+        headers = self.headers
+        if headers.defects:  # a line that is not a field ("Content-Length : 5"): the rest were not parsed
+            return "a header line that is not a field"
+        if any("\r" in value or "\n" in value for value in headers.values()):
+            return "a header folded over lines (obs-fold)"
+        lengths = headers.get_all("Content-Length") or []
+        if lengths and headers.get_all("Transfer-Encoding"):
+            return "Transfer-Encoding with Content-Length"
+        if len(lengths) > 1:
+            return "more than one Content-Length"
+        if lengths and not _DIGITS.fullmatch(lengths[0].strip(" \t")):
+            return "a Content-Length that is not a number"
+        if len(headers.get_all("Host") or []) > 1:
+            return "more than one Host"
+        return None
+
     def _run_app(self) -> None:
+        ambiguity = self._ambiguity()
+        if ambiguity is not None:
+            self.send_error(400, "Bad Request", ambiguity)  # with Connection: close, and it closes
+            self.close_connection = True
+            return
         length = self.headers.get("Content-Length")
-        if (length is None and self.headers.get("Transfer-Encoding")) or not (length or "0").strip().isdigit():
+        if length is None and self.headers.get("Transfer-Encoding"):
             self.send_error(411, "Length Required")  # chunked request bodies are not read here
             self.close_connection = True
             return
+        length = None if length is None else length.strip(" \t")
         body = _Body(self.rfile, int(length or 0))
         path, _, query = self.path.partition("?")
         environ: dict[str, Any] = {
@@ -298,6 +495,7 @@ class _HttpConnection(BaseHTTPRequestHandler):
             "CONTENT_LENGTH": length or "",
             "SERVER_NAME": self.server.server_address[0],  # type: ignore[index]
             "SERVER_PORT": str(self.server.server_address[1]),  # type: ignore[index]
+            "REMOTE_ADDR": self.client_address[0],
             "SERVER_PROTOCOL": self.request_version,
             "wsgi.version": (1, 0),
             "wsgi.url_scheme": "http",
@@ -349,19 +547,33 @@ class _HttpConnection(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_HEAD = do_DELETE = do_OPTIONS = do_PATCH = _run_app
 
 
-def _serve_connection(connection: socket.socket, handler: Any, app: Any, address: Any, max_concurrency: int) -> None:
+def _serve_connection(connection: socket.socket, handler: Any, app: Any, address: Any, limits: _Limits) -> None:
     try:
         connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        framing = _sniff(connection)
+        framing = _sniff(connection, limits.idle_timeout)
+        if framing is None:  # closed, or said nothing
+            return
         if framing == "http":
             server = type("Server", (), {"server_address": address})()
-            http = type("Http", (_HttpConnection,), {"app": app})
+            # The idle timeout as the socket's: a keep-alive connection waiting for its next request, a body
+            # that stops coming, a peer that reads nothing (a handler running reads nothing: not counted).
+            http = type("Http", (_HttpConnection,), {"app": app, "timeout": limits.idle_timeout})
             http(connection, connection.getpeername(), server)  # handles requests until the connection closes
             return
-        with connection.makefile("rb") as rfile, connection.makefile("wb") as wfile:
+        activity = _Activity(handler)
+        if limits.idle_timeout is None:
+            rfile: Any = connection.makefile("rb")
+        else:
+            rfile = io.BufferedReader(_IdleReader(connection, activity, limits.idle_timeout))
+            # A peer that reads nothing for as long: the write fails (EAGAIN) and serve stops, instead of a
+            # writer blocked for ever, holding the connection's slot.
+            seconds, fraction = divmod(limits.idle_timeout, 1)
+            timeval = struct.pack("ll", int(seconds), int(fraction * 1_000_000))
+            connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
+        with rfile, connection.makefile("wb") as wfile:
             transport = rpcwire.StdioTransport(rfile, wfile, framing=framing)
-            rpcwire.serve(handler, transport, max_concurrency=max_concurrency)
-    except OSError:  # the peer went away (reset, broken pipe)
+            rpcwire.serve(activity, transport, max_concurrency=limits.max_concurrency)
+    except OSError:  # the peer went away (reset, broken pipe), or read nothing for the idle timeout
         pass
     finally:
         with contextlib.suppress(OSError):
@@ -369,9 +581,55 @@ def _serve_connection(connection: socket.socket, handler: Any, app: Any, address
         connection.close()
 
 
-def _serve_listen(handler: Any, host: str, port: int, max_concurrency: int) -> int:
+_STOP_GRACE = 5.0
+
+
+class _Connections:
+    """The connections served, a thread each: at most ``limit`` at once (with none free, the next connection
+    waits in the listening socket's backlog, not accepted), and each one ended when the server stops."""
+
+    def __init__(self, limit: int) -> None:
+        self._slots = threading.BoundedSemaphore(limit)
+        self._lock = threading.Lock()
+        self._live: dict[socket.socket, threading.Thread] = {}
+
+    def wait_for_a_slot(self) -> None:
+        self._slots.acquire()
+
+    def unused_slot(self) -> None:
+        self._slots.release()
+
+    def serve(self, connection: socket.socket, args: tuple[Any, ...]) -> None:
+        thread = threading.Thread(target=self._run, args=(connection, args), name="rpcwire-connection", daemon=True)
+        with self._lock:
+            self._live[connection] = thread
+        thread.start()
+
+    def _run(self, connection: socket.socket, args: tuple[Any, ...]) -> None:
+        try:
+            _serve_connection(connection, *args)
+        finally:
+            with self._lock:
+                self._live.pop(connection, None)
+            self._slots.release()
+
+    def stop(self, grace: float) -> bool:
+        """End every connection: no more input (the calls in flight still answered), then wait up to ``grace``
+        seconds for their threads; whether they all ended."""
+        with self._lock:
+            live = dict(self._live)
+        for connection in live:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RD)
+        deadline = time.monotonic() + grace
+        for thread in live.values():
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return not any(thread.is_alive() for thread in live.values())
+
+
+def _serve_listen(handler: Any, host: str, port: int, limits: _Limits, app: WSGIApp) -> int:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    app = WSGIApp(handler)
+    connections = _Connections(limits.max_connections)
     with socket.create_server((host, port), family=family, backlog=128) as listener:
         address = listener.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
@@ -380,18 +638,24 @@ def _serve_listen(handler: Any, host: str, port: int, max_concurrency: int) -> i
         signal.signal(signal.SIGTERM, _stop)
         with contextlib.suppress(KeyboardInterrupt, SystemExit):
             while True:
+                connections.wait_for_a_slot()
                 try:
                     connection, _ = listener.accept()
                 except OSError as exc:  # out of descriptors, or a connection reset before it was taken: go on
-                    logging.getLogger("rpcwire").warning("accept failed: %s", exc)
+                    connections.unused_slot()
+                    logger.warning("accept failed: %s", exc)
                     time.sleep(0.1)
                     continue
-                threading.Thread(
-                    target=_serve_connection,
-                    args=(connection, handler, app, address, max_concurrency),
-                    name="rpcwire-connection",
-                    daemon=True,
-                ).start()
+                connections.serve(connection, (handler, app, address, limits))
+    # The interpreter must not be finalized while a connection's thread may still wake in the native core: a
+    # thread that finds the interpreter gone ends by unwinding through its Rust frames, and the process aborts
+    # ("FATAL: exception not rethrown"). So every connection ends first; one that does not within the grace (a
+    # handler still running) is left, and the process exits without finalizing.
+    if not connections.stop(_STOP_GRACE):
+        logger.warning("--listen: calls still running %g s after the stop; exiting without them", _STOP_GRACE)
+        logging.shutdown()
+        sys.stderr.flush()
+        os._exit(0)
     return 0
 
 

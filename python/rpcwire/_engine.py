@@ -316,6 +316,9 @@ def _log_failure(request_id: Any, method: str, traceparent: str | None, exc: Bas
     """Log a handler's exception answered -32603 at ERROR with its traceback; the request's id, method and
     trace context are in the message and the record (``request_id``, ``method``, ``traceparent``). The native
     sequential loop and ``dispatch`` call it too, so that every mode logs the same record."""
+    context = _current.get(None)
+    if context is not None and context.id == request_id and context.method == method:
+        traceparent = context.traceparent  # the call's own context (over HTTP, its traceparent header wins)
     logger.error(
         "%s failed (id %r, traceparent %s); answered -32603 Internal error",
         method,
@@ -446,26 +449,37 @@ def _leave_signals_to_the_main_thread() -> None:
 
 
 class _Workers:
-    """N daemon threads running submitted calls; a stuck handler never keeps the process alive."""
+    """Up to N daemon threads running submitted calls; a stuck handler never keeps the process alive. A thread
+    starts when a call is submitted and none is idle, so that a server that never gets a request (an idle
+    ``--listen`` connection) holds none; once started, a thread stays until ``stop``."""
 
     def __init__(self, count: int) -> None:
         self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        self._threads = [
-            threading.Thread(target=self._work, name=f"rpcwire-worker-{i}", daemon=True) for i in range(count)
-        ]
-        for thread in self._threads:
-            thread.start()
+        self._count = count
+        self._started = 0
+        self._idle = 0  # started threads waiting for a job that no submitted job has claimed yet
+        self._lock = threading.Lock()
 
     def _work(self) -> None:
         _leave_signals_to_the_main_thread()
         while (job := self._jobs.get()) is not None:
             job()
+            with self._lock:
+                self._idle += 1
 
     def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            if self._idle:
+                self._idle -= 1
+            elif self._started < self._count:
+                self._started += 1
+                threading.Thread(target=self._work, name=f"rpcwire-worker-{self._started - 1}", daemon=True).start()
         self._jobs.put(job)
 
     def stop(self) -> None:
-        for _ in self._threads:
+        with self._lock:
+            started, self._count = self._started, 0  # none started after this
+        for _ in range(started):
             self._jobs.put(None)
 
 

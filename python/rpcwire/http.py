@@ -5,6 +5,8 @@ One POST carries one JSON text (a request, a notification or a batch) answered b
 - POST with ``application/json`` (or ``application/json-rpc``, ``application/jsonrequest``; parameters such
   as ``; charset=utf-8`` allowed): 200 ``application/json`` with the answer (JSON-RPC errors too);
 - only notifications: 204, no body;
+- a ``Host`` the server is not known by: 421 (``allowed_hosts``; default: a request that came over loopback
+  must name a loopback host, the DNS-rebinding defence);
 - another method: 405 with ``Allow: POST``;
 - an ``Origin`` header that is not allowed: 403 (default: only the server's own host and port);
 - another content type, or a ``charset`` other than UTF-8: 415;
@@ -16,9 +18,11 @@ One POST carries one JSON text (a request, a notification or a batch) answered b
 
 - A client that goes away mid-stream: the requests still running are cancelled (``current_request().cancelled``).
 
-The checks run in that order (405, 403, 415, 413/411). Mounting: ``WSGIApp`` is a WSGI application (gunicorn,
-granian, ``wsgiref``; in Flask, :func:`flask_view`), ``ASGIApp`` an ASGI one (uvicorn, granian; Starlette and
-FastAPI ``app.mount("/rpc", ASGIApp(handler))``); where a sync handler runs under ASGI: ``run_sync_inline``.
+The checks run in that order (421, 405, 403, 415, 413/411). Every handler call has a request context
+(``current_request()``), whose ``traceparent`` is the ``traceparent`` header's when it is valid, else
+``params._meta``'s. Mounting: ``WSGIApp`` is a WSGI application (gunicorn, granian, ``wsgiref``; in Flask,
+:func:`flask_view`), ``ASGIApp`` an ASGI one (uvicorn, granian; Starlette and FastAPI
+``app.mount("/rpc", ASGIApp(handler))``); where a sync handler runs under ASGI: ``run_sync_inline``.
 See README, "HTTP".
 
 The hot path (a small request, a sync handler, no events) costs a few µs over a constant reply, measured in
@@ -30,9 +34,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import inspect
 import io
+import ipaddress
 import queue
+import re
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any
@@ -47,6 +55,7 @@ from rpcwire._engine import (
     _current,
     _failure_answer,
     _result_answer,
+    _valid_traceparent,
     is_async_handler,
 )
 
@@ -92,6 +101,7 @@ _REASONS = {
     411: "Length Required",
     413: "Content Too Large",
     415: "Unsupported Media Type",
+    421: "Misdirected Request",
 }
 _STATUS_LINES = {status: f"{status} {reason}" for status, reason in _REASONS.items()}
 
@@ -107,6 +117,7 @@ def _refusal(status: int, text: str, headers: Headers | None = None) -> _Respons
 
 _METHOD_NOT_ALLOWED = _refusal(405, "405 Method Not Allowed: JSON-RPC takes POST", [("Allow", "POST")])
 _FORBIDDEN = _refusal(403, "403 Forbidden: origin not allowed")
+_MISDIRECTED = _refusal(421, "421 Misdirected Request: this server is not known by that Host (allowed_hosts)")
 _UNSUPPORTED = _refusal(415, "415 Unsupported Media Type: send application/json (UTF-8)")
 _BAD_LENGTH = _refusal(400, "400 Bad Request: invalid Content-Length")
 _LENGTH_REQUIRED = _refusal(411, "411 Length Required")
@@ -116,6 +127,116 @@ _NO_CONTENT = _Response(204)
 def _strip_default_port(netloc: str, scheme: str) -> str:
     default = _DEFAULT_PORTS.get(scheme)
     return netloc[: -len(default) - 1] if default and netloc.endswith(":" + default) else netloc
+
+
+# --- Host: the names the server is known by (DNS rebinding) ---------------------------------------------
+#
+# Under DNS rebinding a page of the attacker's site reaches a server on 127.0.0.1 under the attacker's own
+# name: the Origin and the Host are both that name, so the same-host Origin check passes. The Host is what
+# gives it away: a request that came over loopback must name a loopback host. The verdicts below are cached
+# (a few distinct values in practice; an lru_cache stays bounded whatever a client sends).
+
+
+def _split_host(host: str) -> tuple[str, str | None] | None:
+    """``(name, port)`` of a ``Host`` value (``name`` lowercased, an IPv6 literal without its brackets,
+    ``port`` ``None`` when absent), or ``None`` when it is not ``host[:port]``."""
+    host = host.strip(" \t").lower()
+    if host.startswith("["):
+        name, bracket, rest = host[1:].partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            return None
+        port: str | None = rest[1:] if rest else None
+    else:
+        name, colon, port = host.partition(":")
+        if not colon:
+            port = None
+    if not name or (port is not None and not (port.isdigit() and port.isascii())):
+        return None
+    return name, port
+
+
+@functools.lru_cache(maxsize=256)
+def _is_loopback(name: str) -> bool:
+    """Whether ``name`` (an address, ``localhost``, or a ``Host`` value with its port) is a loopback one."""
+    bare_ipv6 = not name.startswith("[") and name.count(":") > 1  # an address, never with a port
+    split = (name.lower(), None) if bare_ipv6 else _split_host(name)
+    if split is None:
+        return False
+    if split[0] == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(split[0])
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1, an IPv4 client of a dual-stack socket
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+_HOST_NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?")
+
+
+def _is_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+class _HostRule:
+    """One entry of ``allowed_hosts``: ``name`` (any port), ``name:port`` (that port only), ``*.domain``
+    (any name under ``domain``, not ``domain`` itself, any port), IPv6 literals in brackets (``[::1]:8000``)."""
+
+    __slots__ = ("name", "port", "subdomains")
+
+    def __init__(self, entry: str) -> None:
+        if not isinstance(entry, str):
+            raise TypeError(f"allowed_hosts holds str, not {type(entry).__name__}")
+        self.subdomains = entry.startswith("*.")
+        host = entry[2:] if self.subdomains else entry
+        split = _split_host(host)
+        if split is None or not (
+            (":" in split[0] and _is_address(split[0])) if host.startswith("[") else _HOST_NAME.fullmatch(split[0])
+        ):
+            raise ValueError(f"allowed_hosts: {entry!r} is not a host name, host:port, [IPv6]:port or *.domain")
+        self.name, self.port = split
+
+    def matches(self, name: str, port: str | None) -> bool:
+        if self.port is not None and port != self.port:
+            return False
+        return name.endswith("." + self.name) if self.subdomains else name == self.name
+
+
+class _Hosts:
+    """``allowed_hosts``: ``"auto"`` (a request that came over loopback, the server's or the client's address
+    a loopback one, must name a loopback host: ``localhost``, ``127.0.0.1``, ``[::1]``, any port; other requests
+    any host), a list of names (only those), or ``None``/``"*"`` (any)."""
+
+    def __init__(self, allowed_hosts: Iterable[str] | str | None) -> None:
+        self.any = allowed_hosts is None or allowed_hosts == "*"
+        self.auto = allowed_hosts == "auto"
+        self.rules: tuple[_HostRule, ...] = ()
+        if isinstance(allowed_hosts, str) and not (self.any or self.auto):
+            raise ValueError('allowed_hosts is a list of host names, "auto", "*" or None')
+        if not (self.any or self.auto):
+            assert allowed_hosts is not None and not isinstance(allowed_hosts, str)
+            self.rules = tuple(_HostRule(entry) for entry in allowed_hosts)
+            self._listed = functools.lru_cache(maxsize=256)(self._listed_uncached)
+
+    def allowed(self, host: str | None, server: str | None, client: str | None) -> bool:
+        """Whether a request with this ``Host`` (``None``: none sent), that came to the address ``server`` from
+        ``client`` (each ``None`` when unknown), may be answered."""
+        if self.any:
+            return True
+        if self.auto:
+            local = (server is not None and _is_loopback(server)) or (client is not None and _is_loopback(client))
+            # No Host at all: not a browser (which always sends one), so not a rebinding.
+            return not local or host is None or _is_loopback(host)
+        return host is not None and self._listed(host)
+
+    def _listed_uncached(self, host: str) -> bool:
+        split = _split_host(host)
+        return split is not None and any(rule.matches(*split) for rule in self.rules)
 
 
 class _Running:
@@ -141,13 +262,15 @@ class _Running:
 class _Endpoint:
     """What both applications do with a request's method and headers, and with its body."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0917  (internal: the two applications pass their keywords on)
         self,
         handler: Callable[[str, Any], Any],
         max_body_bytes: int,
         allowed_origins: Iterable[str] | str | None,
         max_depth: int,
         max_batch: int | None,
+        allowed_hosts: Iterable[str] | str | None,
+        expose_errors: bool,
     ) -> None:
         if not callable(handler):
             raise TypeError("handler must be callable")
@@ -161,6 +284,10 @@ class _Endpoint:
             raise ValueError('allowed_origins is a list of origins, "*" or None')
         else:
             self.allowed_origins = frozenset(allowed_origins)
+        self.hosts = _Hosts(allowed_hosts)
+        if not isinstance(expose_errors, bool):
+            raise TypeError(f"expose_errors must be a bool, not {type(expose_errors).__name__}")
+        self.expose_errors = expose_errors
         self.max_depth = max_depth
         self.max_batch = max_batch
         self.limits = {"max_message_bytes": max_body_bytes, "max_depth": max_depth, "max_batch": max_batch}
@@ -172,10 +299,21 @@ class _Endpoint:
         self._too_large = _refusal(413, f"413 Content Too Large: the body is limited to {max_body_bytes} bytes")
 
     def refuse(  # noqa: PLR0917  (on every request: positional, no keyword parsing)
-        self, method: str, scheme: str, content_type: str, length: str | None, origin: str | None, host: str | None
+        self,
+        method: str,
+        scheme: str,
+        content_type: str,
+        length: str | None,
+        origin: str | None,
+        host: str | None,
+        server: str | None,
+        client: str | None,
     ) -> _Response | None:
         """The response that refuses the request before its body is read, or ``None`` to go on. Only the headers
-        used are read, each ``None`` when absent: gathering every header into a dict cost 2 µs a request."""
+        used are read, each ``None`` when absent: gathering every header into a dict cost 2 µs a request.
+        ``server`` and ``client`` are the addresses the request came to and from (``None``: unknown)."""
+        if not self.hosts.allowed(host, server, client):
+            return _MISDIRECTED
         if method != "POST":
             return _METHOD_NOT_ALLOWED
         if origin is not None and not self.origin_allowed(origin, host, scheme):
@@ -211,15 +349,23 @@ class _Endpoint:
         fixed = self.fixed_async
         return getattr(self.handler, "rpcwire_async", False) is True if fixed is None else fixed
 
-    def dispatch(self, body: bytes) -> bytes | None:
-        # The limits as keywords, not **self.limits: 0.35 µs less a call (measured).
-        return dispatch(
-            body,
-            self.handler,
-            max_message_bytes=self.max_body_bytes,
-            max_depth=self.max_depth,
-            max_batch=self.max_batch,
-        )
+    def dispatch(self, body: bytes, traceparent: str | None, handler: Callable[[str, Any], Any]) -> bytes | None:
+        """``body`` answered by :func:`rpcwire.dispatch` with ``handler`` (``self.handler``, or one that refuses),
+        each call with a request context made only if it is asked for (:class:`_PlainCalls`)."""
+        calls = _PlainCalls(self, body, handler, traceparent)
+        try:
+            # The limits as keywords, not **self.limits: 0.35 µs less a call (measured).
+            return dispatch(
+                body,
+                calls,
+                max_message_bytes=self.max_body_bytes,
+                max_depth=self.max_depth,
+                max_batch=self.max_batch,
+                expose_errors=self.expose_errors,
+            )
+        finally:
+            if calls.token is not None:
+                _current.reset(calls.token)
 
     # --- with a request context per request (server-sent events, async handlers) ---
 
@@ -230,23 +376,25 @@ class _Endpoint:
         transport = StdioTransport(io.BytesIO(body.replace(b"\n", b"\r")), sink, **self.limits)
         return transport, transport._read_message()
 
-    def run_streamed(self, body: bytes, emit: Callable[[str, Any], None], running: _Running) -> None:
+    def run_streamed(
+        self, body: bytes, emit: Callable[[str, Any], None], running: _Running, traceparent: str | None
+    ) -> None:
         """On a worker thread: answer ``body`` with a request context per request (each added to ``running``
         as it starts, for a client that goes away to cancel), ``emit(_EVENT, line)`` for each notification
         the handler writes (progress), then ``emit(_ANSWERED, answer or None)``, or ``emit(_FAILED, exception)``
-        for a ``BaseException`` that is not answered."""
+        for a ``BaseException`` that is not answered. ``traceparent``: the header's, valid, or ``None``."""
         try:
             transport, message = self._open(body, _EventSink(emit))
             if message is None:  # a blank body: dispatch's -32600
-                answer = dispatch(body, self.handler, **self.limits)
+                answer = dispatch(body, self.handler, **self.limits, expose_errors=self.expose_errors)
             elif isinstance(message, bytes):
                 answer = message
             else:
 
                 def call(request: Request) -> bytes | None:
-                    context = RequestContext(request, transport)
+                    context = _context(request, transport, traceparent)
                     running.add(context)
-                    return _call(transport, request, self.handler, context)
+                    return _call(transport, request, self.handler, context, expose_errors=self.expose_errors)
 
                 if isinstance(message, Request):
                     answer = call(message)
@@ -257,23 +405,27 @@ class _Endpoint:
         else:
             emit(_ANSWERED, answer)
 
-    async def answer_async(self, body: bytes, sink: Any, running: _Running | None = None) -> bytes | None:
+    async def answer_async(
+        self, body: bytes, sink: Any, traceparent: str | None, running: _Running | None = None
+    ) -> bytes | None:
         """On the loop: answer ``body`` with an async handler, awaited here (no thread), a request context per
         request (added to ``running``, its ``_task`` this task, which a cancellation cancels), each notification
         written into ``sink``. The same bytes as ``dispatch``: the same core reads the body and builds them."""
         transport, message = self._open(body, sink)
         if message is None:
-            return dispatch(body, self.handler, **self.limits)
+            return dispatch(body, self.handler, **self.limits, expose_errors=self.expose_errors)
         if isinstance(message, bytes):
             return message
         if isinstance(message, Request):
-            return await self._call_async(transport, message, running)
+            return await self._call_async(transport, message, running, traceparent)
         return _batch_line(
-            [e if isinstance(e, bytes) else await self._call_async(transport, e, running) for e in message]
+            [e if isinstance(e, bytes) else await self._call_async(transport, e, running, traceparent) for e in message]
         )
 
-    async def _call_async(self, transport: Any, request: Request, running: _Running | None) -> bytes | None:
-        context = RequestContext(request, transport)
+    async def _call_async(
+        self, transport: Any, request: Request, running: _Running | None, traceparent: str | None
+    ) -> bytes | None:
+        context = _context(request, transport, traceparent)
         if running is not None:
             running.add(context)
         if context.cancelled:  # the client went away before this request of its batch started
@@ -285,10 +437,104 @@ class _Endpoint:
             if inspect.isawaitable(result):
                 result = await result
         except (Exception, asyncio.CancelledError) as exc:
-            return _failure_answer(transport, request, context, exc)
+            return _failure_answer(transport, request, context, exc, expose_errors=self.expose_errors)
         finally:
             _current.reset(token)
-        return _result_answer(transport, request, context, result)
+        return _result_answer(transport, request, context, result, expose_errors=self.expose_errors)
+
+
+def _context(request: Request, transport: Any, traceparent: str | None) -> RequestContext:
+    """A request's context; the ``traceparent`` header, when valid, wins over ``params._meta.traceparent``."""
+    context = RequestContext(request, transport)
+    if traceparent is not None:
+        context._traceparent = traceparent
+    return context
+
+
+def _header_traceparent(value: str | None) -> str | None:
+    return None if value is None else _valid_traceparent(value.strip(" \t"))
+
+
+def _async_refused(method: str, params: Any) -> Any:
+    """The handler of a ``WSGIApp`` whose handler became async after the app was made: each call -32603, logged
+    with this exception by the core, as every -32603 is."""
+    raise TypeError(_ASYNC_REFUSED)
+
+
+_ASYNC_REFUSED = (
+    "WSGIApp calls its handler synchronously, and the handler is async now (an rpcwire.methods registry that "
+    "gained an async def function after the app was made): serve it with ASGIApp"
+)
+
+
+class _PlainCalls:
+    """The handler ``dispatch`` calls for one body on the plain path: each call runs with a request context
+    (``current_request()``) that is made only if it is asked for. Making one costs the body read again by the
+    core (about 8 µs: a transport, then the message), 4 times the rest of a small request, so a call only
+    sets a :class:`_LazyContext` that knows which call it is (``dispatch`` calls the handler for each valid
+    request of the body, in order) and reads the body on the first look inside."""
+
+    __slots__ = ("_body", "_calls", "_endpoint", "_handler", "_requests", "token", "traceparent", "transport")
+
+    def __init__(
+        self, endpoint: _Endpoint, body: bytes, handler: Callable[[str, Any], Any], traceparent: str | None
+    ) -> None:
+        self._endpoint = endpoint
+        self._body = body
+        self._handler = handler
+        self.traceparent = traceparent
+        self._calls = 0
+        self._requests: list[Request] | None = None
+        self.transport: Any = None
+        self.token: contextvars.Token[RequestContext] | None = None  # reset by _Endpoint.dispatch at the end
+
+    def __call__(self, method: str, params: Any) -> Any:
+        context = _LazyContext.__new__(_LazyContext)
+        context._plain = self
+        context._index = self._calls
+        self._calls += 1
+        # Left set after the call, until the next one (or the end of the body): the core logs a call's failure
+        # once it has returned, and the log record takes its trace context from the context (_TraceFilter).
+        token = _current.set(context)
+        if self.token is None:
+            self.token = token
+        try:
+            return self._handler(method, params)
+        finally:
+            if context._index < 0:  # made: LSP's progress "end" (written nowhere) and nothing after it
+                context._finish()
+
+    def request(self, index: int) -> Request:
+        if self._requests is None:
+            self.transport, message = self._endpoint._open(self._body, _Discard())
+            self._requests = (
+                [message] if isinstance(message, Request) else [e for e in message if isinstance(e, Request)]
+            )
+        return self._requests[index]
+
+
+class _LazyContext(RequestContext):
+    """A :class:`RequestContext` whose slots are filled on the first read of one (``__getattr__`` runs only for
+    an attribute not found, here an unset slot of the base class): from the request the ``_index``-th call
+    is serving. ``_index`` is then ``-1``. Its notifications go nowhere (no server-sent events)."""
+
+    __slots__ = ("_index", "_plain")
+
+    _plain: _PlainCalls
+    _index: int
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in _CONTEXT_SLOTS or self._index < 0:
+            raise AttributeError(name)
+        calls = self._plain
+        RequestContext.__init__(self, calls.request(self._index), calls.transport)
+        if calls.traceparent is not None:
+            self._traceparent = calls.traceparent
+        self._index = -1
+        return object.__getattribute__(self, name)
+
+
+_CONTEXT_SLOTS = frozenset(RequestContext.__slots__)
 
 
 def _answered(answer: bytes | None) -> _Response:
@@ -353,8 +599,17 @@ class WSGIApp:
 
     ``max_body_bytes`` (default 16 MiB) bounds a body, and is passed to ``dispatch`` as ``max_message_bytes``;
     ``allowed_origins``: ``None`` (same host only), ``"*"``, or a list of exact origins
-    (``"https://app.example"``). ``max_depth`` and ``max_batch`` as for ``dispatch``. The handler is called on
-    the server's thread, as ``dispatch`` calls it (no request context).
+    (``"https://app.example"``). ``allowed_hosts``: the names the server is known by, checked against the
+    ``Host`` header (421 otherwise): ``"auto"`` (the default: a request that came over loopback must name a
+    loopback host, ``localhost``, ``127.0.0.1`` or ``[::1]``, any port; other requests any host), a list
+    (``["rpc.example.com", "*.example.com", "localhost:8000"]``: only those), or ``None``/``"*"`` (any: behind
+    a proxy that checks it). ``max_depth`` and ``max_batch`` as for ``dispatch``. ``expose_errors=False``: a
+    handler's unexpected exception is answered -32603 "Internal error" with no ``data`` (any client would read
+    its class and text otherwise); it is logged on the server either way, with its traceback (logger
+    ``rpcwire``). The handler is called on the server's thread, as ``dispatch`` calls it, with a request
+    context (``current_request()``; its notifications go nowhere without server-sent events). A handler that
+    is async when the app is made is a ``TypeError``; one that becomes async later (an ``rpcwire.methods``
+    registry that gains an ``async def`` function) is refused at each call: -32603, logged.
     """
 
     def __init__(
@@ -363,28 +618,28 @@ class WSGIApp:
         *,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         allowed_origins: Iterable[str] | str | None = None,
+        allowed_hosts: Iterable[str] | str | None = "auto",
         max_depth: int = DEFAULT_MAX_DEPTH,
         max_batch: int | None = DEFAULT_MAX_BATCH,
+        expose_errors: bool = False,
     ) -> None:
         if is_async_handler(handler):
             raise TypeError("WSGIApp calls its handler synchronously: use ASGIApp for an async handler")
-        self._endpoint = _Endpoint(handler, max_body_bytes, allowed_origins, max_depth, max_batch)
+        self._endpoint = _Endpoint(
+            handler, max_body_bytes, allowed_origins, max_depth, max_batch, allowed_hosts, expose_errors
+        )
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         read = self._read(environ)
         if isinstance(read, _Response):
             response = read
-        elif _wants_events(read[1]):
-            return self._events(read[0], start_response)
+        elif _wants_events(read[1]) and not self._endpoint.is_async():
+            return self._events(read[0], start_response, read[2])
         else:
             endpoint = self._endpoint
-            answer = dispatch(
-                read[0],
-                endpoint.handler,
-                max_message_bytes=endpoint.max_body_bytes,
-                max_depth=endpoint.max_depth,
-                max_batch=endpoint.max_batch,
-            )
+            # Asked at each call: a registry made before its functions may gain an async one later.
+            handler = _async_refused if endpoint.is_async() else endpoint.handler
+            answer = endpoint.dispatch(read[0], read[2], handler)
             if answer is None:
                 start_response("204 No Content", [])
                 return []
@@ -393,14 +648,14 @@ class WSGIApp:
         start_response(_STATUS_LINES[response.status], list(response.headers))  # a refusal's are shared
         return [response.body] if response.body else []
 
-    def _events(self, body: bytes, start_response: Callable[..., Any]) -> Iterable[bytes]:
+    def _events(self, body: bytes, start_response: Callable[..., Any], traceparent: str | None) -> Iterable[bytes]:
         """``run_streamed`` on a thread of its own: the events as they come once a notification came first,
         else the plain response."""
         items: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         running = _Running()
         thread = threading.Thread(
             target=self._endpoint.run_streamed,
-            args=(body, lambda kind, value: items.put((kind, value)), running),
+            args=(body, lambda kind, value: items.put((kind, value)), running, traceparent),
             name="rpcwire-http-events",
             daemon=True,
         )
@@ -415,7 +670,8 @@ class WSGIApp:
         start_response("200 OK", _EVENT_HEADERS)  # progress came first: the answer is streamed
         return _event_stream(value, items, running)
 
-    def _read(self, environ: dict[str, Any]) -> _Response | tuple[bytes, str | None]:
+    def _read(self, environ: dict[str, Any]) -> _Response | tuple[bytes, str | None, str | None]:
+        """The body, the ``Accept`` header and the valid ``traceparent`` header, or the refusal."""
         get = environ.get
         length = get("CONTENT_LENGTH") or None  # wsgiref gives "" for none
         host = get("HTTP_HOST")
@@ -431,6 +687,8 @@ class WSGIApp:
             length,
             get("HTTP_ORIGIN"),
             host,
+            get("SERVER_NAME"),
+            get("REMOTE_ADDR"),
         )
         if refusal is not None:
             return refusal
@@ -448,7 +706,7 @@ class WSGIApp:
             body = b"".join(chunks)
         else:  # PEP 3333: without a length the input may not be read
             return _LENGTH_REQUIRED
-        return body, get("HTTP_ACCEPT")
+        return body, get("HTTP_ACCEPT"), _header_traceparent(get("HTTP_TRACEPARENT"))
 
 
 def _event_stream(first: bytes, items: queue.SimpleQueue[tuple[str, Any]], running: _Running) -> Iterator[bytes]:
@@ -511,9 +769,9 @@ class ASGIApp:
     thread hop per request (tens to hundreds of µs on a busy machine: ``make bench-http``);
     ``run_sync_inline=True`` calls it on the loop itself, for handlers that never block (pure computation,
     in-memory look-ups): the loop serves nothing else while one runs. An ``async def`` handler (or
-    ``rpcwire.methods`` holding one) is awaited on the loop, with no thread, and has a request context
-    (``current_request()``; its notifications go nowhere without server-sent events). Lifespan events are
-    acknowledged; other scope types are refused.
+    ``rpcwire.methods`` holding one, asked at each request) is awaited on the loop, with no thread. Every call
+    has a request context (``current_request()``; its notifications go nowhere without server-sent events).
+    Lifespan events are acknowledged; other scope types are refused.
     """
 
     def __init__(
@@ -522,11 +780,15 @@ class ASGIApp:
         *,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         allowed_origins: Iterable[str] | str | None = None,
+        allowed_hosts: Iterable[str] | str | None = "auto",
         max_depth: int = DEFAULT_MAX_DEPTH,
         max_batch: int | None = DEFAULT_MAX_BATCH,
         run_sync_inline: bool = False,
+        expose_errors: bool = False,
     ) -> None:
-        self._endpoint = _Endpoint(handler, max_body_bytes, allowed_origins, max_depth, max_batch)
+        self._endpoint = _Endpoint(
+            handler, max_body_bytes, allowed_origins, max_depth, max_batch, allowed_hosts, expose_errors
+        )
         if not isinstance(run_sync_inline, bool):
             raise TypeError(f"run_sync_inline must be a bool, not {type(run_sync_inline).__name__}")
         self._inline = run_sync_inline
@@ -545,7 +807,7 @@ class ASGIApp:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
             raise ValueError(f"rpcwire.http.ASGIApp serves HTTP, not {scope['type']!r}")
-        refusal, accept = self._check(scope)
+        refusal, accept, traceparent = self._check(scope)
         if refusal is None:
             message = await receive()  # most bodies come whole, in one message (no coroutine in between)
             if message["type"] == "http.request" and not message.get("more_body", False):
@@ -566,16 +828,16 @@ class ASGIApp:
         endpoint = self._endpoint
         is_async = endpoint.is_async()
         if _wants_events(accept):
-            streamed = await self._stream(body, send, receive, is_async)
+            streamed = await self._stream(body, send, receive, is_async, traceparent)
             if streamed is not None:
                 await _send(streamed, send)
             return
         if is_async:
-            answer = await endpoint.answer_async(body, _Discard())
+            answer = await endpoint.answer_async(body, _Discard(), traceparent)
         elif self._inline:
-            answer = endpoint.dispatch(body)
+            answer = endpoint.dispatch(body, traceparent, endpoint.handler)
         else:
-            answer = await asyncio.to_thread(endpoint.dispatch, body)
+            answer = await asyncio.to_thread(endpoint.dispatch, body, traceparent, endpoint.handler)
         if answer is None:
             await send({"type": "http.response.start", "status": 204, "headers": []})
             await send({"type": "http.response.body", "body": b""})
@@ -590,6 +852,7 @@ class ASGIApp:
         send: Callable[[dict[str, Any]], Awaitable[None]],
         receive: Callable[[], Awaitable[dict[str, Any]]],
         is_async: bool,
+        traceparent: str | None,
     ) -> _Response | None:
         """With ``Accept: text/event-stream``: if a notification comes before the answer, send the events as
         they come (``None``: done); else the plain response to send. A client that goes away (``http.disconnect``,
@@ -601,7 +864,7 @@ class ASGIApp:
         endpoint = self._endpoint
         worker: asyncio.Future[Any]
         if is_async:
-            worker = loop.create_task(_run_async(endpoint, body, items.put_nowait, running))
+            worker = loop.create_task(_run_async(endpoint, body, items.put_nowait, running, traceparent))
         else:
 
             def emit(kind: str, value: Any) -> None:
@@ -609,7 +872,7 @@ class ASGIApp:
                     loop.call_soon_threadsafe(items.put_nowait, (kind, value))
 
             # On a thread even with run_sync_inline: the events go out while the handler runs.
-            worker = asyncio.ensure_future(asyncio.to_thread(endpoint.run_streamed, body, emit, running))
+            worker = asyncio.ensure_future(asyncio.to_thread(endpoint.run_streamed, body, emit, running, traceparent))
         gone = loop.create_task(_disconnected(receive))
         started = False
         try:
@@ -641,8 +904,9 @@ class ASGIApp:
                 running.stop()
             await asyncio.gather(worker, return_exceptions=True)
 
-    def _check(self, scope: dict[str, Any]) -> tuple[_Response | None, str | None]:
-        """The refusal before the body is read (or ``None``), and the ``Accept`` header."""
+    def _check(self, scope: dict[str, Any]) -> tuple[_Response | None, str | None, str | None]:
+        """The refusal before the body is read (or ``None``), the ``Accept`` header, and the ``traceparent``
+        header when it is valid."""
         found: dict[bytes, str] = {}
         for name, value in scope["headers"]:
             if name not in _ASGI_WANTED:  # servers lowercase the names (ASGI: "should"); else look again
@@ -654,6 +918,7 @@ class ASGIApp:
             text = value.decode("latin-1")
             found[name] = f"{found[name]},{text}" if name in found else text
         length = found.get(b"content-length")
+        server, client = scope.get("server"), scope.get("client")
         refusal = self._endpoint.refuse(
             scope.get("method", "GET"),
             scope.get("scheme", "http"),
@@ -661,8 +926,10 @@ class ASGIApp:
             None if length is None else length.strip(),
             found.get(b"origin"),
             found.get(b"host"),
+            None if server is None else server[0],
+            None if client is None else client[0],
         )
-        return refusal, found.get(b"accept")
+        return refusal, found.get(b"accept"), _header_traceparent(found.get(b"traceparent"))
 
     async def _read_more(
         self, message: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]]
@@ -683,7 +950,7 @@ class ASGIApp:
             message = await receive()
 
 
-_ASGI_WANTED = frozenset({b"content-type", b"content-length", b"origin", b"host", b"accept"})
+_ASGI_WANTED = frozenset({b"content-type", b"content-length", b"origin", b"host", b"accept", b"traceparent"})
 _ASGI_EVENT_HEADERS = [(name.lower().encode(), value.encode()) for name, value in _EVENT_HEADERS]
 
 
@@ -696,11 +963,16 @@ async def _send(response: _Response, send: Callable[[dict[str, Any]], Awaitable[
 
 
 async def _run_async(
-    endpoint: _Endpoint, body: bytes, put: Callable[[tuple[str, Any]], None], running: _Running
+    endpoint: _Endpoint,
+    body: bytes,
+    put: Callable[[tuple[str, Any]], None],
+    running: _Running,
+    traceparent: str | None,
 ) -> None:
     """``run_streamed`` for an async handler, as a task on the loop."""
     try:
-        answer = await endpoint.answer_async(body, _EventSink(lambda kind, value: put((kind, value))), running)
+        sink = _EventSink(lambda kind, value: put((kind, value)))
+        answer = await endpoint.answer_async(body, sink, traceparent, running)
     except BaseException as exc:  # raised again by _stream, if it still listens
         put((_FAILED, exc))
     else:
