@@ -15,6 +15,8 @@ import contextlib
 import json
 import re
 import socket
+import ssl
+import subprocess
 import sys
 import threading
 import time
@@ -41,8 +43,9 @@ class RawServer:
     read another request on the connection. Counts connections (``accepted``, ``open``, ``peak``), keeps
     each request's head, and ``executed[n]`` for the requests a ``respond`` counts as run."""
 
-    def __init__(self, respond: Respond, host: str = "127.0.0.1") -> None:
+    def __init__(self, respond: Respond, host: str = "127.0.0.1", tls: ssl.SSLContext | None = None) -> None:
         self.respond = respond
+        self.tls = tls
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.listener = socket.socket(family, socket.SOCK_STREAM)
         self.listener.bind((host, 0))
@@ -104,7 +107,16 @@ class RawServer:
 
     def _serve(self, conn: socket.socket) -> None:
         conn.settimeout(BOUND)
-        reader = conn.makefile("rb")
+        try:
+            if self.tls is not None:
+                conn = self.tls.wrap_socket(conn, server_side=True)
+            reader = conn.makefile("rb")
+        except OSError:
+            conn.close()
+            with self.changed:
+                self.open -= 1
+                self.changed.notify_all()
+            return
         try:
             while not self.stopping:
                 head = b""
@@ -251,6 +263,98 @@ def echo(server: RawServer, conn: socket.socket, head: bytes, reader: BinaryIO) 
         server.executed[message["params"]["n"]] += 1
     send_json(conn, answer(message))
     return True
+
+
+# --- HTTP/1.1 as servers write it -----------------------------------------------------------------------
+
+
+def framed(framing: str, body: bytes) -> tuple[bytes, bool]:
+    """An answer in ``framing``, and whether the connection stays open after it."""
+    json_head = b"Content-Type: application/json\r\n"
+    if framing == "length":
+        return b"HTTP/1.1 200 OK\r\n%sContent-Length: %d\r\n\r\n%s" % (json_head, len(body), body), True
+    if framing == "chunked":
+        half = len(body) // 2
+        chunks = b"%x;ext=1\r\n%s\r\n%x\r\n%s\r\n0\r\nX-Trailer: 1\r\n\r\n" % (
+            half,
+            body[:half],
+            len(body) - half,
+            body[half:],
+        )
+        return b"HTTP/1.1 200 OK\r\n%sTransfer-Encoding: chunked\r\n\r\n%s" % (json_head, chunks), True
+    if framing == "continue":
+        interim = b"HTTP/1.1 100 Continue\r\n\r\n"
+        return interim + b"HTTP/1.1 200 OK\r\n%sContent-Length: %d\r\n\r\n%s" % (json_head, len(body), body), True
+    if framing == "connection-close":
+        head = b"HTTP/1.1 200 OK\r\n%sConnection: close\r\nContent-Length: %d\r\n\r\n" % (json_head, len(body))
+        return head + body, False
+    if framing == "http/1.0":
+        return b"HTTP/1.0 200 OK\r\n%s\r\n%s" % (json_head, body), False
+    assert framing == "events-until-close"
+    event = b"event: message\r\ndata: " + body + b"\r\n\r\n"
+    return b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + event, False
+
+
+@BOTH
+@pytest.mark.parametrize(
+    "framing", ["length", "chunked", "continue", "connection-close", "http/1.0", "events-until-close"]
+)
+def test_every_framing_of_an_answer_in_small_pieces(impl: ModuleType, kind: str, framing: str) -> None:
+    def respond(server: RawServer, conn: socket.socket, head: bytes, reader: BinaryIO) -> bool:
+        response, keep = framed(framing, compact(answer(read_body(head, reader))))
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for start in range(0, len(response), 7):
+            conn.sendall(response[start : start + 7])
+            time.sleep(0.001)
+        return keep
+
+    with RawServer(respond) as server, http_client(impl, kind, server.url(), timeout=BOUND) as client:
+        assert client.call("echo", {"n": 1}) == 1
+        if not framing.endswith("close") and framing != "http/1.0":
+            assert client.call("echo", {"n": 2}) == 2
+            assert server.accepted == 1  # kept alive
+        else:
+            assert server.wait(lambda: server.open == 0)
+            assert client.call("echo", {"n": 2}) == 2
+            assert server.accepted == 2
+
+
+@BOTH
+@pytest.mark.parametrize(
+    "response",
+    [b"HTTP/1.1 2xx OK\r\n\r\n", b"SSH-2.0-OpenSSH\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n"],
+)
+def test_a_malformed_answer_raises(impl: ModuleType, kind: str, response: bytes) -> None:
+    def respond(server: RawServer, conn: socket.socket, head: bytes, reader: BinaryIO) -> bool:
+        read_body(head, reader)
+        conn.sendall(response)
+        client_gone(conn, 10)
+        return False
+
+    with (
+        RawServer(respond) as server,
+        http_client(impl, kind, server.url(), timeout=BOUND) as client,
+        pytest.raises(ConnectionError, match="malformed"),
+    ):
+        client.call("echo", {"n": 1})
+
+
+@BOTH
+def test_a_refusal_raises_http_error_and_keeps_the_connection(impl: ModuleType, kind: str) -> None:
+    def respond(server: RawServer, conn: socket.socket, head: bytes, reader: BinaryIO) -> bool:
+        message = read_body(head, reader)
+        if message["method"] == "refused":
+            conn.sendall(b"HTTP/1.1 415 Unsupported Media Type\r\nContent-Length: 4\r\n\r\nnope")
+        else:
+            send_json(conn, answer(message))
+        return True
+
+    with RawServer(respond) as server, http_client(impl, kind, server.url(), timeout=BOUND) as client:
+        with pytest.raises(rpcwire.HttpError) as refused:
+            client.call("refused", {"n": 1})
+        assert (refused.value.status, refused.value.body) == (415, b"nope")
+        assert client.call("echo", {"n": 2}) == 2
+        assert server.accepted == 1
 
 
 # --- a bounded pool --------------------------------------------------------------------------------------
@@ -480,6 +584,36 @@ def test_a_batch_the_server_may_have_run_is_never_sent_again(impl: ModuleType, k
         with pytest.raises(ConnectionError):
             client.batch([("echo", {"n": 1}), ("echo", {"n": 2})])
         assert server.executed == {0: 1, 1: 1, 2: 1}
+
+
+# --- https ----------------------------------------------------------------------------------------------
+
+
+def test_https_with_the_default_trust_store(impl: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A self-signed certificate for 127.0.0.1, trusted through ``SSL_CERT_FILE`` (which the default context
+    reads); the connection is kept alive between calls."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    try:
+        request = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
+        subprocess.run(
+            ["openssl", *request, "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):
+        pytest.skip("no openssl command to make a certificate with")
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(cert, key)
+    with RawServer(echo, tls=tls) as server:
+        url = server.url().replace("http:", "https:")
+        with impl.HttpClient(url, timeout=BOUND) as client:
+            assert [client.call("echo", {"n": n}) for n in range(3)] == [0, 1, 2]
+        assert server.accepted == 1
+        monkeypatch.delenv("SSL_CERT_FILE")
+        with impl.HttpClient(url, timeout=BOUND) as untrusting, pytest.raises(ssl.SSLCertVerificationError):
+            untrusting.call("echo", {"n": 1})
 
 
 # --- Host for an IPv6 literal ----------------------------------------------------------------------------

@@ -294,7 +294,7 @@ class _Reply:
         self.stream = status == 200 and _is_event_stream(headers.get("content-type"))
         self._parts: list[bytes] = []
         self._size = 0
-        self._line = b""  # an event-stream line begun and not ended yet
+        self._line: list[bytes] = []  # the event-stream line begun and not ended yet, in pieces
         self._events = _Events()
         self._answers: _Answers = {}
         self.answered = False
@@ -307,7 +307,14 @@ class _Reply:
                 self._parts.append(data)
                 self._size += len(data)
             return
-        *lines, self._line = (self._line + data).split(b"\n")
+        if b"\n" not in data:  # a long line in many pieces is joined once, at its end
+            self._line.append(data)
+            return
+        lines = data.split(b"\n")
+        if self._line:
+            lines[0] = b"".join([*self._line, lines[0]])
+        tail = lines.pop()
+        self._line = [tail] if tail else []
         for line in lines:
             if (event := self._events.line(line)) is not None:
                 self._event(event)
@@ -328,7 +335,7 @@ class _Reply:
         if not self.stream:
             return self._peer._answers(b"".join(self._parts))[0]
         if not self.answered:
-            for line in (self._line, b""):
+            for line in (b"".join(self._line), b""):
                 if (event := self._events.line(line)) is not None:
                     self._event(event)
         return self._answers
