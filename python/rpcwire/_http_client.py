@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import http.client
 import logging
 import select
 import socket
@@ -135,7 +134,7 @@ class _ResponseReader:
         if self.done:
             return b""
         if self._state == "status" and not self._buffer and not self._head_bytes:
-            raise http.client.RemoteDisconnected("the server closed the connection without answering")
+            raise ConnectionError("the server closed the connection without answering")
         raise ConnectionError("the server closed the connection in the middle of its answer")
 
     def _line(self) -> bytes | None:
@@ -158,12 +157,11 @@ class _ResponseReader:
             del self._buffer[: len(take)]
             self._left -= len(take)
             body.append(take)
-            if self._left:
-                pass
-            elif state == "length":
-                self._finish()
-            else:
-                self._to("chunk-end")
+            if not self._left:
+                if state == "length":
+                    self._finish()
+                else:
+                    self._state = "chunk-end"
             return True
         if state == "close":
             if self._buffer:
@@ -187,23 +185,17 @@ class _ResponseReader:
                 self._end_of_head()
         elif state == "chunk-size":
             size = line.split(b";")[0].strip()
-            try:
-                self._left = int(size, 16)
-            except ValueError:
-                raise ConnectionError(f"a malformed HTTP response: chunk size {size[:40]!r}") from None
-            if self._left < 0:
-                raise ConnectionError("a malformed HTTP response: a negative chunk size")
-            self._to("chunk" if self._left else "trailers")
+            if not 0 < len(size) <= 16 or size.translate(None, b"0123456789abcdefABCDEF"):
+                raise ConnectionError(f"a malformed HTTP response: chunk size {size[:40]!r}")
+            self._left = int(size, 16)
+            self._state = "chunk" if self._left else "trailers"
         elif state == "chunk-end":
             if line:
                 raise ConnectionError("a malformed HTTP response: a chunk longer than its size")
-            self._to("chunk-size")
+            self._state = "chunk-size"
         elif state == "trailers" and not line:
             self._finish()
         return True
-
-    def _to(self, state: str) -> None:
-        self._state = state
 
     def _finish(self) -> None:
         self._state, self.done = "done", True
@@ -217,7 +209,7 @@ class _ResponseReader:
         self._version, self.status, self.reason = parts[0], int(parts[1]), (parts[2] if len(parts) > 2 else "")
         self._head_bytes += len(line) + 2
         self.headers = {}
-        self._to("headers")
+        self._state = "headers"
 
     def _header(self, line: bytes) -> None:
         name, colon, value = line.decode("latin-1").partition(":")
@@ -229,7 +221,7 @@ class _ResponseReader:
     def _end_of_head(self) -> None:
         if 100 <= self.status < 200:  # an interim response (100 Continue, 103 Early Hints): the real one follows
             self._head_bytes = 0
-            self._to("status")
+            self._state = "status"
             return
         self.head = True
         codings = [c.strip().lower() for c in self.headers.get("transfer-encoding", "").split(",") if c.strip()]
@@ -237,20 +229,20 @@ class _ResponseReader:
             self._finish()
         elif codings:
             if codings[-1] != "chunked":
-                self._to("close")  # RFC 9112 §6.3: a coding other than chunked last: read until the close
+                self._state = "close"  # RFC 9112 §6.3: a coding other than chunked last: read until the close
             else:
-                self._to("chunk-size")
+                self._state = "chunk-size"
         elif "content-length" in self.headers:
             values = {v.strip() for v in self.headers["content-length"].split(",")}
-            if len(values) != 1 or not (value := values.pop()).isdigit():
+            if len(values) != 1 or not ((value := values.pop()).isascii() and value.isdigit()):
                 raise ConnectionError(f"a malformed HTTP response: Content-Length {self.headers['content-length']!r}")
             self._left = int(value)
             if self._left:
-                self._to("length")
+                self._state = "length"
             else:
                 self._finish()
         else:
-            self._to("close")
+            self._state = "close"
 
 
 # --- what a POST's answer says ---------------------------------------------------------------------------
@@ -354,8 +346,6 @@ class _Exchange:
     def feed(self, data: bytes) -> bool:
         try:
             body = self._response.feed(data) if data else self._response.end()
-        except http.client.RemoteDisconnected:
-            raise _sent_but_unanswered("the server closed the connection without answering") from None
         except ConnectionError as exc:
             raise _sent_but_unanswered(str(exc)) from None
         response = self._response
