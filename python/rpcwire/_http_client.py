@@ -626,9 +626,9 @@ class HttpClient(_HttpPeer):
 
     def _exchange(self, request: bytes, ids: list[int], deadline: float | None) -> _Answers:
         for _ in range(self._max_connections + 1):  # each stale connection found is closed: bounded
-            taken = self._pool.take(deadline)
             connection: _Connection | None = None
             keep = False
+            taken = self._pool.take(deadline)  # a place reserved: given back in the finally below
             try:
                 connection = _Connection(self._connect(deadline), taken) if isinstance(taken, int) else taken
                 try:
