@@ -1,24 +1,45 @@
 """The HTTP clients: JSON-RPC over HTTP POST (``rpcwire.http``'s apps, or any server of the same convention).
 
-Sync over the standard library's ``http.client`` (one keep-alive connection per thread, so calls from
-many threads run at once), async over asyncio streams (a pool of keep-alive connections). Each call is
-one POST; a call with ``on_progress`` also accepts ``text/event-stream`` and reads the events as they
-arrive (each notification goes to its callbacks, the answer ends the stream). Requests are encoded and
-answers classified by the same core as the stream clients (``_encode_request``, ``_parse_incoming``).
+Both speak HTTP/1.1 themselves: one response reader without I/O (:class:`_ResponseReader`: bytes in; the
+status, the headers and the body's bytes out) and one reader of what a body says (:class:`_Reply`: the
+answers, the notifications of an event stream), under the sync client's blocking sockets and the async
+client's asyncio streams alike. Each client keeps a bounded pool of keep-alive connections
+(``max_connections``, 16 by default). Each call is one POST; a call with ``on_progress`` also accepts
+``text/event-stream`` and reads the events as they arrive. Requests are encoded and answers classified by
+the same core as the stream clients (``_encode_request``, ``_parse_incoming``).
 
-On a timeout the connection is closed (the server sees the client go; an rpcwire app stops sending) and
-``TimeoutError`` is raised. A status other than 200/202/204 raises :class:`HttpError`.
+The rules both follow (docs/semantics.md, "The HTTP clients"):
+
+- **A timeout is a deadline** for the whole call: waiting for a free connection, connecting, writing, the
+  status and headers, the whole body or event stream. Every blocking step waits at most what is left of
+  it. On expiry the connection is closed (the server sees the client go; an rpcwire app stops sending)
+  and ``TimeoutError`` is raised.
+- **A POST is never sent twice**: a kept-alive connection is reused only when nothing is to be read on it
+  (the server has not closed it, reset it or written to it while it was idle); once any byte of a
+  request is written, a connection that fails raises ``ConnectionError`` (the server may have run the
+  request) rather than send it again. The sync client sends a request again only when its very first
+  write failed outright on a reused connection (nothing of it reached the server).
+- **An event stream is read up to the answer**: once the events carried the answer to every call of the
+  POST, the call returns and the connection is closed (a stream not read to its end cannot serve another
+  request; draining it could take forever).
+- **An error with ``id: null``** in the answer to a POST can only be the server's refusal of that POST:
+  every call of it left without an answer of its own fails with that error.
+
+A status other than 200/202/204 raises :class:`HttpError`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import http.client
 import logging
+import select
+import socket
+import ssl
 import threading
+import time
 import urllib.parse
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
@@ -30,8 +51,13 @@ __all__ = ["AsyncHttpClient", "HttpClient", "HttpError"]
 logger = logging.getLogger("rpcwire.client")
 
 _JSON = "application/json"
-_Answers = dict["int | None", Response]  # the answers in a body by id; None: an error to the body as a whole
+_Answers = dict["int | None", Response]  # the answers in a body by id; None: an error with id null
 _EVENTS = "text/event-stream"
+DEFAULT_MAX_CONNECTIONS = 16
+_READ = 65536  # bytes asked of each read
+_MAX_LINE = 65536  # a status line, header line or chunk-size line longer than this: not a server to talk to
+_MAX_HEAD = 256 * 1024  # all the header lines of a response together
+_MAX_ERROR_BODY = 65536  # what HttpError keeps of a refusal's body
 
 
 class HttpError(OSError):
@@ -44,52 +70,182 @@ class HttpError(OSError):
         self.body = body
 
 
-class _HttpPeer(_Peer):
-    """What both HTTP clients share: the URL, the request's headers, and reading an answer."""
+def _remaining(deadline: float | None) -> float | None:
+    """What is left until ``deadline`` (``None``: no deadline); ``TimeoutError`` once it has passed."""
+    if deadline is None:
+        return None
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("the deadline passed")
+    return left
 
-    def __init__(self, url: str, headers: dict[str, str] | None, timeout: float | None, dialect: str) -> None:
-        super().__init__(None, dialect, timeout)
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("http", "https"):
-            raise ValueError(f"an http:// or https:// URL, not {url!r}")
-        self._url = url
-        self._https = parts.scheme == "https"
-        self._host = parts.hostname or "127.0.0.1"
-        self._port = parts.port or (443 if self._https else 80)
-        self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        self._headers = dict(headers or {})
 
-    def _request_headers(self, body: bytes, events: bool) -> dict[str, str]:
-        headers = {"Content-Type": _JSON, "Accept": f"{_JSON}, {_EVENTS}" if events else _JSON}
-        traceparent = _outgoing_traceparent()
-        if traceparent is not None:
-            headers["traceparent"] = traceparent
-        headers.update(self._headers)
-        headers["Content-Length"] = str(len(body))
-        return headers
+def _sent_but_unanswered(cause: str) -> ConnectionError:
+    return ConnectionError(f"{cause}; the request was sent and may have run, so it is not sent again")
 
-    def _answers(self, body: bytes) -> _Answers:
-        """The answers in a body (one, or a batch's), by id; anything else is delivered or logged."""
-        answers: _Answers = {}
-        message = self._core._parse_incoming(body)
-        for entry in message if isinstance(message, list) else [message]:
-            if isinstance(entry, Response) and (type(entry.id) is int or entry.id is None):
-                answers[entry.id] = entry  # None: the server's error to the body as a whole (-32700, -32600)
-            elif isinstance(entry, Request):
-                self._deliver(entry)
+
+# --- HTTP/1.1 without I/O --------------------------------------------------------------------------------
+
+
+class _ResponseReader:
+    """One HTTP/1.1 response, without I/O. ``feed`` each read's bytes and get back the body's bytes that
+    came whole (chunked coding removed); ``end`` when the connection has closed. ``head`` is set once the
+    status line and headers are read (``status``, ``reason``, ``headers`` with lower-case names, repeated
+    ones joined by ``", "``), ``done`` once the body is whole; ``reusable`` says whether the connection may
+    then carry another request. Interim (1xx) responses are skipped. A malformed response raises
+    ``ConnectionError``."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self._state = "status"  # status, headers, length, chunk-size, chunk, chunk-end, trailers, close, done
+        self._left = 0  # bytes left of the body (length) or of the chunk
+        self._head_bytes = 0
+        self._version = ""
+        self.head = False
+        self.done = False
+        self.status = 0
+        self.reason = ""
+        self.headers: dict[str, str] = {}
+
+    @property
+    def reusable(self) -> bool:
+        """The body ended where its framing said, nothing came after it, and neither side asked to close."""
+        if not self.done or self._buffer or self._state != "done":
+            return False
+        tokens = {token.strip().lower() for token in self.headers.get("connection", "").split(",")}
+        if self._version == "HTTP/1.0":
+            return "keep-alive" in tokens
+        return "close" not in tokens
+
+    def feed(self, data: bytes) -> bytes:
+        """The body's bytes in ``data`` (and what was left of earlier reads)."""
+        self._buffer += data
+        body: list[bytes] = []
+        while self._step(body):
+            pass
+        return b"".join(body)
+
+    def end(self) -> bytes:
+        """The connection closed: the end of a body delimited by it; else ``ConnectionError``."""
+        if self._state == "close":
+            self._state, self.done = "close-done", True
+            body, self._buffer = bytes(self._buffer), bytearray()
+            return body
+        if self.done:
+            return b""
+        if self._state == "status" and not self._buffer and not self._head_bytes:
+            raise ConnectionError("the server closed the connection without answering")
+        raise ConnectionError("the server closed the connection in the middle of its answer")
+
+    def _line(self) -> bytes | None:
+        end = self._buffer.find(b"\n")
+        if end < 0:
+            if len(self._buffer) > _MAX_LINE:
+                raise ConnectionError("a malformed HTTP response: a line over 64 KiB")
+            return None
+        line = bytes(self._buffer[:end]).rstrip(b"\r")
+        del self._buffer[: end + 1]
+        return line
+
+    def _step(self, body: list[bytes]) -> bool:
+        """One step of the state machine; ``False`` when it needs more bytes (or is done)."""
+        state = self._state
+        if state in ("length", "chunk"):
+            if not self._buffer:
+                return False
+            take = bytes(self._buffer[: self._left])
+            del self._buffer[: len(take)]
+            self._left -= len(take)
+            body.append(take)
+            if not self._left:
+                if state == "length":
+                    self._finish()
+                else:
+                    self._state = "chunk-end"
+            return True
+        if state == "close":
+            if self._buffer:
+                body.append(bytes(self._buffer))
+                self._buffer.clear()
+            return False
+        if state == "done":
+            return False
+        line = self._line()
+        if line is None:
+            return False
+        if state == "status":
+            self._status_line(line)
+        elif state == "headers":
+            self._head_bytes += len(line) + 2
+            if self._head_bytes > _MAX_HEAD:
+                raise ConnectionError("a malformed HTTP response: headers over 256 KiB")
+            if line:
+                self._header(line)
             else:
-                logger.warning("dropped a message from the server: %s", entry if isinstance(entry, str) else entry.id)
-        return answers
+                self._end_of_head()
+        elif state == "chunk-size":
+            size = line.split(b";")[0].strip()
+            if not 0 < len(size) <= 16 or size.translate(None, b"0123456789abcdefABCDEF"):
+                raise ConnectionError(f"a malformed HTTP response: chunk size {size[:40]!r}")
+            self._left = int(size, 16)
+            self._state = "chunk" if self._left else "trailers"
+        elif state == "chunk-end":
+            if line:
+                raise ConnectionError("a malformed HTTP response: a chunk longer than its size")
+            self._state = "chunk-size"
+        elif state == "trailers" and not line:
+            self._finish()
+        return True
 
-    def _event(self, data: bytes, answers: _Answers) -> None:
-        """One SSE ``message`` event's data: a notification (to its callbacks) or an answer."""
-        answers.update(self._answers(data))
+    def _finish(self) -> None:
+        self._state, self.done = "done", True
 
-    def _resolve(self, waiter: Any, response: Any) -> None:  # HTTP answers come back in their own response
-        raise NotImplementedError
+    def _status_line(self, line: bytes) -> None:
+        if not line and not self._head_bytes:
+            return  # a blank line before the status line is tolerated (RFC 9112 §2.2)
+        parts = line.decode("latin-1").split(" ", 2)
+        if len(parts) < 2 or not parts[0].startswith("HTTP/") or not (parts[1].isdigit() and len(parts[1]) == 3):
+            raise ConnectionError(f"a malformed HTTP response: status line {line[:80]!r}")
+        self._version, self.status, self.reason = parts[0], int(parts[1]), (parts[2] if len(parts) > 2 else "")
+        self._head_bytes += len(line) + 2
+        self.headers = {}
+        self._state = "headers"
 
-    def _serve_request(self, request: Request) -> None:
-        logger.warning("dropped a request from the server over HTTP (%r): not supported", request.method)
+    def _header(self, line: bytes) -> None:
+        name, colon, value = line.decode("latin-1").partition(":")
+        if not colon or not name or name != name.strip():
+            raise ConnectionError(f"a malformed HTTP response: header line {line[:80]!r}")
+        name, value = name.lower(), value.strip()
+        self.headers[name] = f"{self.headers[name]}, {value}" if name in self.headers else value
+
+    def _end_of_head(self) -> None:
+        if 100 <= self.status < 200:  # an interim response (100 Continue, 103 Early Hints): the real one follows
+            self._head_bytes = 0
+            self._state = "status"
+            return
+        self.head = True
+        codings = [c.strip().lower() for c in self.headers.get("transfer-encoding", "").split(",") if c.strip()]
+        if self.status in (204, 304):
+            self._finish()
+        elif codings:
+            if codings[-1] != "chunked":
+                self._state = "close"  # RFC 9112 §6.3: a coding other than chunked last: read until the close
+            else:
+                self._state = "chunk-size"
+        elif "content-length" in self.headers:
+            values = {v.strip() for v in self.headers["content-length"].split(",")}
+            if len(values) != 1 or not ((value := values.pop()).isascii() and value.isdigit()):
+                raise ConnectionError(f"a malformed HTTP response: Content-Length {self.headers['content-length']!r}")
+            self._left = int(value)
+            if self._left:
+                self._state = "length"
+            else:
+                self._finish()
+        else:
+            self._state = "close"
+
+
+# --- what a POST's answer says ---------------------------------------------------------------------------
 
 
 def _is_event_stream(content_type: str | None) -> bool:
@@ -117,34 +273,304 @@ class _Events:
         return b"\n".join(data) if data else None
 
 
-def _sse_data(lines: Iterable[bytes]) -> Iterator[bytes]:
-    """The data of each event in a stream of SSE lines, as each event ends."""
-    events = _Events()
-    for line in lines:
-        if (data := events.line(line)) is not None:
-            yield data
-    if (data := events.end()) is not None:
-        yield data
+class _Reply:
+    """The body of the answer to one POST, as its bytes arrive: ``body`` each piece, ``answers`` at the end
+    (or as soon as ``answered``). ``answered``: an event stream carried the answer to every call of the POST
+    (or the server's refusal of it, an error with ``id: null`` alone), so nothing more need be read."""
+
+    def __init__(self, peer: _HttpPeer, ids: Iterable[int], status: int, reason: str, headers: dict[str, str]) -> None:
+        self._peer = peer
+        self._ids = set(ids)
+        self._status = status
+        self._reason = reason
+        self.stream = status == 200 and _is_event_stream(headers.get("content-type"))
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._line: list[bytes] = []  # the event-stream line begun and not ended yet, in pieces
+        self._events = _Events()
+        self._answers: _Answers = {}
+        self.answered = False
+
+    def body(self, data: bytes) -> None:
+        if not data or self.answered:
+            return
+        if not self.stream:
+            if self._status == 200 or self._size < _MAX_ERROR_BODY:
+                self._parts.append(data)
+                self._size += len(data)
+            return
+        if b"\n" not in data:  # a long line in many pieces is joined once, at its end
+            self._line.append(data)
+            return
+        lines = data.split(b"\n")
+        if self._line:
+            lines[0] = b"".join([*self._line, lines[0]])
+        tail = lines.pop()
+        self._line = [tail] if tail else []
+        for line in lines:
+            if (event := self._events.line(line)) is not None:
+                self._event(event)
+                if self.answered:
+                    return  # what follows the answer is not read (a later notification is the server's loss)
+
+    def _event(self, data: bytes) -> None:
+        answers, refused = self._peer._answers(data)
+        self._answers.update(answers)
+        self.answered = bool(self._ids) and (refused or self._ids <= self._answers.keys())
+
+    def answers(self) -> _Answers:
+        """Every answer read (the body is whole, or ``answered``); ``HttpError`` for a refusal's status."""
+        if self._status in (202, 204):
+            return {}
+        if self._status != 200:
+            raise HttpError(self._status, self._reason, b"".join(self._parts)[:_MAX_ERROR_BODY])
+        if not self.stream:
+            return self._peer._answers(b"".join(self._parts))[0]
+        if not self.answered:
+            for line in (b"".join(self._line), b""):
+                if (event := self._events.line(line)) is not None:
+                    self._event(event)
+        return self._answers
+
+
+class _Exchange:
+    """One POST's response as the connection gives it: ``feed`` each read's bytes (``b""`` at the
+    connection's end) until it returns true; then ``reusable`` and ``answers()``."""
+
+    def __init__(self, peer: _HttpPeer, ids: Iterable[int]) -> None:
+        self._peer = peer
+        self._ids = ids
+        self._response = _ResponseReader()
+        self._reply: _Reply | None = None
+
+    def feed(self, data: bytes) -> bool:
+        try:
+            body = self._response.feed(data) if data else self._response.end()
+        except ConnectionError as exc:
+            raise _sent_but_unanswered(str(exc)) from None
+        response = self._response
+        if self._reply is None and response.head:
+            self._reply = _Reply(self._peer, self._ids, response.status, response.reason, response.headers)
+        if self._reply is not None:
+            self._reply.body(body)
+            if self._reply.answered:
+                return True
+        return response.done
+
+    @property
+    def reusable(self) -> bool:
+        return self._response.reusable
+
+    def answers(self) -> _Answers:
+        assert self._reply is not None
+        return self._reply.answers()
+
+
+# --- the two clients -------------------------------------------------------------------------------------
 
 
 def _results(ids: list[int], answers: _Answers, batch: bool) -> Any:
-    if not batch:
-        answer = answers.get(ids[0], answers.get(None))
-        if answer is None:
-            raise ConnectionError(f"the server's answer holds no answer to id {ids[0]}")
-        return _outcome(answer)
+    """Each call's outcome: its own answer, else the POST's error with ``id: null``, else ``ConnectionError``."""
+    refusal = answers.get(None)
     outcomes: list[Any] = []
     for id_ in ids:
-        answer = answers.get(id_)
-        missing = ConnectionError(f"the server's answer holds no answer to id {id_}")
-        outcomes.append(missing if answer is None else _batch_outcome(answer))
+        answer = answers.get(id_, refusal)
+        if answer is None:
+            missing = ConnectionError(f"the server's answer holds no answer to id {id_}")
+            if not batch:
+                raise missing
+            outcomes.append(missing)
+        elif not batch:
+            return _outcome(answer)
+        else:
+            outcomes.append(_batch_outcome(answer))
     return outcomes
+
+
+def _check_header(name: str, value: str) -> None:
+    if not name or any(c in name for c in ":\r\n \t") or "\r" in value or "\n" in value:
+        raise ValueError(f"an invalid HTTP header: {name!r}: {value!r}")
+
+
+class _HttpPeer(_Peer):
+    """What both HTTP clients share: the URL, the request's bytes, and reading an answer."""
+
+    def __init__(
+        self, url: str, headers: dict[str, str] | None, timeout: float | None, dialect: str, max_connections: int
+    ) -> None:
+        super().__init__(None, dialect, timeout)
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https"):
+            raise ValueError(f"an http:// or https:// URL, not {url!r}")
+        if type(max_connections) is not int or max_connections < 1:
+            raise ValueError(f"max_connections must be a positive int, not {max_connections!r}")
+        self._url = url
+        self._https = parts.scheme == "https"
+        host = parts.hostname or "127.0.0.1"
+        self._host = host if host.isascii() else host.encode("idna").decode("ascii")
+        self._port = parts.port or (443 if self._https else 80)
+        # RFC 9110 §7.2: an IPv6 literal in brackets; the scheme's default port left out
+        authority = f"[{self._host}]" if ":" in self._host else self._host
+        self._authority = authority if self._port == (443 if self._https else 80) else f"{authority}:{self._port}"
+        self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self._headers = dict(headers or {})
+        for name, value in self._headers.items():
+            _check_header(name, value)
+        self._max_connections = max_connections
+
+    def _request_headers(self, body: bytes, events: bool) -> dict[str, str]:
+        headers = {"Content-Type": _JSON, "Accept": f"{_JSON}, {_EVENTS}" if events else _JSON}
+        traceparent = _outgoing_traceparent()
+        if traceparent is not None:
+            headers["traceparent"] = traceparent
+        headers.update(self._headers)
+        headers["Content-Length"] = str(len(body))
+        return headers
+
+    def _request_bytes(self, body: bytes, events: bool) -> bytes:
+        """The whole POST: its head (a caller's header replaces the one of the same name, case ignored) and body."""
+        fields = {"host": f"Host: {self._authority}"}
+        for name, value in self._request_headers(body, events).items():
+            fields[name.lower()] = f"{name}: {value}"
+        head = "\r\n".join([f"POST {self._path} HTTP/1.1", *fields.values()]) + "\r\n\r\n"
+        return head.encode("latin-1") + body
+
+    def _answers(self, body: bytes) -> tuple[_Answers, bool]:
+        """The answers in a body (one, or a batch's) by id, and whether the body is the server's refusal of
+        the whole POST (one error with ``id: null``, not in an array); anything else is delivered or logged."""
+        answers: _Answers = {}
+        message = self._core._parse_incoming(body)
+        for entry in message if isinstance(message, list) else [message]:
+            if isinstance(entry, Response) and (type(entry.id) is int or (entry.id is None and entry.error)):
+                if entry.id is None and None in answers:
+                    logger.warning("dropped another error with id null from the server: %s", entry.error)
+                    continue
+                answers[entry.id] = entry  # None: the server's error to the body (-32700, -32600) or to an entry
+            elif isinstance(entry, Request):
+                self._deliver(entry)
+            else:
+                logger.warning("dropped a message from the server: %s", entry if isinstance(entry, str) else entry.id)
+        refused = isinstance(message, Response) and message.id is None and message.error is not None
+        return answers, refused
+
+    def _resolve(self, waiter: Any, response: Any) -> None:  # HTTP answers come back in their own response
+        raise NotImplementedError
+
+    def _serve_request(self, request: Request) -> None:
+        logger.warning("dropped a request from the server over HTTP (%r): not supported", request.method)
+
+    def _timed_out(self, timeout: float | None) -> TimeoutError:
+        return TimeoutError(f"no answer from {self._url} within {timeout} s")
+
+
+def _has_input(sock: socket.socket) -> bool:
+    """Something to read on ``sock`` right now (bytes, the peer's close or reset), or it cannot be polled."""
+    if isinstance(sock, ssl.SSLSocket) and sock.pending():
+        return True
+    try:
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(sock, select.POLLIN | select.POLLPRI)
+            return bool(poller.poll(0))
+        return bool(select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
+
+
+class _NothingWritten(Exception):
+    """The first write of a request failed outright: no byte of it reached the server."""
+
+
+class _Connection:
+    """One keep-alive connection of :class:`HttpClient` (a blocking socket, TLS or not)."""
+
+    def __init__(self, sock: socket.socket, generation: int) -> None:
+        self.sock = sock
+        self.generation = generation  # the pool's generation it was opened in (close() starts a new one)
+        self.reused = False
+
+    def send(self, data: bytes, deadline: float | None) -> None:
+        view = memoryview(data)
+        written = False
+        while view:
+            self.sock.settimeout(_remaining(deadline))
+            try:
+                sent = self.sock.send(view)
+            except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError) as exc:
+                if written:
+                    raise _sent_but_unanswered(f"writing the request failed ({exc})") from None
+                raise _NothingWritten from exc
+            written = True
+            view = view[sent:]
+
+    def recv(self, deadline: float | None) -> bytes:
+        self.sock.settimeout(_remaining(deadline))
+        try:
+            return self.sock.recv(_READ)
+        except ConnectionError as exc:
+            raise _sent_but_unanswered(f"reading the answer failed ({exc})") from None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+
+class _Pool:
+    """At most ``size`` connections, idle or in use; a caller waits for one within its deadline. An idle
+    connection is handed out only if nothing is to be read on it (else it is closed and another taken)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._changed = threading.Condition()
+        self._idle: list[_Connection] = []  # the last one returned is reused first
+        self._open = 0  # connections idle, in use, or being opened
+        self._generation = 0
+
+    def take(self, deadline: float | None) -> _Connection | int:
+        """An idle connection, or the generation to open a new one in (a place is then reserved for it)."""
+        with self._changed:
+            while True:
+                while self._idle:
+                    connection = self._idle.pop()
+                    if not _has_input(connection.sock):
+                        connection.reused = True
+                        return connection
+                    connection.close()  # the server closed it while idle (or wrote what no request asked)
+                    self._open -= 1
+                if self._open < self._size:
+                    self._open += 1
+                    return self._generation
+                if not self._changed.wait(_remaining(deadline)):
+                    raise TimeoutError("no free connection")
+
+    def put(self, connection: _Connection | None, keep: bool) -> None:
+        """Give back a connection taken (kept for reuse when ``keep``) or a reserved place never used (None)."""
+        with self._changed:
+            if connection is not None and keep and connection.generation == self._generation:
+                self._idle.append(connection)
+            else:
+                if connection is not None:
+                    connection.close()
+                self._open -= 1
+            self._changed.notify()
+
+    def close(self) -> None:
+        """Close the idle connections; those in use close when they are given back."""
+        with self._changed:
+            idle, self._idle = self._idle, []
+            self._open -= len(idle)
+            self._generation += 1
+            self._changed.notify_all()
+        for connection in idle:
+            connection.close()
 
 
 class HttpClient(_HttpPeer):
     """A JSON-RPC client over HTTP: ``HttpClient("http://127.0.0.1:8000/rpc")``; ``call``, ``notify`` and
-    ``batch`` as :class:`rpcwire.Client`'s. Thread-safe: each thread uses its own keep-alive connection.
-    ``session``: a caller's own ``httpx.Client`` to post with instead (its pool, proxies, TLS and auth)."""
+    ``batch`` as :class:`rpcwire.Client`'s. Thread-safe: up to ``max_connections`` keep-alive connections
+    serve the calls in flight (a caller waits for a free one within its timeout). ``timeout`` bounds each
+    whole call. ``session``: a caller's own ``httpx.Client`` to post with instead (its pool, proxies, TLS
+    and auth)."""
 
     def __init__(
         self,
@@ -153,13 +579,13 @@ class HttpClient(_HttpPeer):
         headers: dict[str, str] | None = None,
         timeout: float | None = None,
         dialect: str = "mcp",
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
         session: Any = None,
     ) -> None:
-        super().__init__(url, headers, timeout, dialect)
+        super().__init__(url, headers, timeout, dialect, max_connections)
         self._session = session
-        self._local = threading.local()
-        self._connections: list[http.client.HTTPConnection] = []
-        self._lock = threading.Lock()
+        self._pool = _Pool(max_connections)
+        self._tls: ssl.SSLContext | None = None
 
     def call(
         self,
@@ -172,107 +598,107 @@ class HttpClient(_HttpPeer):
         """Call ``method`` and return its result (errors raised as :meth:`rpcwire.Client.call` raises them)."""
         id_, body = self._request_line(method, params, on_progress)
         try:
-            return _results([id_], self._post(body, timeout, events=on_progress is not None), batch=False)
+            return _results([id_], self._post(body, [id_], timeout, events=on_progress is not None), batch=False)
         finally:
             self._progress.pop(id_, None)
 
     def notify(self, method: str, params: Any = None) -> None:
         """Send a notification (the server answers 202 or 204, no body)."""
-        self._post(self._core._encode_request(method, params), None, events=False)
+        self._post(self._core._encode_request(method, params), [], None, events=False)
 
     def batch(self, calls: Iterable[tuple[str, Any]], *, timeout: float | None = None) -> list[Any]:
         """Send ``(method, params)`` calls as one batch; their results, or the exception each raised, in order."""
         ids, body = self._batch_lines(calls)
         if not ids:
             return []
-        result: list[Any] = _results(ids, self._post(body, timeout, events=False), batch=True)
+        result: list[Any] = _results(ids, self._post(body, ids, timeout, events=False), batch=True)
         return result
 
-    def _connection(self) -> tuple[http.client.HTTPConnection, bool]:
-        """This thread's connection, and whether it was used before (a kept-alive one may be stale)."""
-        connection: http.client.HTTPConnection | None = getattr(self._local, "connection", None)
-        if connection is not None:
-            return connection, True
-        kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        connection = kind(self._host, self._port)
-        self._local.connection = connection
-        with self._lock:
-            self._connections.append(connection)
-        return connection, False
-
-    def _drop_connection(self) -> None:
-        connection = getattr(self._local, "connection", None)
-        if connection is not None:
-            connection.close()
-            self._local.connection = None
-            with self._lock, contextlib.suppress(ValueError):
-                self._connections.remove(connection)
-
-    def _post(self, body: bytes, timeout: float | None, events: bool) -> _Answers:
-        headers = self._request_headers(body, events)
+    def _post(self, body: bytes, ids: list[int], timeout: float | None, events: bool) -> _Answers:
         timeout = self._timeout if timeout is None else timeout
-        if self._session is not None:
-            return self._post_with_session(body, headers, timeout)
-        for attempt in (1, 2):
-            connection, reused = self._connection()
-            connection.timeout = timeout
-            if connection.sock is not None:
-                connection.sock.settimeout(timeout)
-            try:
-                connection.request("POST", self._path, body, headers)
-                response = connection.getresponse()
-                return self._read(response)
-            except TimeoutError:
-                self._drop_connection()
-                raise TimeoutError(f"no answer from {self._url} within {timeout} s") from None
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-                self._drop_connection()
-                if not reused or attempt == 2:  # a fresh connection that fails: the server is at fault
-                    raise
-            except BaseException:
-                self._drop_connection()
-                raise
-        raise AssertionError("unreachable")
-
-    def _post_with_session(self, body: bytes, headers: dict[str, str], timeout: float | None) -> _Answers:
-        """The same exchange through the caller's ``httpx.Client``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            with self._session.stream("POST", self._url, content=body, headers=headers, timeout=timeout) as response:
-                if response.status_code in (202, 204):
-                    response.read()
-                    return {}
-                if response.status_code != 200:
-                    raise HttpError(response.status_code, response.reason_phrase, response.read())
-                if _is_event_stream(response.headers.get("content-type")):
-                    answers: _Answers = {}
-                    for data in _sse_data(line.encode() for line in response.iter_lines()):
-                        self._event(data, answers)
-                    return answers
-                return self._answers(response.read())
+            if self._session is not None:
+                return self._post_with_session(body, ids, events, deadline)
+            return self._exchange(self._request_bytes(body, events), ids, deadline)
+        except TimeoutError:
+            raise self._timed_out(timeout) from None
+
+    def _exchange(self, request: bytes, ids: list[int], deadline: float | None) -> _Answers:
+        for _ in range(self._max_connections + 1):  # each stale connection found is closed: bounded
+            connection: _Connection | None = None
+            keep = False
+            taken = self._pool.take(deadline)  # a place reserved: given back in the finally below
+            try:
+                connection = _Connection(self._connect(deadline), taken) if isinstance(taken, int) else taken
+                try:
+                    connection.send(request, deadline)
+                except _NothingWritten:
+                    if connection.reused:  # it failed between its check and the write: nothing reached the server
+                        continue
+                    raise
+                exchange = _Exchange(self, ids)
+                while not exchange.feed(connection.recv(deadline)):
+                    pass
+                keep = exchange.reusable
+                return exchange.answers()
+            except _NothingWritten as exc:
+                raise exc.__cause__ or ConnectionError("writing the request failed") from None
+            finally:
+                self._pool.put(connection, keep)
+        raise ConnectionError(f"no usable connection to {self._url}")
+
+    def _connect(self, deadline: float | None) -> socket.socket:
+        """A new connection (TLS for https://), each step within the deadline."""
+        error: OSError | None = None
+        for family, kind, proto, _, address in socket.getaddrinfo(self._host, self._port, type=socket.SOCK_STREAM):
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.settimeout(_remaining(deadline))
+                sock.connect(address)
+            except TimeoutError:
+                sock.close()
+                raise
+            except OSError as exc:
+                sock.close()
+                error = exc
+                continue
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # one write per request: no Nagle wait
+                if self._https:
+                    if self._tls is None:
+                        self._tls = ssl.create_default_context()
+                    sock.settimeout(_remaining(deadline))
+                    sock = self._tls.wrap_socket(sock, server_hostname=self._host)
+            except BaseException:
+                sock.close()
+                raise
+            return sock
+        raise error or OSError(f"no address for {self._host!r}")
+
+    def _post_with_session(self, body: bytes, ids: list[int], events: bool, deadline: float | None) -> _Answers:
+        """The same exchange through the caller's ``httpx.Client``: each of its reads waits at most what was
+        left of the deadline when the POST began, and the deadline is checked as each piece arrives."""
+        headers = self._request_headers(body, events)
+        try:
+            with self._session.stream(
+                "POST", self._url, content=body, headers=headers, timeout=_remaining(deadline)
+            ) as response:
+                reply = _Reply(self, ids, response.status_code, response.reason_phrase, dict(response.headers))
+                for chunk in response.iter_bytes():
+                    _remaining(deadline)
+                    reply.body(chunk)
+                    if reply.answered:
+                        break  # leaving the stream unread closes its connection
+                return reply.answers()
         except Exception as exc:
             if type(exc).__name__.endswith("Timeout") and type(exc).__module__.startswith("httpx"):
-                raise TimeoutError(f"no answer from {self._url} within {timeout} s") from None
+                raise TimeoutError from None
             raise
 
-    def _read(self, response: http.client.HTTPResponse) -> _Answers:
-        if response.status in (202, 204):
-            response.read()
-            return {}
-        if response.status != 200:
-            raise HttpError(response.status, response.reason, response.read())
-        if _is_event_stream(response.getheader("Content-Type")):
-            answers: _Answers = {}
-            for data in _sse_data(iter(response.readline, b"")):
-                self._event(data, answers)
-            return answers
-        return self._answers(response.read())
-
     def close(self) -> None:
-        """Close every connection."""
-        with self._lock:
-            connections, self._connections = self._connections, []
-        for connection in connections:
-            connection.close()
+        """Close every connection (those in use as their calls end)."""
+        self._pool.close()
 
     def __enter__(self) -> HttpClient:
         return self
@@ -283,39 +709,27 @@ class HttpClient(_HttpPeer):
         self.close()
 
 
+async def _read(reader: asyncio.StreamReader) -> bytes:
+    try:
+        return await reader.read(_READ)
+    except ConnectionError as exc:
+        raise _sent_but_unanswered(f"reading the answer failed ({exc})") from None
+
+
 class _AsyncConnection:
     """One keep-alive HTTP/1.1 connection of :class:`AsyncHttpClient`."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, generation: int) -> None:
         self.reader = reader
         self.writer = writer
+        self.generation = generation
 
-    async def status_and_headers(self) -> tuple[int, str, dict[str, str]]:
-        status_line = await self.reader.readline()
-        if not status_line:
-            raise http.client.RemoteDisconnected("the server closed the connection")
-        _, status, reason = [*status_line.decode("latin-1").rstrip("\r\n").split(" ", 2), ""][:3]
-        headers: dict[str, str] = {}
-        while (line := await self.reader.readline()) not in (b"\r\n", b"\n", b""):
-            name, _, value = line.decode("latin-1").partition(":")
-            headers[name.strip().lower()] = value.strip()
-        return int(status), reason, headers
-
-    async def body(self, headers: dict[str, str]) -> AsyncIterator[bytes]:
-        """The body's bytes as they arrive (``Content-Length``, chunked, or until the connection closes)."""
-        if headers.get("transfer-encoding", "").lower() == "chunked":
-            while size := int((await self.reader.readline()).split(b";")[0].strip() or b"0", 16):
-                yield await self.reader.readexactly(size)
-                await self.reader.readline()
-            while (await self.reader.readline()) not in (b"\r\n", b"\n", b""):  # trailers
-                pass
-        elif "content-length" in headers:
-            length = int(headers["content-length"])
-            if length:
-                yield await self.reader.readexactly(length)
-        else:
-            while chunk := await self.reader.read(65536):
-                yield chunk
+    def quiet(self) -> bool:
+        """Nothing to read on it: the server has not closed it, reset it or written to it while it was idle."""
+        if self.reader.at_eof() or self.reader.exception() is not None or self.writer.is_closing():
+            return False
+        sock = self.writer.get_extra_info("socket")
+        return sock is not None and not _has_input(sock)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -334,15 +748,16 @@ class AsyncHttpClient(_HttpPeer):
         headers: dict[str, str] | None = None,
         timeout: float | None = None,
         dialect: str = "mcp",
-        max_connections: int = 16,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
         session: Any = None,
     ) -> None:
-        super().__init__(url, headers, timeout, dialect)
+        super().__init__(url, headers, timeout, dialect, max_connections)
         self._session = session
         if self._https and session is None:
             raise ValueError("AsyncHttpClient speaks plain http:// only (put TLS in front of the server)")
         self._idle: list[_AsyncConnection] = []
         self._slots = asyncio.Semaphore(max_connections)
+        self._generation = 0
 
     async def call(
         self,
@@ -355,112 +770,81 @@ class AsyncHttpClient(_HttpPeer):
         """As :meth:`HttpClient.call`, awaited."""
         id_, body = self._request_line(method, params, on_progress)
         try:
-            return _results([id_], await self._post(body, timeout, events=on_progress is not None), batch=False)
+            answers = await self._post(body, [id_], timeout, events=on_progress is not None)
+            return _results([id_], answers, batch=False)
         finally:
             self._progress.pop(id_, None)
 
     async def notify(self, method: str, params: Any = None) -> None:
         """Send a notification."""
-        await self._post(self._core._encode_request(method, params), None, events=False)
+        await self._post(self._core._encode_request(method, params), [], None, events=False)
 
     async def batch(self, calls: Iterable[tuple[str, Any]], *, timeout: float | None = None) -> list[Any]:
         """As :meth:`HttpClient.batch`, awaited."""
         ids, body = self._batch_lines(calls)
         if not ids:
             return []
-        result: list[Any] = _results(ids, await self._post(body, timeout, events=False), batch=True)
+        result: list[Any] = _results(ids, await self._post(body, ids, timeout, events=False), batch=True)
         return result
 
-    async def _post(self, body: bytes, timeout: float | None, events: bool) -> _Answers:
+    async def _post(self, body: bytes, ids: list[int], timeout: float | None, events: bool) -> _Answers:
         timeout = self._timeout if timeout is None else timeout
         try:
-            return await asyncio.wait_for(self._exchange(body, events), timeout)
+            return await asyncio.wait_for(self._exchange(body, ids, events), timeout)  # the whole call
         except asyncio.TimeoutError:
-            raise TimeoutError(f"no answer from {self._url} within {timeout} s") from None
+            raise self._timed_out(timeout) from None
 
-    async def _exchange(self, body: bytes, events: bool) -> _Answers:
+    async def _exchange(self, body: bytes, ids: list[int], events: bool) -> _Answers:
         if self._session is not None:
-            return await self._exchange_with_session(body, self._request_headers(body, events))
-        head = [f"POST {self._path} HTTP/1.1", f"Host: {self._host}:{self._port}"]
-        head += [f"{name}: {value}" for name, value in self._request_headers(body, events).items()]
-        request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+            return await self._exchange_with_session(body, ids, self._request_headers(body, events))
+        request = self._request_bytes(body, events)
         async with self._slots:
-            for attempt in (1, 2):
-                connection, reused = (self._idle.pop(), True) if self._idle else (await self._open(), False)
+            connection = await self._connection()
+            keep = False
+            try:
+                # Written once: a connection that fails from here on raises (the server may have run the request).
+                connection.writer.write(request)
                 try:
-                    # Retried once on a kept-alive connection that fails before any byte of the response came
-                    # (the server closed it while idle): the request cannot have been served. Never after.
-                    try:
-                        connection.writer.write(request)
-                        status, reason, headers = await connection.status_and_headers()
-                    except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
-                        connection.close()
-                        if not reused or attempt == 2:
-                            raise
-                        continue
-                    answers = await self._read(connection, status, reason, headers)
-                except BaseException:  # a timeout (cancellation) included: the connection is mid-exchange
-                    connection.close()
-                    raise
-                chunked = "chunked" in headers.get("transfer-encoding", "")
-                delimited = status == 204 or "content-length" in headers or chunked
-                if headers.get("connection", "").lower() == "close" or not delimited:
-                    connection.close()  # (a body read to the connection's end leaves nothing to reuse)
-                else:
+                    await connection.writer.drain()
+                except ConnectionError as exc:
+                    raise _sent_but_unanswered(f"writing the request failed ({exc})") from None
+                exchange = _Exchange(self, ids)
+                while not exchange.feed(await _read(connection.reader)):
+                    pass
+                keep = exchange.reusable
+                return exchange.answers()
+            finally:  # a timeout (cancellation) included: a connection mid-exchange is closed
+                if keep and connection.generation == self._generation:
                     self._idle.append(connection)
-                return answers
-        raise AssertionError("unreachable")
+                else:
+                    connection.close()
 
-    async def _exchange_with_session(self, body: bytes, headers: dict[str, str]) -> _Answers:
+    async def _connection(self) -> _AsyncConnection:
+        """An idle connection with nothing to read on it (the others are closed), or a new one."""
+        while self._idle:
+            connection = self._idle.pop()
+            if connection.quiet():
+                return connection
+            connection.close()
+        generation = self._generation
+        reader, writer = await asyncio.open_connection(self._host, self._port)
+        with contextlib.suppress(OSError):
+            writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return _AsyncConnection(reader, writer, generation)
+
+    async def _exchange_with_session(self, body: bytes, ids: list[int], headers: dict[str, str]) -> _Answers:
         """The same exchange through the caller's ``httpx.AsyncClient`` (``_post`` bounds it in time)."""
         async with self._session.stream("POST", self._url, content=body, headers=headers, timeout=None) as response:
-            if response.status_code in (202, 204):
-                await response.aread()
-                return {}
-            if response.status_code != 200:
-                raise HttpError(response.status_code, response.reason_phrase, await response.aread())
-            if not _is_event_stream(response.headers.get("content-type")):
-                return self._answers(await response.aread())
-            answers: _Answers = {}
-            events = _Events()
-            async for line in response.aiter_lines():
-                if (data := events.line(line.encode())) is not None:
-                    self._event(data, answers)
-            if (data := events.end()) is not None:
-                self._event(data, answers)
-            return answers
-
-    async def _open(self) -> _AsyncConnection:
-        reader, writer = await asyncio.open_connection(self._host, self._port, limit=1 << 26)
-        return _AsyncConnection(reader, writer)
-
-    async def _read(self, connection: _AsyncConnection, status: int, reason: str, headers: dict[str, str]) -> _Answers:
-        if status == 204:  # never a body
-            return {}
-        if status == 202:
-            async for _ in connection.body(headers):
-                pass
-            return {}
-        body = connection.body(headers)
-        if status != 200:
-            raise HttpError(status, reason, b"".join([chunk async for chunk in body]))
-        if not _is_event_stream(headers.get("content-type")):
-            return self._answers(b"".join([chunk async for chunk in body]))
-        answers: _Answers = {}
-        events = _Events()
-        pending = b""  # a line begun in one chunk and not ended yet
-        async for chunk in body:
-            *lines, pending = (pending + chunk).split(b"\n")
-            for line in lines:
-                if (data := events.line(line)) is not None:
-                    self._event(data, answers)
-        for line in (pending, b""):
-            if (data := events.line(line)) is not None:
-                self._event(data, answers)
-        return answers
+            reply = _Reply(self, ids, response.status_code, response.reason_phrase, dict(response.headers))
+            async for chunk in response.aiter_bytes():
+                reply.body(chunk)
+                if reply.answered:
+                    break  # leaving the stream unread closes its connection
+            return reply.answers()
 
     async def close(self) -> None:
-        """Close every idle connection."""
+        """Close every connection (those in use as their calls end)."""
+        self._generation += 1
         while self._idle:
             self._idle.pop().close()
 
