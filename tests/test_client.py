@@ -747,16 +747,21 @@ def test_a_timeout_bounds_the_write_to_a_server_that_does_not_read(impl: ModuleT
 def test_a_timeout_bounds_the_write_over_any_stream(impl: ModuleType) -> None:
     """A transport over a socket whose other end reads nothing: the write is bounded too."""
     server_end, client_end = socket.socketpair()
-    client = impl.Client(impl.StdioTransport(client_end.makefile("rb"), client_end.makefile("wb")))
+    streams = client_end.makefile("rb"), client_end.makefile("wb")
+    client = impl.Client(impl.StdioTransport(*streams))
     try:
         outcome = finishes(30, lambda: client.call("echo", {"text": BIG}, timeout=1.0))
         assert isinstance(outcome, TimeoutError), outcome
         outcome = finishes(30, lambda: client.call("add", [1, 2], timeout=0.5))
         assert isinstance(outcome, TimeoutError), outcome
     finally:
-        server_end.close()  # the writer blocked in the background now fails
+        server_end.close()  # the write blocked in the background now fails
         client_end.shutdown(socket.SHUT_RDWR)
         finishes(30, client.close, 0.5)
+        client._output.join(10)
+        for stream in streams:
+            with contextlib.suppress(OSError):
+                stream.close()
         client_end.close()
 
 
@@ -976,6 +981,7 @@ def context_switches(threads: list[threading.Thread]) -> int:
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="counts a thread's wake-ups in /proc (Linux)")
 def test_an_idle_client_does_not_wake(impl: ModuleType) -> None:
+    """Nothing on the wire, with no call and with one call waiting long: the client's threads sleep."""
     with impl.Client.spawn(argv(impl), timeout=30) as client:
         assert client.call("add", [1, 2]) == 3
         client.on_notification("log", lambda params: None)
@@ -984,8 +990,15 @@ def test_an_idle_client_does_not_wake(impl: ModuleType) -> None:
         threads = [t for t in threading.enumerate() if t.name.startswith("rpcwire-client")]
         before = context_switches(threads)
         time.sleep(1.0)
-        woken = context_switches(threads) - before
-        assert woken < 10, woken  # polling every 5 ms would be ~200
+        assert (woken := context_switches(threads) - before) < 10, woken  # polling every 5 ms would be ~200
+        with ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(client.call, "nap", [1.5])  # its caller reads, blocked on the pipe
+            time.sleep(0.3)
+            before = context_switches(threads)
+            time.sleep(1.0)
+            woken = context_switches(threads) - before
+            assert waiting.result(20) == "napped"
+        assert woken < 10, woken
         assert client.call("add", [2, 2]) == 4
 
 

@@ -34,7 +34,7 @@ import select
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import ModuleType, TracebackType
 from typing import Any
 
@@ -387,7 +387,8 @@ class _Ledger:
         self._frontier = max(self._frontier, seq)
         while self._others and self._others[0].seq <= self._frontier:
             self._others.popleft()
-        for first in list(self._calls.values()):  # callers gone, passed by the frontier: forgotten
+        while self._calls:  # callers gone, passed by the frontier: forgotten
+            first = next(iter(self._calls.values()))
             if first.seq > self._frontier or not first.abandoned:
                 break
             self._forget(first)
@@ -880,7 +881,7 @@ class _Output:
             self._cond.notify_all()
 
     def _start(self) -> None:
-        if self._thread is None:
+        if self._thread is None or not self._thread.is_alive():  # (it ends once stopped with nothing handed)
             self._thread = threading.Thread(target=self._finish, name="rpcwire-client-writer", daemon=True)
             self._thread.start()
 
@@ -953,10 +954,16 @@ class _Output:
             return not self._thread.is_alive()
         return True
 
-    def exclusive(self, timeout: float) -> bool:
-        """Take the output for good (``close``: no write is under way, none will start); ``False`` if it
-        stayed busy for ``timeout`` seconds."""
-        return self._lock.acquire(timeout=timeout)
+    @contextlib.contextmanager
+    def exclusive(self, timeout: float) -> Iterator[bool]:
+        """Hold the output (once stopped: no write is under way, and none will start after), so that ``close``
+        can close the pipe; ``False`` if it stayed busy for ``timeout`` seconds."""
+        taken = self._lock.acquire(timeout=timeout)
+        try:
+            yield taken
+        finally:
+            if taken:
+                self._release()
 
 
 class _Waiter:
@@ -1025,8 +1032,6 @@ class Client(_Peer):
             self._pipes["stop"] = os.pipe()
             out_fd = _process.stdin.fileno()
             os.set_blocking(out_fd, False)
-        elif _halt is not None:
-            self._pipes["halt"] = _halt
         self._output = _Output(transport, out_fd, self._pipes["stop"][0] if "stop" in self._pipes else None)
         self._signals = threading.Lock()  # guards each waiter's signalled flag, and _sleepers
         self._sleepers: dict[int, _Waiter] = {}  # followers blocked on their waiter (by id), to hand reading to
@@ -1525,8 +1530,9 @@ class Client(_Peer):
         if process is not None:
             self._output.stop()
             self._poke("stop")
-            if self._output.exclusive(timeout=_CLOSE_JOIN_S):  # no write is under way: the pipe can go
-                _close_quietly(process.stdin)
+            with self._output.exclusive(_CLOSE_JOIN_S) as idle:
+                if idle:  # no write is under way, and none will start: the pipe can go
+                    _close_quietly(process.stdin)
             try:
                 process.wait(timeout=grace)
             except subprocess.TimeoutExpired:
@@ -1536,6 +1542,7 @@ class Client(_Peer):
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait()
+        self._output.stop()
         self._close_with(ConnectionClosed("the client was closed"))
         self._poke("halt")
         if self._fd is not None:
