@@ -648,6 +648,37 @@ def test_an_error_with_id_null_fails_the_call_or_batch_it_answers(
     assert "refused a notification" in caplog.text
 
 
+def test_the_ledger_gives_an_error_with_id_null_to_the_message_it_can_only_answer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from rpcwire._client import _Ledger
+
+    def error(code: int) -> rpcwire.Response:
+        return rpcwire.Response(None, None, {"code": code, "message": "m"})
+
+    ledger = _Ledger()
+    ledger.written([1], False)
+    ledger.written([2], True)
+    bigger = ledger.written([3, 4], True)
+    assert ledger.refused(error(-32700)) == []  # two suspects: held
+    assert ledger.answered(1) == []  # not a suspect anyway
+    assert ledger.answered(2) == [(bigger, error(-32700))]  # the batch is left: every entry gets it
+    assert ledger.answered(3) == []  # answered already (refused)
+    with caplog.at_level(logging.WARNING, "rpcwire.client"):
+        ledger.written([], True)  # a notification that a server could refuse
+        ledger.written([5], False)
+        assert ledger.refused(error(-32600)) == []  # the notification's: logged, the call goes on
+        assert "refused a notification" in caplog.text
+        assert ledger.answered(5) == []
+        assert ledger.refused(error(-32600)) == []  # nothing written since the last answer
+        assert "answers no message" in caplog.text
+    first, second = ledger.written([6], True), ledger.written([7], True)
+    assert ledger.refused(error(1)) == []
+    assert ledger.refused(error(2)) == [(first, error(1)), (second, error(2))]  # as many as left: in order
+    lone = ledger.written([8], False)
+    assert ledger.refused(error(3)) == [(lone, error(3))]  # no suspect: the only candidate
+
+
 def test_async_error_with_id_null_fails_the_call_or_batch_it_answers(impl: ModuleType) -> None:
     async def main() -> None:
         async with await impl.AsyncClient.spawn(argv(impl), timeout=30, max_depth=300, max_batch=None) as client:

@@ -451,10 +451,11 @@ class _Peer:
         self._max_depth = DEFAULT_MAX_DEPTH  # what a message the client reads may nest (its transport's)
 
     def on_notification(self, method: str, callback: Callable[[Any], Any]) -> None:
-        """Call ``callback(params)`` for each notification ``method`` the server sends: one at a time, in
-        arrival order (progress callbacks included), on a dispatcher thread of the client's own (for
-        ``AsyncClient`` a task, and an ``async def`` callback is awaited there), so a callback may call the
-        client itself; an exception it raises is logged."""
+        """Call ``callback(params)`` for each notification ``method`` the server sends, in arrival order
+        (progress callbacks included); an exception it raises is logged. ``Client`` and ``AsyncClient`` run
+        callbacks one at a time on a dispatcher of their own (a thread; a task, where an ``async def``
+        callback is awaited), so a callback may call the client itself; the HTTP clients run them as the
+        events of a call's response arrive, on the calling thread (or task)."""
         self._listeners.setdefault(method, []).append(callback)
 
     def _request_line(self, method: str, params: Any, on_progress: ProgressCallback | None) -> tuple[int, bytes]:
@@ -501,7 +502,7 @@ class _Peer:
                 logger.warning("dropped an answer to no call waiting for it (id %r)", id_)
             else:
                 self._progress.pop(id_, None)
-                self._answer_ready(id_, waiter, response)
+                self._resolve(waiter, response)
         elif id_ is None and response.error is not None:
             matched = self._ledger.refused(response)
         else:
@@ -512,7 +513,7 @@ class _Peer:
                 waiter = self._pending.pop(entry, None)
                 if waiter is not None:
                     self._progress.pop(entry, None)
-                    self._answer_ready(entry, waiter, Response(entry, None, error.error))
+                    self._resolve(waiter, Response(entry, None, error.error))
 
     def _unreadable(self, reason: str, data: bytes) -> None:
         """A message that cannot be decoded: an answer to the calls it names (found in its bytes) fails them."""
@@ -540,10 +541,6 @@ class _Peer:
         """Run a notification callback (``call``: the id of the call whose progress it reports). Here: at
         once, on the reading thread (the HTTP clients, whose reader is the caller)."""
         _run_callback(callback, args)
-
-    def _answer_ready(self, id_: int, waiter: Any, response: Response) -> None:
-        """The answer to a waiting call (no longer pending)."""
-        self._resolve(waiter, response)
 
     def _answer(self, transport: Any, request: Request) -> bytes | None:
         """The answer's bytes to the server's own request, built by the core as ``serve`` builds them."""
