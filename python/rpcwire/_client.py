@@ -2127,6 +2127,7 @@ class AsyncClient(_Peer):
         dispatching = self._dispatching
         if dispatching is not None and dispatching is not asyncio.current_task():
             await asyncio.wait({dispatching}, timeout=grace)  # the callbacks already queued
+            dispatching.cancel()  # one still running after that
         if process is not None:
             _end_pipes(process)
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
