@@ -8,7 +8,7 @@ use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString, PyType};
 
 use crate::answer::{self, StandardError};
 use crate::codec;
-use crate::envelope::{self, Entry, Id, Limits, Message, Outcome};
+use crate::envelope::{self, Entry, Id, Limits, Message, Outcome, DEFAULT_MAX_DEPTH};
 use crate::errors::Error;
 use crate::json::Scanner;
 use crate::request;
@@ -33,44 +33,61 @@ pub(crate) fn _encode_request<'py>(
 
 /// One message a client read (a line, or an HTTP body): a `Response`, a `Request` (the server's
 /// own request or notification), a `list` of these for a batch, or a `str` saying why the message
-/// (or a batch entry) is neither, for the client to log and drop.
+/// (or a batch entry) is neither, for the client to log and drop. Nesting deeper than `max_depth`
+/// (a transport's limit, checked as `StdioTransport` checks it) is a parse error.
 #[pyfunction]
-pub(crate) fn _parse_incoming<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-    incoming_object(py, data, None)
+#[pyo3(signature = (data, max_depth=i64::from(DEFAULT_MAX_DEPTH)), text_signature = "(data, max_depth=128)")]
+pub(crate) fn _parse_incoming<'py>(py: Python<'py>, data: &[u8], max_depth: i64) -> PyResult<Bound<'py, PyAny>> {
+    let (_, limits) = request::checked_limits(1, max_depth, None)?;
+    match incoming_object(py, data, limits.max_depth, None)? {
+        Incoming::Message(message) => Ok(message),
+        Incoming::Unreadable(reason) => Ok(PyString::new(py, &reason).into_any()),
+    }
+}
+
+/// What a client read: a message (or why a message is neither a response nor a request, as a
+/// `str`), or a text that could not be decoded at all, with why.
+pub(crate) enum Incoming<'py> {
+    Message(Bound<'py, PyAny>),
+    /// Not JSON, not UTF-8, nested deeper than `max_depth`, an integer `int()` refuses: the client
+    /// may still look for the id it names in the bytes (`rpcwire._client`).
+    Unreadable(String),
 }
 
 /// As [`_parse_incoming`]; object keys come from `strings` when it is given (a transport's cache).
 pub(crate) fn incoming_object<'py>(
     py: Python<'py>,
     data: &[u8],
+    max_depth: usize,
     mut strings: Option<&mut StringCache>,
-) -> PyResult<Bound<'py, PyAny>> {
+) -> PyResult<Incoming<'py>> {
     let Ok(text) = std::str::from_utf8(data) else {
-        return Ok(PyString::new(py, "parse error: invalid UTF-8").into_any());
+        return Ok(Incoming::Unreadable("parse error: invalid UTF-8".to_owned()));
     };
     // A client reads whatever batch answers its own: no batch limit.
-    let limits = Limits { max_batch: None, ..Limits::default() };
+    let limits = Limits { max_depth, max_batch: None };
     let read_value = |scanner: &mut Scanner<'_>| codec::decode_value(py, scanner, strings.as_deref_mut());
     let parsed = match envelope::parse_incoming_with(text, limits, read_value) {
         Ok(parsed) if codec::exceeds_int_digit_limit(py, parsed.longest_integer)? => {
-            return Ok(PyString::new(py, "parse error: an integer longer than int() accepts").into_any())
+            return Ok(Incoming::Unreadable("parse error: an integer longer than int() accepts".to_owned()))
         }
         Ok(parsed) => parsed,
         Err(Error::Python(error)) => return Err(error),
-        Err(Error::Syntax(error)) => return Ok(PyString::new(py, &format!("parse error: {error}")).into_any()),
+        Err(Error::Syntax(error)) => return Ok(Incoming::Unreadable(format!("parse error: {error}"))),
     };
-    match parsed.message {
-        Message::Single(entry) => entry_object(py, entry, strings),
-        Message::Batch(entries) if entries.is_empty() => Ok(PyString::new(py, "an empty batch").into_any()),
+    let message = match parsed.message {
+        Message::Single(entry) => entry_object(py, entry, strings)?,
+        Message::Batch(entries) if entries.is_empty() => PyString::new(py, "an empty batch").into_any(),
         Message::Batch(entries) => {
             let items = entries
                 .into_iter()
                 .map(|entry| entry_object(py, entry, strings.as_deref_mut()))
                 .collect::<PyResult<Vec<_>>>()?;
-            Ok(PyList::new(py, items)?.into_any())
+            PyList::new(py, items)?.into_any()
         }
         Message::BatchOverLimit => unreachable!("a client reads batches of any length"),
-    }
+    };
+    Ok(Incoming::Message(message))
 }
 
 fn entry_object<'py>(

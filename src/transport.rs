@@ -709,9 +709,11 @@ impl StdioTransport {
         Ok(())
     }
 
-    /// The next message as a client reads it (blank lines skipped): `None` at end of input; a
-    /// `Response`; a `Request` (the server's own request or notification); a `list` of these for a
-    /// batch; or a `str` saying why a message (a line over `max_message_bytes` included) is neither.
+    /// The next message as a client reads it (blank lines skipped), nested at most `max_depth` deep:
+    /// `None` at end of input; a `Response`; a `Request` (the server's own request or notification); a
+    /// `list` of these for a batch; a `str` saying why a message (a line over `max_message_bytes`
+    /// included) is neither; or, for a message that cannot be decoded, `(why, its bytes)`, so that the
+    /// client can look for the call it names.
     #[pyo3(name = "_read_incoming")]
     fn read_incoming<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let mut line = Vec::new();
@@ -719,10 +721,23 @@ impl StdioTransport {
             Next::End => Ok(None),
             Next::Line => {
                 let mut strings = self.strings.try_lock();
-                reply::incoming_object(py, &line, strings.as_deref_mut()).map(Some)
+                match reply::incoming_object(py, &line, self.limits.max_depth, strings.as_deref_mut())? {
+                    reply::Incoming::Message(message) => Ok(Some(message)),
+                    reply::Incoming::Unreadable(reason) => {
+                        let pair = (PyString::new(py, &reason), PyBytes::new(py, &line));
+                        Ok(Some(pair.into_pyobject(py)?.into_any()))
+                    }
+                }
             }
             dropped => Ok(Some(PyString::new(py, &dropped.reason(self.max_message_bytes)).into_any())),
         }
+    }
+
+    /// `(max_message_bytes, max_depth, max_batch)`, as given (`max_batch` `None` when unlimited): the
+    /// limits a client checks its own messages against before it sends them.
+    #[getter(_limits)]
+    fn limits_given(&self) -> (usize, usize, Option<usize>) {
+        (self.max_message_bytes, self.limits.max_depth, self.limits.max_batch)
     }
 
     /// The answer line (without `\n`) `serve` writes for a handler that returned `result` to the

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -80,6 +81,21 @@ def handler(rpc: ModuleType) -> Any:
     def echo(**params: Any) -> Any:
         return params
 
+    def deep(levels: int) -> Any:
+        """A result of ``levels`` nested arrays."""
+        result: Any = []
+        for _ in range(levels - 1):
+            result = [result]
+        return result
+
+    def spawn_sleeper(pid_file: str) -> int:
+        """Starts a grandchild that sleeps, holding this server's stdin, stdout and stderr; its pid goes to
+        ``pid_file`` (the test kills it)."""
+        sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        with open(pid_file, "w") as file:
+            file.write(str(sleeper.pid))
+        return sleeper.pid
+
     functions = [
         add,
         nap,
@@ -94,6 +110,8 @@ def handler(rpc: ModuleType) -> Any:
         trace,
         relay,
         echo,
+        deep,
+        spawn_sleeper,
     ]
     return rpc.methods({function.__name__: function for function in functions})
 

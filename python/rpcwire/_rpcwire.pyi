@@ -64,11 +64,15 @@ class StdioTransport:
         line, or the end of input, is already buffered."""
     def _read_available(self) -> None:
         """Read once from the stream unless a whole message is already buffered (a timed client's read)."""
-    def _read_incoming(self) -> Response | Request | str | list[Response | Request | str] | None:
-        """The next message as a client reads it (blank lines skipped): ``None`` at end of input; a
-        ``Response``; a ``Request`` (the server's own request or notification); a ``list`` of these for a
-        batch; or a ``str`` saying why a message (a line over ``max_message_bytes`` included) is neither.
+    def _read_incoming(self) -> Response | Request | str | list[Response | Request | str] | tuple[str, bytes] | None:
+        """The next message as a client reads it (blank lines skipped), nested at most ``max_depth`` deep:
+        ``None`` at end of input; a ``Response``; a ``Request`` (the server's own request or notification); a
+        ``list`` of these for a batch; a ``str`` saying why a message (a line over ``max_message_bytes``
+        included) is neither; or, for a message that cannot be decoded, ``(why, its bytes)``.
         """
+    @property
+    def _limits(self) -> tuple[int, int, int | None]:
+        """``(max_message_bytes, max_depth, max_batch)``, as given (``max_batch`` ``None`` when unlimited)."""
     @staticmethod
     def _answer_result(id_json: bytes, result: Any, *, expose_errors: bool = True) -> bytes:
         """The answer line (without ``\\n``) ``serve`` writes when the handler returned ``result``.
@@ -130,5 +134,6 @@ def dispatch(
 def _encode_request(method: str, params: Any = None, id: Any = None) -> bytes:
     """The line of a request (``id`` given) or a notification (``id`` is ``None``), without ``\\n``."""
 
-def _parse_incoming(data: bytes) -> Response | Request | str | list[Response | Request | str]:
-    """One message a client read: a ``Response``, a ``Request``, a ``list`` of these, or why it is neither."""
+def _parse_incoming(data: bytes, max_depth: int = 128) -> Response | Request | str | list[Response | Request | str]:
+    """One message a client read: a ``Response``, a ``Request``, a ``list`` of these, or why it is neither
+    (nesting deeper than ``max_depth`` is a parse error)."""

@@ -730,14 +730,35 @@ def _encode_request(method: str, params: Any = None, id: Any = None) -> bytes:  
     return _encode(message, params)
 
 
-def _parse_incoming(data: bytes) -> Response | Request | str | list[Response | Request | str]:
+def _parse_incoming(
+    data: bytes, max_depth: int = DEFAULT_MAX_DEPTH
+) -> Response | Request | str | list[Response | Request | str]:
     """One message a client read (a line, or an HTTP body): a ``Response``, a ``Request`` (the server's own
     request or notification), a ``list`` of these for a batch, or a ``str`` saying why the message (or a
-    batch entry) is neither, for the client to log and drop."""
+    batch entry) is neither, for the client to log and drop. Nesting deeper than ``max_depth`` (a
+    transport's limit, checked as ``StdioTransport`` checks it) is a parse error."""
+    message = _decode_incoming(data, _positive("max_depth", max_depth, MAX_MAX_DEPTH))
+    if isinstance(message, _Unreadable):
+        return message.reason
+    return message
+
+
+class _Unreadable:
+    """A text a client read that is not JSON (or nests deeper than its limit): why."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def _decode_incoming(
+    data: bytes, max_depth: int
+) -> Response | Request | str | list[Response | Request | str] | _Unreadable:
     try:
-        message = _decode(data, DEFAULT_MAX_DEPTH)
+        message = _decode(data, max_depth)
     except _ParseError as exc:
-        return f"parse error: {exc}"
+        return _Unreadable(f"parse error: {exc}")
     ids = _IdTexts(data)
     if type(message) is not list:
         return _incoming_entry(message, ids, None)
@@ -917,11 +938,14 @@ def _header_length(line: bytes) -> int | _DroppedFrame | None:
 
 
 class _Frames:
-    """The frames read from ``stream`` and not yet handed out (``framing="content-length"``)."""
+    """The frames read from ``stream`` and not yet handed out (``framing="content-length"``). With ``stream``
+    ``None`` it is fed instead (``feed``, ``pop``: sans-IO, for the asyncio client)."""
 
     def __init__(self, stream: Any, max_body: int) -> None:
         read1 = getattr(stream, "read1", None)
-        if callable(read1):
+        if stream is None:
+            pass
+        elif callable(read1):
             self._read: Callable[[int], bytes] = read1
         elif isinstance(stream, io.RawIOBase):
             self._read = stream.read
@@ -944,12 +968,19 @@ class _Frames:
         while (frame := self._advance()) is None:
             if self._eof:
                 return None
-            chunk = self._read(_READ_CHUNK)
-            del self._data[: self._pos]
-            self._pos = 0
-            self._data += chunk
-            self._eof = not chunk
+            self.feed(self._read(_READ_CHUNK))
         return frame
+
+    def feed(self, chunk: bytes) -> None:
+        """Add what was read (``b""``: the end of input)."""
+        del self._data[: self._pos]
+        self._pos = 0
+        self._data += chunk
+        self._eof = not chunk
+
+    def pop(self) -> bytes | _DroppedFrame | None:
+        """The next body, or a dropped frame, in what was fed; ``None`` until more is fed (or at the end)."""
+        return self._advance()
 
     def _fail(self, position: int, reason: str) -> _DroppedFrame:
         self._pos = position
@@ -1213,16 +1244,27 @@ class StdioTransport:
                 return self._classify_line(line)
         return None
 
-    def _read_incoming(self) -> Response | Request | str | list[Response | Request | str] | None:
-        """The next message as a client reads it (blank lines skipped): ``None`` at end of input; a
-        ``Response``; a ``Request`` (the server's own request or notification); a ``list`` of these for a
-        batch; or a ``str`` saying why a message (a line over ``max_message_bytes`` included) is neither."""
+    def _read_incoming(
+        self,
+    ) -> Response | Request | str | list[Response | Request | str] | tuple[str, bytes] | None:
+        """The next message as a client reads it (blank lines skipped), nested at most ``max_depth`` deep:
+        ``None`` at end of input; a ``Response``; a ``Request`` (the server's own request or notification); a
+        ``list`` of these for a batch; a ``str`` saying why a message (a line over ``max_message_bytes``
+        included) is neither; or, for a message that cannot be decoded, ``(why, its bytes)``, so that the
+        client can look for the call it names."""
         while (line := self._next_line()) is not None:
             if isinstance(line, _Dropped):
                 return line.reason(self._max_message_bytes)
             if line.strip(_JSON_WHITESPACE) or self._frames is not None:
-                return _parse_incoming(line)
+                message = _decode_incoming(line, self._max_depth)
+                return (message.reason, line) if isinstance(message, _Unreadable) else message
         return None
+
+    @property
+    def _limits(self) -> tuple[int, int, int | None]:
+        """``(max_message_bytes, max_depth, max_batch)``, as given (``max_batch`` ``None`` when unlimited):
+        the limits a client checks its own messages against before it sends them."""
+        return self._max_message_bytes, self._max_depth, self._max_batch
 
     def _classify_line(self, line: bytes) -> bytes | Request | list[Request | bytes]:
         return _classify_text(line, self._max_depth, self._max_batch)
