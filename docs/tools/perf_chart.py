@@ -63,10 +63,9 @@ def render(header: list[str], rows: list[list[str]]) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
         f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
-        f'<text x="{LEFT}" y="18" font-size="14" font-weight="bold">'
-        "µs per message, lower is better (log scale)</text>",
+        f'<text x="{LEFT}" y="18" font-size="14" font-weight="bold">µs per message, lower is better (log scale)</text>',
     ]
-    legend_x = LEFT
+    legend_x: float = LEFT
     for _, label, colour in SERIES:
         out.append(f'<rect x="{legend_x:.1f}" y="28" width="10" height="10" fill="{colour}"/>')
         out.append(f'<text x="{legend_x + 14:.1f}" y="37" font-size="11">{escape(label)}</text>')
@@ -90,7 +89,8 @@ def render(header: list[str], rows: list[list[str]]) -> str:
             value = number(row[column])
             y = top + j * (BAR + GAP)
             if value is None:
-                out.append(f'<text x="{LEFT + 4}" y="{y + BAR - 1}" font-size="9" fill="#666">no {escape(label)}</text>')
+                missing = f'<text x="{LEFT + 4}" y="{y + BAR - 1}" font-size="9" fill="#666">'
+                out.append(f"{missing}no {escape(label)}</text>")
                 continue
             end = x_of(min(max(value, LOW), HIGH))
             out.append(
