@@ -1,7 +1,8 @@
 """``rpcwire.http`` under real servers: the Flask example under gunicorn with the client example against it,
 and ``ASGIApp`` under uvicorn. Each server listens on a socket this test binds (127.0.0.1, an ephemeral
 port) and hands over as a file descriptor, so no port is guessed (granian takes none: see ``server``); the server
-is stopped by the test, its worker processes with it. Last, the README's "Scaling" recipes with two workers each."""
+is stopped by the test, its worker processes with it. Last, the "Scaling" recipes of docs/guides/http.md with two
+workers each."""
 
 from __future__ import annotations
 
@@ -143,9 +144,11 @@ def test_the_flask_example_under_gunicorn_with_the_client_example() -> None:
             env=child_env(),
             check=True,
         )
-        assert client.stdout.decode().splitlines() == [
-            "Status: 200",
-            "Response: {'jsonrpc': '2.0', 'id': 1, 'result': 25}",  # the members in the order of our bytes
+        assert client.stdout.decode().splitlines() == [  # what the example's docstring says it prints
+            "add(10, 15) = 25",
+            "subtract(minuend=10, subtrahend=15) = -5",
+            "batch: [3, 2]",
+            "divide: -32601 Method not found",
         ]
         response = requests.post(f"{url}/rpc", data=ADD, headers=JSON, timeout=30)
         assert (response.status_code, response.content) == (200, b'{"jsonrpc":"2.0","id":1,"result":25}')
@@ -212,7 +215,7 @@ def test_the_asgi_app_under_uvicorn(tmp_path: Path) -> None:
             env=child_env(),
             check=True,
         )
-        assert client.stdout.decode().splitlines()[0] == "Status: 200"
+        assert client.stdout.decode().splitlines()[0] == "add(10, 15) = 25"
         batch = b'[{"jsonrpc":"2.0","method":"subtract","params":[5,3],"id":"s"},\n' + ADD + b"]"
         response = requests.post(f"{url}/rpc", data=batch, headers=JSON, timeout=30)
         assert (response.status_code, response.content) == (
@@ -259,7 +262,7 @@ def test_events_under_uvicorn_are_not_held_back(tmp_path: Path) -> None:
         ]
 
 
-# --- scaling: the README's recipes with two worker processes ---------------------------------------------
+# --- scaling: docs/guides/http.md's recipes with two worker processes ----------------------------------
 
 SCALED_MODULE = """
 import os
