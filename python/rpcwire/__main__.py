@@ -51,8 +51,9 @@ an async handler awaited on its event loop. Without uvicorn (it stays optional),
 under the standard library's wsgiref with a thread per connection: no dependency, good for trying things out,
 not for production (HTTP/1.0, no keep-alive; a sync handler only). Port 0 picks a free port. Once listening,
 the line "listening on http://HOST:PORT" goes to stderr. To scale past one process, run the apps under
-gunicorn, uvicorn --workers or granian (README, "Scaling"). --run-sync-inline: a sync handler that never
-blocks runs on uvicorn's event loop (ASGIApp(handler, run_sync_inline=True)) instead of a worker thread.
+gunicorn, uvicorn --workers or granian (docs/guides/http.md, "Scaling"). --run-sync-inline: a sync handler
+that never blocks runs on uvicorn's event loop (ASGIApp(handler, run_sync_inline=True)) instead of a worker
+thread.
 
 HTTP (--http, and --listen's HTTP connections) answers only requests whose Host header names the server
 (421 otherwise), against DNS rebinding: by default, a request that came over loopback must name a loopback

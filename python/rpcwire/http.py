@@ -23,7 +23,7 @@ The checks run in that order (421, 405, 403, 415, 413/411). Every handler call h
 ``params._meta``'s. Mounting: ``WSGIApp`` is a WSGI application (gunicorn, granian, ``wsgiref``; in Flask,
 :func:`flask_view`), ``ASGIApp`` an ASGI one (uvicorn, granian; Starlette and FastAPI
 ``app.mount("/rpc", ASGIApp(handler))``); where a sync handler runs under ASGI: ``run_sync_inline``.
-See README, "HTTP".
+See docs/guides/http.md (the guide) and docs/semantics.md, "HTTP" (every rule).
 
 The hot path (a small request, a sync handler, no events) costs a few µs over a constant reply, measured in
 process by ``make bench-http``: only the headers used are read, the refusals are made once, the answer goes

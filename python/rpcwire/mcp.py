@@ -31,7 +31,7 @@ each write and each flush); here the event loop does the I/O itself:
 - Without the native module (``rpcwire.pure``) and on Windows, stdin is read by that thread too.
 
 Measured end to end (``make bench-mcp``: the SDK's client calling an ``MCPServer``'s ``echo`` tool, both
-transports interleaved; the README's "MCP servers" has the table): the server's CPU per call falls by
+transports interleaved; docs/performance.md, "MCP", has the table): the server's CPU per call falls by
 1.95x (``async def`` tool) and 1.4x (``def`` tool, which ``MCPServer`` itself runs on a worker thread),
 its event loop goes round 8.7 times a call instead of 17, and 50 concurrent ``async def`` calls run 1.7x
 faster; the client's share (the SDK's) is the same on both sides.
