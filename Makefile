@@ -98,3 +98,4 @@ clean: ## Remove build products, .venv and the .venv-3.X of test-versions
 
 include bench/bench.mk
 include fuzz/fuzz.mk
+include docs/docs.mk
