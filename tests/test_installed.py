@@ -69,7 +69,7 @@ print(json.dumps({
 """
 
 
-def test_without_the_native_module_rpcwire_serves_through_pure_with_one_clear_warning() -> None:
+def test_without_its_compiled_core_rpcwire_serves_through_pure_with_one_clear_warning() -> None:
     done = subprocess.run(
         [sys.executable, "-c", _WITHOUT_NATIVE], capture_output=True, text=True, timeout=60, check=False
     )
