@@ -13,8 +13,9 @@ FUZZ_TARGETS := framing envelope float_repr
 FUZZ_SECONDS ?= 600
 FUZZ_SMOKE_SECONDS ?= 4
 FUZZ_SEEDS := tests/fuzz_corpus
-FUZZ_HOST := $(shell rustc -vV | sed -n 's/^host: //p')
-FUZZ_BIN := $(FUZZ_DIR)/target/$(FUZZ_HOST)/release
+# Deferred (=, not :=): asked of rustc only by the fuzz targets, so other targets need no Rust.
+FUZZ_HOST = $(shell rustc -vV | sed -n 's/^host: //p')
+FUZZ_BIN = $(FUZZ_DIR)/target/$(FUZZ_HOST)/release
 # --target keeps these flags off build scripts; --cfg fuzzing as cargo fuzz sets it.
 FUZZ_RUSTFLAGS := -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
 	-Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
@@ -25,7 +26,7 @@ ATHERIS := atheris==3.0.0
 
 .PHONY: fuzz fuzz-smoke fuzz-build fuzz-atheris fuzz-lint
 
-fuzz-build: ## Build the fuzz targets (fuzz/target)
+fuzz-build: check-rust ## Build the fuzz targets (fuzz/target)
 	cd $(FUZZ_DIR) && CARGO_TARGET_DIR=target RUSTFLAGS="$(FUZZ_RUSTFLAGS)" \
 		cargo build --release --locked --quiet --target $(FUZZ_HOST)
 
@@ -56,7 +57,7 @@ fuzz-atheris: develop ## Native against pure on whole streams with atheris, for 
 		2>$(FUZZ_DIR)/artifacts/transport.log || { tail -n 40 $(FUZZ_DIR)/artifacts/transport.log; exit 1; }
 	@grep -E '^Done [0-9]+ runs' $(FUZZ_DIR)/artifacts/transport.log | tail -n 1
 
-fuzz-lint: ## rustfmt and clippy on the fuzz targets (--cfg fuzzing: src/errors.rs without pyo3)
+fuzz-lint: check-rust ## rustfmt and clippy on the fuzz targets (--cfg fuzzing: src/errors.rs without pyo3)
 	cd $(FUZZ_DIR) && cargo fmt -- --check
 	cd $(FUZZ_DIR) && CARGO_TARGET_DIR=target/lint RUSTFLAGS="--cfg fuzzing" \
 		cargo clippy --locked --quiet --all-targets -- -D warnings

