@@ -253,3 +253,24 @@ def test_errors_over_http(app_dir: Path, where: tuple[str, ...], expose: bool) -
     logged = (app_dir / "server.log").read_text()
     assert logged.startswith("ERROR broken failed (id 1, traceparent None)"), logged
     assert "Traceback" in logged and "ValueError: the database password is hunter2" in logged
+
+
+def test_version_names_the_version_and_the_core() -> None:
+    import rpcwire
+
+    done = subprocess.run(
+        [sys.executable, "-m", "rpcwire", "--version"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    core = "native" if rpcwire.NATIVE else "pure"
+    assert done.stdout.strip() == f"rpcwire {rpcwire.__version__} ({core})"
+    assert rpcwire.__version__ != "0+unknown"
+
+
+def test_help_names_http_and_listen() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "rpcwire", "--help"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: python -m rpcwire")
+    assert "--http" in done.stdout and "--listen" in done.stdout

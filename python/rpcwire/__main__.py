@@ -78,9 +78,24 @@ DEFAULT_MAX_CONNECTIONS = 64
 DEFAULT_IDLE_TIMEOUT = 300.0
 
 
+def _prog() -> str:
+    """``rpcwire`` when run as the console script, ``python -m rpcwire`` otherwise."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return "python -m rpcwire" if name in ("", "__main__.py", "-c") else name
+
+
+def _version() -> str:
+    """The version and the core in use, e.g. ``rpcwire 0.1.0 (native)``."""
+    return f"rpcwire {rpcwire.__version__} ({'native' if rpcwire.NATIVE else 'pure'})"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command named in ``argv``; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m rpcwire", description="rpcwire, JSON-RPC 2.0 over stdio.")
+    parser = argparse.ArgumentParser(
+        prog=_prog(),
+        description="rpcwire: JSON-RPC 2.0 over stdio, HTTP (--http) and one negotiated socket (--listen).",
+    )
+    parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="serve a few requests over in-memory streams and show the transcript")
     demo.add_argument("--pure", action="store_true", help="use the pure-Python twin instead of the native transport")
