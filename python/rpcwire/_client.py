@@ -45,6 +45,7 @@ from rpcwire._types import (
     DEFAULT_MAX_MESSAGE_BYTES,
     ERR_INTERNAL,
     ConnectionClosed,
+    Framing,
     MethodNotFound,
     Request,
     Response,
@@ -1087,7 +1088,7 @@ class Client(_Peer):
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_depth: int = DEFAULT_MAX_DEPTH,
         max_batch: int | None = DEFAULT_MAX_BATCH,
-        framing: str = "newline",
+        framing: Framing = "newline",
     ) -> Client:
         """Start ``argv`` and talk to it over its stdin and stdout; its stderr is read by a thread of the
         client's (its last lines go into :class:`ConnectionClosed`, each line to the ``rpcwire.client``
@@ -1714,7 +1715,7 @@ def _frame(body: bytes) -> bytes:
 
 
 def _checked_limits(
-    core: ModuleType, max_message_bytes: int, max_depth: int, max_batch: int | None, framing: str
+    core: ModuleType, max_message_bytes: int, max_depth: int, max_batch: int | None, framing: Framing
 ) -> tuple[int, int, int | None]:
     """The limits (and framing) checked by the core's own ``StdioTransport``, so with its very errors."""
     return core.StdioTransport(
@@ -1745,7 +1746,7 @@ class AsyncClient(_Peer):
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_depth: int = DEFAULT_MAX_DEPTH,
         max_batch: int | None = DEFAULT_MAX_BATCH,
-        framing: str = "newline",
+        framing: Framing = "newline",
         _process: asyncio.subprocess.Process | None = None,
         _exited: asyncio.Future[None] | None = None,
         _stderr_tail: _StderrTail | None = None,
@@ -1785,7 +1786,7 @@ class AsyncClient(_Peer):
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_depth: int = DEFAULT_MAX_DEPTH,
         max_batch: int | None = DEFAULT_MAX_BATCH,
-        framing: str = "newline",
+        framing: Framing = "newline",
     ) -> AsyncClient:
         """Start ``argv`` and talk to it over its stdin and stdout (see :meth:`Client.spawn`)."""
         _check_dialect(dialect)

@@ -3,7 +3,7 @@
 from collections.abc import Callable
 from typing import Any, BinaryIO, final
 
-from rpcwire._types import Request, Response
+from rpcwire._types import Framing, Request, Response
 
 __all__ = [
     "StdioTransport",
@@ -28,10 +28,10 @@ class StdioTransport:
         max_message_bytes: int = 67108864,
         max_depth: int = 128,
         max_batch: int | None = 1000,
-        framing: str = "newline",
+        framing: Framing = "newline",
     ) -> StdioTransport: ...
     @property
-    def framing(self) -> str:
+    def framing(self) -> Framing:
         """``"newline"`` or ``"content-length"``."""
     def read_line(self) -> bytes | None:
         """The next line without its ``\\n`` (or ``\\r\\n``); ``None`` at end of input.

@@ -7,7 +7,7 @@ handler written against one implementation behaves the same under the other.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 __all__ = [
     "DEFAULT_MAX_BATCH",
@@ -51,6 +51,9 @@ DEFAULT_MAX_BATCH = 1_000
 answered with one -32600, read no further than the entry past the limit."""
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 """The longest line accepted, not counting its ``\\n`` or ``\\r\\n``; a longer one is discarded unread."""
+
+Framing = Literal["newline", "content-length"]
+"""How messages are delimited on a stream: one JSON text per line, or LSP's ``Content-Length`` frames."""
 
 
 class JsonRpcError(Exception):

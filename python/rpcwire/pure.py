@@ -36,6 +36,7 @@ from rpcwire._types import (
     ERR_REQUEST_CANCELLED,
     MAX_MAX_DEPTH,
     ConnectionClosed,
+    Framing,
     InvalidParams,
     JsonRpcError,
     MethodNotFound,
@@ -1117,7 +1118,7 @@ class StdioTransport:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_depth: int = DEFAULT_MAX_DEPTH,
         max_batch: int | None = DEFAULT_MAX_BATCH,
-        framing: str = "newline",
+        framing: Framing = "newline",
     ) -> None:
         if framing not in ("newline", "content-length"):
             raise ValueError(f"framing must be 'newline' or 'content-length', not {framing!r}")
@@ -1132,7 +1133,7 @@ class StdioTransport:
         self._frames = None if framing == "newline" else _Frames(self._stdin, self._max_message_bytes)
 
     @property
-    def framing(self) -> str:
+    def framing(self) -> Framing:
         """``"newline"`` or ``"content-length"``."""
         return "newline" if self._frames is None else "content-length"
 
