@@ -856,6 +856,55 @@ def test_reading_pauses_while_answers_wait_to_be_written(impl: ModuleType, mode:
     assert len(b"".join(chunks).splitlines()) == UNREAD_REQUESTS
 
 
+@pytest.mark.timeout(120)
+def test_a_stop_while_reading_pauses_for_unwritten_answers_reads_no_more(impl: ModuleType) -> None:
+    """Reading has paused (an answer over the 1 MiB bound waits for a peer that does not read) and nothing
+    more is to be read, when a handler raises SystemExit: the threads engine stops there and re-raises,
+    rather than block in one more read of an input that is still open."""
+    in_read, in_write = os.pipe()
+    out_read, out_write = os.pipe()
+    release = threading.Event()
+    answered = threading.Event()
+
+    def handler(method: str, params: Any) -> Any:
+        if method == "stop":
+            release.wait(60)
+            raise SystemExit(3)
+        answered.set()
+        return "x" * (2 << 20)  # alone over the bound of unwritten bytes
+
+    os.write(in_write, request("stop", id=0) + request("big", id=1))  # the reading thread then waits for input
+    raised: list[BaseException] = []
+    returned = threading.Event()
+    stdin, stdout = os.fdopen(in_read, "rb"), os.fdopen(out_write, "wb", buffering=0)
+
+    def run() -> None:
+        try:
+            impl.serve(handler, impl.StdioTransport(stdin, stdout), max_concurrency=2, guard_stdout=False)
+        except BaseException as exc:
+            raised.append(exc)
+        returned.set()
+
+    server = threading.Thread(target=run, daemon=True)
+    server.start()
+    assert answered.wait(30)
+    time.sleep(0.5)  # the 2 MiB answer reaches the writer, over the bound (not a timing assertion)
+    os.write(in_write, request("big", id=2))  # read, then reading pauses, with nothing more to read
+    time.sleep(0.5)
+    release.set()
+    stopped = returned.wait(30)
+    os.close(in_write)  # lets an engine blocked in a read go, so that the test never leaves it behind
+    drained = threading.Thread(target=lambda: list(iter(lambda: os.read(out_read, 1 << 16), b"")), daemon=True)
+    drained.start()
+    server.join(30)
+    stdout.close()
+    drained.join(30)
+    stdin.close()
+    os.close(out_read)
+    assert stopped, "serve went on reading after a handler raised SystemExit"
+    assert len(raised) == 1 and isinstance(raised[0], SystemExit) and raised[0].code == 3
+
+
 class BrokenOutput(io.RawIOBase):
     def writable(self) -> bool:
         return True

@@ -145,11 +145,13 @@ def read_body(head: bytes, reader: BinaryIO) -> Any:
     return json.loads(reader.read(int(match.group(1))))
 
 
-def send_json(conn: socket.socket, value: Any) -> None:
+def response_bytes(value: Any) -> bytes:
     body = compact(value)
-    conn.sendall(
-        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
-    )
+    return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def send_json(conn: socket.socket, value: Any) -> None:
+    conn.sendall(response_bytes(value))
 
 
 def start_events(conn: socket.socket) -> None:
@@ -547,6 +549,18 @@ def scripted(server: RawServer, conn: socket.socket, head: bytes, reader: Binary
     if action == "half":
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: appl")
         return False
+    if action == "ok-te-cl":  # chunked, with a Content-Length too (RFC 9112 §6.3: the mark of response splitting)
+        body = compact(answer(message))
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+            b"Content-Length: %d\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(body), len(body), body)
+        )
+        return True
+    if action == "ok-stray":  # the answer, then (the connection idle) a response nobody asked for; kept open
+        send_json(conn, answer(message))
+        time.sleep(0.1)
+        send_json(conn, {"jsonrpc": "2.0", "id": 999, "result": "stray"})
+        return True
     send_json(conn, answer(message))
     return action != "ok-close"
 
@@ -574,6 +588,30 @@ def test_a_post_the_server_may_have_run_is_never_sent_again(impl: ModuleType, ki
         assert [n for n, outcome in outcomes.items() if isinstance(outcome, ConnectionError)] == [2, 4, 6]
         assert all(outcomes[n] == n for n, action in enumerate(plan, 1) if action in ("ok", "ok-close"))
         assert "may have run" in str(outcomes[2])
+
+
+@BOTH
+def test_a_kept_alive_connection_with_stray_bytes_is_not_reused(impl: ModuleType, kind: str) -> None:
+    """The server wrote what no request asked for on an idle kept-alive connection (an event loop reads it into
+    its buffer, where the socket shows nothing): the connection is closed and another taken, and the next
+    call gets its own answer, never the stray one."""
+    with RawServer(scripted) as server, http_client(impl, kind, server.url(), timeout=BOUND) as client:
+        server.plan.extend(["ok-stray", "ok"])
+        assert client.call("echo", {"n": 1}) == 1
+        time.sleep(0.5)  # the stray response arrives while the connection is idle
+        assert client.call("echo", {"n": 2}) == 2
+        assert server.accepted == 2
+        assert server.executed == {1: 1, 2: 1}
+
+
+@BOTH
+def test_a_response_with_both_transfer_encoding_and_content_length_is_not_reused(impl: ModuleType, kind: str) -> None:
+    """The coding delimits the body (RFC 9112 §6.3), but the connection is not kept for another request."""
+    with RawServer(scripted) as server, http_client(impl, kind, server.url(), timeout=BOUND) as client:
+        server.plan.extend(["ok-te-cl", "ok"])
+        assert client.call("echo", {"n": 1}) == 1
+        assert client.call("echo", {"n": 2}) == 2
+        assert server.accepted == 2
 
 
 @BOTH

@@ -588,7 +588,8 @@ def _serve_connection(connection: socket.socket, handler: Any, app: Any, address
             connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
         with rfile, connection.makefile("wb") as wfile:
             transport = rpcwire.StdioTransport(rfile, wfile, framing=framing)
-            rpcwire.serve(activity, transport, max_concurrency=limits.max_concurrency)
+            # A socket is never fd 1: no stdout guard to claim (and release) per connection.
+            rpcwire.serve(activity, transport, max_concurrency=limits.max_concurrency, guard_stdout=False)
     except OSError:  # the peer went away (reset, broken pipe), or read nothing for the idle timeout
         pass
     finally:

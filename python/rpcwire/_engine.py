@@ -693,6 +693,7 @@ class _ThreadServer:
                 while not self.stopping:
                     if not self.writer.has_room():  # too many answers not yet written: reading pauses
                         self.writer.wait_room(lambda: self.stopping)
+                        continue  # woken to stop (a worker's BaseException, the output failed): read no more
                     message = self.transport._read_message()
                     if message is None:
                         break
@@ -1034,6 +1035,8 @@ def serve(handler: Handler, transport: Any, *, max_concurrency: int = 1, guard_s
     ``print`` cannot corrupt it; both are restored on the way out.
     """
     _check_max_concurrency(max_concurrency)
+    with _serving(transport):  # a transport served elsewhere is refused before fd 1 is touched
+        pass
     with guarded_stdout(transport, guard_stdout):
         if is_async_handler(handler):
             asyncio.run(serve_async(handler, transport, max_concurrency=max_concurrency, guard_stdout=False))

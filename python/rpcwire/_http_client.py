@@ -112,6 +112,8 @@ class _ResponseReader:
         """The body ended where its framing said, nothing came after it, and neither side asked to close."""
         if not self.done or self._buffer or self._state != "done":
             return False
+        if "transfer-encoding" in self.headers and "content-length" in self.headers:
+            return False  # RFC 9112 §6.3: the coding wins, but the mark of response splitting: never reused
         tokens = {token.strip().lower() for token in self.headers.get("connection", "").split(",")}
         if self._version == "HTTP/1.0":
             return "keep-alive" in tokens
@@ -727,6 +729,10 @@ class _AsyncConnection:
     def quiet(self) -> bool:
         """Nothing to read on it: the server has not closed it, reset it or written to it while it was idle."""
         if self.reader.at_eof() or self.reader.exception() is not None or self.writer.is_closing():
+            return False
+        # asyncio reads an idle socket as bytes arrive: what the server wrote unasked waits in the reader's
+        # buffer, not on the socket (the StreamReader has no public way to ask).
+        if self.reader._buffer:  # type: ignore[attr-defined]
             return False
         sock = self.writer.get_extra_info("socket")
         return sock is not None and not _has_input(sock)
