@@ -47,9 +47,9 @@ try:
 
     NATIVE = True
     """Whether the native (Rust) transport is in use; ``False`` only when it could not be imported."""
-except ImportError as exc:  # pragma: no cover - a build without the native module
+except ImportError as _missing:  # pragma: no cover - a build without the native module
     logging.getLogger("rpcwire").warning(
-        "rpcwire: native module unavailable (%s); serving through the pure-Python rpcwire.pure", exc
+        "rpcwire: native module unavailable (%s); serving through the pure-Python rpcwire.pure", _missing
     )
     from rpcwire import pure as _core
     from rpcwire.pure import StdioTransport, dispatch, parse_request

@@ -319,7 +319,7 @@ _SNIFF_BYTES = 16
 _SNIFF_SECONDS = 2.0
 _DRAIN_MOST = 1024 * 1024
 
-logger = logging.getLogger("rpcwire")
+logger: logging.Logger = logging.getLogger("rpcwire")
 
 
 class _Limits:

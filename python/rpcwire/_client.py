@@ -54,7 +54,7 @@ from rpcwire._types import (
 
 __all__ = ["AsyncClient", "Client", "ProgressCallback"]
 
-logger = logging.getLogger("rpcwire.client")
+logger: logging.Logger = logging.getLogger("rpcwire.client")
 
 ProgressCallback = Callable[[float, "float | None", "str | None"], Any]
 """``on_progress(progress, total, message)``, as the MCP SDK's progress callbacks are called."""
@@ -1641,13 +1641,13 @@ class _PipeReader(io.RawIOBase):
         return 0
 
 
-class _StderrTail(collections.deque):  # type: ignore[type-arg]  # of str
+class _StderrTail(collections.deque[str]):
     """The last lines of a spawned server's stderr, read to its end by a thread (or task) of the client's so
     that the pipe never fills; ``drained`` is set at its end."""
 
     def __init__(self) -> None:
         super().__init__(maxlen=_STDERR_TAIL)
-        self.drained = threading.Event()
+        self.drained: threading.Event = threading.Event()
 
     def add(self, raw: bytes) -> None:
         line = raw.decode("utf-8", "replace").rstrip("\r\n")

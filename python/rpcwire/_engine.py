@@ -54,7 +54,7 @@ from rpcwire._types import JsonRpcError, Request, RequestCancelled
 
 __all__ = ["RequestContext", "current_request", "serve", "serve_async", "serve_sequential"]
 
-logger = logging.getLogger("rpcwire")
+logger: logging.Logger = logging.getLogger("rpcwire")
 
 Handler = Callable[[str, Any], Any]
 

@@ -48,7 +48,7 @@ from rpcwire._types import Request, Response
 
 __all__ = ["AsyncHttpClient", "HttpClient", "HttpError"]
 
-logger = logging.getLogger("rpcwire.client")
+logger: logging.Logger = logging.getLogger("rpcwire.client")
 
 _JSON = "application/json"
 _Answers = dict["int | None", Response]  # the answers in a body by id; None: an error with id null

@@ -30,7 +30,7 @@ from rpcwire._types import DEFAULT_MAX_MESSAGE_BYTES, MAX_MAX_DEPTH
 
 __all__ = ["AsyncReader", "JsonRpcStreamReader", "JsonRpcStreamWriter", "Writer", "start_io"]
 
-log = logging.getLogger(__name__)
+log: logging.Logger = logging.getLogger(__name__)
 
 
 def _framed(body: bytes) -> bytes:

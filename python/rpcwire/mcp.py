@@ -62,8 +62,9 @@ try:
     from mcp.server.stdio import _claim_fd, _open_stdin_diversion, _open_stdout_diversion
     from mcp.shared._context_streams import ContextReceiveStream, ContextSendStream
     from mcp.shared.message import SessionMessage
-except ImportError as exc:  # pragma: no cover - the extra is not installed
-    raise ImportError(f"rpcwire.mcp needs the MCP Python SDK 2.x: pip install 'rpcwire[mcp]' ({exc})") from exc
+except ImportError as _missing:  # pragma: no cover - the extra is not installed
+    _message = f"rpcwire.mcp needs the MCP Python SDK 2.x: pip install 'rpcwire[mcp]' ({_missing})"
+    raise ImportError(_message) from _missing
 
 import rpcwire
 import rpcwire.pure

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from rpcwire import _client, _engine, _http_client
-from rpcwire._engine import RequestContext, current_request, serve_async
+from rpcwire._engine import RequestContext, current_request, serve, serve_async
 from rpcwire._http_client import HttpError
 from rpcwire._methods import methods
 from rpcwire._types import (
@@ -77,7 +77,7 @@ __all__ = [
     "serve_async",
 ]
 
-logger = logging.getLogger("rpcwire")
+logger: logging.Logger = logging.getLogger("rpcwire")
 
 Handler = Callable[[str, Any], Any]
 
@@ -1310,9 +1310,6 @@ class StdioTransport:
     def _stop_serving(self) -> None:
         """The end of what ``_start_serving`` began."""
         self._serving.release()
-
-
-serve = _engine.serve
 
 
 class Client(_client.Client):
