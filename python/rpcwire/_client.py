@@ -70,6 +70,7 @@ _IDLE_S = 0.005  # how long nobody reads, after a read, before the client's own 
 # A spawned server's pipes' buffer: smaller than the native reader's 64 KiB reads, so that each read goes
 # past it and leaves nothing in it (what lets a reader wait on the descriptor; see _pollable_fd).
 _PIPE_BUFFER = 8192
+_NATIVE_READ = 64 * 1024  # the most one read of the native core takes
 _CALLBACKS_QUEUED = 1024  # notifications waiting for the dispatcher; beyond, one is dropped (and logged)
 _HANDLERS = 8  # the server's own requests handled at once...
 _HANDLERS_WAITING = 64  # ...and waiting for a handler; beyond, one is answered -32603 at once
@@ -1373,18 +1374,21 @@ class Client(_Peer):
             self._deliver(message)
 
     def _read_remains(self) -> None:
-        """The server ended: deliver what it left in its pipe (for at most ``_REMAINS_S``: a child of its may
-        hold the pipe open and write on), then fail every call with ``ConnectionClosed``."""
+        """The server ended: deliver what it left in its pipe (for at most ``_REMAINS_S`` and about
+        ``_REMAINS_BYTES``: a child of its may hold the pipe open and write on), then fail every call with
+        ``ConnectionClosed``."""
         transport = self._transport
         poller = select.poll()
         poller.register(self._fd, select.POLLIN)
         until = time.monotonic() + _REMAINS_S
+        reads_left = _REMAINS_BYTES // _NATIVE_READ  # each read takes at most one of the core's reads
         try:
             while self._closed is None and time.monotonic() < until:
                 if not transport._has_buffered_message():
-                    if not poller.poll(0):
+                    if not poller.poll(0) or reads_left == 0:
                         break
                     transport._read_available()
+                    reads_left -= 1
                     continue
                 message = transport._read_incoming()
                 if message is None:
