@@ -475,6 +475,21 @@ class _Peer:
         ledger = self._ledger
         return lambda: sent.append(ledger.written(ids, suspect))
 
+    def _abandon(self, ids: Sequence[int], sent: list[_Sent], reason: str) -> None:
+        """Calls whose caller stopped waiting: no longer pending; the server is told to cancel those that
+        were sent (:meth:`_send_cancel`, which never waits)."""
+        for id_ in ids:
+            self._pending.pop(id_, None)
+            self._progress.pop(id_, None)
+        if sent and self._closed is None:
+            self._ledger.abandoned(ids)
+            for id_ in ids:
+                self._send_cancel(self._cancel_line(id_, reason))
+
+    def _send_cancel(self, line: bytes) -> None:
+        """Write a cancellation without waiting (the stream clients say how)."""
+        raise NotImplementedError
+
     def _cancel_line(self, id_: int, reason: str) -> bytes:
         return self._core._encode_request(*_cancel_notification(self._dialect, id_, reason))
 
@@ -1247,17 +1262,9 @@ class Client(_Peer):
             assert self._closed is not None
             raise self._closed from None
 
-    def _abandon(self, ids: Sequence[int], sent: list[_Sent], reason: str) -> None:
-        """Calls whose caller stopped waiting: no longer pending; the server is told to cancel those that
-        were sent (without waiting: in the background if the output is busy)."""
-        for id_ in ids:
-            self._pending.pop(id_, None)
-            self._progress.pop(id_, None)
-        if sent and self._closed is None:
-            self._ledger.abandoned(ids)
-            for id_ in ids:
-                line = self._cancel_line(id_, reason)
-                self._output.send_soon(line, self._on_start(line, [], []))
+    def _send_cancel(self, line: bytes) -> None:
+        """Without waiting: in the background if the output is busy."""
+        self._output.send_soon(line, self._on_start(line, [], []))
 
     # --- waiting, and reading ----------------------------------------------------------------------
 
@@ -1931,17 +1938,10 @@ class AsyncClient(_Peer):
         except asyncio.TimeoutError:
             raise TimeoutError("not sent: the server read nothing until the deadline") from None
 
-    def _abandon(self, ids: Sequence[int], sent: list[_Sent], reason: str) -> None:
-        """Calls whose caller stopped waiting: no longer pending; the server is told to cancel those that
-        were sent (the cancellation goes into the stream's buffer: it never waits)."""
-        for id_ in ids:
-            self._pending.pop(id_, None)
-            self._progress.pop(id_, None)
-        if sent and self._closed is None:
-            self._ledger.abandoned(ids)
-            for id_ in ids:
-                with contextlib.suppress(Exception):
-                    self._put(self._cancel_line(id_, reason), [], [])
+    def _send_cancel(self, line: bytes) -> None:
+        """Into the stream's buffer: it never waits."""
+        with contextlib.suppress(Exception):
+            self._put(line, [], [])
 
     def _put(self, line: bytes, ids: Sequence[int], sent: list[_Sent]) -> None:
         """Hand one message to the stream's buffer (never waits), after its place in the ledger."""
