@@ -98,9 +98,10 @@ class ServerProcess:
 
 @contextlib.contextmanager
 def announced_server(command: list[str], cwd: Path, announcement: str, timeout: float) -> Iterator[int]:
-    """Run ``command`` in ``cwd``; yield the port its first stderr line announces (``announcement`` then
-    ``HOST:PORT``); terminate it at the end, and check it exited 0, wrote nothing on stdout and no traceback.
-    A watchdog kills it after ``timeout`` seconds."""
+    """Run ``command`` in ``cwd``; yield the port its stderr announces (a line: ``announcement`` then
+    ``HOST:PORT``, after at most a few others, such as the pure wheel's one warning that the native module is
+    absent); terminate it at the end, and check it exited 0, wrote nothing on stdout and no traceback. A
+    watchdog kills it after ``timeout`` seconds."""
     process = subprocess.Popen(
         command, cwd=cwd, env=child_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
@@ -108,9 +109,11 @@ def announced_server(command: list[str], cwd: Path, announcement: str, timeout: 
     watchdog.start()
     try:
         assert process.stderr is not None
-        first = process.stderr.readline().decode()
-        assert first.startswith(announcement), first + process.stderr.read().decode()
-        yield int(first.rstrip().rpartition(":")[2])
+        before: list[str] = []
+        while not (line := process.stderr.readline().decode()).startswith(announcement) and line and len(before) < 4:
+            before.append(line)
+        assert line.startswith(announcement), "".join(before) + line + process.stderr.read().decode()
+        yield int(line.rstrip().rpartition(":")[2])
     finally:
         process.terminate()
         stdout, stderr = process.communicate(timeout=30)
