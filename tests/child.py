@@ -96,6 +96,16 @@ class ServerProcess:
                     stream.close()
 
 
+def announced_port(stderr: Any, announcement: str) -> int:
+    """The port of the stderr line that says ``announcement`` then ``HOST:PORT``, read after at most a few
+    other lines (the pure wheel's one warning that the native module is absent)."""
+    before: list[str] = []
+    while not (line := stderr.readline().decode()).startswith(announcement) and line and len(before) < 4:
+        before.append(line)
+    assert line.startswith(announcement), "".join(before) + line + stderr.read().decode()
+    return int(line.rstrip().rpartition(":")[2])
+
+
 @contextlib.contextmanager
 def announced_server(command: list[str], cwd: Path, announcement: str, timeout: float) -> Iterator[int]:
     """Run ``command`` in ``cwd``; yield the port its stderr announces (a line: ``announcement`` then
@@ -109,11 +119,7 @@ def announced_server(command: list[str], cwd: Path, announcement: str, timeout: 
     watchdog.start()
     try:
         assert process.stderr is not None
-        before: list[str] = []
-        while not (line := process.stderr.readline().decode()).startswith(announcement) and line and len(before) < 4:
-            before.append(line)
-        assert line.startswith(announcement), "".join(before) + line + process.stderr.read().decode()
-        yield int(line.rstrip().rpartition(":")[2])
+        yield announced_port(process.stderr, announcement)
     finally:
         process.terminate()
         stdout, stderr = process.communicate(timeout=30)

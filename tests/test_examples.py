@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from child import child_env
+from child import announced_port, child_env
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -140,9 +140,7 @@ def test_the_readme_http_server_answers_the_curl_line(readme_folder: Path) -> No
     watchdog.start()
     try:
         assert process.stderr is not None
-        first = process.stderr.readline().decode()  # the watchdog ends a server that never says it listens
-        assert first.startswith("listening on http://"), first
-        port = int(first.rstrip().rpartition(":")[2])
+        port = announced_port(process.stderr, "listening on http://")  # the watchdog ends a silent server
         answer = run(["bash", "-c", curl.replace("127.0.0.1:8000", f"127.0.0.1:{port}")], readme_folder)
     finally:
         process.terminate()

@@ -11,7 +11,9 @@ fd 1 would put bytes between the answers. While ``rpcwire.serve`` (or ``serve_as
 - fd 1 points at stderr (a duplicate of fd 2, or the null device), and ``sys.stdout`` is ``sys.stderr``,
   so that ``print`` output shows at once, in order with the logs;
 - on the way out, whatever ``print`` left in a buffer is flushed into the diversion, then fd 1 points at the
-  wire again, ``sys.stdout`` is put back and the transport writes to its own stream again.
+  wire again, ``sys.stdout`` is put back and the transport writes to its own stream again (not when an
+  interrupt or ``SystemExit`` ends ``serve``: the process is leaving, and the transport keeps the wire's
+  duplicate, the same pipe).
 
 Nothing is done when the transport writes anywhere else (a pipe or socket of its own, a file), when fd 1
 cannot be duplicated, or while another ``serve`` of the process holds the guard (that one's holds).
@@ -39,14 +41,18 @@ _GIVE_BACK = 2.0
 def guarded_stdout(transport: Any, enabled: bool = True) -> Iterator[None]:
     """While the block runs, keep everything but ``transport`` off fd 1 (if its output is fd 1)."""
     restore = _claim(transport) if enabled else None
+    leaving = False
     try:
         yield
+    except (KeyboardInterrupt, SystemExit):
+        leaving = True
+        raise
     finally:
         if restore is not None:
-            restore()
+            restore(leaving=leaving)
 
 
-def _claim(transport: Any) -> Callable[[], None] | None:
+def _claim(transport: Any) -> Callable[..., None] | None:
     swap = getattr(transport, "_swap_output", None)
     if swap is None:
         return None
@@ -83,7 +89,7 @@ def _claim(transport: Any) -> Callable[[], None] | None:
         sys.stdout = replacement
         _claimed.add(1)
 
-    def restore() -> None:
+    def restore(*, leaving: bool) -> None:
         with _lock:
             for stream in {id(s): s for s in (sys.stdout, saved_stdout, previous) if s is not None}.values():
                 _flush(stream)  # into the diversion, never later onto the wire
@@ -91,6 +97,12 @@ def _claim(transport: Any) -> Callable[[], None] | None:
                 sys.stdout = saved_stdout
             os.dup2(wire_fd, 1)
             _claimed.discard(1)
+
+        if leaving:
+            # The process is on its way out (an interrupt, SystemExit): the transport keeps writing to the
+            # wire's duplicate, the same pipe as fd 1 again. A thread waiting for a writer blocked on a full
+            # pipe would still be in the core when the interpreter finalizes (3.13 crashed there).
+            return
 
         def give_back() -> None:
             with contextlib.suppress(Exception):  # the wire failed (a BrokenPipeError is serve's to raise)
