@@ -842,10 +842,13 @@ class AsyncHttpClient(_HttpPeer):
         """The same exchange through the caller's ``httpx.AsyncClient`` (``_post`` bounds it in time)."""
         async with self._session.stream("POST", self._url, content=body, headers=headers, timeout=None) as response:
             reply = _Reply(self, ids, response.status_code, response.reason_phrase, dict(response.headers))
-            async for chunk in response.aiter_bytes():
-                reply.body(chunk)
-                if reply.answered:
-                    break  # leaving the stream unread closes its connection
+            # Closed here, on the loop: left to the garbage collector, the stream's generators would be
+            # closed when the loop may be gone ("coroutine 'aclose' was never awaited" on 3.13).
+            async with contextlib.aclosing(response.aiter_bytes()) as chunks:
+                async for chunk in chunks:
+                    reply.body(chunk)
+                    if reply.answered:
+                        break  # leaving the stream unread closes its connection
             return reply.answers()
 
     async def close(self) -> None:
