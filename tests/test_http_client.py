@@ -517,6 +517,10 @@ def answer_then_hold(server: RawServer, conn: socket.socket, head: bytes, reader
 
 
 @WITH_HTTPX
+# Through an httpx session, a stream left at its answer leaves httpcore's own response generator to the garbage
+# collector, which on 3.13 may warn that its aclose() was never awaited: httpcore's, not rpcwire's, to close.
+@pytest.mark.filterwarnings("ignore:coroutine method 'aclose':RuntimeWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_an_event_stream_is_read_up_to_its_answer(impl: ModuleType, kind: str) -> None:
     events: list[Any] = []
     with RawServer(answer_then_hold) as server, http_client(impl, kind, server.url(), timeout=20) as client:
