@@ -7,7 +7,7 @@
 //! (`KeyboardInterrupt`, `SystemExit`) is returned as `Err` so that `serve` stops with it;
 //! everything else becomes an answer. A handler's exception answered -32603 (anything but a
 //! `JsonRpcError`) is logged at ERROR with its traceback, its request's id, method and trace context,
-//! by the engine's own function (`rpcwire._engine._log_failure`), so that every mode logs the same
+//! by the engine's own function (`rpcwire._answer.log_failure`), so that every mode logs the same
 //! record; with `expose_errors=False` (`dispatch` over HTTP) its answer carries no exception text.
 //!
 //! Just before each handler call, the caller's `before_call` runs: `serve` writes out the answers
@@ -183,7 +183,7 @@ fn answer_entry<'py>(
 }
 
 /// Log a handler's exception answered -32603 (one that is not a `JsonRpcError`: that one the handler
-/// meant for its client) with `rpcwire._engine._log_failure`, as the engine logs it.
+/// meant for its client) with `rpcwire._answer.log_failure`, as the engine logs it.
 fn log_failure(
     py: Python<'_>,
     id: &Id<'_>,
@@ -195,10 +195,10 @@ fn log_failure(
         return Ok(());
     }
     let exception = log::with_traceback(py, error);
-    let engine = py.import(intern!(py, "rpcwire._engine"))?;
-    let traceparent = engine.call_method1(intern!(py, "_meta_traceparent"), (params,))?;
+    let engine = py.import(intern!(py, "rpcwire._answer"))?;
+    let traceparent = engine.call_method1(intern!(py, "meta_traceparent"), (params,))?;
     let id = request::id_to_python(py, id)?;
-    engine.call_method1(intern!(py, "_log_failure"), (id, method, traceparent, exception))?;
+    engine.call_method1(intern!(py, "log_failure"), (id, method, traceparent, exception))?;
     Ok(())
 }
 

@@ -4,6 +4,7 @@
 //! The byte-level rules both implementations follow are in `docs/semantics.md`.
 
 mod answer;
+mod bound;
 mod codec;
 mod current;
 mod dispatch;
@@ -31,6 +32,7 @@ use pyo3::prelude::*;
 #[pymodule(gil_used = true)]
 fn _rpcwire(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<transport::StdioTransport>()?;
+    module.add_function(wrap_pyfunction!(bound::_bind, module)?)?;
     module.add_function(wrap_pyfunction!(request::parse_request, module)?)?;
     module.add_function(wrap_pyfunction!(current::_current_call, module)?)?;
     module.add_function(wrap_pyfunction!(current::_current_context, module)?)?;

@@ -36,6 +36,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyInt, PyString, PyType};
 
 use crate::answer::{self, StandardError};
+use crate::bound;
 use crate::codec;
 use crate::dispatch;
 use crate::envelope::{Id, Limits, DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES};
@@ -423,7 +424,7 @@ impl Drop for Serving<'_> {
     }
 }
 
-/// `serve`'s `max_concurrency`: absent (1), or what was given, for the engine's rule to check.
+/// `serve`'s `max_concurrency`: absent (1), or what was given, for `rpcwire.serve`'s rule to check.
 enum MaxConcurrency<'py> {
     Absent,
     Given(Bound<'py, PyAny>),
@@ -805,39 +806,32 @@ impl StdioTransport {
         Ok(previous.stream)
     }
 
-    /// Answer every request with `handler(method, params)` until end of input.
-    ///
-    /// Stops with the exception if reading or writing fails (a `BrokenPipeError` once the peer is
-    /// gone) or if the handler raises a `BaseException` that is not an `Exception`. With
-    /// `max_concurrency` other than 1, or an `async def` handler, the engine (`rpcwire._engine`)
-    /// schedules the requests over this transport's core methods; otherwise this loop runs.
-    /// `max_concurrency` follows `rpcwire.serve`'s rule (the engine's own check): an `int` of at least
-    /// 1 (a `bool` or a `float` is a `TypeError`). `RuntimeError` if a `serve` already runs over this
-    /// transport.
+    /// Answer every request with `handler(method, params)` until end of input: `rpcwire.serve(handler,
+    /// self, max_concurrency=...)`, which chooses the mode, without its guard of the process's fd 1.
     #[pyo3(
         signature = (handler, *, max_concurrency=MaxConcurrency::Absent),
         text_signature = "($self, handler, *, max_concurrency=1)"
     )]
     fn serve(slf: &Bound<'_, Self>, handler: &Bound<'_, PyAny>, max_concurrency: MaxConcurrency<'_>) -> PyResult<()> {
         let py = slf.py();
-        let engine = || py.import(intern!(py, "rpcwire._engine"));
-        let (sequential, given) = match max_concurrency {
-            MaxConcurrency::Absent => (true, None),
-            MaxConcurrency::Given(value) => {
-                engine()?.call_method1(intern!(py, "_check_max_concurrency"), (&value,))?;
-                (value.eq(1)?, Some(value)) // as the engine compares it
-            }
-        };
-        if !sequential || engine()?.call_method1(intern!(py, "is_async_handler"), (handler,))?.is_truthy()? {
-            let kwargs = PyDict::new(py);
-            if let Some(value) = given {
-                kwargs.set_item(intern!(py, "max_concurrency"), value)?;
-            }
-            // The method leaves the process's fd 1 alone (`rpcwire.serve`, the function, guards it).
-            kwargs.set_item(intern!(py, "guard_stdout"), false)?;
-            engine()?.getattr(intern!(py, "serve"))?.call((handler, slf), Some(&kwargs))?;
-            return Ok(());
+        let kwargs = PyDict::new(py);
+        if let MaxConcurrency::Given(value) = max_concurrency {
+            kwargs.set_item(intern!(py, "max_concurrency"), value)?;
         }
+        kwargs.set_item(intern!(py, "guard_stdout"), false)?;
+        bound::serve(py)?.call((handler, slf), Some(&kwargs))?;
+        Ok(())
+    }
+
+    /// The sequential loop (`rpcwire.serve` with `max_concurrency=1` and a sync handler): one message at a
+    /// time, in order, on the calling thread, until end of input.
+    ///
+    /// Stops with the exception if reading or writing fails (a `BrokenPipeError` once the peer is
+    /// gone) or if the handler raises a `BaseException` that is not an `Exception`. `RuntimeError` if
+    /// a `serve` already runs over this transport.
+    #[pyo3(name = "_serve_sequential")]
+    fn serve_sequential(slf: &Bound<'_, Self>, handler: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = slf.py();
         let transport = slf.get();
         let _serving = Serving::start(transport)?;
         let mut gathered = Vec::new();

@@ -45,6 +45,7 @@ try:
     import rpcwire._rpcwire as _core
     from rpcwire._rpcwire import StdioTransport, dispatch, parse_request
 
+    _core._bind(serve=serve)
     NATIVE = True
     """Whether the native (Rust) transport is in use; ``False`` only when it could not be imported."""
 except ImportError as _missing:  # pragma: no cover - a build without the native module

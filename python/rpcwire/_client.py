@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import ModuleType, TracebackType
 from typing import Any
 
-from rpcwire import _engine
+from rpcwire import _answer, _context, _engine
 from rpcwire._types import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_DEPTH,
@@ -98,7 +98,7 @@ def _new_traceparent() -> str:
 def _outgoing_traceparent() -> str | None:
     """Inside a handler rpcwire runs: the request's ``traceparent``, made (and kept on the request) when it
     had none, so that every call the handler makes carries one trace. Outside one: ``None``."""
-    context = _engine._request_context()
+    context = _context._request_context()
     if context is None:
         return None
     if context.traceparent is None:
@@ -562,7 +562,7 @@ class _Peer:
     def _answer(self, transport: Any, request: Request) -> bytes | None:
         """The answer's bytes to the server's own request, built by the core as ``serve`` builds them."""
         handler = self._handler or _no_handler
-        return _engine._call(transport, request, handler, None)
+        return _answer.call(transport, request, handler, None)
 
     def _batch_lines(self, calls: Iterable[tuple[str, Any]]) -> tuple[list[int], bytes]:
         """The ids of a batch's calls and its line (empty when there are none)."""
@@ -1508,7 +1508,7 @@ class Client(_Peer):
     def _serve_request(self, request: Request) -> None:
         if not self._handlers.submit(request):
             logger.warning("refused a request of the server's (%r): the client is busy", request.method)
-            answer = _engine._failure_answer(self._transport, request, None, _busy(request))
+            answer = _answer.failure_answer(self._transport, request, None, _busy(request))
             if answer is not None:
                 self._output.send_soon(answer, self._on_start(answer, [], []))
 
@@ -2074,7 +2074,7 @@ class AsyncClient(_Peer):
     def _serve_request(self, request: Request) -> None:
         if self._serving >= _HANDLERS + _HANDLERS_WAITING:
             logger.warning("refused a request of the server's (%r): the client is busy", request.method)
-            answer = _engine._failure_answer(self._core.StdioTransport, request, None, _busy(request))
+            answer = _answer.failure_answer(self._core.StdioTransport, request, None, _busy(request))
             if answer is not None:
                 with contextlib.suppress(Exception):
                     self._put(answer, [], [])
@@ -2095,9 +2095,9 @@ class AsyncClient(_Peer):
                 try:
                     result = await handler(request.method, request.params)
                 except Exception as exc:
-                    answer = _engine._failure_answer(core, request, None, exc)
+                    answer = _answer.failure_answer(core, request, None, exc)
                 else:
-                    answer = _engine._result_answer(core, request, None, result)
+                    answer = _answer.result_answer(core, request, None, result)
             else:
                 answer = await asyncio.to_thread(self._answer, core, request)
         if answer is not None:

@@ -4,9 +4,9 @@ A transport (native or :mod:`rpcwire.pure`) is the *core*: it reads and classifi
 (``_read_message``), builds answer bytes (``_answer_result``, ``_answer_error``) and writes whole lines
 (``_write_line``, ``write_notification``). Everything above that lives here, in Python, shared by both:
 
-- **Sequential** (``max_concurrency=1``, a sync handler): one message at a time, in order. The native
-  transport runs its own loop in Rust (``StdioTransport.serve``); ``rpcwire.pure`` runs
-  :func:`serve_sequential`. Both write the same bytes.
+- **Sequential** (``max_concurrency=1``, a sync handler): one message at a time, in order, in the core's
+  own loop (``_serve_sequential``: Rust's in the native module, :func:`serve_sequential` in
+  :mod:`rpcwire.pure`). Both write the same bytes.
 - **Threads** (``max_concurrency=N > 1``): the calling thread reads; each request runs on one of N
   daemon worker threads and is answered as soon as it finishes (any order, as the specification
   allows). Notifications run on the reading thread, one at a time and in arrival order, before
@@ -41,7 +41,6 @@ import functools
 import inspect
 import logging
 import queue
-import re
 import signal
 import sys
 import threading
@@ -49,33 +48,15 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from rpcwire._answer import answer_message, batch_line, call, cancelled_answer, failure_answer, result_answer
+from rpcwire._context import RequestContext, _current, current_request
+from rpcwire._dialects import LSP_CANCEL, MCP_CANCEL
 from rpcwire._stdout_guard import guarded_stdout
-from rpcwire._types import JsonRpcError, Request, RequestCancelled
+from rpcwire._types import Handler, Request
 
 __all__ = ["RequestContext", "current_request", "serve", "serve_async", "serve_sequential"]
 
 logger: logging.Logger = logging.getLogger("rpcwire")
-
-Handler = Callable[[str, Any], Any]
-
-LSP_CANCEL = "$/cancelRequest"
-MCP_CANCEL = "notifications/cancelled"
-MCP_PROGRESS = "notifications/progress"
-LSP_PROGRESS = "$/progress"
-
-_current: contextvars.ContextVar[RequestContext] = contextvars.ContextVar("rpcwire_request")
-
-# W3C Trace Context: version-traceid-parentid-flags, lowercase hex; version ff and all-zero ids are invalid.
-_TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
-
-
-def _valid_traceparent(value: Any) -> str | None:
-    if not isinstance(value, str):
-        return None
-    match = _TRACEPARENT.fullmatch(value)
-    if match is None or match[1] == "ff" or set(match[2]) == {"0"} or set(match[3]) == {"0"}:
-        return None
-    return value
 
 
 def _id_key(id_: Any) -> tuple[bool, Any]:
@@ -83,316 +64,14 @@ def _id_key(id_: Any) -> tuple[bool, Any]:
     return (isinstance(id_, str), id_)
 
 
-class RequestContext:
-    """The request a handler is serving (see :func:`current_request`). Immutable but for ``cancelled``."""
-
-    __slots__ = (
-        "_cancel_dialect",
-        "_done",
-        "_lock",
-        "_lsp_begun",
-        "_request",
-        "_task",
-        "_token",
-        "_traceparent",
-        "_transport",
-    )
-
-    def __init__(self, request: Request, transport: Any) -> None:
-        self._request = request
-        self._transport = transport
-        self._token: tuple[str, Any] | None = None
-        self._traceparent: str | None = None
-        params = request.params
-        if type(params) is dict:  # the token and the trace context are looked for only where they can be
-            meta = params.get("_meta")
-            if type(meta) is dict:
-                if "progressToken" in meta:
-                    self._token = ("mcp", meta["progressToken"])
-                self._traceparent = _valid_traceparent(meta.get("traceparent"))
-            if self._token is None and "workDoneToken" in params:
-                self._token = ("lsp", params["workDoneToken"])
-        self._cancel_dialect: str | None = None
-        self._lsp_begun = False
-        # Held while a line about this request is written and while it is finished, so that no line of
-        # it can follow its answer (reentrant: a stream that reports its own writes reaches the
-        # transport's refusal of a reentrant write, not a deadlock).
-        self._lock = threading.RLock()
-        self._done = False
-        self._task: asyncio.Task[Any] | None = None
-
-    @property
-    def id(self) -> Any:
-        """The request's id (``None`` for a notification)."""
-        return self._request.id
-
-    @property
-    def method(self) -> str:
-        """The method called."""
-        return self._request.method
-
-    @property
-    def is_notification(self) -> bool:
-        """Whether the request has no id (no answer will be written)."""
-        return self._request.is_notification
-
-    def __repr__(self) -> str:
-        return f"RequestContext(id={self.id!r}, method={self.method!r}, cancelled={self.cancelled})"
-
-    @property
-    def cancelled(self) -> bool:
-        """True once a cancellation for this request arrived (either dialect)."""
-        return self._cancel_dialect is not None
-
-    @property
-    def traceparent(self) -> str | None:
-        """The W3C ``traceparent`` of ``params._meta.traceparent`` when it is valid, else ``None``."""
-        return self._traceparent
-
-    def raise_if_cancelled(self) -> None:
-        """Raise :class:`RequestCancelled` if a cancellation for this request arrived."""
-        if self.cancelled:
-            raise RequestCancelled()
-
-    def notify(self, method: str, params: Any = None) -> None:
-        """Write a notification now, before this request's answer; once the request is answered (or its
-        handler returned, for a notification), nothing is written (logged at DEBUG)."""
-        with self._lock:
-            if self._done:
-                self._dropped(method)
-                return
-            self._transport.write_notification(method, params)
-
-    def _dropped(self, method: str) -> None:
-        logger.debug("%s dropped: it came after the answer to request %r (%s)", method, self.id, self.method)
-
-    def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
-        """Report progress in the dialect the request asked for, before its answer.
-
-        MCP (``params._meta.progressToken``): ``notifications/progress``. LSP (``params.workDoneToken``):
-        ``$/progress`` with ``begin`` first and ``report`` after (``end`` is written before the answer);
-        ``percentage`` is ``progress / total`` in percent, or ``progress`` itself without a total.
-        Neither token: nothing is written. After the answer (from another thread): nothing is written
-        either, and the call is logged at DEBUG.
-        """
-        if self._token is None:
-            return
-        with self._lock:
-            if self._done:
-                self._dropped("progress")
-                return
-            self._write_progress(self._token, progress, total, message)
-
-    def _write_progress(
-        self, token_: tuple[str, Any], progress: float, total: float | None, message: str | None
-    ) -> None:
-        dialect, token = token_
-        if dialect == "mcp":
-            params: dict[str, Any] = {"progressToken": token, "progress": progress}
-            if total is not None:
-                params["total"] = total
-            if message is not None:
-                params["message"] = message
-            self._transport.write_notification(MCP_PROGRESS, params)
-            return
-        value: dict[str, Any]
-        if self._lsp_begun:
-            value = {"kind": "report"}
-            if message is not None:
-                value["message"] = message
-        else:
-            value = {"kind": "begin", "title": message if message is not None else self.method}
-            self._lsp_begun = True
-        percentage = progress if total is None else (progress / total * 100 if total else 0)
-        value["percentage"] = max(0, min(100, round(percentage)))
-        self._transport.write_notification(LSP_PROGRESS, {"token": token, "value": value})
-
-    def _finish(self) -> None:
-        """Before the answer: LSP's ``end``; nothing about this request is written after this returns."""
-        with self._lock:
-            if self._done:
-                return
-            self._done = True
-            if self._lsp_begun and self._token is not None:
-                self._transport.write_notification(LSP_PROGRESS, {"token": self._token[1], "value": {"kind": "end"}})
-
-    def _cancel(self, dialect: str) -> None:
-        if self._cancel_dialect is None:
-            self._cancel_dialect = dialect
-        if self._task is not None:
-            self._task.get_loop().call_soon_threadsafe(self._task.cancel)
-
-    @property
-    def _answer_suppressed(self) -> bool:
-        """MCP: a cancelled request gets no answer at all."""
-        return self._cancel_dialect == "mcp"
-
-
-def current_request() -> RequestContext:
-    """The request the calling handler serves; ``LookupError`` outside one."""
-    context = _request_context()
-    if context is None:
-        raise LookupError("current_request() is only available inside a handler that rpcwire is running")
-    return context
-
-
-def _request_context() -> RequestContext | None:
-    """:func:`current_request`, or ``None`` outside a handler (no exception: the client asks on every call)."""
-    context = _current.get(None)
-    if context is None and _native is not None:
-        context = _native_sequential_context(_native)
-    return context
-
-
-def _native_sequential_context(native: Any) -> RequestContext | None:
-    """The context of the call the native sequential ``serve`` is making on this thread, made the first
-    time its handler asks (the loop notes only where the call's pieces are: see src/current.rs)."""
-    context: RequestContext | None = native._current_context()
-    if context is None:
-        call = native._current_call()
-        if call is None:
-            return None
-        context = RequestContext(*call)
-        native._set_current_context(context)
-    return context
-
-
-try:
-    from rpcwire import _rpcwire as _native
-except ImportError:  # pragma: no cover - a build without the native module
-    _native = None
-
-
-class _TraceFilter(logging.Filter):
-    """Adds ``traceparent`` and ``request_id`` to the ``rpcwire`` logger's records made while a request runs."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        context = _current.get(None)
-        if context is not None:
-            record.traceparent = context.traceparent
-            record.request_id = context.id
-        return True
-
-
-logger.addFilter(_TraceFilter())
-
-
-# --- one request ---------------------------------------------------------------------------------
-
-
-def _call(
-    transport: Any, request: Request, handler: Handler, context: RequestContext | None, *, expose_errors: bool = True
-) -> bytes | None:
-    """Run ``handler`` for ``request`` (in ``context``, if any) and return its answer's bytes, ``None`` if none.
-
-    ``expose_errors=False``: a -32603 is "Internal error" alone, without the exception's name and text."""
-    if context is not None and context.cancelled:  # cancelled before it started: never run
-        return _cancelled_answer(transport, request, context)
-    token = None if context is None else _current.set(context)
-    try:
-        try:
-            result = handler(request.method, request.params)
-        except Exception as exc:
-            return _failure_answer(transport, request, context, exc, expose_errors=expose_errors)
-        return _result_answer(transport, request, context, result, expose_errors=expose_errors)
-    finally:
-        if token is not None:
-            _current.reset(token)
-
-
-def _result_answer(
-    transport: Any, request: Request, context: RequestContext | None, result: Any, *, expose_errors: bool = True
-) -> bytes | None:
-    if context is not None:
-        context._finish()
-        if context._answer_suppressed:
-            return None
-    if request.is_notification:
-        return None
-    return bytes(transport._answer_result(request.id_json, result, expose_errors=expose_errors))
-
-
-def _log_failure(request_id: Any, method: str, traceparent: str | None, exc: BaseException) -> None:
-    """Log a handler's exception answered -32603 at ERROR with its traceback; the request's id, method and
-    trace context are in the message and the record (``request_id``, ``method``, ``traceparent``). The native
-    sequential loop and ``dispatch`` call it too, so that every mode logs the same record."""
-    context = _current.get(None)
-    if context is not None and context.id == request_id and context.method == method:
-        traceparent = context.traceparent  # the call's own context (over HTTP, its traceparent header wins)
-    logger.error(
-        "%s failed (id %r, traceparent %s); answered -32603 Internal error",
-        method,
-        request_id,
-        traceparent,
-        exc_info=exc,
-        extra={"request_id": request_id, "method": method, "traceparent": traceparent},
-    )
-
-
-def _meta_traceparent(params: Any) -> str | None:
-    """The valid W3C ``traceparent`` of ``params._meta``, else ``None`` (as :class:`RequestContext` reads it)."""
-    meta = params.get("_meta") if type(params) is dict else None
-    return _valid_traceparent(meta.get("traceparent")) if type(meta) is dict else None
-
-
-def _failure_answer(
-    transport: Any,
-    request: Request,
-    context: RequestContext | None,
-    exc: BaseException,
-    *,
-    expose_errors: bool = True,
-) -> bytes | None:
-    """The answer to a handler that raised ``exc``; one that is not a ``JsonRpcError`` is logged (``_log_failure``).
-    ``expose_errors=False``: a -32603 is "Internal error" alone, without the exception's name and text."""
-    try:
-        if context is not None:
-            context._finish()
-        if request.is_notification:
-            if isinstance(exc, JsonRpcError):
-                logger.debug("notification %r answered nothing: %s", request.method, exc)
-            else:
-                logger.error("notification %r failed", request.method, exc_info=exc)
-            return None
-        if context is not None and context._answer_suppressed:
-            return None
-        if isinstance(exc, asyncio.CancelledError):
-            exc = RequestCancelled()
-        elif not isinstance(exc, JsonRpcError):  # a JsonRpcError is meant for the client
-            traceparent = context.traceparent if context is not None else _meta_traceparent(request.params)
-            _log_failure(request.id, request.method, traceparent, exc)
-        return bytes(transport._answer_error(request.id_json, exc, expose_errors=expose_errors))
-    finally:
-        # A handler may raise one exception instance again and again; each raise would add its frames
-        # to the traceback kept on it, holding them (and all they refer to).
-        exc.__traceback__ = None
-
-
-def _cancelled_answer(transport: Any, request: Request, context: RequestContext) -> bytes | None:
-    if request.is_notification or context._answer_suppressed:
-        return None
-    return bytes(transport._answer_error(request.id_json, RequestCancelled()))
-
-
-def _batch_line(answers: list[bytes | None]) -> bytes | None:
-    given = [answer for answer in answers if answer is not None]
-    return b"[" + b",".join(given) + b"]" if given else None
-
-
 def serve_sequential(handler: Handler, transport: Any) -> None:
     """One message at a time, in order, on the calling thread (``rpcwire.pure``'s ``serve``)."""
 
-    def call(request: Request) -> bytes | None:
-        return _call(transport, request, handler, RequestContext(request, transport))
+    def call_one(request: Request) -> bytes | None:
+        return call(transport, request, handler, RequestContext(request, transport))
 
     while (message := transport._read_message()) is not None:
-        if isinstance(message, bytes):
-            answer: bytes | None = message
-        elif isinstance(message, Request):
-            answer = call(message)
-        else:
-            answer = _batch_line([entry if isinstance(entry, bytes) else call(entry) for entry in message])
-        if answer is not None:
+        if (answer := answer_message(message, call_one)) is not None:
             transport._write_line(answer)
 
 
@@ -638,7 +317,7 @@ class _Batch:
             self._left -= 1
             done = self._left == 0
         if done:
-            self._write(_batch_line(self._answers))
+            self._write(batch_line(self._answers))
 
 
 def _requests(
@@ -753,7 +432,7 @@ class _ThreadServer:
                     self.writer.wait_written(lambda: self.stopping)
                 if self.stopping:  # a handler raised, or the output failed, meanwhile: nothing more is run
                     return
-                _call(self.transport, request, self.handler, RequestContext(request, self.transport))
+                call(self.transport, request, self.handler, RequestContext(request, self.transport))
             deliver(None)
             return
         self.admitted.get()  # 2N read and unanswered: reading pauses
@@ -766,7 +445,7 @@ class _ThreadServer:
 
     def run(self, request: Request, context: RequestContext, deliver: Callable[[bytes | None], None]) -> None:
         try:
-            deliver(_call(self.transport, request, self.handler, context))
+            deliver(call(self.transport, request, self.handler, context))
         except BaseException as exc:  # KeyboardInterrupt, SystemExit or another BaseException in the handler
             self.failures.append(exc)
             self.writer.poke()  # the reading thread may wait for the writer: it stops instead
@@ -973,17 +652,17 @@ class _AsyncServer:
             async with self.running:  # a task cancelled while it waits here never runs its handler
                 return await self.await_handler(request, context)
         except (Exception, asyncio.CancelledError) as exc:
-            return _failure_answer(self.transport, request, context, exc)
+            return failure_answer(self.transport, request, context, exc)
 
     async def await_handler(self, request: Request, context: RequestContext) -> bytes | None:
         if context.cancelled:
-            return _cancelled_answer(self.transport, request, context)
+            return cancelled_answer(self.transport, request, context)
         token = _current.set(context)
         try:
             result = await self.handler(request.method, request.params)
         finally:
             _current.reset(token)
-        return _result_answer(self.transport, request, context, result)
+        return result_answer(self.transport, request, context, result)
 
     def in_worker(self, request: Request, context: RequestContext) -> asyncio.Future[bytes | None]:
         """A sync handler's call on a worker thread (notifications on their own), never on the loop."""
@@ -992,7 +671,7 @@ class _AsyncServer:
 
         def job() -> None:
             try:
-                answer = call_context.run(_call, self.transport, request, self.handler, context)
+                answer = call_context.run(call, self.transport, request, self.handler, context)
             except BaseException as exc:
                 self.soon(_settle, done, None, exc)
             else:
@@ -1041,7 +720,7 @@ def serve(handler: Handler, transport: Any, *, max_concurrency: int = 1, guard_s
         if is_async_handler(handler):
             asyncio.run(serve_async(handler, transport, max_concurrency=max_concurrency, guard_stdout=False))
         elif max_concurrency == 1:
-            transport.serve(handler)  # the native transport's own loop, or serve_sequential
+            transport._serve_sequential(handler)  # the core's own loop
         else:
             with _serving(transport):
                 _ThreadServer(handler, transport, max_concurrency).serve()

@@ -7,6 +7,7 @@ from rpcwire._types import Framing, Request, Response
 
 __all__ = [
     "StdioTransport",
+    "_bind",
     "_current_call",
     "_current_context",
     "_encode_request",
@@ -95,15 +96,17 @@ class StdioTransport:
     def _swap_output(self, stdout: BinaryIO) -> BinaryIO:
         """Write to ``stdout`` from now on; the stream written to until now (swapped under the writer's lock)."""
     def serve(self, handler: Callable[[str, Any], Any], *, max_concurrency: int = 1) -> None:
-        """Answer every request with ``handler(method, params)`` until end of input (see ``rpcwire.serve``).
-
-        ``max_concurrency``: an ``int`` of at least 1, as ``rpcwire.serve`` checks it. ``RuntimeError`` if a
-        ``serve`` already runs over this transport.
-        """
+        """Answer every request with ``handler(method, params)`` until end of input: ``rpcwire.serve(handler,
+        self, max_concurrency=...)``, which chooses the mode, without its guard of the process's fd 1."""
+    def _serve_sequential(self, handler: Callable[[str, Any], Any]) -> None:
+        """The sequential loop: one message at a time, in order, on the calling thread, until end of input."""
     def _start_serving(self) -> None:
         """Mark this transport as served: ``RuntimeError`` if a ``serve`` already runs over it."""
     def _stop_serving(self) -> None:
         """The end of what ``_start_serving`` began."""
+
+def _bind(*, serve: Callable[..., None]) -> None:
+    """Hand the native module the Python objects it calls back (``rpcwire`` does, once, at import)."""
 
 def parse_request(raw: str | bytes) -> tuple[Request | None, dict[str, Any] | None]:
     """Parse one JSON-RPC message: ``(request, None)`` or ``(None, error_response)``."""

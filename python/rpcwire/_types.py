@@ -6,6 +6,7 @@ handler written against one implementation behaves the same under the other.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -54,6 +55,9 @@ DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 Framing = Literal["newline", "content-length"]
 """How messages are delimited on a stream: one JSON text per line, or LSP's ``Content-Length`` frames."""
+
+Handler = Callable[[str, Any], Any]
+"""What serves requests: ``handler(method, params)`` returns the result (or, ``async def``, an awaitable of it)."""
 
 
 class JsonRpcError(Exception):
@@ -147,6 +151,16 @@ def error_from_object(error: dict[str, Any]) -> JsonRpcError:
     if exception.code != code:
         exception.code = code  # type: ignore[misc]  # an instance's own code, shadowing the class's
     return exception
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A message the framing dropped (``FrameDecoder.next``): over ``max_message_bytes``, or a frame that
+    cannot be read. ``reason`` is for the log and a client's error; ``answer`` is the answer line (without
+    ``\\n``) a server writes for it (-32700, or -32600 when the dropped text began as JSON would)."""
+
+    reason: str
+    answer: bytes
 
 
 class ConnectionClosed(ConnectionError):

@@ -47,17 +47,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from rpcwire import DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, Request, StdioTransport, dispatch
-from rpcwire._engine import (
-    RequestContext,
-    _batch_line,
-    _call,
-    _cancelled_answer,
-    _current,
-    _failure_answer,
-    _result_answer,
-    _valid_traceparent,
-    is_async_handler,
-)
+from rpcwire._answer import answer_message, batch_line, call, cancelled_answer, failure_answer, result_answer
+from rpcwire._context import RequestContext, _current, _valid_traceparent
+from rpcwire._engine import is_async_handler
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "JSON_CONTENT_TYPES", "ASGIApp", "WSGIApp", "flask_view"]
 
@@ -387,19 +379,14 @@ class _Endpoint:
             transport, message = self._open(body, _EventSink(emit))
             if message is None:  # a blank body: dispatch's -32600
                 answer = dispatch(body, self.handler, **self.limits, expose_errors=self.expose_errors)
-            elif isinstance(message, bytes):
-                answer = message
             else:
 
-                def call(request: Request) -> bytes | None:
+                def call_one(request: Request) -> bytes | None:
                     context = _context(request, transport, traceparent)
                     running.add(context)
-                    return _call(transport, request, self.handler, context, expose_errors=self.expose_errors)
+                    return call(transport, request, self.handler, context, expose_errors=self.expose_errors)
 
-                if isinstance(message, Request):
-                    answer = call(message)
-                else:
-                    answer = _batch_line([e if isinstance(e, bytes) else call(e) for e in message])
+                answer = answer_message(message, call_one)
         except BaseException as exc:  # raised again on the server's side
             emit(_FAILED, exc)
         else:
@@ -418,7 +405,7 @@ class _Endpoint:
             return message
         if isinstance(message, Request):
             return await self._call_async(transport, message, running, traceparent)
-        return _batch_line(
+        return batch_line(
             [e if isinstance(e, bytes) else await self._call_async(transport, e, running, traceparent) for e in message]
         )
 
@@ -429,7 +416,7 @@ class _Endpoint:
         if running is not None:
             running.add(context)
         if context.cancelled:  # the client went away before this request of its batch started
-            return _cancelled_answer(transport, request, context)
+            return cancelled_answer(transport, request, context)
         context._task = asyncio.current_task()
         token = _current.set(context)
         try:
@@ -437,10 +424,10 @@ class _Endpoint:
             if inspect.isawaitable(result):
                 result = await result
         except (Exception, asyncio.CancelledError) as exc:
-            return _failure_answer(transport, request, context, exc, expose_errors=self.expose_errors)
+            return failure_answer(transport, request, context, exc, expose_errors=self.expose_errors)
         finally:
             _current.reset(token)
-        return _result_answer(transport, request, context, result, expose_errors=self.expose_errors)
+        return result_answer(transport, request, context, result, expose_errors=self.expose_errors)
 
 
 def _context(request: Request, transport: Any, traceparent: str | None) -> RequestContext:

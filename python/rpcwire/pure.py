@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
+from rpcwire import _answer as _answering
 from rpcwire import _client, _engine, _http_client
 from rpcwire._engine import RequestContext, current_request, serve, serve_async
 from rpcwire._http_client import HttpError
@@ -834,18 +835,10 @@ def dispatch(
         return _TooLong(line.lstrip(_JSON_WHITESPACE)[:1]).answer(max_message_bytes)
     if not line.strip(_JSON_WHITESPACE):
         return _invalid_request(b"null", "an empty body")
-    # As _engine.serve_sequential answers one message; the answers' bytes come from StdioTransport's
-    # static core methods, so the class itself is the "transport".
-    message = _classify_text(line, max_depth, max_batch)
-    if isinstance(message, bytes):
-        return message
-    if isinstance(message, Request):
-        return _engine._call(StdioTransport, message, handler, None, expose_errors=expose_errors)
-    return _engine._batch_line(
-        [
-            e if isinstance(e, bytes) else _engine._call(StdioTransport, e, handler, None, expose_errors=expose_errors)
-            for e in message
-        ]
+    # The answers' bytes come from StdioTransport's static core methods: the class is the answer builder.
+    return _answering.answer_message(
+        _classify_text(line, max_depth, max_batch),
+        lambda request: _answering.call(StdioTransport, request, handler, None, expose_errors=expose_errors),
     )
 
 
@@ -1283,22 +1276,22 @@ class StdioTransport:
         return _answer_error(id_json, exception, expose_errors)
 
     def serve(self, handler: Handler, *, max_concurrency: int = 1) -> None:
-        """Answer every request with ``handler(method, params)`` until end of input.
+        """Answer every request with ``handler(method, params)`` until end of input: ``rpcwire.serve(handler,
+        self, max_concurrency=...)``, which chooses the mode, without its guard of the process's fd 1."""
+        _engine.serve(handler, self, max_concurrency=max_concurrency, guard_stdout=False)
+
+    def _serve_sequential(self, handler: Handler) -> None:
+        """The sequential loop: one message at a time, in order, on the calling thread, until end of input.
 
         Stops with the exception if reading or writing fails (a ``BrokenPipeError`` once the peer
         is gone) or if the handler raises a ``BaseException`` that is not an ``Exception``.
-        ``max_concurrency`` and ``async def`` handlers: see ``rpcwire.serve`` (the same check).
         ``RuntimeError`` if a ``serve`` already runs over this transport.
         """
-        _engine._check_max_concurrency(max_concurrency)
-        if max_concurrency == 1 and not _engine.is_async_handler(handler):
-            self._start_serving()
-            try:
-                _engine.serve_sequential(handler, self)
-            finally:
-                self._stop_serving()
-        else:
-            _engine.serve(handler, self, max_concurrency=max_concurrency, guard_stdout=False)
+        self._start_serving()
+        try:
+            _engine.serve_sequential(handler, self)
+        finally:
+            self._stop_serving()
 
     def _start_serving(self) -> None:
         """Mark this transport as served (every ``serve`` calls it first): ``RuntimeError`` if a ``serve``

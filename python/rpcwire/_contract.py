@@ -1,0 +1,170 @@
+"""The core's contract: what the engine, the clients and the HTTP apps call on a core, named once.
+
+A *core* is the native module ``rpcwire._rpcwire`` or the pure-Python :mod:`rpcwire.pure`; both implement
+every member below with the same behaviour and bytes (``docs/semantics.md``), so nothing above a core
+branches on which one it has. ``tests/test_contract.py`` checks both against these protocols and mypy
+checks the modules' types against :class:`Core`.
+
+Members with a leading underscore are rpcwire's own seam, not public API; the public ones are the
+teaching implementation's names (``StdioTransport``, ``dispatch``, ``parse_request``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, BinaryIO, Protocol
+
+from rpcwire._types import Framing, Handler, Refused, Request, Response
+
+Message = bytes | Request | list[Request | bytes]
+"""A message as a server reads it (``_read_message``): the core's own answer bytes for a message it refused
+(-32700, -32600, ...), a request, or a batch's entries in order (a request, or an invalid entry's answer)."""
+
+Incoming = Response | Request | str | list[Response | Request | str]
+"""A message as a client reads it (``_parse_incoming``): a response, the server's own request or
+notification, a batch of these, or a ``str`` saying why a message is neither."""
+
+
+class AnswerBuilder(Protocol):
+    """Answer bytes for a handler's outcome (a transport or its class: both methods are static)."""
+
+    @staticmethod
+    def _answer_result(id_json: bytes, result: Any, *, expose_errors: bool = True) -> bytes:
+        """The success answer to the request whose id is ``id_json`` (-32603 when ``result`` cannot be encoded)."""
+        ...
+
+    @staticmethod
+    def _answer_error(id_json: bytes, exception: BaseException, *, expose_errors: bool = True) -> bytes:
+        """The error answer for a handler that raised ``exception``."""
+        ...
+
+
+class FrameDecoder(Protocol):
+    """Framing without I/O (in the style of h11): bytes in with :meth:`feed`, messages out with :meth:`next`.
+
+    One decoder holds the rules of both framings (``"newline"``: a message per line ending at ``\\n``, a
+    ``\\r`` before it dropped, blank lines skipped; ``"content-length"``: LSP's header block and body), the
+    ``max_message_bytes`` limit (an over-long message is dropped as it arrives, never held whole) and the
+    resynchronisation after a bad frame. Every reader of a stream uses it: the transports, the asyncio
+    client, the MCP reader, ``rpcwire.lsp``, ``--listen``.
+    """
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Add bytes read from the stream (``b""`` is not the end of input: see :meth:`close`)."""
+        ...
+
+    def close(self) -> None:
+        """The end of input: :meth:`next` then hands out what is left (a last line without ``\\n`` is a
+        message; an unfinished frame is a :class:`~rpcwire._types.Refused`) and ``None`` after it."""
+        ...
+
+    def next(self) -> bytes | Refused | None:
+        """The next message's bytes, a :class:`~rpcwire._types.Refused` for one that was dropped, or ``None``
+        when more input is needed (or, after :meth:`close`, when nothing is left)."""
+        ...
+
+
+class Transport(AnswerBuilder, Protocol):
+    """A ``StdioTransport``: JSON-RPC over a pair of binary streams, as the engine and the clients drive it."""
+
+    @property
+    def framing(self) -> Framing:
+        """``"newline"`` or ``"content-length"``."""
+        ...
+
+    @property
+    def _limits(self) -> tuple[int, int, int | None]:
+        """``(max_message_bytes, max_depth, max_batch)`` as given."""
+        ...
+
+    def read_line(self) -> bytes | None:
+        """The next message's bytes; ``None`` at end of input."""
+        ...
+
+    def write_response(self, id: Any, result: Any) -> None:
+        """Write a success answer."""
+        ...
+
+    def write_error(self, id: Any, code: int, message: str, data: Any = None) -> None:
+        """Write an error answer."""
+        ...
+
+    def write_notification(self, method: str, params: Any = None) -> None:
+        """Write a notification."""
+        ...
+
+    def _read_message(self) -> Message | None:
+        """The next message as a server reads it; ``None`` at end of input."""
+        ...
+
+    def _read_incoming(self) -> Incoming | tuple[str, bytes] | None:
+        """The next message as a client reads it; ``(why, its bytes)`` for one that cannot be decoded."""
+        ...
+
+    def _read_available(self) -> None:
+        """Read once from the stream unless a whole message is already buffered."""
+        ...
+
+    def _has_buffered_message(self) -> bool:
+        """Whether the next read returns without reading the stream (a message, or the end, is buffered)."""
+        ...
+
+    def _write_line(self, line: bytes) -> None:
+        """Write one message (framed as this transport frames) in one write, and flush."""
+        ...
+
+    def _write_lines(self, lines: Sequence[bytes]) -> None:
+        """Write several messages, each framed, in one write, and flush."""
+        ...
+
+    def _swap_output(self, stdout: BinaryIO) -> BinaryIO:
+        """Write to ``stdout`` from now on; the stream written to until now."""
+        ...
+
+    def _serve_sequential(self, handler: Handler) -> None:
+        """The sequential loop: one message at a time, in order, on the calling thread, until end of input."""
+        ...
+
+    def _start_serving(self) -> None:
+        """Mark this transport as served (``RuntimeError`` if it already is)."""
+        ...
+
+    def _stop_serving(self) -> None:
+        """The end of what ``_start_serving`` began."""
+        ...
+
+    def serve(self, handler: Handler, *, max_concurrency: int = 1) -> None:
+        """``rpcwire.serve(handler, self, max_concurrency=...)``."""
+        ...
+
+
+class Core(Protocol):
+    """A core module: ``rpcwire._rpcwire`` or ``rpcwire.pure``."""
+
+    StdioTransport: type[Transport]
+    FrameDecoder: type[FrameDecoder]
+
+    def dispatch(
+        self,
+        body: str | bytes,
+        handler: Handler,
+        *,
+        max_message_bytes: int = ...,
+        max_depth: int = ...,
+        max_batch: int | None = ...,
+        expose_errors: bool = True,
+    ) -> bytes | None:
+        """Answer one whole JSON text (an HTTP body); ``None``: nothing to answer."""
+        ...
+
+    def parse_request(self, raw: str | bytes) -> tuple[Request | None, dict[str, Any] | None]:
+        """Parse one message: ``(request, None)`` or ``(None, error_response)``."""
+        ...
+
+    def _encode_request(self, method: str, params: Any = None, id: Any = None) -> bytes:
+        """A request's (or, ``id`` ``None``, a notification's) line, without ``\\n``."""
+        ...
+
+    def _parse_incoming(self, data: bytes, max_depth: int = ...) -> Incoming:
+        """One message a client read."""
+        ...

@@ -1,0 +1,10 @@
+"""The two dialects of cancellation and progress rpcwire speaks: LSP's and MCP's method names, in one place."""
+
+LSP_CANCEL = "$/cancelRequest"
+"""LSP: ``{"id": ...}`` cancels that request (answered -32800 if it is still running)."""
+MCP_CANCEL = "notifications/cancelled"
+"""MCP: ``{"requestId": ..., "reason": ...}`` cancels that request (never answered)."""
+LSP_PROGRESS = "$/progress"
+"""LSP: ``{"token": workDoneToken, "value": {"kind": "begin" | "report" | "end", ...}}``."""
+MCP_PROGRESS = "notifications/progress"
+"""MCP: ``{"progressToken": ..., "progress": ..., "total"?: ..., "message"?: ...}``."""
