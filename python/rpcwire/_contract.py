@@ -157,6 +157,11 @@ class Core(Protocol):
         """Answer one whole JSON text (an HTTP body); ``None``: nothing to answer."""
         ...
 
+    def _read_text(self, body: bytes, max_message_bytes: int, max_depth: int, max_batch: int | None) -> Message:
+        """One whole JSON text (an HTTP body) read and classified as ``_read_message`` reads a line (an empty
+        or blank body is -32600, a body over ``max_message_bytes`` is refused unread)."""
+        ...
+
     def parse_request(self, raw: str | bytes) -> tuple[Request | None, dict[str, Any] | None]:
         """Parse one message: ``(request, None)`` or ``(None, error_response)``."""
         ...
