@@ -18,15 +18,13 @@
 use pyo3::exceptions::{PyBaseException, PyException};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyInt, PyString, PyType};
+use pyo3::types::{PyBool, PyInt, PyString};
 
+use crate::bound;
 use crate::codec;
 use crate::envelope::Id;
 use crate::json::write_escaped_str;
 use crate::log;
-
-static JSON_RPC_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 /// The errors the transport itself answers with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,11 +68,6 @@ const NOTIFICATION_START: &[u8] = br#"{"jsonrpc":"2.0","method":"#;
 const PARAMS_MEMBER: &[u8] = br#","params":"#;
 /// After the id of a request; the method follows.
 const METHOD_MEMBER: &[u8] = br#","method":"#;
-
-/// `JsonRpcError`, from `rpcwire._types`.
-pub(crate) fn json_rpc_error(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
-    JSON_RPC_ERROR.import(py, "rpcwire._types", "JsonRpcError")
-}
 
 fn start(out: &mut Vec<u8>, id: &Id<'_>) {
     out.extend_from_slice(RESPONSE_START);
@@ -211,7 +204,7 @@ fn application_error<'py>(
     exception: &Bound<'py, PyBaseException>,
 ) -> PyResult<Option<ApplicationError<'py>>> {
     let py = exception.py();
-    if !exception.is_instance(json_rpc_error(py)?)? {
+    if !exception.is_instance(bound::json_rpc_error(py)?)? {
         return Ok(None);
     }
     let read = || -> PyResult<Option<ApplicationError<'py>>> {

@@ -13,14 +13,12 @@
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyString, PyType};
+use pyo3::types::{PyBytes, PyString};
 
+use crate::bound;
 use crate::envelope::DEFAULT_MAX_MESSAGE_BYTES;
 use crate::framing::{Decoded, Decoder, Framing};
 use crate::request;
-
-static REFUSED: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 /// The framing a name stands for, or the `ValueError` `StdioTransport` and `FrameDecoder` raise.
 pub(crate) fn framing(name: &str) -> PyResult<Framing> {
@@ -97,13 +95,8 @@ impl FrameDecoder {
                 let mut answer = Vec::new();
                 request::answer_dropped(py, dropped, self.max_message_bytes, &mut answer)?;
                 let reason = dropped.reason(self.max_message_bytes);
-                refused(py)?.call1((reason, PyBytes::new(py, &answer)))?
+                bound::refused(py)?.call1((reason, PyBytes::new(py, &answer)))?
             }
         }))
     }
-}
-
-/// `rpcwire._types.Refused`.
-fn refused(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
-    REFUSED.import(py, "rpcwire._types", "Refused")
 }

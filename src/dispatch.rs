@@ -19,6 +19,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyString, PyTypeMethods};
 
 use crate::answer::{self, StandardError};
+use crate::bound;
 use crate::codec;
 use crate::current;
 use crate::envelope::{Entry, Id, Limits, DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES};
@@ -194,14 +195,13 @@ fn log_failure(
     params: &Bound<'_, PyAny>,
     error: &PyErr,
 ) -> PyResult<()> {
-    if error.value(py).is_instance(answer::json_rpc_error(py)?)? {
+    if error.value(py).is_instance(bound::json_rpc_error(py)?)? {
         return Ok(());
     }
     let exception = log::with_traceback(py, error);
-    let engine = py.import(intern!(py, "rpcwire._answer"))?;
-    let traceparent = engine.call_method1(intern!(py, "meta_traceparent"), (params,))?;
+    let traceparent = bound::meta_traceparent(py)?.call1((params,))?;
     let id = request::id_to_python(py, id)?;
-    engine.call_method1(intern!(py, "log_failure"), (id, method, traceparent, exception))?;
+    bound::log_failure(py)?.call1((id, method, traceparent, exception))?;
     Ok(())
 }
 
@@ -224,7 +224,7 @@ fn log_notification_failure(py: Python<'_>, method: &Bound<'_, PyString>, error:
 
 fn log_handled_notification_failure(py: Python<'_>, method: &Bound<'_, PyString>, error: &PyErr) -> PyResult<()> {
     let exception = error.value(py);
-    if exception.is_instance(answer::json_rpc_error(py)?)? {
+    if exception.is_instance(bound::json_rpc_error(py)?)? {
         let logger = log::logger(py)?;
         logger.call_method1(intern!(py, "debug"), ("notification %r answered nothing: %s", method, exception))?;
         return Ok(());

@@ -3,18 +3,16 @@
 //! check `serve` uses (`envelope::parse_incoming_with`), with every value decoded in that pass.
 
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString, PyType};
+use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString};
 
 use crate::answer::{self, StandardError};
+use crate::bound;
 use crate::codec;
 use crate::envelope::{self, Entry, Id, Limits, Message, Outcome, DEFAULT_MAX_DEPTH};
 use crate::errors::Error;
 use crate::json::Scanner;
 use crate::request;
 use crate::strings::StringCache;
-
-static RESPONSE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 /// The line of a request (`id` given) or a notification (`id` is `None`), without `\n`; no
 /// `params` member when `params` is `None`.
@@ -139,5 +137,5 @@ fn response_object<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let id = request::id_to_python(py, id)?;
     let error = error.map_or_else(|| py.None().into_bound(py), Clone::clone);
-    RESPONSE.import(py, "rpcwire._types", "Response")?.call1((id, result, error))
+    bound::response(py)?.call1((id, result, error))
 }

@@ -9,10 +9,10 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyList, PyString, PyType};
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyList, PyString};
 
 use crate::answer::{self, StandardError};
+use crate::bound;
 use crate::codec;
 use crate::envelope::{self, Call, Entry, Id, Limits, Message, MAX_MAX_DEPTH};
 use crate::errors::Error;
@@ -20,8 +20,6 @@ use crate::framing::{self, Dropped};
 use crate::json::Scanner;
 use crate::log;
 use crate::strings::StringCache;
-
-static REQUEST: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 /// One message or batch entry, its `params` decoded.
 pub(crate) type PyEntry<'a, 'py> = Entry<'a, Bound<'py, PyAny>>;
@@ -276,7 +274,7 @@ pub(crate) fn request_from_parts<'py>(
     };
     let is_notification = PyBool::new(py, id.is_none()).to_owned().into_any();
     // Positional, in the order of the dataclass's fields: no keyword dict to build.
-    REQUEST.import(py, "rpcwire._types", "Request")?.call1((method, params, id_object, is_notification, id_json))
+    bound::request(py)?.call1((method, params, id_object, is_notification, id_json))
 }
 
 /// A request's id as `json.loads` would give it (`1e3` is `1000.0`).

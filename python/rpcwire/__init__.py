@@ -9,7 +9,7 @@ import importlib.metadata
 import logging
 from types import ModuleType
 
-from rpcwire import _client, _http_client
+from rpcwire import _answer, _client, _http_client, _types
 from rpcwire._engine import RequestContext, current_request, serve, serve_async
 from rpcwire._http_client import HttpError
 from rpcwire._methods import methods
@@ -45,7 +45,15 @@ try:
     import rpcwire._rpcwire as _core
     from rpcwire._rpcwire import StdioTransport, dispatch, parse_request
 
-    _core._bind(serve=serve)
+    _core._bind(  # the Python objects the native module calls back: it imports none of the package's modules
+        serve=serve,
+        request=Request,
+        response=Response,
+        json_rpc_error=JsonRpcError,
+        refused=_types.Refused,
+        log_failure=_answer.log_failure,
+        meta_traceparent=_answer.meta_traceparent,
+    )
     NATIVE = True
     """Whether the native (Rust) transport is in use; ``False`` only when it could not be imported."""
 except ImportError as _missing:  # pragma: no cover - a build without the native module

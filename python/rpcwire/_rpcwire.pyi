@@ -3,7 +3,7 @@
 from collections.abc import Callable, Iterable
 from typing import Any, BinaryIO, final
 
-from rpcwire._types import Framing, Refused, Request, Response
+from rpcwire._types import Framing, JsonRpcError, Refused, Request, Response
 
 __all__ = [
     "FrameDecoder",
@@ -123,8 +123,18 @@ class FrameDecoder:
         """The next message's bytes, a ``Refused`` for one that was dropped, or ``None`` when more input is
         needed (after ``close()``: when nothing is left). Blank lines are skipped (newline framing)."""
 
-def _bind(*, serve: Callable[..., None]) -> None:
-    """Hand the native module the Python objects it calls back (``rpcwire`` does, once, at import)."""
+def _bind(
+    *,
+    serve: Callable[..., None],
+    request: type[Request],
+    response: type[Response],
+    json_rpc_error: type[JsonRpcError],
+    refused: type[Refused],
+    log_failure: Callable[[Any, str, str | None, BaseException], None],
+    meta_traceparent: Callable[[Any], str | None],
+) -> None:
+    """Hand the native module the Python objects it calls back (``rpcwire`` does, once, at import): it imports
+    none of the package's modules itself."""
 
 def parse_request(raw: str | bytes) -> tuple[Request | None, dict[str, Any] | None]:
     """Parse one JSON-RPC message: ``(request, None)`` or ``(None, error_response)``."""
