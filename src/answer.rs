@@ -1,6 +1,7 @@
-//! Every line rpcwire writes, built in one place: success answers, error answers (the transport's
-//! own, a handler's `JsonRpcError`, -32603 for any other exception or a result that cannot be
-//! encoded) and notifications.
+//! Every answer rpcwire writes, built in one place: success answers, error answers (the transport's
+//! own -32700 and -32600 for what it refuses, logged at DEBUG here; a handler's `JsonRpcError`; -32603
+//! for any other exception or a result that cannot be encoded), and `parse_request`'s error answer as a
+//! dict. The messages rpcwire starts (requests, notifications) are built in `outgoing`.
 //!
 //! A -32603 names the exception in its `data` (class name and `str`) when `expose` is true (stdio's
 //! default); with `expose` false (HTTP's default) it is "Internal error" alone, so that no exception
@@ -18,11 +19,12 @@
 use pyo3::exceptions::{PyBaseException, PyException};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyInt, PyString};
+use pyo3::types::{PyBool, PyDict, PyInt, PyString};
 
 use crate::bound;
 use crate::codec;
 use crate::envelope::Id;
+use crate::framing::Dropped;
 use crate::json::write_escaped_str;
 use crate::log;
 
@@ -52,8 +54,8 @@ impl StandardError {
     }
 }
 
-/// The start of every answer (and of a client's request); the id follows.
-const RESPONSE_START: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
+/// The start of every answer (and of a client's request: `outgoing`); the id follows.
+pub(crate) const RESPONSE_START: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
 /// After the id of a success answer; the result follows, then [`RESPONSE_END`].
 const RESULT_MEMBER: &[u8] = br#","result":"#;
 /// After the id of an error answer; the code follows, then [`MESSAGE_MEMBER`].
@@ -61,13 +63,8 @@ const ERROR_MEMBER: &[u8] = br#","error":{"code":"#;
 const MESSAGE_MEMBER: &[u8] = br#","message":"#;
 /// Optional, after the message; the data follows.
 const DATA_MEMBER: &[u8] = br#","data":"#;
-const RESPONSE_END: &[u8] = b"}";
+pub(crate) const RESPONSE_END: &[u8] = b"}";
 const ERROR_END: &[u8] = b"}}";
-/// The start of a notification; the method name follows.
-const NOTIFICATION_START: &[u8] = br#"{"jsonrpc":"2.0","method":"#;
-const PARAMS_MEMBER: &[u8] = br#","params":"#;
-/// After the id of a request; the method follows.
-const METHOD_MEMBER: &[u8] = br#","method":"#;
 
 fn start(out: &mut Vec<u8>, id: &Id<'_>) {
     out.extend_from_slice(RESPONSE_START);
@@ -79,6 +76,51 @@ pub(crate) fn standard_error(out: &mut Vec<u8>, id: Option<&Id<'_>>, error: Stan
     start(out, id.unwrap_or(&Id::Null));
     standard_error_member(out, error);
     out.extend_from_slice(ERROR_END);
+}
+
+/// Append -32700 `id: null` for a text that is not JSON (not UTF-8, nested too deep...), and log
+/// `detail` at DEBUG.
+pub(crate) fn parse_error(py: Python<'_>, detail: impl std::fmt::Display, out: &mut Vec<u8>) -> PyResult<()> {
+    log::debug(py, "parse error", detail)?;
+    standard_error(out, None, StandardError::Parse);
+    Ok(())
+}
+
+/// Append -32600 for an invalid message (`id` is its id, if that was valid), and log `reason` at DEBUG.
+pub(crate) fn invalid_request(py: Python<'_>, id: Option<&Id<'_>>, reason: &str, out: &mut Vec<u8>) -> PyResult<()> {
+    log::debug(py, "invalid request", reason)?;
+    standard_error(out, id, StandardError::InvalidRequest);
+    Ok(())
+}
+
+/// Append the answer to a message the framing dropped (or a body over `max_message_bytes`), and log
+/// why: -32600 for one that began as a message does (an object or an array) and for a `Content-Length`
+/// over the limit (a message, too large to accept); -32700 for one that did not look like JSON at all
+/// and for a frame that cannot be read.
+pub(crate) fn dropped(py: Python<'_>, dropped: Dropped, max_message_bytes: usize, out: &mut Vec<u8>) -> PyResult<()> {
+    let reason = dropped.reason(max_message_bytes);
+    match dropped {
+        Dropped::TooLong { looks_like_json: true } | Dropped::Oversized { .. } => {
+            invalid_request(py, None, &reason, out)
+        }
+        Dropped::TooLong { looks_like_json: false } | Dropped::BadFrame(_) => parse_error(py, reason, out),
+    }
+}
+
+/// One of the transport's own errors as a dict (`parse_request`'s error answer), `id` as given.
+pub(crate) fn error_object<'py>(
+    py: Python<'py>,
+    id: Bound<'py, PyAny>,
+    error: StandardError,
+) -> PyResult<Bound<'py, PyAny>> {
+    let body = PyDict::new(py);
+    body.set_item("code", error.code())?;
+    body.set_item("message", error.message())?;
+    let response = PyDict::new(py);
+    response.set_item("jsonrpc", "2.0")?;
+    response.set_item("id", id)?;
+    response.set_item("error", body)?;
+    Ok(response.into_any())
 }
 
 /// `,"error":{"code":…,"message":…`, for one of the transport's own errors.
@@ -102,7 +144,7 @@ pub(crate) fn success(out: &mut Vec<u8>, id: &Id<'_>, result: &Bound<'_, PyAny>)
 }
 
 /// Run `write`, and if it fails, take back what it appended.
-fn whole(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>) -> PyResult<()>) -> PyResult<()> {
+pub(crate) fn whole(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>) -> PyResult<()>) -> PyResult<()> {
     let mark = out.len();
     let written = write(out);
     if written.is_err() {
@@ -261,43 +303,6 @@ fn internal_error(
     codec::encode_str(out, &detail)?;
     out.extend_from_slice(b"}}}");
     Ok(())
-}
-
-/// Append a notification (no `id`); the `params` member is left out when `params` is `None`. If
-/// something cannot be encoded, the encoder's error is returned (what `write_notification` raises)
-/// and `out` is left as it was.
-pub(crate) fn notification(
-    out: &mut Vec<u8>,
-    method: &Bound<'_, PyAny>,
-    params: Option<&Bound<'_, PyAny>>,
-) -> PyResult<()> {
-    call(out, method, params, None)
-}
-
-/// Append a request when `id` is given (a client's call: `{"jsonrpc":"2.0","id":…,"method":…}`),
-/// else a notification; as [`notification`] for `params` and for what cannot be encoded.
-pub(crate) fn call(
-    out: &mut Vec<u8>,
-    method: &Bound<'_, PyAny>,
-    params: Option<&Bound<'_, PyAny>>,
-    id: Option<&Bound<'_, PyAny>>,
-) -> PyResult<()> {
-    whole(out, |out| {
-        if let Some(id) = id {
-            out.extend_from_slice(RESPONSE_START);
-            codec::encode(out, id)?;
-            out.extend_from_slice(METHOD_MEMBER);
-        } else {
-            out.extend_from_slice(NOTIFICATION_START);
-        }
-        codec::encode(out, method)?;
-        if let Some(params) = params.filter(|params| !params.is_none()) {
-            out.extend_from_slice(PARAMS_MEMBER);
-            codec::encode(out, params)?;
-        }
-        out.extend_from_slice(RESPONSE_END);
-        Ok(())
-    })
 }
 
 #[cfg(test)]

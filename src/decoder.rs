@@ -15,6 +15,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
+use crate::answer;
 use crate::bound;
 use crate::envelope::DEFAULT_MAX_MESSAGE_BYTES;
 use crate::framing::{Decoded, Decoder, Framing};
@@ -93,7 +94,7 @@ impl FrameDecoder {
             Some(Decoded::Message(message)) => PyBytes::new(py, message).into_any(),
             Some(Decoded::Dropped(dropped)) => {
                 let mut answer = Vec::new();
-                request::answer_dropped(py, dropped, self.max_message_bytes, &mut answer)?;
+                answer::dropped(py, dropped, self.max_message_bytes, &mut answer)?;
                 let reason = dropped.reason(self.max_message_bytes);
                 bound::refused(py)?.call1((reason, PyBytes::new(py, &answer)))?
             }

@@ -18,7 +18,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyString, PyTypeMethods};
 
-use crate::answer::{self, StandardError};
+use crate::answer;
 use crate::bound;
 use crate::codec;
 use crate::current;
@@ -58,8 +58,7 @@ pub(crate) fn dispatch<'py>(
         let Ok(text) = text.to_str() else {
             // A `str` holding lone surrogates has no UTF-8 form: it is not a JSON text on any wire.
             let mut out = Vec::new();
-            log::debug(py, "parse error", "a str with lone surrogates (no UTF-8 form)")?;
-            answer::standard_error(&mut out, None, StandardError::Parse);
+            answer::parse_error(py, "a str with lone surrogates (no UTF-8 form)", &mut out)?;
             return Ok(Some(PyBytes::new(py, &out)));
         };
         text.as_bytes()
@@ -150,7 +149,7 @@ fn answer_entry<'py>(
 ) -> PyResult<bool> {
     let call = match entry {
         Entry::Invalid { id, reason } => {
-            request::answer_invalid(py, id.as_ref(), reason, out)?;
+            answer::invalid_request(py, id.as_ref(), reason, out)?;
             return Ok(true);
         }
         Entry::Call(call) => call,

@@ -14,6 +14,7 @@ mod errors;
 mod framing;
 mod json;
 mod log;
+mod outgoing;
 mod reply;
 mod request;
 mod stack;
@@ -41,7 +42,7 @@ fn _rpcwire(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(current::_set_current_context, module)?)?;
     module.add_function(wrap_pyfunction!(dispatch::dispatch, module)?)?;
     module.add_function(wrap_pyfunction!(request::read_text_object, module)?)?;
-    module.add_function(wrap_pyfunction!(reply::_encode_request, module)?)?;
+    module.add_function(wrap_pyfunction!(outgoing::_encode_request, module)?)?;
     module.add_function(wrap_pyfunction!(reply::_parse_incoming, module)?)?;
     Ok(())
 }

@@ -1,11 +1,11 @@
-//! The client's side of the wire: the requests a client writes, and what it reads back —
-//! responses, and the server's own requests and notifications — classified by the same envelope
-//! check `serve` uses (`envelope::parse_incoming_with`), with every value decoded in that pass.
+//! The client's side of the wire: what it reads back — responses, and the server's own requests and
+//! notifications — classified by the same envelope check `serve` uses (`envelope::parse_incoming_with`),
+//! with every value decoded in that pass. The requests a client writes are built in `outgoing`.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString};
+use pyo3::types::{PyDict, PyInt, PyList, PyString};
 
-use crate::answer::{self, StandardError};
+use crate::answer::StandardError;
 use crate::bound;
 use crate::codec;
 use crate::envelope::{self, Entry, Id, Limits, Message, Outcome, DEFAULT_MAX_DEPTH};
@@ -13,21 +13,6 @@ use crate::errors::Error;
 use crate::json::Scanner;
 use crate::request;
 use crate::strings::StringCache;
-
-/// The line of a request (`id` given) or a notification (`id` is `None`), without `\n`; no
-/// `params` member when `params` is `None`.
-#[pyfunction]
-#[pyo3(signature = (method, params=None, id=None))]
-pub(crate) fn _encode_request<'py>(
-    py: Python<'py>,
-    method: &Bound<'py, PyAny>,
-    params: Option<&Bound<'py, PyAny>>,
-    id: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyBytes>> {
-    let mut line = Vec::new();
-    answer::call(&mut line, method, params, id.filter(|id| !id.is_none()))?;
-    Ok(PyBytes::new(py, &line))
-}
 
 /// One message a client read (a line, or an HTTP body): a `Response`, a `Request` (the server's
 /// own request or notification), a `list` of these for a batch, or a `str` saying why the message

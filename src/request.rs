@@ -4,12 +4,13 @@
 //!
 //! A line is checked and its `params` decoded in one pass (`envelope::parse_message_with` with the
 //! codec's reader). What the transport answers without a handler (-32700, an empty batch, a batch
-//! over `max_batch`, an invalid message or batch entry, a line over `max_message_bytes`) is built
-//! here, with its detail logged at DEBUG, so that both paths write the same bytes and log the same.
+//! over `max_batch`, an invalid message or batch entry, a body over `max_message_bytes`) is decided
+//! here and built by `answer` (which logs its detail at DEBUG), so that both paths write the same
+//! bytes and log the same.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyList, PyString};
 
 use crate::answer::{self, StandardError};
 use crate::bound;
@@ -63,22 +64,21 @@ pub(crate) fn read_line<'a, 'py>(
     let message = match parsed {
         Ok(parsed) => parsed.message,
         Err(detail) => {
-            log::debug(py, "parse error", detail)?;
-            answer::standard_error(out, None, StandardError::Parse);
+            answer::parse_error(py, detail, out)?;
             return Ok(Read::Answered);
         }
     };
     match message {
         Message::Single(entry) => Ok(Read::Single(entry)),
         Message::Batch(entries) if entries.is_empty() => {
-            answer_invalid(py, None, "empty batch", out)?;
+            answer::invalid_request(py, None, "empty batch", out)?;
             Ok(Read::Answered)
         }
         Message::Batch(entries) => Ok(Read::Batch(entries)),
         Message::BatchOverLimit => {
             let max_batch = limits.max_batch.unwrap_or_default();
             let reason = format!("a batch of more than max_batch ({max_batch}) entries");
-            answer_invalid(py, None, &reason, out)?;
+            answer::invalid_request(py, None, &reason, out)?;
             Ok(Read::Answered)
         }
     }
@@ -97,11 +97,16 @@ pub(crate) fn read_text<'a, 'py>(
 ) -> PyResult<Read<'a, 'py>> {
     let first_significant = framing::first_significant(text);
     if text.len() > max_message_bytes {
-        answer_too_long(py, framing::opens_json(first_significant), max_message_bytes, out)?;
+        answer::dropped(
+            py,
+            Dropped::TooLong { looks_like_json: framing::opens_json(first_significant) },
+            max_message_bytes,
+            out,
+        )?;
         return Ok(Read::Answered);
     }
     if first_significant.is_none() {
-        answer_invalid(py, None, "an empty body", out)?;
+        answer::invalid_request(py, None, "an empty body", out)?;
         return Ok(Read::Answered);
     }
     read_line(py, text, limits, strings, out)
@@ -155,52 +160,6 @@ fn positive(name: &str, value: i64, most: usize) -> PyResult<usize> {
     }
 }
 
-/// Append the -32600 answer to an invalid message (`id` is its id, if that was valid), and log why.
-pub(crate) fn answer_invalid(py: Python<'_>, id: Option<&Id<'_>>, reason: &str, out: &mut Vec<u8>) -> PyResult<()> {
-    log::debug(py, "invalid request", reason)?;
-    answer::standard_error(out, id, StandardError::InvalidRequest);
-    Ok(())
-}
-
-/// Append the answer to a message the framing dropped, and log why: as [`answer_too_long`] for an
-/// over-long line; -32600 for an over-long frame (a message, too large to accept); -32700 for a frame
-/// that cannot be read.
-pub(crate) fn answer_dropped(
-    py: Python<'_>,
-    dropped: Dropped,
-    max_message_bytes: usize,
-    out: &mut Vec<u8>,
-) -> PyResult<()> {
-    match dropped {
-        Dropped::TooLong { looks_like_json } => answer_too_long(py, looks_like_json, max_message_bytes, out),
-        Dropped::Oversized { .. } => answer_invalid(py, None, &dropped.reason(max_message_bytes), out),
-        Dropped::BadFrame(_) => {
-            log::debug(py, "parse error", dropped.reason(max_message_bytes))?;
-            answer::standard_error(out, None, StandardError::Parse);
-            Ok(())
-        }
-    }
-}
-
-/// Append the answer to a line longer than `max_message_bytes`, already discarded: -32600 if it
-/// opened an object or an array (a message, too large to accept), -32700 if it did not look like
-/// JSON at all.
-pub(crate) fn answer_too_long(
-    py: Python<'_>,
-    looks_like_json: bool,
-    max_message_bytes: usize,
-    out: &mut Vec<u8>,
-) -> PyResult<()> {
-    let (error, what) = if looks_like_json {
-        (StandardError::InvalidRequest, "invalid request")
-    } else {
-        (StandardError::Parse, "parse error")
-    };
-    log::debug(py, what, format_args!("a line longer than max_message_bytes ({max_message_bytes})"))?;
-    answer::standard_error(out, None, error);
-    Ok(())
-}
-
 /// What `StdioTransport._read_message` returns for a line (not blank): the transport's own answer
 /// as `bytes`, a `Request`, or for a batch a `list` of a `Request` per valid entry and the answer's
 /// `bytes` per invalid one, in order.
@@ -227,7 +186,7 @@ fn message_from<'py>(
         Entry::Call(call) => request_object(py, call, strings),
         Entry::Invalid { id, reason } => {
             out.clear();
-            answer_invalid(py, id.as_ref(), reason, &mut out)?;
+            answer::invalid_request(py, id.as_ref(), reason, &mut out)?;
             Ok(PyBytes::new(py, &out).into_any())
         }
         Entry::Response { .. } => unreachable!("a server's reader makes no responses"),
@@ -312,19 +271,19 @@ pub(crate) fn parse_request<'py>(
         .and_then(|text| envelope::parse_message(text, Limits { max_batch: None, ..Limits::default() }).ok());
     let parsed = match parsed {
         Some(parsed) if !codec::exceeds_int_digit_limit(py, parsed.longest_integer)? => parsed,
-        _ => return Ok((none(), error_response(py, none(), StandardError::Parse)?)),
+        _ => return Ok((none(), answer::error_object(py, none(), StandardError::Parse)?)),
     };
     let entry = match parsed.message {
         Message::Single(entry) => entry,
         Message::Batch(_) | Message::BatchOverLimit => {
-            return Ok((none(), error_response(py, none(), StandardError::InvalidRequest)?))
+            return Ok((none(), answer::error_object(py, none(), StandardError::InvalidRequest)?))
         }
     };
     match entry {
         Entry::Invalid { id, reason } => {
             log::debug(py, "invalid request", reason)?;
             let id = id.as_ref().map_or_else(|| Ok(none()), |id| id_to_python(py, id))?;
-            Ok((none(), error_response(py, id, StandardError::InvalidRequest)?))
+            Ok((none(), answer::error_object(py, id, StandardError::InvalidRequest)?))
         }
         Entry::Call(Call { method, params, id }) => {
             let params = match params {
@@ -335,15 +294,4 @@ pub(crate) fn parse_request<'py>(
         }
         Entry::Response { .. } => unreachable!("a server's reader makes no responses"),
     }
-}
-
-fn error_response<'py>(py: Python<'py>, id: Bound<'py, PyAny>, error: StandardError) -> PyResult<Bound<'py, PyAny>> {
-    let body = PyDict::new(py);
-    body.set_item("code", error.code())?;
-    body.set_item("message", error.message())?;
-    let response = PyDict::new(py);
-    response.set_item("jsonrpc", "2.0")?;
-    response.set_item("id", id)?;
-    response.set_item("error", body)?;
-    Ok(response.into_any())
 }

@@ -43,6 +43,7 @@ use crate::decoder;
 use crate::dispatch;
 use crate::envelope::{Id, Limits, DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES};
 use crate::framing::{Decoded, Decoder, Dropped, Framing};
+use crate::outgoing;
 use crate::reply;
 use crate::request;
 use crate::stream_lock::StreamLock;
@@ -397,7 +398,7 @@ impl StdioTransport {
                         continue;
                     }
                 }
-                Next::Dropped(dropped) => request::answer_dropped(py, dropped, self.max_message_bytes, &mut answer)?,
+                Next::Dropped(dropped) => answer::dropped(py, dropped, self.max_message_bytes, &mut answer)?,
             }
             self.framing.frame(&mut answer);
             if gathered.is_empty() && answer.len() >= COALESCE_LIMIT {
@@ -545,7 +546,7 @@ impl StdioTransport {
         params: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let mut line = Vec::new();
-        answer::notification(&mut line, method, params)?;
+        outgoing::notification(&mut line, method, params)?;
         self.send(py, line)
     }
 
@@ -565,7 +566,7 @@ impl StdioTransport {
             }
             Next::Dropped(dropped) => {
                 let mut answer = Vec::new();
-                request::answer_dropped(py, dropped, self.max_message_bytes, &mut answer)?;
+                answer::dropped(py, dropped, self.max_message_bytes, &mut answer)?;
                 Ok(Some(PyBytes::new(py, &answer).into_any()))
             }
         }
