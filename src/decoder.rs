@@ -10,34 +10,21 @@
 //! `_read_incoming` gives and the answer `_read_message` gives (logged at DEBUG as `_read_message` logs
 //! it, when it is handed out).
 
-use pyo3::buffer::PyBuffer;
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::PyBytes;
 
 use crate::answer;
 use crate::bound;
 use crate::envelope::DEFAULT_MAX_MESSAGE_BYTES;
 use crate::framing::{Decoded, Decoder, Framing};
 use crate::request;
+use crate::stream::with_bytes;
 
 /// The framing a name stands for, or the `ValueError` `StdioTransport` and `FrameDecoder` raise.
 pub(crate) fn framing(name: &str) -> PyResult<Framing> {
     Framing::from_name(name)
         .ok_or_else(|| PyValueError::new_err(format!("framing must be 'newline' or 'content-length', not {name:?}")))
-}
-
-/// Run `use_bytes` over the bytes of a bytes-like object (`bytes` without a copy; `bytearray`,
-/// `memoryview` and other buffers of bytes copied first); `TypeError` for anything else.
-pub(crate) fn with_bytes<R>(data: &Bound<'_, PyAny>, use_bytes: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
-    if let Ok(bytes) = data.cast::<PyBytes>() {
-        return Ok(use_bytes(bytes.as_bytes()));
-    }
-    if data.is_instance_of::<PyString>() {
-        return Err(PyTypeError::new_err("a bytes-like object is required, not 'str'"));
-    }
-    let buffer = PyBuffer::<u8>::get(data)?;
-    Ok(use_bytes(&buffer.to_vec(data.py())?))
 }
 
 /// Framing without I/O: `feed(data)` the bytes read, `next()` the messages (`bytes`), the dropped ones

@@ -18,6 +18,7 @@ mod outgoing;
 mod reply;
 mod request;
 mod stack;
+mod stream;
 mod stream_lock;
 mod strings;
 mod transport;

@@ -124,7 +124,7 @@ pub(crate) fn read_text_object<'py>(
     max_batch: Option<i64>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (max_message_bytes, limits) = checked_limits(max_message_bytes, max_depth, max_batch)?;
-    crate::decoder::with_bytes(body, |body| {
+    crate::stream::with_bytes(body, |body| {
         let mut answer = Vec::new();
         let read = read_text(py, body, max_message_bytes, limits, None, &mut answer)?;
         message_from(py, read, &answer, None)

@@ -1,10 +1,8 @@
 //! Transport: the `StdioTransport` class and the `serve` loop.
 //!
 //! I/O model: one thread runs `serve`, which reads, dispatches and writes in turn; any thread may
-//! call the `write_*` methods (a handler's progress notifications, for instance). Reading feeds a
-//! framing [`Decoder`] with whatever one read returns: `readinto1` (or `read1`) on buffered streams gives
-//! up to 64 KiB of what is already there and never waits for more than one line needs; streams
-//! without them are read with `readline`.
+//! call the `write_*` methods (a handler's progress notifications, for instance). The streams are read
+//! and written through the adapters of `stream` ([`Reader`], [`Writer`]).
 //!
 //! Answers are coalesced only where no handler stands between them: `serve` gathers answers and
 //! writes and flushes them in one `write` just before it calls the next handler, and before the
@@ -19,22 +17,14 @@
 //! body). Everything above reads and writes *messages* (`read_line`, `_read_message`,
 //! `_write_line`...), whatever the framing; only the [`Decoder`] and [`Framing::frame`] differ. The
 //! decoder is the one `rpcwire._rpcwire.FrameDecoder` gives Python readers, so they see what this one does.
-//!
-//! Reads go through the stream's own `readinto1`, which releases the GIL during the system call
-//! and runs signal handlers when one interrupts it. Reading a pipe's file descriptor directly was
-//! weighed and left out: on the pipe ping-pong benchmark a whole round trip costs 4.0 µs (p50)
-//! against 3.2 µs for a Python echo loop of `os.read`/`os.write`, so the `readinto1` call is a
-//! small part of the 0.8 µs that parsing, dispatch and encoding also take, and a direct read would
-//! have to drain the Python buffer first and redo its signal handling.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
-use pyo3::exceptions::{PyBaseException, PyBlockingIOError, PyOSError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyBaseException, PyRuntimeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyByteArray, PyBytes, PyDict, PyInt, PyString, PyType};
+use pyo3::types::{PyBytes, PyDict, PyString};
 
 use crate::answer;
 use crate::bound;
@@ -42,246 +32,19 @@ use crate::codec;
 use crate::decoder;
 use crate::dispatch;
 use crate::envelope::{Id, Limits, DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES};
-use crate::framing::{Decoded, Decoder, Dropped, Framing};
+use crate::framing::{Decoder, Framing};
 use crate::outgoing;
 use crate::reply;
 use crate::request;
+use crate::stream::{binary_stream, with_bytes, Next, Reader, Writer};
 use crate::stream_lock::StreamLock;
 use crate::strings::StringCache;
-
-/// How much one `readinto1`/`read1`/`readline` call may return.
-const READ_CHUNK: usize = 64 * 1024;
 
 /// Gathered answers are written once they reach this size, even if more lines are buffered.
 const COALESCE_LIMIT: usize = 64 * 1024;
 
 const REENTRANT_READ: &str = "reentrant read: the input stream called back into the transport it belongs to";
 const REENTRANT_WRITE: &str = "reentrant write: the output stream called back into the transport it belongs to";
-
-static TEXT_IO_BASE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-static RAW_IO_BASE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-static UNSUPPORTED_OPERATION: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-
-/// Which method of the input stream fills the buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ReadMethod {
-    /// Buffered streams: at most one raw read, into a reused `bytearray`.
-    ReadInto1,
-    /// Buffered streams without `readinto1`: at most one raw read, as new `bytes`.
-    Read1,
-    /// Raw (unbuffered) streams: one system call, into a reused `bytearray`.
-    ReadInto,
-    /// Anything else with a `readline`.
-    Readline,
-}
-
-impl ReadMethod {
-    fn name(self) -> &'static str {
-        match self {
-            Self::ReadInto1 => "readinto1",
-            Self::Read1 => "read1",
-            Self::ReadInto => "readinto",
-            Self::Readline => "readline",
-        }
-    }
-}
-
-/// What `Reader::next_line` found.
-enum Next {
-    /// A line (or a frame's body), copied into the caller's buffer.
-    Line,
-    /// A message the framing dropped (over `max_message_bytes`, or a frame that cannot be read).
-    Dropped(Dropped),
-    End,
-}
-
-struct Reader {
-    stream: Py<PyAny>,
-    method: ReadMethod,
-    /// The stream's bound method for `method`, looked up once rather than on every read.
-    read: Py<PyAny>,
-    chunk: Py<PyByteArray>,
-    /// The bytes read and not yet handed out, split by the transport's framing.
-    decoder: Decoder,
-}
-
-impl Reader {
-    /// Copy the next line (without `\n`/`\r\n`), or the next frame's body, into `line`; `skip_blank`:
-    /// as [`Decoder::next`].
-    fn next_line(&mut self, py: Python<'_>, line: &mut Vec<u8>, skip_blank: bool) -> PyResult<Next> {
-        loop {
-            match self.decoder.next(skip_blank) {
-                Some(Decoded::Message(message)) => {
-                    line.clear();
-                    line.extend_from_slice(message);
-                    return Ok(Next::Line);
-                }
-                Some(Decoded::Dropped(dropped)) => return Ok(Next::Dropped(dropped)),
-                None => {}
-            }
-            if self.decoder.is_closed() {
-                return Ok(Next::End);
-            }
-            if !self.fill(py)? {
-                self.decoder.close();
-            }
-        }
-    }
-
-    /// Whether `next_line` with the same `skip_blank` can return without reading.
-    fn has_line(&mut self, skip_blank: bool) -> bool {
-        self.decoder.has_message(skip_blank)
-    }
-
-    /// One read from the stream into the buffer; `Ok(false)` at end of input.
-    fn fill(&mut self, py: Python<'_>) -> PyResult<bool> {
-        // A signal that arrived since the interpreter last looked (SIGINT while the previous line was
-        // being answered) would not interrupt the read about to block: its handler runs first.
-        py.check_signals()?;
-        match self.read_once(py) {
-            Err(error) if self.method != ReadMethod::Readline && error.is_instance(py, unsupported_operation(py)?) => {
-                // An `io.BufferedIOBase` subclass inherits `readinto1`/`read1` that it does not implement.
-                self.method = ReadMethod::Readline;
-                self.read = self.stream.bind(py).getattr(ReadMethod::Readline.name())?.unbind();
-                self.read_once(py)
-            }
-            other => other,
-        }
-    }
-
-    fn read_once(&mut self, py: Python<'_>) -> PyResult<bool> {
-        let read = self.read.bind(py);
-        match self.method {
-            ReadMethod::ReadInto1 | ReadMethod::ReadInto => {
-                let chunk = self.chunk.bind(py);
-                let count = read.call1((chunk,))?;
-                if count.is_none() {
-                    return Err(PyBlockingIOError::new_err(
-                        "stdin is non-blocking and had no data; pass a blocking stream",
-                    ));
-                }
-                let count = checked_count(&count, self.method.name(), chunk.len())?;
-                // SAFETY: no Python code runs while the slice is alive, so the bytearray cannot change.
-                let filled = &mut unsafe { chunk.as_bytes_mut() }[..count];
-                self.decoder.feed(filled);
-                // Zeroed once copied: a stream that claims more than it filled gets zeros (a
-                // -32700), never the bytes of an earlier read served again.
-                filled.fill(0);
-                Ok(count > 0)
-            }
-            // `readline` is bounded too, so that an endless line is never held whole.
-            ReadMethod::Read1 | ReadMethod::Readline => self.extend_with(&read.call1((READ_CHUNK,))?),
-        }
-    }
-
-    fn extend_with(&mut self, data: &Bound<'_, PyAny>) -> PyResult<bool> {
-        if let Ok(bytes) = data.cast::<PyBytes>() {
-            self.decoder.feed(bytes.as_bytes());
-        } else if let Ok(array) = data.cast::<PyByteArray>() {
-            self.decoder.feed(&array.to_vec());
-        } else {
-            return Err(PyTypeError::new_err("stdin must return bytes; pass a binary file-like object"));
-        }
-        Ok(data.len()? > 0)
-    }
-}
-
-/// The count a stream method returned, if it is within `0..=most`; else `OSError`, in the words
-/// `io.BufferedReader` and `io.BufferedWriter` use for the same fault of a raw stream.
-fn checked_count(count: &Bound<'_, PyAny>, method: &str, most: usize) -> PyResult<usize> {
-    let int = count.cast::<PyInt>()?;
-    match int.extract::<usize>() {
-        Ok(count) if count <= most => Ok(count),
-        _ => Err(PyOSError::new_err(format!(
-            "{method}() returned invalid length {int} (should have been between 0 and {most})"
-        ))),
-    }
-}
-
-struct Writer {
-    /// The stream, and its bound `write` and `flush`, looked up once.
-    stream: Py<PyAny>,
-    write: Py<PyAny>,
-    flush: Option<Py<PyAny>>,
-}
-
-impl Writer {
-    /// A writer of `stream` (a binary stream: see [`binary_stream`]), whose `flush` is callable or absent.
-    fn new(py: Python<'_>, stream: Bound<'_, PyAny>) -> PyResult<Self> {
-        let flush = match stream.getattr_opt("flush")? {
-            Some(flush) if !flush.is_callable() => {
-                return Err(PyTypeError::new_err("stdout.flush must be callable (or absent)"));
-            }
-            flush => flush.map(Bound::unbind),
-        };
-        Ok(Self { write: stream.getattr(intern!(py, "write"))?.unbind(), flush, stream: stream.unbind() })
-    }
-
-    /// One `write` of `data` (more only if a raw stream takes part of it), then `flush`.
-    fn write_all(&self, py: Python<'_>, data: &[u8]) -> PyResult<()> {
-        let write = self.write.bind(py);
-        let mut offset = 0;
-        while offset < data.len() {
-            let rest = data.len() - offset;
-            let written = write.call1((PyBytes::new(py, &data[offset..]),))?;
-            // Buffered streams take everything; a raw stream may take only part of it.
-            offset += if written.is_none() { rest } else { checked_count(&written, "write", rest)? };
-            if offset < data.len() {
-                // A write to a pipe that a signal interrupts returns what it wrote so far, not
-                // EINTR, so the signal's handler (SIGINT's KeyboardInterrupt) runs here or never.
-                py.check_signals()?;
-            }
-        }
-        if let Some(flush) = &self.flush {
-            flush.call0(py)?;
-        }
-        Ok(())
-    }
-}
-
-fn unsupported_operation(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
-    UNSUPPORTED_OPERATION.import(py, "io", "UnsupportedOperation")
-}
-
-/// `stream`, or its `.buffer` if it is a text stream; it must have a callable `needs` method.
-fn binary_stream<'py>(
-    py: Python<'py>,
-    stream: Option<Bound<'py, PyAny>>,
-    name: &str,
-    needs: &str,
-) -> PyResult<Bound<'py, PyAny>> {
-    let mut stream = match stream {
-        Some(stream) if !stream.is_none() => stream,
-        _ => py.import("sys")?.getattr(name)?,
-    };
-    if stream.is_instance(TEXT_IO_BASE.import(py, "io", "TextIOBase")?)? {
-        stream = match stream.getattr_opt("buffer")? {
-            Some(buffer) if !buffer.is_none() => buffer,
-            _ => {
-                return Err(PyTypeError::new_err(format!(
-                    "{name} is a text stream without a binary .buffer; pass a binary file-like object"
-                )))
-            }
-        };
-    }
-    if !stream.getattr_opt(needs)?.is_some_and(|method| method.is_callable()) {
-        return Err(PyTypeError::new_err(format!("{name} must be a binary file-like object with a {needs}() method")));
-    }
-    Ok(stream)
-}
-
-fn read_method(py: Python<'_>, stream: &Bound<'_, PyAny>) -> PyResult<ReadMethod> {
-    let has = |name: &str| -> PyResult<bool> { Ok(stream.getattr_opt(name)?.is_some_and(|m| m.is_callable())) };
-    Ok(if has("readinto1")? {
-        ReadMethod::ReadInto1
-    } else if has("read1")? {
-        ReadMethod::Read1
-    } else if has("readinto")? && stream.is_instance(RAW_IO_BASE.import(py, "io", "RawIOBase")?)? {
-        ReadMethod::ReadInto
-    } else {
-        ReadMethod::Readline
-    })
-}
 
 /// JSON-RPC 2.0 over a pair of binary streams, one message per line or per `Content-Length` frame.
 ///
@@ -447,14 +210,7 @@ impl StdioTransport {
         let (max_message_bytes, limits) = request::checked_limits(max_message_bytes, max_depth, max_batch)?;
         let stdin = binary_stream(py, stdin, "stdin", "readline")?;
         let stdout = binary_stream(py, stdout, "stdout", "write")?;
-        let method = read_method(py, &stdin)?;
-        let reader = Reader {
-            method,
-            read: stdin.getattr(method.name())?.unbind(),
-            stream: stdin.unbind(),
-            chunk: PyByteArray::new(py, &vec![0; READ_CHUNK]).unbind(),
-            decoder: Decoder::new(framing, max_message_bytes),
-        };
+        let reader = Reader::new(py, stdin, Decoder::new(framing, max_message_bytes))?;
         let writer = Writer::new(py, stdout)?;
         Ok(Self {
             reader: StreamLock::new(reader, REENTRANT_READ),
@@ -585,11 +341,7 @@ impl StdioTransport {
     /// half a message never blocks it past its deadline.
     #[pyo3(name = "_read_available")]
     fn read_available(&self, py: Python<'_>) -> PyResult<()> {
-        let mut reader = self.reader.lock(py)?;
-        if !reader.has_line(false) && !reader.fill(py)? {
-            reader.decoder.close();
-        }
-        Ok(())
+        self.reader.lock(py)?.read_available(py)
     }
 
     /// The next message as a client reads it (blank lines skipped), nested at most `max_depth` deep:
@@ -671,7 +423,7 @@ impl StdioTransport {
     fn write_lines(&self, py: Python<'_>, lines: &Bound<'_, PyAny>) -> PyResult<()> {
         let mut data = Vec::new();
         for line in lines.try_iter()? {
-            decoder::with_bytes(&line?, |line| self.framing.frame_into(line, &mut data))?;
+            with_bytes(&line?, |line| self.framing.frame_into(line, &mut data))?;
         }
         if data.is_empty() {
             return Ok(());
@@ -686,7 +438,7 @@ impl StdioTransport {
     fn swap_output(&self, py: Python<'_>, stdout: Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let writer = Writer::new(py, binary_stream(py, Some(stdout), "stdout", "write")?)?;
         let previous = std::mem::replace(&mut *self.writer.lock(py)?, writer);
-        Ok(previous.stream)
+        Ok(previous.into_stream())
     }
 
     /// Answer every request with `handler(method, params)` until end of input: `rpcwire.serve(handler,

@@ -1,0 +1,290 @@
+//! Stream adapters: the Python streams a transport reads and writes, as Rust sees them.
+//!
+//! [`Reader`] feeds a framing [`Decoder`] with whatever one read of the input stream returns:
+//! `readinto1` (or `read1`) on buffered streams gives up to 64 KiB of what is already there and never
+//! waits for more than one message needs; raw streams are read with one `readinto`; anything else
+//! with `readline(65536)`. [`Writer`] hands bytes to the output stream in one `write` (repeated only
+//! when a raw stream takes part of them) and flushes. [`binary_stream`] turns the streams a caller
+//! gives (or `sys.stdin`/`sys.stdout`) into binary ones, and [`with_bytes`] reads a bytes-like object.
+//!
+//! Reads go through the stream's own `readinto1`, which releases the GIL during the system call
+//! and runs signal handlers when one interrupts it. Reading a pipe's file descriptor directly was
+//! weighed and left out: the `readinto1` call is a small part of a round trip (bench/README.md), and
+//! a direct read would have to drain the Python buffer first and redo its signal handling.
+
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::{PyBlockingIOError, PyOSError, PyTypeError};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyByteArray, PyBytes, PyInt, PyString, PyType};
+
+use crate::framing::{Decoded, Decoder, Dropped};
+
+/// How much one `readinto1`/`read1`/`readline` call may return.
+pub(crate) const READ_CHUNK: usize = 64 * 1024;
+
+static TEXT_IO_BASE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static RAW_IO_BASE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static UNSUPPORTED_OPERATION: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// Which method of the input stream fills the buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReadMethod {
+    /// Buffered streams: at most one raw read, into a reused `bytearray`.
+    ReadInto1,
+    /// Buffered streams without `readinto1`: at most one raw read, as new `bytes`.
+    Read1,
+    /// Raw (unbuffered) streams: one system call, into a reused `bytearray`.
+    ReadInto,
+    /// Anything else with a `readline`.
+    Readline,
+}
+
+impl ReadMethod {
+    fn name(self) -> &'static str {
+        match self {
+            Self::ReadInto1 => "readinto1",
+            Self::Read1 => "read1",
+            Self::ReadInto => "readinto",
+            Self::Readline => "readline",
+        }
+    }
+}
+
+/// What `Reader::next_line` found.
+pub(crate) enum Next {
+    /// A line (or a frame's body), copied into the caller's buffer.
+    Line,
+    /// A message the framing dropped (over `max_message_bytes`, or a frame that cannot be read).
+    Dropped(Dropped),
+    End,
+}
+
+/// The input stream and the decoder its bytes go to.
+pub(crate) struct Reader {
+    stream: Py<PyAny>,
+    method: ReadMethod,
+    /// The stream's bound method for `method`, looked up once rather than on every read.
+    read: Py<PyAny>,
+    chunk: Py<PyByteArray>,
+    /// The bytes read and not yet handed out, split by the transport's framing.
+    decoder: Decoder,
+}
+
+impl Reader {
+    /// A reader of `stream` (a binary stream: see [`binary_stream`]) into `decoder`.
+    pub(crate) fn new(py: Python<'_>, stream: Bound<'_, PyAny>, decoder: Decoder) -> PyResult<Self> {
+        let method = read_method(py, &stream)?;
+        Ok(Self {
+            method,
+            read: stream.getattr(method.name())?.unbind(),
+            stream: stream.unbind(),
+            chunk: PyByteArray::new(py, &vec![0; READ_CHUNK]).unbind(),
+            decoder,
+        })
+    }
+
+    /// Copy the next line (without `\n`/`\r\n`), or the next frame's body, into `line`; `skip_blank`:
+    /// as [`Decoder::next`].
+    pub(crate) fn next_line(&mut self, py: Python<'_>, line: &mut Vec<u8>, skip_blank: bool) -> PyResult<Next> {
+        loop {
+            match self.decoder.next(skip_blank) {
+                Some(Decoded::Message(message)) => {
+                    line.clear();
+                    line.extend_from_slice(message);
+                    return Ok(Next::Line);
+                }
+                Some(Decoded::Dropped(dropped)) => return Ok(Next::Dropped(dropped)),
+                None => {}
+            }
+            if self.decoder.is_closed() {
+                return Ok(Next::End);
+            }
+            if !self.fill(py)? {
+                self.decoder.close();
+            }
+        }
+    }
+
+    /// Whether `next_line` with the same `skip_blank` can return without reading.
+    pub(crate) fn has_line(&mut self, skip_blank: bool) -> bool {
+        self.decoder.has_message(skip_blank)
+    }
+
+    /// Read once from the stream unless `next_line` can return without reading (`_read_available`).
+    pub(crate) fn read_available(&mut self, py: Python<'_>) -> PyResult<()> {
+        if !self.has_line(false) && !self.fill(py)? {
+            self.decoder.close();
+        }
+        Ok(())
+    }
+
+    /// One read from the stream into the buffer; `Ok(false)` at end of input.
+    fn fill(&mut self, py: Python<'_>) -> PyResult<bool> {
+        // A signal that arrived since the interpreter last looked (SIGINT while the previous line was
+        // being answered) would not interrupt the read about to block: its handler runs first.
+        py.check_signals()?;
+        match self.read_once(py) {
+            Err(error) if self.method != ReadMethod::Readline && error.is_instance(py, unsupported_operation(py)?) => {
+                // An `io.BufferedIOBase` subclass inherits `readinto1`/`read1` that it does not implement.
+                self.method = ReadMethod::Readline;
+                self.read = self.stream.bind(py).getattr(ReadMethod::Readline.name())?.unbind();
+                self.read_once(py)
+            }
+            other => other,
+        }
+    }
+
+    fn read_once(&mut self, py: Python<'_>) -> PyResult<bool> {
+        let read = self.read.bind(py);
+        match self.method {
+            ReadMethod::ReadInto1 | ReadMethod::ReadInto => {
+                let chunk = self.chunk.bind(py);
+                let count = read.call1((chunk,))?;
+                if count.is_none() {
+                    return Err(PyBlockingIOError::new_err(
+                        "stdin is non-blocking and had no data; pass a blocking stream",
+                    ));
+                }
+                let count = checked_count(&count, self.method.name(), chunk.len())?;
+                // SAFETY: no Python code runs while the slice is alive, so the bytearray cannot change.
+                let filled = &mut unsafe { chunk.as_bytes_mut() }[..count];
+                self.decoder.feed(filled);
+                // Zeroed once copied: a stream that claims more than it filled gets zeros (a
+                // -32700), never the bytes of an earlier read served again.
+                filled.fill(0);
+                Ok(count > 0)
+            }
+            // `readline` is bounded too, so that an endless line is never held whole.
+            ReadMethod::Read1 | ReadMethod::Readline => self.extend_with(&read.call1((READ_CHUNK,))?),
+        }
+    }
+
+    fn extend_with(&mut self, data: &Bound<'_, PyAny>) -> PyResult<bool> {
+        if let Ok(bytes) = data.cast::<PyBytes>() {
+            self.decoder.feed(bytes.as_bytes());
+        } else if let Ok(array) = data.cast::<PyByteArray>() {
+            self.decoder.feed(&array.to_vec());
+        } else {
+            return Err(PyTypeError::new_err("stdin must return bytes; pass a binary file-like object"));
+        }
+        Ok(data.len()? > 0)
+    }
+}
+
+/// The count a stream method returned, if it is within `0..=most`; else `OSError`, in the words
+/// `io.BufferedReader` and `io.BufferedWriter` use for the same fault of a raw stream.
+fn checked_count(count: &Bound<'_, PyAny>, method: &str, most: usize) -> PyResult<usize> {
+    let int = count.cast::<PyInt>()?;
+    match int.extract::<usize>() {
+        Ok(count) if count <= most => Ok(count),
+        _ => Err(PyOSError::new_err(format!(
+            "{method}() returned invalid length {int} (should have been between 0 and {most})"
+        ))),
+    }
+}
+
+/// The output stream.
+pub(crate) struct Writer {
+    /// The stream, and its bound `write` and `flush`, looked up once.
+    stream: Py<PyAny>,
+    write: Py<PyAny>,
+    flush: Option<Py<PyAny>>,
+}
+
+impl Writer {
+    /// A writer of `stream` (a binary stream: see [`binary_stream`]), whose `flush` is callable or absent.
+    pub(crate) fn new(py: Python<'_>, stream: Bound<'_, PyAny>) -> PyResult<Self> {
+        let flush = match stream.getattr_opt("flush")? {
+            Some(flush) if !flush.is_callable() => {
+                return Err(PyTypeError::new_err("stdout.flush must be callable (or absent)"));
+            }
+            flush => flush.map(Bound::unbind),
+        };
+        Ok(Self { write: stream.getattr(intern!(py, "write"))?.unbind(), flush, stream: stream.unbind() })
+    }
+
+    /// One `write` of `data` (more only if a raw stream takes part of it), then `flush`.
+    pub(crate) fn write_all(&self, py: Python<'_>, data: &[u8]) -> PyResult<()> {
+        let write = self.write.bind(py);
+        let mut offset = 0;
+        while offset < data.len() {
+            let rest = data.len() - offset;
+            let written = write.call1((PyBytes::new(py, &data[offset..]),))?;
+            // Buffered streams take everything; a raw stream may take only part of it.
+            offset += if written.is_none() { rest } else { checked_count(&written, "write", rest)? };
+            if offset < data.len() {
+                // A write to a pipe that a signal interrupts returns what it wrote so far, not
+                // EINTR, so the signal's handler (SIGINT's KeyboardInterrupt) runs here or never.
+                py.check_signals()?;
+            }
+        }
+        if let Some(flush) = &self.flush {
+            flush.call0(py)?;
+        }
+        Ok(())
+    }
+
+    /// The stream written to.
+    pub(crate) fn into_stream(self) -> Py<PyAny> {
+        self.stream
+    }
+}
+
+fn unsupported_operation(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    UNSUPPORTED_OPERATION.import(py, "io", "UnsupportedOperation")
+}
+
+/// `stream`, or its `.buffer` if it is a text stream; it must have a callable `needs` method.
+pub(crate) fn binary_stream<'py>(
+    py: Python<'py>,
+    stream: Option<Bound<'py, PyAny>>,
+    name: &str,
+    needs: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut stream = match stream {
+        Some(stream) if !stream.is_none() => stream,
+        _ => py.import("sys")?.getattr(name)?,
+    };
+    if stream.is_instance(TEXT_IO_BASE.import(py, "io", "TextIOBase")?)? {
+        stream = match stream.getattr_opt("buffer")? {
+            Some(buffer) if !buffer.is_none() => buffer,
+            _ => {
+                return Err(PyTypeError::new_err(format!(
+                    "{name} is a text stream without a binary .buffer; pass a binary file-like object"
+                )))
+            }
+        };
+    }
+    if !stream.getattr_opt(needs)?.is_some_and(|method| method.is_callable()) {
+        return Err(PyTypeError::new_err(format!("{name} must be a binary file-like object with a {needs}() method")));
+    }
+    Ok(stream)
+}
+
+fn read_method(py: Python<'_>, stream: &Bound<'_, PyAny>) -> PyResult<ReadMethod> {
+    let has = |name: &str| -> PyResult<bool> { Ok(stream.getattr_opt(name)?.is_some_and(|m| m.is_callable())) };
+    Ok(if has("readinto1")? {
+        ReadMethod::ReadInto1
+    } else if has("read1")? {
+        ReadMethod::Read1
+    } else if has("readinto")? && stream.is_instance(RAW_IO_BASE.import(py, "io", "RawIOBase")?)? {
+        ReadMethod::ReadInto
+    } else {
+        ReadMethod::Readline
+    })
+}
+
+/// Run `use_bytes` over the bytes of a bytes-like object (`bytes` without a copy; `bytearray`,
+/// `memoryview` and other buffers of bytes copied first); `TypeError` for anything else.
+pub(crate) fn with_bytes<R>(data: &Bound<'_, PyAny>, use_bytes: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
+    if let Ok(bytes) = data.cast::<PyBytes>() {
+        return Ok(use_bytes(bytes.as_bytes()));
+    }
+    if data.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err("a bytes-like object is required, not 'str'"));
+    }
+    let buffer = PyBuffer::<u8>::get(data)?;
+    Ok(use_bytes(&buffer.to_vec(data.py())?))
+}
