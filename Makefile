@@ -40,7 +40,7 @@ $(VENV)/bin/maturin: | check-python
 	$(PY) -m pip install --quiet "$$(grep -E '^maturin\b' requirements-dev.txt)"
 
 # What the native module is built from: `make demo` rebuilds it only when one of them changed.
-NATIVE_SOURCES := Cargo.toml Cargo.lock build.rs pyproject.toml $(wildcard src/*.rs)
+NATIVE_SOURCES := Cargo.toml Cargo.lock build.rs pyproject.toml $(wildcard src/*.rs crates/*/Cargo.toml crates/*/src/*.rs)
 NATIVE_STAMP := $(VENV)/.native-built
 MATURIN_DEVELOP = VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release --quiet
 
@@ -57,8 +57,8 @@ demo: $(NATIVE_STAMP) ## Run the demo transcript (installs maturin only; rebuild
 
 test: test-rust test-python fuzz-smoke ## Every test: Rust, Python, and a short run of each fuzz target
 
-test-rust: check-rust $(STAMP) ## cargo test (the pure-Rust framing and envelope code)
-	PYO3_PYTHON=$(abspath $(PY)) cargo test --quiet
+test-rust: check-rust $(STAMP) ## cargo test of the workspace (the protocol crate and the PyO3 crate)
+	PYO3_PYTHON=$(abspath $(PY)) cargo test --workspace --quiet
 
 test-python: develop ## The pytest suite against rpcwire and rpcwire.pure (PYTEST_ARGS="-x -q")
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -174,8 +174,8 @@ test-wheels: ## Install each wheel of dist/ (make wheels) in a fresh venv, no ca
 
 lint: develop fuzz-lint ## rustfmt, clippy, ruff, mypy.stubtest, actionlint (and the same for fuzz/)
 	cargo fmt --all -- --check
-	PYO3_PYTHON=$(abspath $(PY)) cargo clippy --all-targets -- -D warnings
-	PYO3_PYTHON=$(abspath $(PY)) cargo clippy --all-targets --features public-str-api -- -D warnings
+	PYO3_PYTHON=$(abspath $(PY)) cargo clippy --workspace --all-targets -- -D warnings
+	PYO3_PYTHON=$(abspath $(PY)) cargo clippy --workspace --all-targets --features public-str-api -- -D warnings
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m mypy.stubtest rpcwire._rpcwire

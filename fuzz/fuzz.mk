@@ -1,7 +1,8 @@
-# Coverage-guided fuzzing of rpcwire's pure-Rust core (fuzz/), with libFuzzer on stable Rust.
+# Coverage-guided fuzzing of rpcwire's Python-free protocol crate (crates/rpcwire-protocol), with libFuzzer
+# on stable Rust.
 #
 # Included from the top Makefile. Plain `cargo build` with the sanitizer-coverage flags `cargo fuzz`
-# passes (no nightly, no cargo-fuzz); everything lands in fuzz/target, apart from the main crate's.
+# passes (no nightly, no cargo-fuzz); everything lands in fuzz/target.
 #   make fuzz-smoke   build, replay tests/fuzz_corpus/<target>, fuzz each target FUZZ_SMOKE_SECONDS
 #   make fuzz         the same for FUZZ_SECONDS each (default 10 minutes), corpus kept in fuzz/corpus,
 #                     then fuzz-atheris: native against pure on whole streams (installs atheris)
@@ -16,10 +17,10 @@ FUZZ_SEEDS := tests/fuzz_corpus
 # Deferred (=, not :=): asked of rustc only by the fuzz targets, so other targets need no Rust.
 FUZZ_HOST = $(shell rustc -vV | sed -n 's/^host: //p')
 FUZZ_BIN = $(FUZZ_DIR)/target/$(FUZZ_HOST)/release
-# --target keeps these flags off build scripts; --cfg fuzzing as cargo fuzz sets it.
+# --target keeps these flags off build scripts.
 FUZZ_RUSTFLAGS := -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
 	-Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
-	-Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing
+	-Cllvm-args=-sanitizer-coverage-trace-compares
 # -max_len: inputs longer than this are cut; 4 KiB holds lines past the depth limit of 128.
 FUZZ_FLAGS := -max_len=4096 -timeout=10 -rss_limit_mb=2048 -dict=$(FUZZ_DIR)/json.dict
 ATHERIS := atheris==3.0.0
@@ -57,7 +58,6 @@ fuzz-atheris: develop ## Native against pure on whole streams with atheris, for 
 		2>$(FUZZ_DIR)/artifacts/transport.log || { tail -n 40 $(FUZZ_DIR)/artifacts/transport.log; exit 1; }
 	@grep -E '^Done [0-9]+ runs' $(FUZZ_DIR)/artifacts/transport.log | tail -n 1
 
-fuzz-lint: check-rust ## rustfmt and clippy on the fuzz targets (--cfg fuzzing: src/errors.rs without pyo3)
+fuzz-lint: check-rust ## rustfmt and clippy on the fuzz targets
 	cd $(FUZZ_DIR) && cargo fmt -- --check
-	cd $(FUZZ_DIR) && CARGO_TARGET_DIR=target/lint RUSTFLAGS="--cfg fuzzing" \
-		cargo clippy --locked --quiet --all-targets -- -D warnings
+	cd $(FUZZ_DIR) && CARGO_TARGET_DIR=target/lint cargo clippy --locked --quiet --all-targets -- -D warnings

@@ -21,11 +21,12 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyString};
 
+use rpcwire_protocol::envelope::Id;
+use rpcwire_protocol::framing::Dropped;
+use rpcwire_protocol::json::write_escaped_str;
+
 use crate::bound;
 use crate::codec;
-use crate::envelope::Id;
-use crate::framing::Dropped;
-use crate::json::write_escaped_str;
 use crate::log;
 
 /// The errors the transport itself answers with.
@@ -308,8 +309,8 @@ fn internal_error(
 #[cfg(test)]
 mod tests {
     use super::{standard_error, StandardError};
-    use crate::envelope::Id;
-    use crate::json::JsonStr;
+    use rpcwire_protocol::envelope::Id;
+    use rpcwire_protocol::json::JsonStr;
 
     #[test]
     fn standard_errors_have_no_data() {

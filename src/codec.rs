@@ -16,11 +16,14 @@ use pyo3::{ffi, intern, Borrowed};
 
 use smallvec::SmallVec;
 
-use crate::errors::{Error, SyntaxError};
 #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
-use crate::json::write_escaped_code_points;
-use crate::json::{unescape_into, write_ascii_str, write_escaped_str, write_float_repr, JsonStr, Number, Scanner};
-use crate::stack::StackFloor;
+use rpcwire_protocol::json::write_escaped_code_points;
+use rpcwire_protocol::json::{
+    unescape_into, write_ascii_str, write_escaped_str, write_float_repr, JsonStr, Number, Scanner,
+};
+use rpcwire_protocol::stack::StackFloor;
+
+use crate::errors::{Error, SyntaxError};
 use crate::strings::StringCache;
 
 /// Integer literals with at most this many digits fit an `i64`; longer ones go through `int()`.
@@ -278,11 +281,6 @@ fn encode_any_str(out: &mut Vec<u8>, text: &Bound<'_, PyString>) -> PyResult<()>
 pub(crate) fn encode_str(out: &mut Vec<u8>, text: &Bound<'_, PyString>) -> PyResult<()> {
     encode_str_public(out, text)
 }
-
-// src/json.rs's writers of UCS-1/2/4 code points serve only the internals' path; on the public path
-// this keeps them compiled (and their unit tests meaningful) without dead-code warnings.
-#[cfg(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api"))]
-const _: fn(&mut Vec<u8>, &[u16]) = crate::json::write_escaped_code_points::<u16>;
 
 /// `encode_str` through the public C API: UTF-8, or WTF-8 for a string with lone surrogates.
 #[inline]

@@ -15,7 +15,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyAny, PyString};
 
-use crate::envelope::Id;
+use rpcwire_protocol::envelope::Id;
+
 use crate::request;
 
 /// Where the pieces of the call in progress are. Valid only while that call runs, on this thread:

@@ -1,4 +1,4 @@
-//! `FrameDecoder`: the framing of [`crate::framing::Decoder`] handed to Python, without I/O.
+//! `FrameDecoder`: the framing of [`rpcwire_protocol::framing::Decoder`] handed to Python, without I/O.
 //!
 //! Every Python reader of a stream that the native transport does not read itself (the asyncio client,
 //! the MCP reader, `rpcwire.lsp`, `--listen`) feeds the bytes it read into one of these and takes
@@ -14,10 +14,11 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use rpcwire_protocol::envelope::DEFAULT_MAX_MESSAGE_BYTES;
+use rpcwire_protocol::framing::{Decoded, Decoder, Framing};
+
 use crate::answer;
 use crate::bound;
-use crate::envelope::DEFAULT_MAX_MESSAGE_BYTES;
-use crate::framing::{Decoded, Decoder, Framing};
 use crate::request;
 use crate::stream::with_bytes;
 

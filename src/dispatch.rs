@@ -18,11 +18,12 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyString, PyTypeMethods};
 
+use rpcwire_protocol::envelope::{Entry, Id, Limits, DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES};
+
 use crate::answer;
 use crate::bound;
 use crate::codec;
 use crate::current;
-use crate::envelope::{Entry, Id, Limits, DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES};
 use crate::log;
 use crate::request::{self, PyEntry, Read};
 use crate::strings::StringCache;

@@ -1,6 +1,8 @@
 //! rpcwire's native core: newline-delimited JSON-RPC 2.0 for Python.
 //!
-//! `lib.rs` only wires the modules together and registers the Python module `rpcwire._rpcwire`.
+//! `lib.rs` only wires the modules together and registers the Python module `rpcwire._rpcwire`. The
+//! Python-free protocol (JSON scanner, framing, envelope, float repr, limits) is the `rpcwire-protocol`
+//! crate (crates/rpcwire-protocol); the modules here bind it to Python.
 //! The byte-level rules both implementations follow are in `docs/semantics.md`.
 
 mod answer;
@@ -9,15 +11,11 @@ mod codec;
 mod current;
 mod decoder;
 mod dispatch;
-mod envelope;
 mod errors;
-mod framing;
-mod json;
 mod log;
 mod outgoing;
 mod reply;
 mod request;
-mod stack;
 mod stream;
 mod stream_lock;
 mod strings;

@@ -5,12 +5,13 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyList, PyString};
 
+use rpcwire_protocol::envelope::{self, Entry, Id, Limits, Message, Outcome, DEFAULT_MAX_DEPTH};
+use rpcwire_protocol::json::Scanner;
+
 use crate::answer::StandardError;
 use crate::bound;
 use crate::codec;
-use crate::envelope::{self, Entry, Id, Limits, Message, Outcome, DEFAULT_MAX_DEPTH};
 use crate::errors::Error;
-use crate::json::Scanner;
 use crate::request;
 use crate::strings::StringCache;
 

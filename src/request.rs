@@ -12,13 +12,14 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyList, PyString};
 
+use rpcwire_protocol::envelope::{self, Call, Entry, Id, Limits, Message, MAX_MAX_DEPTH};
+use rpcwire_protocol::framing::{self, Dropped};
+use rpcwire_protocol::json::Scanner;
+
 use crate::answer::{self, StandardError};
 use crate::bound;
 use crate::codec;
-use crate::envelope::{self, Call, Entry, Id, Limits, Message, MAX_MAX_DEPTH};
 use crate::errors::Error;
-use crate::framing::{self, Dropped};
-use crate::json::Scanner;
 use crate::log;
 use crate::strings::StringCache;
 

@@ -19,7 +19,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyByteArray, PyBytes, PyInt, PyString, PyType};
 
-use crate::framing::{Decoded, Decoder, Dropped};
+use rpcwire_protocol::framing::{Decoded, Decoder, Dropped};
 
 /// How much one `readinto1`/`read1`/`readline` call may return.
 pub(crate) const READ_CHUNK: usize = 64 * 1024;

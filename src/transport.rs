@@ -26,13 +26,14 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
+use rpcwire_protocol::envelope::{Id, Limits, DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES};
+use rpcwire_protocol::framing::{Decoder, Framing};
+
 use crate::answer;
 use crate::bound;
 use crate::codec;
 use crate::decoder;
 use crate::dispatch;
-use crate::envelope::{Id, Limits, DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES};
-use crate::framing::{Decoder, Framing};
 use crate::outgoing;
 use crate::reply;
 use crate::request;

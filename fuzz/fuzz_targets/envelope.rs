@@ -15,20 +15,7 @@ use libfuzzer_sys::fuzz_target;
 use serde::de::IgnoredAny;
 use serde_json::Value;
 
-#[allow(dead_code)]
-#[path = "../../src/envelope.rs"]
-mod envelope;
-#[allow(dead_code)]
-#[path = "../../src/errors.rs"]
-mod errors;
-#[allow(dead_code)]
-#[path = "../../src/json.rs"]
-mod json;
-#[allow(dead_code)]
-#[path = "../../src/stack.rs"]
-mod stack;
-
-use envelope::{Entry, Id, Message};
+use rpcwire_protocol::envelope::{self, Entry, Id, Message};
 
 /// How deeply arrays and objects nest in a valid JSON text.
 fn nesting_depth(text: &str) -> usize {
@@ -98,7 +85,7 @@ fn written(id: Option<&Id<'_>>) -> Option<Vec<u8>> {
     id.map(|id| {
         let mut out = Vec::new();
         id.write_json(&mut out);
-        // A number is echoed exactly as written (unit-tested in src/envelope.rs). The oracle's number is
+        // A number is echoed exactly as written (unit-tested in crates/rpcwire-protocol/src/envelope.rs). The oracle's number is
         // serde_json's own text of the same value (`51e400` is `51e+400` to it), so ours goes through it too.
         if let (Id::Number(_), Ok(Value::Number(number))) = (id, serde_json::from_slice::<Value>(&out)) {
             return number.to_string().into_bytes();

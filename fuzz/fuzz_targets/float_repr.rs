@@ -6,15 +6,7 @@
 
 use libfuzzer_sys::fuzz_target;
 
-#[allow(dead_code)]
-#[path = "../../src/errors.rs"]
-mod errors;
-#[allow(dead_code)]
-#[path = "../../src/json.rs"]
-mod json;
-#[allow(dead_code)]
-#[path = "../../src/stack.rs"]
-mod stack;
+use rpcwire_protocol::json;
 
 /// The significant digits of a float literal and the decimal exponent of the first one.
 fn decompose(text: &str) -> (String, i32) {

@@ -7,22 +7,25 @@
 //! one `\r` at the end of each line, and calling every line longer than the limit too long gives.
 //! The frames handed out must be the same whatever the pieces (a header or a body split across
 //! reads, `has_frame` asked between them), and the bytes held stay within the body limit, the
-//! header limit and one read.
+//! header limit and one read. The `Decoder` (what the transport and `FrameDecoder` read through)
+//! hands out the same lines, the blank ones skipped when asked, and the same frames.
 #![no_main]
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 
-#[allow(dead_code)]
-#[path = "../../src/framing.rs"]
-mod framing;
-
-use framing::{Frame, FrameBuffer, Line, LineBuffer, HEADER_LIMIT};
+use rpcwire_protocol::framing::{
+    self, Decoded, Decoder, Dropped, Frame, FrameBuffer, Framing, Line, LineBuffer, HEADER_LIMIT,
+};
 
 #[derive(Debug, PartialEq, Eq)]
 enum Expected {
     Complete(Vec<u8>),
-    TooLong { looks_like_json: bool },
+    TooLong {
+        looks_like_json: bool,
+    },
+    /// A frame dropped (the `Decoder` in `Content-Length` framing).
+    Dropped(Dropped),
 }
 
 fn owned(line: &Line<'_>) -> Expected {
@@ -93,6 +96,43 @@ fn frames(stream: &[u8], max_body: usize, sizes: &[u8]) -> Vec<Framed> {
     got
 }
 
+/// What a `Decoder` hands out for `stream` fed in pieces of `sizes` (cycled; all at once when empty).
+fn decoded(framing: Framing, stream: &[u8], limit: usize, sizes: &[u8], skip_blank: bool) -> Vec<Expected> {
+    let mut decoder = Decoder::new(framing, limit);
+    let mut got = Vec::new();
+    let mut take = |decoder: &mut Decoder| loop {
+        let has_message = decoder.has_message(skip_blank);
+        let Some(item) = decoder.next(skip_blank) else {
+            assert!(!has_message || decoder.is_closed(), "has_message without a message");
+            break;
+        };
+        got.push(match item {
+            Decoded::Message(bytes) => Expected::Complete(bytes.to_vec()),
+            Decoded::Dropped(Dropped::TooLong { looks_like_json }) => Expected::TooLong { looks_like_json },
+            Decoded::Dropped(other) => Expected::Dropped(other),
+        });
+    };
+    let mut rest = stream;
+    for &size in sizes.iter().cycle() {
+        if rest.is_empty() {
+            break;
+        }
+        let size = usize::from(size & 0x1F).max(1).min(rest.len());
+        decoder.feed(&rest[..size]);
+        rest = &rest[size..];
+        take(&mut decoder);
+    }
+    decoder.feed(rest);
+    take(&mut decoder);
+    decoder.close();
+    take(&mut decoder);
+    got
+}
+
+fn is_blank(expected: &Expected) -> bool {
+    matches!(expected, Expected::Complete(line) if line.iter().all(|byte| matches!(byte, b' ' | b'\t' | b'\r')))
+}
+
 fn run(data: &[u8]) -> Result<()> {
     let mut input = Unstructured::new(data);
     let max_line = usize::from(input.int_in_range(0u8..=40)?);
@@ -134,6 +174,11 @@ fn run(data: &[u8]) -> Result<()> {
     assert_eq!(buffer.pop_line(), None, "a line after the end");
     assert_eq!(got, expected, "max_line {max_line}, stream {stream:?}");
     assert_eq!(frames(stream, max_line, &reads), frames(stream, max_line, &[]), "stream {stream:?}");
+    assert_eq!(decoded(Framing::Newline, stream, max_line, &reads, false), expected, "stream {stream:?}");
+    let not_blank: Vec<Expected> = expected.into_iter().filter(|line| !is_blank(line)).collect();
+    assert_eq!(decoded(Framing::Newline, stream, max_line, &reads, true), not_blank, "stream {stream:?}");
+    let frames_decoded = decoded(Framing::ContentLength, stream, max_line, &reads, true);
+    assert_eq!(frames_decoded, decoded(Framing::ContentLength, stream, max_line, &[], true), "stream {stream:?}");
     Ok(())
 }
 

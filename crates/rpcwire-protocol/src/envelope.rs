@@ -13,26 +13,26 @@ use crate::json::{write_escaped_str, JsonStr, Scanner};
 
 /// The longest message accepted (see `rpcwire.DEFAULT_MAX_MESSAGE_BYTES`): a line of `serve`, a body
 /// of `dispatch`.
-pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: i64 = 64 * 1024 * 1024;
+pub const DEFAULT_MAX_MESSAGE_BYTES: i64 = 64 * 1024 * 1024;
 
 /// The nesting limit of incoming JSON (see `rpcwire.DEFAULT_MAX_DEPTH`).
-pub(crate) const DEFAULT_MAX_DEPTH: u16 = 128;
+pub const DEFAULT_MAX_DEPTH: u16 = 128;
 
 /// The deepest `max_depth` accepted: `rpcwire.pure` decodes with `json`, which recurses on the
 /// interpreter's stack, so both stay well inside the default recursion limit of 1,000.
-pub(crate) const MAX_MAX_DEPTH: usize = 512;
+pub const MAX_MAX_DEPTH: usize = 512;
 
 /// The most entries a batch may have (see `rpcwire.DEFAULT_MAX_BATCH`): geth's limit. It bounds
 /// what the transport's own answers add to a batch: each entry is answered in at most ~80 bytes
 /// plus its echoed id (`1,` in, a -32600 of 76 bytes out), so at most ~80 KB beyond the input.
-pub(crate) const DEFAULT_MAX_BATCH: u16 = 1_000;
+pub const DEFAULT_MAX_BATCH: u16 = 1_000;
 
 /// What one message may hold (the `StdioTransport` keyword arguments of the same names).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
-    pub(crate) max_depth: usize,
+pub struct Limits {
+    pub max_depth: usize,
     /// `None`: batches of any length.
-    pub(crate) max_batch: Option<usize>,
+    pub max_batch: Option<usize>,
 }
 
 impl Default for Limits {
@@ -43,7 +43,7 @@ impl Default for Limits {
 
 /// A valid request id, as written in the request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Id<'a> {
+pub enum Id<'a> {
     Null,
     /// Any JSON number (the specification allows fractions too), as its literal text.
     Number(&'a str),
@@ -56,7 +56,7 @@ impl Id<'_> {
     /// Append the id as the answer carries it: a number exactly as it was written (the
     /// specification: the same value; `1e3`, `1.50` and `-0` keep their text), a string in the
     /// canonical form `json.dumps` of the decoded string gives.
-    pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
+    pub fn write_json(&self, out: &mut Vec<u8>) {
         match self {
             Id::Null => out.extend_from_slice(b"null"),
             Id::Number(text) => out.extend_from_slice(text.as_bytes()),
@@ -75,18 +75,18 @@ impl Id<'_> {
 
 /// A valid request or notification; `P` is what the params reader made of `params`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Call<'a, P = &'a str> {
-    pub(crate) method: JsonStr<'a>,
+pub struct Call<'a, P = &'a str> {
+    pub method: JsonStr<'a>,
     /// `params` (an array or an object), if present: its raw JSON text by default.
-    pub(crate) params: Option<P>,
+    pub params: Option<P>,
     /// `None` for a notification (no `id` member).
-    pub(crate) id: Option<Id<'a>>,
+    pub id: Option<Id<'a>>,
 }
 
 /// What a response carries: its `result`, or its `error` object (as read, not yet checked), or why
 /// it is no valid response (its id is still the one it names: that call gets an error, not silence).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Outcome<P> {
+pub enum Outcome<P> {
     Result(P),
     Error(P),
     Invalid(&'static str),
@@ -94,7 +94,7 @@ pub(crate) enum Outcome<P> {
 
 /// One message (or one entry of a batch) after the envelope check.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Entry<'a, P = &'a str> {
+pub enum Entry<'a, P = &'a str> {
     Call(Call<'a, P>),
     /// A response (only [`parse_incoming_with`], a client's reader, makes these; to a server a
     /// message without `method` is invalid).
@@ -111,7 +111,7 @@ pub(crate) enum Entry<'a, P = &'a str> {
 
 /// A whole line: one message or a batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Message<'a, P = &'a str> {
+pub enum Message<'a, P = &'a str> {
     Single(Entry<'a, P>),
     Batch(Vec<Entry<'a, P>>),
     /// A batch with more entries than `max_batch`: reading stopped where the entry past the limit
@@ -121,9 +121,9 @@ pub(crate) enum Message<'a, P = &'a str> {
 
 /// The envelope of one line, and the digits of its longest integer literal.
 #[derive(Debug)]
-pub(crate) struct Parsed<'a, P = &'a str> {
-    pub(crate) message: Message<'a, P>,
-    pub(crate) longest_integer: usize,
+pub struct Parsed<'a, P = &'a str> {
+    pub message: Message<'a, P>,
+    pub longest_integer: usize,
 }
 
 /// A member that must have one type: absent, present with that type, or present with another.
@@ -134,7 +134,7 @@ enum Member<T> {
 }
 
 /// Check the envelope of one line (a single message or a batch), keeping `params` as raw text.
-pub(crate) fn parse_message(text: &str, limits: Limits) -> Result<Parsed<'_>, SyntaxError> {
+pub fn parse_message(text: &str, limits: Limits) -> Result<Parsed<'_>, SyntaxError> {
     parse_message_with(text, limits, |scanner| {
         let start = scanner.value_start();
         scanner.value()?;
@@ -147,7 +147,7 @@ pub(crate) fn parse_message(text: &str, limits: Limits) -> Result<Parsed<'_>, Sy
 ///
 /// Reading params here rather than from their text afterwards scans them once instead of twice.
 /// Callgrind, stream workload: 7,160 -> 6,609 instructions a message.
-pub(crate) fn parse_message_with<'a, P, E: From<SyntaxError>>(
+pub fn parse_message_with<'a, P, E: From<SyntaxError>>(
     text: &'a str,
     limits: Limits,
     read_params: impl FnMut(&mut Scanner<'a>) -> Result<P, E>,
@@ -158,7 +158,7 @@ pub(crate) fn parse_message_with<'a, P, E: From<SyntaxError>>(
 /// Check the envelope of one line as a client reads it: requests and notifications (the server's
 /// own calls) as `parse_message_with` checks them, and responses. `read_value` reads `params`, a
 /// `result` (any value) and an `error` that is an object.
-pub(crate) fn parse_incoming_with<'a, P, E: From<SyntaxError>>(
+pub fn parse_incoming_with<'a, P, E: From<SyntaxError>>(
     text: &'a str,
     limits: Limits,
     read_value: impl FnMut(&mut Scanner<'a>) -> Result<P, E>,

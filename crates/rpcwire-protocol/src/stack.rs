@@ -13,7 +13,7 @@
 //! failing call) the floor is 0 and only the fixed caps hold: `max_depth` (at most 512) when
 //! decoding, 2,000 levels when encoding.
 //!
-//! No Python here: the fuzz targets compile this file by path, with `json.rs`.
+//! No Python here: the scanner (`json.rs`) and the binding's codec both check it.
 
 use std::cell::Cell;
 
@@ -27,7 +27,7 @@ use std::cell::Cell;
 /// with a Python key function crashed a 256 KiB thread with a 4 KiB reserve and not with 16 KiB;
 /// 64 KiB is four times that, and leaves a 256 KiB thread room for about 300 levels of lists,
 /// 230 of dicts and all 512 levels of decoding.
-pub(crate) const RESERVE: usize = 64 * 1024;
+pub const RESERVE: usize = 64 * 1024;
 
 /// Levels entered before the stack is first looked at: the usual message nests less than this,
 /// so it never pays for the lookup (a thread-local read) nor the checks. They take at most 7 KiB
@@ -36,12 +36,12 @@ pub(crate) const RESERVE: usize = 64 * 1024;
 /// Callgrind, stream workload (12,000 messages), instructions a message in the native module:
 /// 3,978 before the stack checks; 4,047 (+1.7%) with a check at every level and the floor read
 /// for every walk; 3,975 with this and the check out of line (`above_floor`).
-pub(crate) const UNCHECKED_LEVELS: usize = 8;
+pub const UNCHECKED_LEVELS: usize = 8;
 
 /// Where a walk over nested containers must stop on this thread's stack: the lowest address it
 /// may reach, looked up when the walk first goes deeper than [`UNCHECKED_LEVELS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct StackFloor(usize);
+pub struct StackFloor(usize);
 
 /// `StackFloor` not looked up yet.
 const NOT_LOOKED_UP: usize = usize::MAX;
@@ -51,16 +51,22 @@ thread_local! {
     static FLOOR: Cell<usize> = const { Cell::new(NOT_LOOKED_UP) };
 }
 
+impl Default for StackFloor {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl StackFloor {
     /// A floor looked up only when needed.
-    pub(crate) const fn new() -> Self {
+    pub const fn new() -> Self {
         Self(NOT_LOOKED_UP)
     }
 
     /// Whether a walk that has entered `depth` containers may enter one more from the caller's
     /// frame: always below [`UNCHECKED_LEVELS`], else only while the frame is above the floor.
     #[inline]
-    pub(crate) fn has_room(&mut self, depth: usize) -> bool {
+    pub fn has_room(&mut self, depth: usize) -> bool {
         depth < UNCHECKED_LEVELS || self.above_floor()
     }
 

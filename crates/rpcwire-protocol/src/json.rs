@@ -19,7 +19,7 @@ type Result<T> = std::result::Result<T, SyntaxError>;
 
 /// The kind of a JSON value, as far as the envelope needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub enum Kind {
     Null,
     Bool,
     Integer,
@@ -31,15 +31,15 @@ pub(crate) enum Kind {
 
 /// A string's content between its quotes, exactly as written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct JsonStr<'a> {
-    pub(crate) raw: &'a str,
+pub struct JsonStr<'a> {
+    pub raw: &'a str,
     /// Whether `raw` contains a backslash escape (if not, `raw` is already the decoded text).
-    pub(crate) escaped: bool,
+    pub escaped: bool,
 }
 
 impl<'a> JsonStr<'a> {
     /// The decoded string as WTF-8 (UTF-8 that may hold lone surrogates), and whether it does.
-    pub(crate) fn decode(&self) -> (Cow<'a, [u8]>, bool) {
+    pub fn decode(&self) -> (Cow<'a, [u8]>, bool) {
         if !self.escaped {
             return (Cow::Borrowed(self.raw.as_bytes()), false);
         }
@@ -49,7 +49,8 @@ impl<'a> JsonStr<'a> {
     }
 
     /// Whether the decoded string equals `expected`.
-    pub(crate) fn decodes_to(&self, expected: &str) -> bool {
+    #[inline]
+    pub fn decodes_to(&self, expected: &str) -> bool {
         if self.escaped {
             self.decode().0.as_ref() == expected.as_bytes()
         } else {
@@ -118,7 +119,7 @@ fn special_mask_sse2<const STOP_AT_ED: bool>(chunk: &[u8; 16]) -> i32 {
 
 /// A number as `Scanner::number_value` read it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Number<'a> {
+pub enum Number<'a> {
     /// An integer of at most 18 digits.
     Int(i64),
     /// A number with a fraction or an exponent whose value was exact to compute.
@@ -134,7 +135,7 @@ const EXACT_POWERS_OF_TEN: [f64; 23] = [
 ];
 
 /// A cursor over one JSON text that validates as it goes.
-pub(crate) struct Scanner<'a> {
+pub struct Scanner<'a> {
     text: &'a str,
     pos: usize,
     depth: usize,
@@ -142,11 +143,11 @@ pub(crate) struct Scanner<'a> {
     /// Where this thread's stack must stop: a container is entered only above it.
     stack: StackFloor,
     /// Digits of the longest integer literal seen (Python refuses to parse very long ones).
-    pub(crate) longest_integer: usize,
+    pub longest_integer: usize,
 }
 
 impl<'a> Scanner<'a> {
-    pub(crate) fn new(text: &'a str, max_depth: usize) -> Self {
+    pub fn new(text: &'a str, max_depth: usize) -> Self {
         Self { text, pos: 0, depth: 0, max_depth, stack: StackFloor::new(), longest_integer: 0 }
     }
 
@@ -158,31 +159,31 @@ impl<'a> Scanner<'a> {
         SyntaxError { what, position: self.pos }
     }
 
-    pub(crate) fn skip_whitespace(&mut self) {
+    pub fn skip_whitespace(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes().get(self.pos) {
             self.pos += 1;
         }
     }
 
     /// The next byte after any whitespace, not consumed.
-    pub(crate) fn peek(&mut self) -> Option<u8> {
+    pub fn peek(&mut self) -> Option<u8> {
         self.skip_whitespace();
         self.bytes().get(self.pos).copied()
     }
 
     /// The current position, after any whitespace: where the next value starts.
-    pub(crate) fn value_start(&mut self) -> usize {
+    pub fn value_start(&mut self) -> usize {
         self.skip_whitespace();
         self.pos
     }
 
     /// The text from `start` to the current position.
-    pub(crate) fn span_from(&self, start: usize) -> &'a str {
+    pub fn span_from(&self, start: usize) -> &'a str {
         &self.text[start..self.pos]
     }
 
     /// Succeeds only if nothing but whitespace is left.
-    pub(crate) fn finish(&mut self) -> Result<()> {
+    pub fn finish(&mut self) -> Result<()> {
         match self.peek() {
             None => Ok(()),
             Some(_) => Err(self.error("extra data after the JSON value")),
@@ -200,7 +201,7 @@ impl<'a> Scanner<'a> {
 
     /// Consume `[` or `{` and enter it; `Ok(true)` if it has items, `Ok(false)` if it was empty
     /// (then its closing bracket is consumed too).
-    pub(crate) fn open(&mut self, bracket: u8) -> Result<bool> {
+    pub fn open(&mut self, bracket: u8) -> Result<bool> {
         self.expect(bracket, "expected '[' or '{'")?;
         if self.depth == self.max_depth {
             return Err(self.error("nesting deeper than the limit"));
@@ -220,7 +221,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// After an item: `Ok(true)` if a `,` announces another, `Ok(false)` at the closing bracket.
-    pub(crate) fn more(&mut self, close: u8) -> Result<bool> {
+    pub fn more(&mut self, close: u8) -> Result<bool> {
         match self.peek() {
             Some(b',') => {
                 self.pos += 1;
@@ -236,7 +237,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// An object member's name and the `:` after it.
-    pub(crate) fn key(&mut self) -> Result<JsonStr<'a>> {
+    pub fn key(&mut self) -> Result<JsonStr<'a>> {
         if self.peek() != Some(b'"') {
             return Err(self.error("expected a member name in double quotes"));
         }
@@ -246,7 +247,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// A string; the cursor is at its opening quote.
-    pub(crate) fn string(&mut self) -> Result<JsonStr<'a>> {
+    pub fn string(&mut self) -> Result<JsonStr<'a>> {
         let bytes = self.bytes();
         // A local cursor (not `self.pos`) lets the loop keep it in a register. Callgrind, stream
         // workload: 980 -> 790 instructions per message in this function.
@@ -276,7 +277,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// A number; returns its text and whether it is an integer (no fraction, no exponent).
-    pub(crate) fn number(&mut self) -> Result<(&'a str, bool)> {
+    pub fn number(&mut self) -> Result<(&'a str, bool)> {
         let bytes = self.bytes();
         let start = self.pos;
         if bytes.get(self.pos) == Some(&b'-') {
@@ -316,7 +317,7 @@ impl<'a> Scanner<'a> {
     /// Callgrind, floats workload (decode; 10,000 full-precision floats a message), instructions
     /// a message: 10,294,100 -> 9,226,400 (one walk; Clinger's path for 60% of them), -> 9,105,200
     /// with eight digits at a time (`gather_digits`).
-    pub(crate) fn number_value(&mut self) -> Result<Number<'a>> {
+    pub fn number_value(&mut self) -> Result<Number<'a>> {
         let bytes = self.bytes();
         let start = self.pos;
         // A local cursor: the loops keep it in a register.
@@ -416,7 +417,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Validate and skip one value of any kind.
-    pub(crate) fn value(&mut self) -> Result<Kind> {
+    pub fn value(&mut self) -> Result<Kind> {
         match self.peek() {
             Some(b'"') => self.string().map(|_| Kind::String),
             Some(b'-' | b'0'..=b'9') => {
@@ -508,7 +509,7 @@ fn push_code_point(out: &mut Vec<u8>, cp: u32) {
 }
 
 /// Decode the content of a valid JSON string into `out` as WTF-8; true if it held a lone surrogate.
-pub(crate) fn unescape_into(raw: &[u8], out: &mut Vec<u8>) -> bool {
+pub fn unescape_into(raw: &[u8], out: &mut Vec<u8>) -> bool {
     let mut has_surrogate = false;
     let mut rest = raw;
     while let Some(backslash) = memchr::memchr(b'\\', rest) {
@@ -553,7 +554,7 @@ pub(crate) fn unescape_into(raw: &[u8], out: &mut Vec<u8>) -> bool {
 /// 151,600 -> 130,600 with a loop over the bytes, -> 127,400 with words; lsp-completion (12,000
 /// strings) 4,704,100 -> 4,509,300 (the loop -> words).
 #[inline]
-pub(crate) fn write_ascii_str(out: &mut Vec<u8>, text: &[u8]) {
+pub fn write_ascii_str(out: &mut Vec<u8>, text: &[u8]) {
     let len = text.len();
     if len > 32 || needs_escape_short(text) {
         write_escaped_str(out, text);
@@ -626,7 +627,7 @@ fn word_needs_escape(word: u64) -> bool {
 
 /// Append `text` (WTF-8) as a JSON string, quotes included, escaped as Python's `json` does with
 /// `ensure_ascii=False`; a lone surrogate is written as its `\udxxx` escape.
-pub(crate) fn write_escaped_str(out: &mut Vec<u8>, text: &[u8]) {
+pub fn write_escaped_str(out: &mut Vec<u8>, text: &[u8]) {
     out.reserve(text.len() + 2);
     out.push(b'"');
     let mut run_start = 0;
@@ -664,7 +665,7 @@ pub(crate) fn write_escaped_str(out: &mut Vec<u8>, text: &[u8]) {
 /// text) copy their runs of plain ASCII eight units at a time. Callgrind, the `large` workload's
 /// 1 MiB UCS-2 string, fresh each message: 18.7 million instructions (Python's UTF-8 copy, then
 /// escaping) -> 10.3.
-pub(crate) fn write_escaped_code_points<T: CodeUnit>(out: &mut Vec<u8>, units: &[T]) {
+pub fn write_escaped_code_points<T: CodeUnit>(out: &mut Vec<u8>, units: &[T]) {
     out.reserve(units.len() + 2);
     out.push(b'"');
     let mut index = 0;
@@ -679,7 +680,7 @@ pub(crate) fn write_escaped_code_points<T: CodeUnit>(out: &mut Vec<u8>, units: &
 }
 
 /// A unit of a Python `str`'s storage: Latin-1 (`u8`), UCS-2 (`u16`) or UCS-4 (`u32`).
-pub(crate) trait CodeUnit: Copy + Into<u32> {
+pub trait CodeUnit: Copy + Into<u32> {
     /// Copy the plain ASCII units (no escape needed) that start `units` to `out`; how many there
     /// were. Only UCS-2 on `x86_64` has a fast path; elsewhere none is copied and each unit is
     /// written alone.
@@ -790,7 +791,8 @@ fn write_unicode_escape(out: &mut Vec<u8>, code_point: u32) {
 /// in the encoder: 777 (a try at short decimals, 7 `round` calls, then Ryu) -> 352 with Żmij alone
 /// (147 of them in Żmij). The hand-written path for short decimals was a little quicker on them
 /// (items workload, `1.5 * k`: 160 -> 200 a float) and is gone: one path, and a fuzzed oracle.
-pub(crate) fn write_float_repr(out: &mut Vec<u8>, value: f64) {
+#[inline]
+pub fn write_float_repr(out: &mut Vec<u8>, value: f64) {
     let mut buffer = zmij::Buffer::new();
     // Where Python writes positional digits, Żmij does too and in the same layout ("0.0001",
     // "123.0", "1e+16"), so its text is used as is, and the digits are never copied to the heap.

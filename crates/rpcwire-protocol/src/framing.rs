@@ -1,18 +1,20 @@
 //! Framing: bytes in, messages out, by newline ([`LineBuffer`]) or by `Content-Length` header
 //! ([`FrameBuffer`], LSP's base protocol).
 //!
-//! The transport fills a buffer with whatever one read returned (a large chunk or a single line)
-//! and takes complete messages out of it. Lines end at the byte `\n` only; a `\r` right before it
-//! is dropped. Frames are a header block (`Content-Length: N`, any other header ignored) and N bytes
-//! of body; a frame that cannot be read is an error value and the buffer resyncs at the next
-//! `Content-Length`. Nothing here knows about JSON or Python, so it is tested with `cargo test`
-//! and fuzzed (`fuzz/fuzz_targets/framing.rs`).
+//! A [`Decoder`] (one per stream, of either framing; sans-I/O, in the style of h11) is fed whatever one
+//! read returned (a large chunk or a single line) and hands out complete messages, or what it dropped
+//! ([`Dropped`]). Lines end at the byte `\n` only; a `\r` right before it is dropped. Frames are a
+//! header block (`Content-Length: N`, any other header ignored) and N bytes of body; a frame that
+//! cannot be read is an error value and the buffer resyncs at the next `Content-Length`. [`Framing`]
+//! also frames what is written. Nothing here knows about JSON or Python, so it is tested with
+//! `cargo test` and fuzzed (`fuzz/fuzz_targets/framing.rs`). The transport's reader and
+//! `rpcwire._rpcwire.FrameDecoder` are both a `Decoder`.
 
 use memchr::{memchr, memchr2};
 
 /// What the buffer hands out next.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Line<'a> {
+pub enum Line<'a> {
     /// A whole line, without its `\n` (and a `\r` before it).
     Complete(&'a [u8]),
     /// A line longer than the limit, already discarded; `looks_like_json` when its first
@@ -26,7 +28,7 @@ pub(crate) enum Line<'a> {
 /// A line longer than `max_line` bytes (not counting its `\n` or `\r\n`) is never held whole: once
 /// the partial line passes the limit its bytes are dropped as they arrive, up to its `\n`.
 #[derive(Debug)]
-pub(crate) struct LineBuffer {
+pub struct LineBuffer {
     data: Vec<u8>,
     /// Everything before this index has been handed out.
     consumed: usize,
@@ -40,12 +42,13 @@ pub(crate) struct LineBuffer {
 }
 
 impl LineBuffer {
-    pub(crate) fn new(max_line: usize) -> Self {
+    pub fn new(max_line: usize) -> Self {
         Self { data: Vec::new(), consumed: 0, scanned: 0, max_line, discarding: false, discarded_first: None }
     }
 
     /// Append bytes that were just read.
-    pub(crate) fn extend(&mut self, bytes: &[u8]) {
+    #[inline]
+    pub fn extend(&mut self, bytes: &[u8]) {
         if self.consumed > 0 {
             // Only the partial last line is left: move it to the front instead of growing forever.
             self.data.drain(..self.consumed);
@@ -56,7 +59,7 @@ impl LineBuffer {
     }
 
     /// Whether a complete line (or the end of an over-long one) is buffered.
-    pub(crate) fn has_line(&self) -> bool {
+    pub fn has_line(&self) -> bool {
         memchr(b'\n', &self.data[self.scanned..]).is_some()
     }
 
@@ -77,15 +80,13 @@ impl LineBuffer {
     }
 
     /// The next line, if a complete one (or the end of an over-long one) is buffered.
-    #[cfg(any(test, fuzzing))]
-    pub(crate) fn pop_line(&mut self) -> Option<Line<'_>> {
+    pub fn pop_line(&mut self) -> Option<Line<'_>> {
         let found = self.find_line()?;
         Some(self.line(found))
     }
 
     /// At end of input: the last line if it had no `\n` (and was not empty).
-    #[cfg(any(test, fuzzing))]
-    pub(crate) fn pop_rest(&mut self) -> Option<Line<'_>> {
+    pub fn pop_rest(&mut self) -> Option<Line<'_>> {
         let found = self.find_rest()?;
         Some(self.line(found))
     }
@@ -168,26 +169,26 @@ fn too_long(first_significant: Option<u8>) -> Found {
 }
 
 /// The first byte that is not JSON whitespace.
-pub(crate) fn first_significant(bytes: &[u8]) -> Option<u8> {
+pub fn first_significant(bytes: &[u8]) -> Option<u8> {
     bytes.iter().copied().find(|byte| !matches!(byte, b' ' | b'\t' | b'\r' | b'\n'))
 }
 
 /// Whether a dropped text whose first significant byte is this one began as a message would (an object
 /// or an array): it is then answered as an invalid request rather than as a parse error.
-pub(crate) fn opens_json(first_significant: Option<u8>) -> bool {
+pub fn opens_json(first_significant: Option<u8>) -> bool {
     matches!(first_significant, Some(b'{' | b'['))
 }
 
 /// A header block (from its first header line to the blank line that ends it, both included) may
 /// hold at most this many bytes; LSP's has one or two short headers.
-pub(crate) const HEADER_LIMIT: usize = 8 * 1024;
+pub const HEADER_LIMIT: usize = 8 * 1024;
 
 /// Where a resync starts: the name of the header every frame has, matched in any case.
 const RESYNC_NAME: &[u8] = b"content-length";
 
 /// What the frame buffer hands out next.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Frame<'a> {
+pub enum Frame<'a> {
     /// A whole body.
     Complete(&'a [u8]),
     /// A `Content-Length` over the limit: handed out as soon as the header block ends, its body is
@@ -199,7 +200,7 @@ pub(crate) enum Frame<'a> {
 
 /// Why a frame cannot be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FrameError {
+pub enum FrameError {
     /// A header line that is not `Name: value` with a token for a name, a `Content-Length` that is
     /// not a decimal number (of at most 18 digits), or a second one with another value.
     BadHeader,
@@ -212,7 +213,7 @@ pub(crate) enum FrameError {
 }
 
 impl FrameError {
-    pub(crate) fn reason(self) -> &'static str {
+    pub fn reason(self) -> &'static str {
         match self {
             Self::BadHeader => "a header line that is not 'Name: value' or a bad Content-Length",
             Self::HeadersTooLong => "a header block longer than 8192 bytes",
@@ -251,7 +252,7 @@ enum Ready {
 /// optional and ignored, lines ending in `\r\n` or `\n`, blank lines between frames skipped. Memory
 /// is bounded by the body limit plus [`HEADER_LIMIT`], whatever arrives.
 #[derive(Debug)]
-pub(crate) struct FrameBuffer {
+pub struct FrameBuffer {
     data: Vec<u8>,
     /// Everything before this index has been handed out or dropped.
     consumed: usize,
@@ -264,12 +265,12 @@ pub(crate) struct FrameBuffer {
 }
 
 impl FrameBuffer {
-    pub(crate) fn new(max_body: usize) -> Self {
+    pub fn new(max_body: usize) -> Self {
         Self { data: Vec::new(), consumed: 0, scanned: 0, max_body, state: NEW_BLOCK, ready: None }
     }
 
     /// Append bytes that were just read.
-    pub(crate) fn extend(&mut self, bytes: &[u8]) {
+    pub fn extend(&mut self, bytes: &[u8]) {
         // A body found by `has_frame` and not yet handed out is kept.
         let keep = match self.ready {
             Some(Ready::Body { start, .. }) => start,
@@ -288,7 +289,7 @@ impl FrameBuffer {
     }
 
     /// Whether `pop_frame(at_eof)` returns a frame without more input.
-    pub(crate) fn has_frame(&mut self, at_eof: bool) -> bool {
+    pub fn has_frame(&mut self, at_eof: bool) -> bool {
         if self.ready.is_none() {
             self.ready = self.advance(at_eof);
         }
@@ -297,7 +298,7 @@ impl FrameBuffer {
 
     /// The next frame, if one is buffered; `at_eof`: no more input will come (a frame cut short is
     /// then [`FrameError::Truncated`], once).
-    pub(crate) fn pop_frame(&mut self, at_eof: bool) -> Option<Frame<'_>> {
+    pub fn pop_frame(&mut self, at_eof: bool) -> Option<Frame<'_>> {
         let ready = match self.ready.take() {
             Some(ready) => ready,
             None => self.advance(at_eof)?,
@@ -403,8 +404,7 @@ impl FrameBuffer {
     }
 
     /// The bytes held (the fuzz target checks the bound).
-    #[cfg(any(test, fuzzing))]
-    pub(crate) fn held(&self) -> usize {
+    pub fn held(&self) -> usize {
         self.data.len()
     }
 
@@ -418,7 +418,7 @@ impl FrameBuffer {
 
 /// How messages are delimited on a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Framing {
+pub enum Framing {
     /// One message per line (`\n`).
     Newline,
     /// `Content-Length: N\r\n\r\n` and N bytes of body (LSP's base protocol).
@@ -427,7 +427,7 @@ pub(crate) enum Framing {
 
 impl Framing {
     /// The framing a name (`"newline"`, `"content-length"`) stands for.
-    pub(crate) fn from_name(name: &str) -> Option<Self> {
+    pub fn from_name(name: &str) -> Option<Self> {
         match name {
             "newline" => Some(Self::Newline),
             "content-length" => Some(Self::ContentLength),
@@ -435,7 +435,7 @@ impl Framing {
         }
     }
 
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Self::Newline => "newline",
             Self::ContentLength => "content-length",
@@ -444,7 +444,7 @@ impl Framing {
 
     /// Turn the message in `body` into its frame, in place: `\n` after it, or the header before it.
     #[inline]
-    pub(crate) fn frame(self, body: &mut Vec<u8>) {
+    pub fn frame(self, body: &mut Vec<u8>) {
         match self {
             Self::Newline => body.push(b'\n'),
             Self::ContentLength => {
@@ -454,7 +454,7 @@ impl Framing {
     }
 
     /// Append the frame of `message` to `out`.
-    pub(crate) fn frame_into(self, message: &[u8], out: &mut Vec<u8>) {
+    pub fn frame_into(self, message: &[u8], out: &mut Vec<u8>) {
         match self {
             Self::Newline => {
                 out.extend_from_slice(message);
@@ -476,7 +476,7 @@ fn content_length_header(length: usize) -> Vec<u8> {
 
 /// A message the framing dropped: the reader answers it (a server) or reports it (a client).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Dropped {
+pub enum Dropped {
     /// A line longer than the limit, already discarded (see [`Line::TooLong`]).
     TooLong { looks_like_json: bool },
     /// A `Content-Length` over the limit; its body is dropped as it arrives.
@@ -487,7 +487,7 @@ pub(crate) enum Dropped {
 
 impl Dropped {
     /// Why it was dropped, in the words the log and a client's error use.
-    pub(crate) fn reason(self, max_message_bytes: usize) -> String {
+    pub fn reason(self, max_message_bytes: usize) -> String {
         match self {
             Self::TooLong { .. } => format!("a line longer than max_message_bytes ({max_message_bytes})"),
             Self::Oversized { length } => {
@@ -500,7 +500,7 @@ impl Dropped {
 
 /// What a [`Decoder`] hands out.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Decoded<'a> {
+pub enum Decoded<'a> {
     /// A message: a line without its `\n` (and a `\r` before it), or a frame's body.
     Message(&'a [u8]),
     Dropped(Dropped),
@@ -520,14 +520,14 @@ enum Buffer {
 /// One `match` per feed and per message: the newline path costs what it cost before the framings were
 /// two (bench/README.md).
 #[derive(Debug)]
-pub(crate) struct Decoder {
+pub struct Decoder {
     buffer: Buffer,
     /// No more input will come: a last line without `\n` is a message, an unfinished frame is dropped.
     closed: bool,
 }
 
 impl Decoder {
-    pub(crate) fn new(framing: Framing, max_message_bytes: usize) -> Self {
+    pub fn new(framing: Framing, max_message_bytes: usize) -> Self {
         let buffer = match framing {
             Framing::Newline => Buffer::Lines(LineBuffer::new(max_message_bytes)),
             Framing::ContentLength => Buffer::Frames(FrameBuffer::new(max_message_bytes)),
@@ -537,7 +537,7 @@ impl Decoder {
 
     /// Add bytes read from the stream.
     #[inline]
-    pub(crate) fn feed(&mut self, bytes: &[u8]) {
+    pub fn feed(&mut self, bytes: &[u8]) {
         match &mut self.buffer {
             Buffer::Lines(buffer) => buffer.extend(bytes),
             Buffer::Frames(buffer) => buffer.extend(bytes),
@@ -545,11 +545,11 @@ impl Decoder {
     }
 
     /// The end of input.
-    pub(crate) fn close(&mut self) {
+    pub fn close(&mut self) {
         self.closed = true;
     }
 
-    pub(crate) fn is_closed(&self) -> bool {
+    pub fn is_closed(&self) -> bool {
         self.closed
     }
 
@@ -557,7 +557,7 @@ impl Decoder {
     /// input: a whole line, a frame's outcome, or the end of input. `skip_blank` drops the complete blank
     /// lines at the front, as `next` would.
     #[inline]
-    pub(crate) fn has_message(&mut self, skip_blank: bool) -> bool {
+    pub fn has_message(&mut self, skip_blank: bool) -> bool {
         self.closed
             || match &mut self.buffer {
                 Buffer::Lines(buffer) if skip_blank => buffer.has_line_skipping_blank(),
@@ -571,7 +571,7 @@ impl Decoder {
     /// never is: its header said a message was there), as every reader of messages skips them;
     /// `read_line()` alone sees them.
     #[inline]
-    pub(crate) fn next(&mut self, skip_blank: bool) -> Option<Decoded<'_>> {
+    pub fn next(&mut self, skip_blank: bool) -> Option<Decoded<'_>> {
         let closed = self.closed;
         match &mut self.buffer {
             Buffer::Lines(buffer) => {

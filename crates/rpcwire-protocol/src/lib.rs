@@ -1,0 +1,14 @@
+//! rpcwire's protocol without Python: JSON-RPC 2.0 as bytes.
+//!
+//! The strict JSON scanner and writer (`json`, with Python's `repr(float)`), the framing of a stream
+//! into messages (`framing`: lines, `Content-Length` frames, a sans-I/O `Decoder`), the envelope of a
+//! message (`envelope`: requests, invalid entries and why, ids, the limits) and the stack check of the
+//! scanner's recursion (`stack`). Nothing here knows about Python: the `PyO3` crate `rpcwire` binds it
+//! (its `codec` builds Python objects in the scanner's pass), `cargo test` tests it, and the fuzz
+//! targets (`fuzz/`) depend on it directly. The rules are spelled out in `docs/semantics.md`.
+
+pub mod envelope;
+pub mod errors;
+pub mod framing;
+pub mod json;
+pub mod stack;
