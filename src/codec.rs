@@ -140,11 +140,10 @@ impl<'py> Decoder<'_, '_, 'py, '_> {
                 str_from_json(py, text, &mut self.scratch)?.into_any()
             }
             Some(b'[') => {
-                // Inline for short arrays: no heap `Vec` for the usual small ones. Callgrind,
-                // items workload (decode, 51 lists a message): 324,200 -> 311,400 instructions a
-                // message. (Building ASCII `str`s with `PyUnicode_New` and a copy, as jiter does,
-                // was tried here too and dropped: 311,400 -> 317,100, `PyUnicode_FromStringAndSize`
-                // being as quick for ASCII and keeping its cached one-character strings.)
+                // Inline for short arrays: no heap `Vec` for the usual small ones. (Building ASCII
+                // `str`s with `PyUnicode_New` and a copy, as jiter does, was tried here too and
+                // dropped: `PyUnicode_FromStringAndSize` is as quick for ASCII and keeps its cached
+                // one-character strings. Figures: bench/README.md.)
                 let mut items: SmallVec<[Bound<'py, PyAny>; 8]> = SmallVec::new();
                 if self.scanner.open(b'[')? {
                     loop {
@@ -215,8 +214,7 @@ pub(crate) fn encode(out: &mut Vec<u8>, value: &Bound<'_, PyAny>) -> PyResult<()
 /// Append a Python `str` as a JSON string.
 ///
 /// Inline, the test for the usual `str` (compact ASCII: keys, names, most values) and its
-/// writing; out of line, everything else. Callgrind, encode mode, instructions a message:
-/// items (350 strings) 122,800 -> 118,400; lsp-completion (12,000 strings) 4,240,300 -> 4,102,500.
+/// writing; out of line, everything else (bench/README.md).
 ///
 /// This reads `CPython`'s `str` layout (`PyUnicode_IS_COMPACT`, `_IS_ASCII`, `_KIND`, `_DATA`),
 /// which pyo3 exposes for `CPython` 3.10 to 3.13 only: 3.14 (whose bitfields pyo3 no longer reads),
@@ -356,8 +354,7 @@ const OBJECT: Brackets = (b'{', b'}');
 struct Encoder<'o> {
     out: &'o mut Vec<u8>,
     /// Addresses of the lists, tuples and dicts being encoded, to refuse a circular one.
-    /// Inline up to 16 levels: no allocation per message for the usual results (callgrind, stream
-    /// workload: 6,567 -> 6,402 instructions a message).
+    /// Inline up to 16 levels: no allocation per message for the usual results.
     containers: SmallVec<[usize; 16]>,
     /// Where this thread's stack must stop: a container is entered only above it.
     stack: StackFloor,
@@ -388,9 +385,8 @@ impl Encoder<'_> {
     fn value(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
         // The exact built-in types first, each known by its type pointer alone (one comparison);
         // for them the order of `json`'s checks below does not matter, no type being two of them.
-        // A dict was found after eight checks, among them `PyType_IsSubtype` calls for `float`'s.
-        // Callgrind, items workload (echo), with the list's end found without an `IndexError`
-        // and Żmij for floats (commit of the three): 453,500 -> 389,200 instructions a message.
+        // A dict was found after eight checks, among them `PyType_IsSubtype` calls for `float`'s
+        // (bench/README.md).
         if let Ok(text) = value.cast_exact::<PyString>() {
             return encode_str(self.out, text);
         }
@@ -439,8 +435,7 @@ impl Encoder<'_> {
         self.container(list.as_any(), list.len(), ARRAY, |encoder| {
             let mut index = 0;
             // The length is read again each time: encoding an item can run Python code. (Reading
-            // past the end raised and dropped an `IndexError` at the end of each list: items
-            // workload (echo), about 17,000 instructions a message, 340 a list.)
+            // past the end would raise and drop an `IndexError` at the end of each list.)
             while index < list.len() {
                 if index > 0 {
                     encoder.out.push(b',');
@@ -604,8 +599,7 @@ impl Encoder<'_> {
     /// `__iter__`, a class's `__name__` for the error). So members whose key and value are exact
     /// `str`, `int`, `float`, `bool` or `None` are written straight from the dict, borrowed, and
     /// the snapshot is taken of the members left at the first other value, before it is written:
-    /// the same members in the same state. Callgrind, encode mode, instructions a message against
-    /// a snapshot of every dict: items 127,400 -> 122,800, lsp-completion 4,509,300 -> 4,240,300.
+    /// the same members in the same state, without the cost of a snapshot of every dict.
     fn exact_dict_members(&mut self, dict: &Bound<'_, PyDict>) -> PyResult<()> {
         let py = dict.py();
         let mut position: ffi::Py_ssize_t = 0;
@@ -622,8 +616,7 @@ impl Encoder<'_> {
                 first = false;
                 continue;
             }
-            // Inline for the small dicts most messages hold: 7,313 -> 7,187 instructions a
-            // message on the stream workload, against a heap `Vec` per dict.
+            // Inline for the small dicts most messages hold: no heap `Vec` per dict.
             let mut rest: SmallVec<[_; 8]> = SmallVec::new();
             rest.push((lent_key.to_owned(), lent_value.to_owned()));
             // SAFETY: as above; the borrowed references are made owned at once.

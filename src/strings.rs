@@ -22,13 +22,11 @@ pub(crate) struct StringCache {
 }
 
 struct Slot {
-    /// The string's UTF-8 bytes, compared without asking Python for them. Callgrind, stream
-    /// workload: a key found in the cache 120 -> 77 instructions (6,402 -> 6,273 a message).
+    /// The string's UTF-8 bytes, compared without asking Python for them (a lookup that asks Python
+    /// costs more than the rest of a hit: bench/README.md).
     text: Box<str>,
     /// `words(text)`: for a text of at most 16 bytes, equal words mean equal texts, and no bytes
-    /// are compared (before: FNV-1a over every byte, and a `memcmp` call). Callgrind, decode mode,
-    /// instructions a message: items (210 keys) 326,900 -> 320,500; lsp-completion (9,000 keys)
-    /// 13,512,000 -> 12,978,500.
+    /// are compared (cheaper than hashing every byte and a `memcmp` call: bench/README.md).
     words: (u64, u64, usize),
     string: Py<PyString>,
 }

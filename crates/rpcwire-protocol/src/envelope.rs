@@ -146,7 +146,6 @@ pub fn parse_message(text: &str, limits: Limits) -> Result<Parsed<'_>, SyntaxErr
 /// (the scanner is at its first byte, and must be after its last when it returns).
 ///
 /// Reading params here rather than from their text afterwards scans them once instead of twice.
-/// Callgrind, stream workload: 7,160 -> 6,609 instructions a message.
 pub fn parse_message_with<'a, P, E: From<SyntaxError>>(
     text: &'a str,
     limits: Limits,

@@ -517,8 +517,7 @@ enum Buffer {
 /// ([`next`](Self::next)). The transport's reader fills one from its stream; `rpcwire._rpcwire.FrameDecoder`
 /// hands one to Python readers (the asyncio client, the MCP reader, `rpcwire.lsp`, `--listen`).
 ///
-/// One `match` per feed and per message: the newline path costs what it cost before the framings were
-/// two (bench/README.md).
+/// One `match` per feed and per message, the newline path first.
 #[derive(Debug)]
 pub struct Decoder {
     buffer: Buffer,

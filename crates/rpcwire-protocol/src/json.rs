@@ -75,10 +75,9 @@ static ORDINARY_IN_STRING: [bool; 256] = {
 /// The index of the first byte at or after `pos` that is `"`, `\\`, a control character or (with
 /// `STOP_AT_ED`, the lead byte of a WTF-8 surrogate) 0xED; `bytes.len()` if there is none.
 ///
-/// Sixteen bytes are tested at a time with SSE2 (part of every `x86_64`), elsewhere one at a time.
-/// Each string is passed over three times (envelope, decoding, encoding). Callgrind, `large`
-/// workload (a 1 MiB string and 50,000 short ones a message), the three passes: 40 -> 16 million
-/// instructions a message (8-byte SWAR words, tried in between, gave 30).
+/// Sixteen bytes are tested at a time with SSE2 (part of every `x86_64`), elsewhere one at a time:
+/// each string is passed over three times (envelope, decoding, encoding), and SSE2 beat 8-byte SWAR
+/// words (bench/README.md).
 fn skip_ordinary<const STOP_AT_ED: bool>(bytes: &[u8], mut pos: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
     while let Some(chunk) = bytes.get(pos..pos + 16) {
@@ -249,8 +248,7 @@ impl<'a> Scanner<'a> {
     /// A string; the cursor is at its opening quote.
     pub fn string(&mut self) -> Result<JsonStr<'a>> {
         let bytes = self.bytes();
-        // A local cursor (not `self.pos`) lets the loop keep it in a register. Callgrind, stream
-        // workload: 980 -> 790 instructions per message in this function.
+        // A local cursor (not `self.pos`) lets the loop keep it in a register.
         let start = self.pos + 1;
         let mut pos = start;
         let mut escaped = false;
@@ -312,11 +310,8 @@ impl<'a> Scanner<'a> {
 
     /// A number, with its value when a machine number holds it exactly: the cursor is at its
     /// first byte. Accepts exactly what `number` accepts, in one walk over the digits that also
-    /// gathers them: the codec no longer reads them twice, once here and once in `str::parse`.
-    ///
-    /// Callgrind, floats workload (decode; 10,000 full-precision floats a message), instructions
-    /// a message: 10,294,100 -> 9,226,400 (one walk; Clinger's path for 60% of them), -> 9,105,200
-    /// with eight digits at a time (`gather_digits`).
+    /// gathers them (eight at a time: `gather_digits`): the codec no longer reads them twice, once
+    /// here and once in `str::parse`.
     pub fn number_value(&mut self) -> Result<Number<'a>> {
         let bytes = self.bytes();
         let start = self.pos;
@@ -550,9 +545,7 @@ pub fn unescape_into(raw: &[u8], out: &mut Vec<u8>) -> bool {
 /// values). Up to 32 bytes, they are checked eight bytes at a time (SWAR, overlapping words
 /// instead of a loop over the tail) and copied as two overlapping fixed-size pieces, with no loop
 /// and no call to `memcpy`. Longer strings, and those with a byte to escape, go to
-/// `write_escaped_str`. Callgrind, encode mode, instructions a message: items (350 strings)
-/// 151,600 -> 130,600 with a loop over the bytes, -> 127,400 with words; lsp-completion (12,000
-/// strings) 4,704,100 -> 4,509,300 (the loop -> words).
+/// `write_escaped_str`.
 #[inline]
 pub fn write_ascii_str(out: &mut Vec<u8>, text: &[u8]) {
     let len = text.len();
@@ -662,9 +655,7 @@ pub fn write_escaped_str(out: &mut Vec<u8>, text: &[u8]) {
 ///
 /// Encoding from the `str`'s storage spares Python's UTF-8 copy of a non-ASCII string, which it
 /// would also keep on the object for as long as the object lives. UCS-2 strings (most non-ASCII
-/// text) copy their runs of plain ASCII eight units at a time. Callgrind, the `large` workload's
-/// 1 MiB UCS-2 string, fresh each message: 18.7 million instructions (Python's UTF-8 copy, then
-/// escaping) -> 10.3.
+/// text) copy their runs of plain ASCII eight units at a time.
 pub fn write_escaped_code_points<T: CodeUnit>(out: &mut Vec<u8>, units: &[T]) {
     out.reserve(units.len() + 2);
     out.push(b'"');
@@ -787,10 +778,8 @@ fn write_unicode_escape(out: &mut Vec<u8>, code_point: u32) {
 /// Only the layout is Python's: positional when `-4 <= exponent < 16`, else `1e+16` style with a
 /// signed exponent of at least two digits, and a `.0` on integral values.
 ///
-/// Callgrind, `floats` workload (10,000 full-precision doubles a message), instructions per float
-/// in the encoder: 777 (a try at short decimals, 7 `round` calls, then Ryu) -> 352 with Żmij alone
-/// (147 of them in Żmij). The hand-written path for short decimals was a little quicker on them
-/// (items workload, `1.5 * k`: 160 -> 200 a float) and is gone: one path, and a fuzzed oracle.
+/// One path: a hand-written one for short decimals, a little quicker on them, is gone, for one
+/// path and a fuzzed oracle (bench/README.md).
 #[inline]
 pub fn write_float_repr(out: &mut Vec<u8>, value: f64) {
     let mut buffer = zmij::Buffer::new();

@@ -31,11 +31,8 @@ pub const RESERVE: usize = 64 * 1024;
 
 /// Levels entered before the stack is first looked at: the usual message nests less than this,
 /// so it never pays for the lookup (a thread-local read) nor the checks. They take at most 7 KiB
-/// (8 levels of 840 bytes), which any thread that could call us has.
-///
-/// Callgrind, stream workload (12,000 messages), instructions a message in the native module:
-/// 3,978 before the stack checks; 4,047 (+1.7%) with a check at every level and the floor read
-/// for every walk; 3,975 with this and the check out of line (`above_floor`).
+/// (8 levels of 840 bytes), which any thread that could call us has. With them, and the check out
+/// of line (`above_floor`), the stack checks cost nothing measurable (bench/README.md).
 pub const UNCHECKED_LEVELS: usize = 8;
 
 /// Where a walk over nested containers must stop on this thread's stack: the lowest address it
