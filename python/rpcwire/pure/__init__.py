@@ -45,6 +45,12 @@ from rpcwire.pure import codec, envelope, framing
 from rpcwire.pure.envelope import dispatch, parse_request
 from rpcwire.pure.transport import StdioTransport
 
+# The rest of the core's contract (rpcwire._contract.Core), beside the public names.
+FrameDecoder = framing.FrameDecoder
+_encode_request = envelope.encode_request
+_parse_incoming = envelope.parse_incoming
+_read_text = envelope.read_text
+
 if TYPE_CHECKING:
     from rpcwire._http_client import HttpError
     from rpcwire.pure._clients import AsyncClient, AsyncHttpClient, Client, HttpClient
@@ -80,12 +86,6 @@ __all__ = [
     "serve",
     "serve_async",
 ]
-
-# The rest of the core's contract (rpcwire._contract.Core), beside the public names.
-FrameDecoder = framing.FrameDecoder
-_encode_request = envelope.encode_request
-_parse_incoming = envelope.parse_incoming
-_read_text = envelope.read_text
 
 # Made on first use (PEP 562): the module that defines each.
 _LAZY = {

@@ -170,7 +170,7 @@ class _Items(dict):  # type: ignore[type-arg]
         super().__init__({None: None})
         self.pairs = pairs
 
-    def items(self) -> Any:  # type: ignore[override]
+    def items(self) -> Any:
         return self.pairs
 
 
@@ -341,7 +341,7 @@ def _nesting(value: Any) -> tuple[int, int]:
     while stack:
         item, depth = stack.pop()
         if type(item) is list:
-            children = item
+            children: Any = item
         elif type(item) is dict:
             children = item.values()
         else:

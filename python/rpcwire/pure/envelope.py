@@ -244,17 +244,31 @@ def _id_json(id_: Any, ids: _IdTexts, index: int | None) -> bytes:
     return encode(id_)
 
 
+_BAD_ID = "id is not a string, a number or null"
+_NOT_2_0 = 'jsonrpc is not "2.0"'
+
+
+def _is_id(id_: Any) -> bool:
+    """Whether a message's ``id`` member (``None`` when absent) is one JSON-RPC allows: a string, a number, null."""
+    return id_ is None or type(id_) in (str, int, float)
+
+
+def _is_2_0(message: dict[str, Any]) -> bool:
+    """Whether a message says ``"jsonrpc": "2.0"`` (a ``str`` subclass does not: JSON has none)."""
+    version = message.get("jsonrpc")
+    return type(version) is str and version == "2.0"
+
+
 def _check_envelope(message: Any, ids: _IdTexts, index: int | None) -> Request | tuple[Any, str]:
     """The request in a decoded message (batch entry ``index`` of the line ``ids`` reads), or the id to answer
     -32600 with and the reason."""
     if type(message) is not dict:
         return None, "not an object"
     id_ = message.get("id")
-    if id_ is not None and type(id_) not in (str, int, float):
-        return None, "id is not a string, a number or null"
-    version = message.get("jsonrpc")
-    if type(version) is not str or version != "2.0":
-        return id_, 'jsonrpc is not "2.0"'
+    if not _is_id(id_):
+        return None, _BAD_ID
+    if not _is_2_0(message):
+        return id_, _NOT_2_0
     method = message.get("method")
     if type(method) is not str:
         return id_, "method is not a string"
@@ -374,13 +388,12 @@ def _response(message: dict[str, Any]) -> Response | str:
     valid id but is invalid, a ``Response`` with -32603 "Invalid response" and the reason as ``data`` (the
     call it names fails rather than waits); else why it is none. The native reader's order of checks."""
     id_ = message.get("id")
-    if id_ is not None and type(id_) not in (str, int, float):
-        return "id is not a string, a number or null"
+    if not _is_id(id_):
+        return _BAD_ID
     if "id" not in message:
         return "a response without an id"
-    version = message.get("jsonrpc")
-    if type(version) is not str or version != "2.0":
-        return _invalid_response(id_, 'jsonrpc is not "2.0"')
+    if not _is_2_0(message):
+        return _invalid_response(id_, _NOT_2_0)
     if "error" not in message:
         return Response(id_, message["result"])
     error = message["error"]
@@ -426,8 +439,15 @@ class Answers:
     """The pure core's answer builder (:class:`rpcwire._contract.AnswerBuilder`), for :mod:`rpcwire._answer`:
     ``StdioTransport`` is one, and :func:`dispatch` passes this class itself."""
 
-    _answer_result = staticmethod(answer_result)
-    _answer_error = staticmethod(answer_error)
+    @staticmethod
+    def _answer_result(id_json: bytes, result: Any, *, expose_errors: bool = True) -> bytes:
+        """:func:`answer_result`."""
+        return answer_result(id_json, result, expose_errors=expose_errors)
+
+    @staticmethod
+    def _answer_error(id_json: bytes, exception: BaseException, *, expose_errors: bool = True) -> bytes:
+        """:func:`answer_error`."""
+        return answer_error(id_json, exception, expose_errors=expose_errors)
 
 
 def read_text(body: bytes, max_message_bytes: int, max_depth: int, max_batch: int | None) -> Message:

@@ -29,7 +29,7 @@ def check_framing(framing: object) -> Framing:
     """``framing`` if it names a framing; else ``ValueError`` (the words of every ``framing=`` keyword)."""
     if framing not in FRAMINGS:
         raise ValueError(f"framing must be 'newline' or 'content-length', not {framing!r}")
-    return framing  # type: ignore[return-value]  # one of FRAMINGS
+    return framing
 
 
 def encode_frame(body: bytes) -> bytes:

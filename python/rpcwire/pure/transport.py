@@ -34,6 +34,7 @@ from rpcwire.pure.envelope import (
     check_limits,
     classify_text,
     decode_incoming,
+    encode_request,
     error_answer,
     success_answer,
 )
@@ -74,7 +75,7 @@ _ALREADY_SERVING = "this transport is already serving: serve() was called on it 
 def _output(stdout: Any) -> tuple[Any, Callable[[], Any] | None]:
     """The binary stream to write to and its ``flush`` (``None`` when it has none; one not callable is refused)."""
     stream = _binary_stream(stdout, "stdout", "write")
-    flush = getattr(stream, "flush", _ABSENT)
+    flush: Any = getattr(stream, "flush", _ABSENT)
     if flush is not _ABSENT and not callable(flush):
         raise TypeError("stdout.flush must be callable (or absent)")
     return stream, None if flush is _ABSENT else flush
@@ -254,10 +255,7 @@ class StdioTransport(Answers):
 
     def write_notification(self, method: str, params: Any = None) -> None:
         """Write a notification (no ``id``), e.g. a progress event while a request is in flight."""
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
-        self._write_line(encode(message, params))
+        self._write_line(encode_request(method, params))
 
     def _write_message(self, message: Any) -> None:
         """Encode ``message`` (any JSON value) as compact JSON and write it as one message."""
