@@ -24,11 +24,11 @@ from typing import Any
 import pytest
 import rpcwire
 import rpcwire.pure
-from child import child_env
+from support.messages import nested_list
+from support.processes import CLIENT_SERVER, child_env, client_server_url
 
 pytestmark = pytest.mark.timeout(120)
 
-SERVER = str(Path(__file__).resolve().parent / "client_server.py")
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 
@@ -40,7 +40,7 @@ def child_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def argv(impl: ModuleType, concurrency: int = 8) -> list[str]:
-    return [sys.executable, SERVER, impl.__name__, str(concurrency)]
+    return [sys.executable, CLIENT_SERVER, impl.__name__, str(concurrency)]
 
 
 def invalid(reason: str, id_: Any = 1) -> rpcwire.Response:
@@ -410,28 +410,11 @@ def test_a_client_over_any_stream_pair(impl: ModuleType) -> None:
 
 # --- HTTP ---------------------------------------------------------------------------------------
 
-ASGI_SERVER = """
-import sys
-import {impl} as rpc
-from rpcwire.http import ASGIApp
-
-sys.path.insert(0, {tests!r})
-import client_server
-app = ASGIApp(client_server.handler(rpc))
-"""
-
 
 @pytest.fixture
 def http_url(impl: ModuleType, tmp_path: Path) -> Any:
-    pytest.importorskip("uvicorn")
-    from test_http_servers import server
-
-    (tmp_path / "asgi_client_app.py").write_text(
-        ASGI_SERVER.format(impl=impl.__name__, tests=str(Path(__file__).resolve().parent))
-    )
-    uvicorn = [sys.executable, "-m", "uvicorn", "--fd", "{fd}", "--app-dir", str(tmp_path), "--log-level", "warning"]
-    with server([*uvicorn, "asgi_client_app:app"]) as url:
-        yield url + "/rpc"
+    with client_server_url(impl, tmp_path) as url:
+        yield url
 
 
 def test_http_client_against_uvicorn(impl: ModuleType, http_url: str) -> None:
@@ -551,13 +534,6 @@ def test_half_an_answer_does_not_hold_a_timed_call_past_its_deadline(impl: Modul
 # --- limits, and errors with id null ------------------------------------------------------------
 
 
-def nested(levels: int) -> Any:
-    value: Any = []
-    for _ in range(levels - 1):
-        value = [value]
-    return value
-
-
 def same(value: Any, expected: Any) -> bool:
     """``value == expected``, for values too deep for pytest to show when they differ."""
     if value != expected:
@@ -576,13 +552,13 @@ def test_a_message_over_the_clients_limits_fails_at_once_and_is_not_sent(
     with caplog.at_level(logging.WARNING, "rpcwire.client"), impl.Client.spawn(argv(impl), timeout=30) as client:
         started = time.monotonic()
         with pytest.raises(ValueError, match="max_depth"):
-            client.call("echo", {"deep": nested(200)})
+            client.call("echo", {"deep": nested_list(200)})
         with pytest.raises(ValueError, match="max_batch"):
             client.batch([("add", [i, i]) for i in range(1_001)])
         with pytest.raises(ValueError, match="max_depth"):
-            client.notify("echo", {"deep": nested(200)})
+            client.notify("echo", {"deep": nested_list(200)})
         assert time.monotonic() - started < 10
-        assert same(client.call("echo", {"deep": nested(120)}), {"deep": nested(120)})  # within the limit
+        assert same(client.call("echo", {"deep": nested_list(120)}), {"deep": nested_list(120)})  # within the limit
         assert len(client.batch([("add", [i, i]) for i in range(1_000)])) == 1_000
         assert client._pending == {}
     assert refused_by_nobody(caplog)  # the server never saw them (it would have answered with id null)
@@ -596,7 +572,7 @@ def test_async_client_checks_its_limits_before_sending(impl: ModuleType, caplog:
     async def main() -> None:
         async with await impl.AsyncClient.spawn(argv(impl), timeout=30) as client:
             with pytest.raises(ValueError, match="max_depth"):
-                await client.call("echo", {"deep": nested(200)})
+                await client.call("echo", {"deep": nested_list(200)})
             with pytest.raises(ValueError, match="max_batch"):
                 await client.batch([("add", [i, i]) for i in range(1_001)])
             assert await client.call("add", [1, 2]) == 3
@@ -634,7 +610,7 @@ def test_an_error_with_id_null_fails_the_call_or_batch_it_answers(
         caplog.at_level(logging.WARNING, "rpcwire.client"),
         impl.Client.spawn(argv(impl), timeout=30, max_depth=300, max_batch=None) as client,
     ):
-        refused = finishes(20, client.call, "echo", {"deep": nested(200)})
+        refused = finishes(20, client.call, "echo", {"deep": nested_list(200)})
         assert isinstance(refused, rpcwire.JsonRpcError) and refused.code == rpcwire.ERR_PARSE, refused
         outcomes = finishes(20, client.batch, [("add", [i, i]) for i in range(1_001)])
         assert len(outcomes) == 1_001
@@ -644,12 +620,12 @@ def test_an_error_with_id_null_fails_the_call_or_batch_it_answers(
         with ThreadPoolExecutor(3) as pool:
             naps = [pool.submit(client.call, "nap", [0.5]) for _ in range(2)]
             time.sleep(0.1)
-            deep = pool.submit(client.call, "echo", {"deep": nested(200)})
+            deep = pool.submit(client.call, "echo", {"deep": nested_list(200)})
             assert [nap.result(20) for nap in naps] == ["napped", "napped"]
             with pytest.raises(rpcwire.JsonRpcError) as held:
                 deep.result(20)
         assert held.value.code == rpcwire.ERR_PARSE
-        client.notify("echo", {"deep": nested(200)})  # refused too: an error that answers no call
+        client.notify("echo", {"deep": nested_list(200)})  # refused too: an error that answers no call
         assert client.call("add", [2, 2]) == 4
         assert client._pending == {}
     assert "refused a notification" in caplog.text
@@ -690,14 +666,14 @@ def test_async_error_with_id_null_fails_the_call_or_batch_it_answers(impl: Modul
     async def main() -> None:
         async with await impl.AsyncClient.spawn(argv(impl), timeout=30, max_depth=300, max_batch=None) as client:
             with pytest.raises(rpcwire.JsonRpcError) as refused:
-                await client.call("echo", {"deep": nested(200)})
+                await client.call("echo", {"deep": nested_list(200)})
             assert refused.value.code == rpcwire.ERR_PARSE
             outcomes = await client.batch([("add", [i, i]) for i in range(1_001)])
             assert all(isinstance(o, rpcwire.JsonRpcError) and o.code == rpcwire.ERR_INVALID_REQUEST for o in outcomes)
             outcomes = await asyncio.gather(
                 client.call("nap", [0.5]),
                 client.call("nap", [0.5]),
-                client.call("echo", {"deep": nested(200)}),
+                client.call("echo", {"deep": nested_list(200)}),
                 return_exceptions=True,
             )
             assert outcomes[:2] == ["napped", "napped"]
@@ -712,19 +688,19 @@ def test_async_error_with_id_null_fails_the_call_or_batch_it_answers(impl: Modul
 
 def test_a_deep_result_is_read_up_to_the_clients_max_depth(impl: ModuleType) -> None:
     with impl.Client.spawn(argv(impl), timeout=30, max_depth=300) as client:
-        assert same(finishes(20, client.call, "deep", [200]), nested(200))
+        assert same(finishes(20, client.call, "deep", [200]), nested_list(200))
     with impl.Client.spawn(argv(impl), timeout=30) as client:  # the default, 128: the answer cannot be read
         unreadable = finishes(20, client.call, "deep", [200])
         assert isinstance(unreadable, rpcwire.JsonRpcError), unreadable
         assert (unreadable.code, unreadable.message) == (rpcwire.ERR_INTERNAL, "Invalid response")
         assert "nesting" in unreadable.data and "max_depth=128" in unreadable.data
-        assert same(client.call("deep", [100]), nested(100))
+        assert same(client.call("deep", [100]), nested_list(100))
 
 
 def test_async_deep_result_is_read_up_to_the_clients_max_depth(impl: ModuleType) -> None:
     async def main() -> None:
         async with await impl.AsyncClient.spawn(argv(impl), timeout=30, max_depth=300) as client:
-            assert same(await client.call("deep", [200]), nested(200))
+            assert same(await client.call("deep", [200]), nested_list(200))
         async with await impl.AsyncClient.spawn(argv(impl), timeout=30) as client:
             with pytest.raises(rpcwire.JsonRpcError) as unreadable:
                 await client.call("deep", [200])

@@ -17,7 +17,6 @@ import re
 import socket
 import ssl
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,7 +26,8 @@ from typing import Any, BinaryIO
 
 import pytest
 import rpcwire
-from conftest import compact
+from support.messages import compact
+from support.processes import client_server_url
 
 BOUND = 30.0  # how long any scripted server goes on at most
 
@@ -698,29 +698,12 @@ def test_the_host_header_bytes(impl: ModuleType, kind: str) -> None:
 
 # --- errors with id null ---------------------------------------------------------------------------------
 
-ASGI_APP = """
-import sys
-import {impl} as rpc
-from rpcwire.http import ASGIApp
-
-sys.path.insert(0, {tests!r})
-import client_server
-app = ASGIApp(client_server.handler(rpc), max_batch=2)
-"""
-
 
 @pytest.fixture
 def uvicorn_url(impl: ModuleType, tmp_path: Path) -> Iterator[str]:
     """rpcwire's ASGI app (``max_batch=2``) under uvicorn on a loopback port."""
-    pytest.importorskip("uvicorn")
-    from test_http_servers import server
-
-    (tmp_path / "asgi_null_app.py").write_text(
-        ASGI_APP.format(impl=impl.__name__, tests=str(Path(__file__).resolve().parent))
-    )
-    uvicorn = [sys.executable, "-m", "uvicorn", "--fd", "{fd}", "--app-dir", str(tmp_path), "--log-level", "warning"]
-    with server([*uvicorn, "asgi_null_app:app"]) as url:
-        yield url + "/rpc"
+    with client_server_url(impl, tmp_path, max_batch=2) as url:
+        yield url
 
 
 def nested(depth: int) -> Any:

@@ -20,10 +20,11 @@ from typing import Any
 
 import pytest
 import rpcwire
-from conftest import answers, err, ok, request
+from support.messages import answers, err, ok, request
+from support.serving import MODES, serve_in_mode
+from support.streams import BrokenOutput
 
 WAIT = 5.0  # seconds: only ever reached when the behaviour under test is broken
-MODES = ["threads", "asyncio-sync", "asyncio-async"]
 
 
 def cancel_lsp(id_: Any) -> bytes:
@@ -63,17 +64,7 @@ def serve_into(
     n: int = 4,
     stdin: Any = None,
 ) -> Any:
-    transport = impl.StdioTransport(io.BytesIO(data) if stdin is None else stdin, out)
-    if mode == "threads":
-        impl.serve(handler, transport, max_concurrency=n)
-    elif mode == "asyncio-sync":
-        asyncio.run(impl.serve_async(handler, transport, max_concurrency=n))
-    else:
-
-        async def async_handler(method: str, params: Any) -> Any:
-            return await asyncio.to_thread(handler, method, params)  # in the request's context
-
-        asyncio.run(impl.serve_async(async_handler, transport, max_concurrency=n))
+    serve_in_mode(mode, impl, handler, impl.StdioTransport(io.BytesIO(data) if stdin is None else stdin, out), n=n)
     return out
 
 
@@ -501,7 +492,7 @@ asyncio.run(main())
 
 def test_serve_async_in_a_subprocess_on_real_pipes(impl: ModuleType, tmp_path: Any) -> None:
     """Three calls wait on the event loop while others are answered; one more call releases them."""
-    from child import ServerProcess
+    from support.processes import ServerProcess
 
     server = ServerProcess(tmp_path, ASYNC_SERVER, [impl.__name__], 60)
     try:
@@ -523,11 +514,11 @@ def test_the_example_tool_server(tmp_path: Any) -> None:
     """examples/tool_server.py: add answered while slow_count reports progress; cancelled, it gets no answer."""
     import subprocess
     import sys
-    from pathlib import Path
 
-    from child import child_env
+    from support import EXAMPLES
+    from support.processes import child_env
 
-    example = Path(__file__).parent.parent / "examples" / "tool_server.py"
+    example = EXAMPLES / "tool_server.py"
     process = subprocess.Popen(
         [sys.executable, str(example)],
         stdin=subprocess.PIPE,
@@ -593,7 +584,7 @@ def test_keyboard_interrupt_stops_a_concurrent_server_promptly(impl: ModuleType,
     """Two handlers stuck for good, the reader blocked on an idle pipe: SIGINT ends the process."""
     import signal
 
-    from child import ServerProcess
+    from support.processes import ServerProcess
 
     server = ServerProcess(tmp_path, INTERRUPTED_SERVER, [impl.__name__, kind], 60)
     try:
@@ -905,14 +896,6 @@ def test_a_stop_while_reading_pauses_for_unwritten_answers_reads_no_more(impl: M
     assert len(raised) == 1 and isinstance(raised[0], SystemExit) and raised[0].code == 3
 
 
-class BrokenOutput(io.RawIOBase):
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:
-        raise BrokenPipeError(32, "Broken pipe")
-
-
 def test_a_failed_output_ends_serve_without_waiting_for_a_stuck_handler(impl: ModuleType, mode: str) -> None:
     """The output fails while a handler is stuck: ``serve`` raises the failure at once (the stuck handler is
     marked cancelled and left to its daemon thread), instead of waiting for it."""
@@ -924,23 +907,17 @@ def test_a_failed_output_ends_serve_without_waiting_for_a_stuck_handler(impl: Mo
             return None
         return params
 
+    async def async_handler(method: str, params: Any) -> Any:
+        if method == "stuck":
+            await asyncio.sleep(60)
+        return params
+
     transport = impl.StdioTransport(io.BytesIO(request("stuck", id=1) + request("m", [2], id=2)), BrokenOutput())
     raised: list[BaseException] = []
 
     def run() -> None:
         try:
-            if mode == "threads":
-                impl.serve(handler, transport, max_concurrency=4)
-            elif mode == "asyncio-sync":
-                asyncio.run(impl.serve_async(handler, transport, max_concurrency=4))
-            else:
-
-                async def async_handler(method: str, params: Any) -> Any:
-                    if method == "stuck":
-                        await asyncio.sleep(60)
-                    return params
-
-                asyncio.run(impl.serve_async(async_handler, transport, max_concurrency=4))
+            serve_in_mode(mode, impl, handler, transport, async_handler=async_handler)
         except BaseException as exc:
             raised.append(exc)
 

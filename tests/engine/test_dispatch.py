@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import rpcwire
 import rpcwire.pure
-from conftest import INVALID_REQUEST, PARSE_ERROR, compact, echo, ok, request
+from support.messages import INVALID_REQUEST, PARSE_ERROR, compact, echo, ok, request
 
 LINES = [
     request("echo", [1, "two", {"three": 3.0}]),

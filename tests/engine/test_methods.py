@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 import rpcwire
-from conftest import answers, err, ok, request, transport_for
 from rpcwire._engine import is_async_handler
+from support.messages import answers, err, ok, request
+from support.serving import transport_for
 
 
 def add(a: int, b: int) -> int:

@@ -15,8 +15,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from child import child_env
-from conftest import request
+from support.messages import request
+from support.processes import child_env, run_rpcwire
 
 TIMEOUT = 60
 
@@ -117,13 +117,14 @@ handler = methods({"shout": shout})
 @pytest.mark.parametrize("concurrency", [[], ["--max-concurrency", "4"]])
 def test_the_cli_stdio_guards_stdout(tmp_path: Path, flag: list[str], concurrency: list[str]) -> None:
     (tmp_path / "handlers.py").write_text(HANDLERS)
-    process = subprocess.run(
-        [sys.executable, "-m", "rpcwire", "serve", "handlers:handler", "--app-dir", str(tmp_path), *concurrency, *flag],
+    process = run_rpcwire(
+        "serve",
+        "handlers:handler",
+        "--app-dir",
+        str(tmp_path),
+        *concurrency,
+        *flag,
         input=request("shout", ["hi"], id=1) + request("shout", ["ho"], id=2),
-        capture_output=True,
-        env=child_env(),
-        timeout=TIMEOUT,
-        check=False,
     )
     assert process.returncode == 0, process.stderr.decode(errors="replace")
     if flag:

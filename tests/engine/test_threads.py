@@ -14,8 +14,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from child import child_env
-from conftest import request
+from support.messages import request
+from support.processes import child_env
 
 THREADS = 8
 NOTIFICATIONS = 500

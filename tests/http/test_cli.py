@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from child import announced_server, child_env
+from support.processes import announced_server, rpcwire_command, run_rpcwire
 
 HANDLERS = """
 import asyncio
@@ -40,10 +40,6 @@ async_handler = methods({"add": slow_add})
 ADD = b'{"jsonrpc":"2.0","method":"add","params":[10,15],"id":1}'
 
 
-def rpcwire_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "rpcwire", *args]
-
-
 @pytest.fixture
 def app_dir(tmp_path: Path) -> Path:
     (tmp_path / "handlers.py").write_text(HANDLERS)
@@ -51,7 +47,7 @@ def app_dir(tmp_path: Path) -> Path:
 
 
 def test_demo_still_runs() -> None:
-    demo = subprocess.run(rpcwire_command("demo"), capture_output=True, timeout=60, env=child_env(), check=True)
+    demo = run_rpcwire("demo", check=True)
     assert demo.stdout.decode().startswith("rpcwire demo: ")
     assert '<-- {"jsonrpc":"2.0","id":1,"result":5}' in demo.stdout.decode()
 
@@ -66,14 +62,8 @@ def test_demo_still_runs() -> None:
 )
 def test_serve_over_stdio(app_dir: Path, args: tuple[str, ...], handler: str) -> None:
     lines = b"".join(ADD.replace(b'"id":1', b'"id":%d' % i) + b"\n" for i in range(20))
-    served = subprocess.run(
-        rpcwire_command("serve", handler, *args),
-        input=lines + b'{"jsonrpc":"2.0","method":"nope","id":"x"}\n',
-        capture_output=True,
-        cwd=app_dir,
-        timeout=60,
-        env=child_env(),
-        check=False,
+    served = run_rpcwire(
+        "serve", handler, *args, input=lines + b'{"jsonrpc":"2.0","method":"nope","id":"x"}\n', cwd=app_dir
     )
     assert served.returncode == 0, served.stderr.decode(errors="replace")
     answers = {answer["id"]: answer for answer in map(json.loads, served.stdout.splitlines())}
@@ -122,14 +112,7 @@ def test_serve_over_http(app_dir: Path, server: str, handler: str) -> None:
 
 
 def test_wsgiref_refuses_an_async_handler(app_dir: Path) -> None:
-    served = subprocess.run(
-        rpcwire_command("serve", "handlers:async_handler", "--http", "127.0.0.1:0", "--server", "wsgiref"),
-        capture_output=True,
-        cwd=app_dir,
-        timeout=60,
-        env=child_env(),
-        check=False,
-    )
+    served = run_rpcwire("serve", "handlers:async_handler", "--http", "127.0.0.1:0", "--server", "wsgiref", cwd=app_dir)
     assert served.returncode == 2
     assert b"install uvicorn to serve an async handler" in served.stderr
 
@@ -156,17 +139,13 @@ def test_wsgiref_refuses_an_async_handler(app_dir: Path) -> None:
     ],
 )
 def test_serve_usage_errors(app_dir: Path, args: tuple[str, ...], message: bytes) -> None:
-    served = subprocess.run(
-        rpcwire_command("serve", *args), capture_output=True, cwd=app_dir, timeout=60, env=child_env(), check=False
-    )
+    served = run_rpcwire("serve", *args, cwd=app_dir)
     assert (served.returncode, served.stdout) == (2, b"")
     assert message in served.stderr, served.stderr.decode(errors="replace")
 
 
 def test_serve_help_says_which_http_server_and_why() -> None:
-    shown = subprocess.run(
-        rpcwire_command("serve", "--help"), capture_output=True, timeout=60, env=child_env(), check=True
-    ).stdout.decode()
+    shown = run_rpcwire("serve", "--help", check=True).stdout.decode()
     assert "under uvicorn" in shown
     assert "wsgiref" in shown
 

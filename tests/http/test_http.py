@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 import rpcwire
-from conftest import INVALID_REQUEST, PARSE_ERROR, compact, err, ok
 from rpcwire.http import DEFAULT_MAX_BODY_BYTES, ASGIApp, WSGIApp
+from support.messages import INVALID_REQUEST, PARSE_ERROR, compact, err, ok
 
 JSON = {"content-type": "application/json"}
 ADD = compact({"jsonrpc": "2.0", "method": "add", "params": [10, 15], "id": 1})

@@ -1,142 +1,38 @@
 """``rpcwire.http`` under real servers: the Flask example under gunicorn with the client example against it,
 and ``ASGIApp`` under uvicorn. Each server listens on a socket this test binds (127.0.0.1, an ephemeral
-port) and hands over as a file descriptor, so no port is guessed (granian takes none: see ``server``); the server
-is stopped by the test, its worker processes with it. Last, the "Scaling" recipes of docs/guides/http.md with two
-workers each."""
+port) and hands over as a file descriptor, so no port is guessed (granian takes none: see
+``support.processes.real_server``); the server is stopped by the test, its worker processes with it. Last, the
+"Scaling" recipes of docs/guides/http.md with two workers each."""
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import importlib.util
 import json
-import os
-import signal
 import socket
 import struct
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from child import child_env
+from support import EXAMPLES
+from support.processes import child_env, real_server
 
 pytest.importorskip("gunicorn")
 pytest.importorskip("uvicorn")
 pytest.importorskip("flask")
 requests = pytest.importorskip("requests")
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 ADD = b'{"jsonrpc":"2.0","method":"add","params":[10,15],"id":1}'
 JSON = {"Content-Type": "application/json"}
 
 
-@contextlib.contextmanager
-def server(
-    command: list[str], *, cwd: Path | None = None, workers: set[int] | None = None, min_workers: int = 0
-) -> Iterator[str]:
-    """Run ``command`` (``{fd}`` replaced by a listening socket's descriptor) and yield its base URL.
-
-    A server that takes no descriptor (granian) gets ``{port}``: a port the kernel just gave and this test
-    freed again, so another process could take it in between (unlikely on 127.0.0.1, and the test then fails
-    loudly, never silently). ``workers`` gets the server's child processes as they are at the end; the URL
-    comes once there are ``min_workers`` of them (30 s at most)."""
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    listener.set_inheritable(True)
-    port = listener.getsockname()[1]
-    fd = listener.fileno()
-    binds_itself = any("{port}" in part for part in command)
-    if binds_itself:
-        listener.close()
-    process = subprocess.Popen(
-        [part.replace("{fd}", str(fd)).replace("{port}", str(port)) for part in command],
-        pass_fds=() if binds_itself else (fd,),
-        cwd=cwd,
-        env=child_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    listener.close()  # the server has its own copy
-    workers = set() if workers is None else workers
-    try:
-        url = f"http://127.0.0.1:{port}"
-        wait_until_serving(port, process)
-        deadline = time.monotonic() + 30
-        while len(descendants(process.pid)) < min_workers and time.monotonic() < deadline:
-            time.sleep(0.1)  # gunicorn and granian start their workers one after the other
-        yield url
-    finally:
-        workers |= descendants(process.pid)
-        process.terminate()
-        try:
-            _, stderr = process.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            for pid in workers:  # a worker that outlives its server holds stderr open: communicate would wait
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            _, stderr = process.communicate(timeout=30)
-        left = workers
-        deadline = time.monotonic() + 10
-        while left and time.monotonic() < deadline:
-            time.sleep(0.1)
-            left = {pid for pid in workers if running(pid)}
-        for pid in left:  # never leave a worker behind, even when the test fails
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-    assert not left, f"worker processes left running after the server stopped: {sorted(left)}"
-    assert b"Traceback" not in stderr, stderr.decode(errors="replace")
-
-
-def descendants(pid: int) -> set[int]:
-    """The processes under ``pid`` (its workers), from /proc (empty where there is none)."""
-    parents: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            parents[int(stat.parent.name)] = int(stat.read_text().rpartition(")")[2].split()[1])
-    found: set[int] = set()
-    frontier = {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
-
-
-def running(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie is not)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def wait_until_serving(port: int, process: subprocess.Popen[bytes]) -> None:
-    """The socket listens from the start; wait (60 s at most) until the server answers on it."""
-    deadline = time.monotonic() + 60
-    while True:
-        assert process.poll() is None, process.communicate()[1].decode(errors="replace")
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-        try:
-            connection.request("GET", "/rpc")
-            connection.getresponse().read()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-        finally:
-            connection.close()
-
-
 def test_the_flask_example_under_gunicorn_with_the_client_example() -> None:
     gunicorn = [sys.executable, "-m", "gunicorn", "--bind", "fd://{fd}", "--workers", "1", "flask_server:app"]
-    with server(gunicorn, cwd=EXAMPLES) as url:
+    with real_server(gunicorn, cwd=EXAMPLES) as url:
         client = subprocess.run(
             [sys.executable, str(EXAMPLES / "http_client.py"), f"{url}/rpc"],
             capture_output=True,
@@ -207,7 +103,7 @@ app = ASGIApp(methods({"add": add, "subtract": subtract, "waits": waits, "releas
 def test_the_asgi_app_under_uvicorn(tmp_path: Path) -> None:
     (tmp_path / "asgi_server.py").write_text(ASGI_MODULE)
     uvicorn = [sys.executable, "-m", "uvicorn", "--fd", "{fd}", "--app-dir", str(tmp_path), "--lifespan", "on"]
-    with server([*uvicorn, "--log-level", "warning", "asgi_server:app"]) as url:
+    with real_server([*uvicorn, "--log-level", "warning", "asgi_server:app"]) as url:
         client = subprocess.run(
             [sys.executable, str(EXAMPLES / "http_client.py"), f"{url}/rpc"],
             capture_output=True,
@@ -243,7 +139,7 @@ def test_events_under_uvicorn_are_not_held_back(tmp_path: Path) -> None:
     uvicorn = [sys.executable, "-m", "uvicorn", "--fd", "{fd}", "--app-dir", str(tmp_path), "--log-level", "warning"]
     waits = b'{"jsonrpc":"2.0","method":"waits","params":{"_meta":{"progressToken":7}},"id":1}'
     release = b'{"jsonrpc":"2.0","method":"release","id":2}'
-    with server([*uvicorn, "asgi_server:app"]) as url:
+    with real_server([*uvicorn, "asgi_server:app"]) as url:
         headers = {**JSON, "Accept": "application/json, text/event-stream"}
         with requests.post(f"{url}/rpc", data=waits, headers=headers, stream=True, timeout=30) as response:
             assert response.headers["Content-Type"] == "text/event-stream"
@@ -332,7 +228,7 @@ def test_scaling_recipes_with_two_workers(tmp_path: Path, command: list[str]) ->
             connection.close()
 
     workers: set[int] = set()
-    with server(command, workers=workers, min_workers=2) as url:
+    with real_server(command, workers=workers, min_workers=2) as url:
         port = int(url.rpartition(":")[2])
         clients = [threading.Thread(target=client, args=(port, n * REQUESTS_EACH)) for n in range(CLIENTS)]
         for thread in clients:
@@ -452,7 +348,7 @@ def call(url: str, method: str, params: object = None) -> object:
 def test_a_slow_client_trickling_its_body(tmp_path: Path, command: list[str]) -> None:
     (tmp_path / "clients.py").write_text(CLIENTS_MODULE)
     body = b'{"jsonrpc":"2.0","method":"add",\n"params":[10,15],\n"id":"slow"}'
-    with server([part.replace("{dir}", str(tmp_path)) for part in command]) as url:
+    with real_server([part.replace("{dir}", str(tmp_path)) for part in command]) as url:
         port = int(url.rpartition(":")[2])
         for chunked in (False, True):
             response = raw_post(port, body, pieces=6, pause=0.1, chunked=chunked)
@@ -470,7 +366,7 @@ def test_a_client_gone_mid_stream_cancels_the_request(tmp_path: Path, command: l
     (an async handler's task too), nothing is left running, no traceback, and the server serves on."""
     (tmp_path / "clients.py").write_text(CLIENTS_MODULE)
     ticks = b'{"jsonrpc":"2.0","method":"ticks","params":{"_meta":{"progressToken":1}},"id":1}'
-    with server([part.replace("{dir}", str(tmp_path)) for part in command]) as url:
+    with real_server([part.replace("{dir}", str(tmp_path)) for part in command]) as url:
         port = int(url.rpartition(":")[2])
         connection = socket.create_connection(("127.0.0.1", port), timeout=30)
         head = b"POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
@@ -541,13 +437,13 @@ def test_a_rebound_name_is_refused_under_real_servers(tmp_path: Path, command: l
     the request came over loopback, so only loopback names are answered; a list names the hosts instead."""
     (tmp_path / "hosts.py").write_text(HOSTS_MODULE)
     command = [part.replace("{dir}", str(tmp_path)) for part in command]
-    with server([*command, f"hosts:{app}"]) as url:
+    with real_server([*command, f"hosts:{app}"]) as url:
         port = int(url.rpartition(":")[2])
         assert post_as(port, f"127.0.0.1:{port}") == 200
         assert post_as(port, f"localhost:{port}", f"http://localhost:{port}") == 200
         assert post_as(port, f"evil.example:{port}", f"http://evil.example:{port}") == 421
         assert post_as(port, "evil.example") == 421
-    with server([*command, f"hosts:listed_{app}"]) as url:
+    with real_server([*command, f"hosts:listed_{app}"]) as url:
         port = int(url.rpartition(":")[2])
         assert post_as(port, "rpc.example.com") == 200
         assert post_as(port, f"localhost:{port}") == 200

@@ -9,8 +9,6 @@ import http.client
 import json
 import select
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -20,8 +18,8 @@ from typing import Any
 import pytest
 import rpcwire
 import rpcwire.pure
-from child import announced_server, child_env
 from rpcwire.__main__ import _framing_of
+from support.processes import announced_server, rpcwire_command, run_rpcwire
 
 HANDLERS = """
 import os
@@ -73,7 +71,7 @@ def app_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def port(app_dir: Path) -> Iterator[int]:
-    command = [sys.executable, "-m", "rpcwire", "serve", "handlers:handler", "--listen", "127.0.0.1:0"]
+    command = rpcwire_command("serve", "handlers:handler", "--listen", "127.0.0.1:0")
     with announced_server(command, app_dir, "listening on tcp://127.0.0.1:", 100) as listening:
         yield listening
 
@@ -81,7 +79,7 @@ def port(app_dir: Path) -> Iterator[int]:
 @contextlib.contextmanager
 def listen_server(app_dir: Path, *options: str) -> Iterator[int]:
     """A ``--listen`` server of its own, with ``options``; yields its port."""
-    command = [sys.executable, "-m", "rpcwire", "serve", "handlers:handler", "--listen", "127.0.0.1:0", *options]
+    command = rpcwire_command("serve", "handlers:handler", "--listen", "127.0.0.1:0", *options)
     with announced_server(command, app_dir, "listening on tcp://127.0.0.1:", 100) as listening:
         yield listening
 
@@ -259,14 +257,7 @@ def test_the_pure_core_reads_content_length_over_a_socket_too() -> None:
 
 
 def test_listen_refuses_an_async_handler(app_dir: Path) -> None:
-    served = subprocess.run(
-        [sys.executable, "-m", "rpcwire", "serve", "handlers:async_handler", "--listen", "127.0.0.1:0"],
-        capture_output=True,
-        cwd=app_dir,
-        timeout=60,
-        env=child_env(),
-        check=False,
-    )
+    served = run_rpcwire("serve", "handlers:async_handler", "--listen", "127.0.0.1:0", cwd=app_dir)
     assert served.returncode == 2
     assert b"calls the handler synchronously" in served.stderr
 

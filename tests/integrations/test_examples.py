@@ -26,11 +26,10 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from child import announced_port, child_env
+from support import EXAMPLES, ROOT
+from support.processes import ServerProcess, announced_server, child_env
 
-ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-EXAMPLES = ROOT / "examples"
 TIMEOUT = 60  # seconds, for any one child process
 REPOSITORY = "https://github.com/rpcwire/rpcwire"
 
@@ -127,29 +126,13 @@ def test_the_readme_http_server_answers_the_curl_line(readme_folder: Path) -> No
     serve = readme_blocks()["http"].strip()
     assert serve.startswith("python ") and "127.0.0.1:8000" in serve
     [(curl, output)] = commands_and_outputs(readme_blocks()["curl"])
-    command = serve.replace("127.0.0.1:8000", "127.0.0.1:0")
-    process = subprocess.Popen(
-        ["bash", "-c", f"exec {command}"],
-        cwd=readme_folder,
-        env=activated_env(),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+    command = ["bash", "-c", "exec " + serve.replace("127.0.0.1:8000", "127.0.0.1:0")]
+    server = announced_server(  # the watchdog ends a silent server
+        command, readme_folder, "listening on http://", TIMEOUT, env=activated_env(), open_stdin=True
     )
-    watchdog = threading.Timer(TIMEOUT, process.kill)
-    watchdog.start()
-    try:
-        assert process.stderr is not None
-        port = announced_port(process.stderr, "listening on http://")  # the watchdog ends a silent server
+    with server as port:
         answer = run(["bash", "-c", curl.replace("127.0.0.1:8000", f"127.0.0.1:{port}")], readme_folder)
-    finally:
-        process.terminate()
-        stdout, stderr = process.communicate(timeout=TIMEOUT)
-        watchdog.cancel()
     assert answer.strip() == output
-    assert process.returncode == 0, stderr.decode(errors="replace")
-    assert stdout == b""
-    assert b"Traceback" not in stderr, stderr.decode(errors="replace")
 
 
 def test_the_readme_links_are_absolute_and_name_files_that_exist() -> None:
@@ -208,24 +191,12 @@ class Lines:
 def tool_server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[subprocess.Popen[bytes]]:
     """examples/tool_server.py started as its docstring says, on the core of ``request.param``."""
     source = (EXAMPLES / "tool_server.py").read_text(encoding="utf-8")
-    script = tmp_path / "tool_server.py"
-    script.write_text(on_core(source, request.param), encoding="utf-8")
-    with (tmp_path / "stderr").open("wb") as stderr:
-        process = subprocess.Popen(
-            [sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=child_env()
-        )
-    watchdog = threading.Timer(TIMEOUT * 2, process.kill)
-    watchdog.start()
+    server = ServerProcess(tmp_path, on_core(source, request.param), [], TIMEOUT * 2)
     try:
-        yield process
+        yield server.process
     finally:
-        watchdog.cancel()
-        process.kill()
-        process.wait()
-        for stream in (process.stdin, process.stdout):
-            if stream is not None and not stream.closed:
-                stream.close()
-    assert "Traceback" not in (tmp_path / "stderr").read_text(errors="replace")
+        server.close()
+    assert "Traceback" not in server.errors()
 
 
 def test_the_tool_server_docstring_lists_the_messages_it_answers() -> None:

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 import rpcwire
+from support import ROOT
 
 INSTALLED = os.environ.get("RPCWIRE_INSTALLED")
-CARGO_TOML = Path(__file__).resolve().parents[1] / "Cargo.toml"
+CARGO_TOML = ROOT / "Cargo.toml"
 
 needs_installed_wheel = pytest.mark.skipif(
     INSTALLED not in {"native", "pure"}, reason="only under make test-wheels (RPCWIRE_INSTALLED=native|pure)"

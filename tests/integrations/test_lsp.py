@@ -22,14 +22,12 @@ from typing import Any
 import pytest
 import rpcwire
 import rpcwire.lsp
-from child import child_env
-from conftest import compact
 from pylsp_jsonrpc import streams
 from pylsp_jsonrpc.endpoint import Endpoint
 from pylsp_jsonrpc.exceptions import JsonRpcMethodNotFound
-
-PARSE_ERROR = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
-INVALID_REQUEST = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid Request"}}
+from support import serving
+from support.messages import INVALID_REQUEST, PARSE_ERROR, compact
+from support.processes import child_env, rpcwire_command
 
 
 def frame(body: bytes, header: bytes = b"Content-Length: %d\r\n\r\n") -> bytes:
@@ -60,10 +58,8 @@ def frames(out: bytes) -> list[Any]:
 
 
 def served(impl: ModuleType, data: bytes, max_concurrency: int = 1, **options: Any) -> list[Any]:
-    out = io.BytesIO()
-    transport = impl.StdioTransport(io.BytesIO(data), out, framing="content-length", **options)
-    impl.serve(echo, transport, max_concurrency=max_concurrency)
-    return frames(out.getvalue())
+    out = serving.served(impl, data, echo, max_concurrency=max_concurrency, framing="content-length", **options)
+    return frames(out)
 
 
 def result(id: Any, value: Any) -> dict[str, Any]:
@@ -216,8 +212,7 @@ handler = methods({"add": lambda a, b: a + b})
 @pytest.fixture
 def server_argv(tmp_path: Path) -> list[str]:
     (tmp_path / "handlers.py").write_text(HANDLERS)
-    return [sys.executable, "-m", "rpcwire", "serve", "handlers:handler", "--framing", "content-length",
-            "--app-dir", str(tmp_path)]  # fmt: skip
+    return rpcwire_command("serve", "handlers:handler", "--framing", "content-length", "--app-dir", str(tmp_path))
 
 
 def test_client_over_content_length(impl: ModuleType, server_argv: list[str]) -> None:
@@ -478,21 +473,16 @@ def lsp_exit_handler(method: str, params: Any) -> Any:
     return None
 
 
+async def async_lsp_exit_handler(method: str, params: Any) -> Any:
+    return lsp_exit_handler(method, params)  # on the loop: SystemExit raised in the task
+
+
 def serve_lsp(impl: ModuleType, mode: str, data: bytes, out: io.BytesIO) -> None:
     transport = impl.StdioTransport(io.BytesIO(data), out, framing="content-length")
-    if mode == "threads":
-        impl.serve(lsp_exit_handler, transport, max_concurrency=4)
-    elif mode == "asyncio-sync":
-        asyncio.run(impl.serve_async(lsp_exit_handler, transport, max_concurrency=4))
-    else:
-
-        async def handler(method: str, params: Any) -> Any:
-            return lsp_exit_handler(method, params)
-
-        asyncio.run(impl.serve_async(handler, transport, max_concurrency=4))
+    serving.serve_in_mode(mode, impl, lsp_exit_handler, transport, n=4, async_handler=async_lsp_exit_handler)
 
 
-@pytest.mark.parametrize("mode", ["threads", "asyncio-sync", "asyncio-async"])
+@pytest.mark.parametrize("mode", serving.MODES)
 def test_shutdown_then_exit_in_one_write_gets_the_shutdown_answer_under_concurrency(
     impl: ModuleType, mode: str
 ) -> None:

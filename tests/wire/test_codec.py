@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 import rpcwire
 import rpcwire.pure
-from conftest import LONG_INT_DIGITS, answers, compact, echo, err, request
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.messages import LONG_INT_DIGITS, answers, compact, echo, err, request
+from support.serving import served
 
 IMPLS = (rpcwire, rpcwire.pure)
 
@@ -72,9 +73,7 @@ def expected_bytes(value: Any) -> bytes:
 
 
 def serve_result(impl: Any, value: Any) -> bytes:
-    out = io.BytesIO()
-    impl.StdioTransport(io.BytesIO(request("m", id=1)), out).serve(lambda m, p: value)
-    return out.getvalue()
+    return served(impl, request("m", id=1), lambda m, p: value)
 
 
 def write_all(impl: Any, value: Any) -> bytes:

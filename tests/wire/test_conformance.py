@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import rpcwire
 import rpcwire.pure
-from conftest import (
+from support.messages import (
     INVALID_REQUEST,
     PARSE_ERROR,
     answers,
@@ -25,13 +25,13 @@ from conftest import (
     needs_int_digit_limit,
     ok,
     request,
-    run,
-    transport_for,
 )
+from support.serving import served, transport_for
+from support.streams import ReadlineOnly, RecordingOutput, Trickle
 
 
 def serve_lines(impl: ModuleType, data: bytes, handler: Any = echo) -> list[Any]:
-    return answers(run(impl, data, handler))
+    return answers(served(impl, data, handler))
 
 
 def envelope(params: str = "[]", id: str = "1", method: str = '"m"') -> bytes:
@@ -72,7 +72,7 @@ def test_unicode_line_breaks_inside_strings_do_not_split(impl: ModuleType, separ
     """Raw (unescaped) Unicode line breaks inside a string are ordinary characters, also in the answer."""
     text = f"a{separator}b"
     data = b'{"jsonrpc":"2.0","method":"m","params":["' + text.encode() + b'"],"id":1}\n'
-    out = run(impl, data, echo)
+    out = served(impl, data, echo)
     assert out == b'{"jsonrpc":"2.0","id":1,"result":["' + text.encode() + b'"]}\n'
     assert answers(out) == [ok(1, [text])]
 
@@ -121,27 +121,11 @@ def test_transport_serve_method_equals_module_serve(impl: ModuleType) -> None:
     data = request("m", [1]) + b"nonsense\n" + request("missing", id=2)
     transport, out = transport_for(impl, data)
     transport.serve(echo)
-    assert out.getvalue() == run(impl, data, echo)
-
-
-class RecordingBytesIO(io.BytesIO):
-    """Records each ``write`` (as bytes) and each ``flush``."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.events: list[bytes | str] = []
-
-    def write(self, data: Any) -> int:
-        self.events.append(bytes(data))
-        return super().write(data)
-
-    def flush(self) -> None:
-        self.events.append("flush")
-        super().flush()
+    assert out.getvalue() == served(impl, data, echo)
 
 
 def test_every_write_is_whole_lines_then_flush(impl: ModuleType) -> None:
-    out = RecordingBytesIO()
+    out = RecordingOutput()
     transport = impl.StdioTransport(io.BytesIO(request("m", ["é" * 5000], id=1) + b"[1,2]\n"), out)
     transport.write_notification("n", {"x": 1})
     transport.serve(echo)
@@ -160,7 +144,7 @@ def test_every_write_is_whole_lines_then_flush(impl: ModuleType) -> None:
 
 def test_every_finished_answer_is_written_before_the_next_handler_runs(impl: ModuleType) -> None:
     """Lines read together: each handler finds every earlier answer written and flushed."""
-    out = RecordingBytesIO()
+    out = RecordingOutput()
     lines = b"".join(request("m", [i], id=i) for i in range(20)) + request("note", ["n"], id=...)
     lines += b"[" + request("m", [20], id=20).strip() + b"]\n"
     written_at_call: list[int] = []
@@ -177,7 +161,7 @@ def test_every_finished_answer_is_written_before_the_next_handler_runs(impl: Mod
 
 def test_native_coalesces_answers_no_handler_stands_between() -> None:
     """A run of answers that need no handler (-32700, -32600) goes out in one write, before the next handler."""
-    out = RecordingBytesIO()
+    out = RecordingOutput()
     lines = b"not json\n" * 30 + b"[]\n" * 20 + request("m", [1], id=1) + b"{bad\n" * 5
     rpcwire.StdioTransport(io.BytesIO(lines), out).serve(echo)
     writes = [event for event in out.events if event != "flush"]
@@ -187,7 +171,7 @@ def test_native_coalesces_answers_no_handler_stands_between() -> None:
 
 
 def test_native_writes_gathered_answers_before_they_grow_past_64_kib() -> None:
-    out = RecordingBytesIO()
+    out = RecordingOutput()
     lines = b"".join(
         b'{"jsonrpc":"2.0","method":"' + b"x" * 1000 + b'","id":' + b"%d" % i + b"}}\n" for i in range(300)
     )
@@ -231,34 +215,6 @@ class TrickleWriter(io.RawIOBase):
         return len(chunk)
 
 
-class TrickleReader(io.RawIOBase):
-    """A raw stream that returns at most 3 bytes per read."""
-
-    def __init__(self, data: bytes) -> None:
-        super().__init__()
-        self._data = io.BytesIO(data)
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: Any) -> int:
-        chunk = self._data.read(min(3, len(b)))
-        b[: len(chunk)] = chunk
-        return len(chunk)
-
-
-class ReadlineOnly:
-    """Not an ``io`` object: just a ``readline(size)``, which returns at most ``size`` bytes."""
-
-    def __init__(self, data: bytes) -> None:
-        self._data = io.BytesIO(data)
-        self.sizes: list[int] = []
-
-    def readline(self, size: int = -1) -> bytes:
-        self.sizes.append(size)
-        return self._data.readline(size)
-
-
 def test_partial_writes_to_a_raw_stream_are_completed(impl: ModuleType) -> None:
     data = request("m", ["x" * 100], id=1) + b"[]\n" + request("m", {"é": "😀"}, id=2)
     out = TrickleWriter()
@@ -271,8 +227,8 @@ def test_input_stream_kinds(impl: ModuleType, kind: str) -> None:
     data = request("m", [1], id=1) + b"\r\n" + request("m", ["é" * 10], id=2).replace(b"\n", b"\r\n") + b"x"
     stdin = {
         "bytesio": lambda: io.BytesIO(data),
-        "raw-trickle": lambda: TrickleReader(data),
-        "buffered-trickle": lambda: io.BufferedReader(TrickleReader(data), buffer_size=16),
+        "raw-trickle": lambda: Trickle(data, 3),
+        "buffered-trickle": lambda: io.BufferedReader(Trickle(data, 3), buffer_size=16),
         "readline-only": lambda: ReadlineOnly(data),
     }[kind]()
     out = io.BytesIO()
@@ -311,7 +267,7 @@ def test_defaults_are_sys_stdin_and_stdout_buffers(impl: ModuleType, monkeypatch
 
 
 def test_parse_error_has_null_id_and_no_data(impl: ModuleType) -> None:
-    out = run(impl, b'{"jsonrpc":"2.0","method":"m","id":1\n', echo)
+    out = served(impl, b'{"jsonrpc":"2.0","method":"m","id":1\n', echo)
     assert out == b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}\n'
 
 
@@ -371,7 +327,7 @@ NOT_JSON = {
 @pytest.mark.parametrize("line", list(NOT_JSON.values()), ids=list(NOT_JSON))
 def test_not_strict_json_is_a_parse_error(impl: ModuleType, line: bytes) -> None:
     calls = []
-    out = run(impl, line + b"\n" + request("m", ["after"], id="next"), lambda m, p: calls.append(p) or p)
+    out = served(impl, line + b"\n" + request("m", ["after"], id="next"), lambda m, p: calls.append(p) or p)
     assert answers(out) == [PARSE_ERROR, ok("next", ["after"])]
     assert calls == [["after"]]
 
@@ -442,7 +398,7 @@ def test_big_integers_up_to_the_int_digit_limit(impl: ModuleType) -> None:
     biggest = "9" * limit
     too_big = "9" * (limit + 1)
     data = envelope(f"[{biggest}]") + envelope(f"[-{biggest}]", id="2") + envelope(f"[{too_big}]", id="3")
-    out = run(impl, data, echo)
+    out = served(impl, data, echo)
     lines = out.splitlines()
     assert lines[0] == b'{"jsonrpc":"2.0","id":1,"result":[' + biggest.encode() + b"]}"
     assert lines[1] == b'{"jsonrpc":"2.0","id":2,"result":[-' + biggest.encode() + b"]}"
@@ -456,7 +412,7 @@ def test_fractions_and_exponents_become_floats(impl: ModuleType) -> None:
     assert [type(v) for v in seen[0]] == [float] * 6 + [int]
     assert seen == [[1.0, 1000.0, 0.01, -0.0, 0.0, 25.0, 1]]
     assert out == [ok(1, [1.0, 1000.0, 0.01, -0.0, 0.0, 25.0, 1])]
-    assert b"-0.0" in run(impl, envelope("[-0.0]"), echo)
+    assert b"-0.0" in served(impl, envelope("[-0.0]"), echo)
 
 
 def test_float_overflow_becomes_inf_which_cannot_be_answered(impl: ModuleType) -> None:
@@ -469,14 +425,14 @@ def test_float_overflow_becomes_inf_which_cannot_be_answered(impl: ModuleType) -
 
 def test_lone_surrogate_escape_is_accepted_and_echoed_as_escape(impl: ModuleType) -> None:
     seen = []
-    out = run(impl, envelope(r'["\ud800", "a\udfffb", "\uDBFF"]'), lambda m, p: seen.append(p) or p)
+    out = served(impl, envelope(r'["\ud800", "a\udfffb", "\uDBFF"]'), lambda m, p: seen.append(p) or p)
     assert seen == [["\ud800", "a\udfffb", "\udbff"]]
     assert out == b'{"jsonrpc":"2.0","id":1,"result":["\\ud800","a\\udfffb","\\udbff"]}\n'
 
 
 def test_surrogate_pair_escape_is_one_character(impl: ModuleType) -> None:
     seen = []
-    out = run(impl, envelope(r'["\ud83d\ude00"]'), lambda m, p: seen.append(p) or p)
+    out = served(impl, envelope(r'["\ud83d\ude00"]'), lambda m, p: seen.append(p) or p)
     assert seen == [["\U0001f600"]]
     assert out == '{"jsonrpc":"2.0","id":1,"result":["😀"]}\n'.encode()
 
@@ -603,7 +559,7 @@ def test_method_names_are_passed_verbatim(impl: ModuleType) -> None:
     names = ["", "a b", "é😀", "\u0000x", "\ud800", "a.b/c"]
     data = b"".join(json.dumps({"jsonrpc": "2.0", "method": n, "id": i}).encode() + b"\n" for i, n in enumerate(names))
     calls: list[str] = []
-    run(impl, data, lambda m, p: calls.append(m))
+    served(impl, data, lambda m, p: calls.append(m))
     assert calls == names
 
 
@@ -612,7 +568,7 @@ def test_method_names_are_passed_verbatim(impl: ModuleType) -> None:
 
 @pytest.mark.parametrize("id_value", [0, 1, -1, 2**63, 2**64 + 1, 2**100, -(2**70), 10**300])
 def test_integer_ids_keep_all_digits(impl: ModuleType, id_value: int) -> None:
-    out = run(impl, envelope(id=str(id_value)), lambda m, p: "r")
+    out = served(impl, envelope(id=str(id_value)), lambda m, p: "r")
     assert out == b'{"jsonrpc":"2.0","id":%d,"result":"r"}\n' % id_value
 
 
@@ -626,7 +582,7 @@ def test_number_ids_are_echoed_as_written(impl: ModuleType, id_text: str) -> Non
     lines = envelope(id=id_text) + envelope(id=id_text, method='"missing"')
     lines += b'{"jsonrpc":"1.0","method":"m","id":%s}\n' % id_json
     lines += b"[" + envelope(id="1").strip() + b"," + envelope(id=id_text).strip() + b"]\n"
-    out = run(impl, lines, echo).splitlines()
+    out = served(impl, lines, echo).splitlines()
     assert out == [
         b'{"jsonrpc":"2.0","id":%s,"result":[]}' % id_json,
         b'{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}' % id_json,
@@ -659,7 +615,7 @@ STRING_IDS = {
 
 @pytest.mark.parametrize(("given", "written"), list(STRING_IDS.items()), ids=list(STRING_IDS))
 def test_string_ids_are_written_canonically(impl: ModuleType, given: str, written: str) -> None:
-    out = run(impl, envelope(id=given), lambda m, p: None)
+    out = served(impl, envelope(id=given), lambda m, p: None)
     assert out == b'{"jsonrpc":"2.0","id":' + written.encode() + b',"result":null}\n'
 
 
@@ -788,7 +744,7 @@ def test_handler_exceptions_become_error_answers(impl: ModuleType, exc: Exceptio
     def handler(method: str, params: Any) -> Any:
         raise exc
 
-    out = run(impl, request("m", [1], id=3) + request("m", id=4), handler)
+    out = served(impl, request("m", [1], id=3) + request("m", id=4), handler)
     assert answers(out) == [{"jsonrpc": "2.0", "id": 3, "error": error}, {"jsonrpc": "2.0", "id": 4, "error": error}]
 
 
@@ -801,7 +757,7 @@ def test_internal_error_detail_is_str_of_exception(impl: ModuleType) -> None:
 
 
 def test_handler_returning_none_gives_result_null(impl: ModuleType) -> None:
-    out = run(impl, request("m", id=1), lambda m, p: None)
+    out = served(impl, request("m", id=1), lambda m, p: None)
     assert out == b'{"jsonrpc":"2.0","id":1,"result":null}\n'
 
 
@@ -836,14 +792,14 @@ def test_base_exception_in_a_batch_writes_nothing(impl: ModuleType) -> None:
 
 def test_notification_gets_no_reply(impl: ModuleType) -> None:
     calls = []
-    out = run(impl, request("n", [1], id=...) + request("n", id=...), lambda *a: calls.append(a) or "ignored")
+    out = served(impl, request("n", [1], id=...) + request("n", id=...), lambda *a: calls.append(a) or "ignored")
     assert out == b""
     assert calls == [("n", [1]), ("n", None)]
 
 
 def test_failing_notification_is_silent_and_logged_at_error(impl: ModuleType, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="rpcwire")
-    out = run(impl, request("boom", id=...) + request("m", [2], id=2), echo)
+    out = served(impl, request("boom", id=...) + request("m", [2], id=2), echo)
     assert answers(out) == [ok(2, [2])]
     errors = [r for r in caplog.records if r.name == "rpcwire" and r.levelno == logging.ERROR]
     assert len(errors) == 1
@@ -856,21 +812,21 @@ def test_failing_notification_with_json_rpc_error_is_logged_at_debug(
     impl: ModuleType, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="rpcwire")
-    out = run(impl, request("missing", id=...), echo)
+    out = served(impl, request("missing", id=...), echo)
     assert out == b""
     records = [r for r in caplog.records if r.name == "rpcwire" and r.levelno > logging.NOTSET]
     assert [r.levelno for r in records] == [logging.DEBUG]
 
 
 def test_notification_with_unencodable_result_is_silent(impl: ModuleType) -> None:
-    assert run(impl, request("n", id=...), lambda m, p: {1, 2}) == b""
+    assert served(impl, request("n", id=...), lambda m, p: {1, 2}) == b""
 
 
 # --- Encoding -----------------------------------------------------------------------------------
 
 
 def test_non_ascii_is_written_as_utf8(impl: ModuleType) -> None:
-    out = run(impl, request("m", ["é", "😀", "中文", "\u2028"], id=1), echo)
+    out = served(impl, request("m", ["é", "😀", "中文", "\u2028"], id=1), echo)
     assert out == '{"jsonrpc":"2.0","id":1,"result":["é","😀","中文","\u2028"]}\n'.encode()
 
 
@@ -935,7 +891,7 @@ def test_unencodable_error_data_is_internal_error(impl: ModuleType) -> None:
 def test_dict_keys_become_strings_like_json_dumps(impl: ModuleType) -> None:
     result = [{7: "a"}, {2.5: "b"}, {True: "c"}, {False: "d"}, {None: "e"}, {1e16: "f"}, {-0.0: "g"}, {"s": "h"}]
     result.append({1: "one", "1": "string one", 2: "two"})
-    out = run(impl, request("m", id=1), lambda m, p: result)
+    out = served(impl, request("m", id=1), lambda m, p: result)
     assert out == compact({"jsonrpc": "2.0", "id": 1, "result": result}) + b"\n"
     assert out == (
         b'{"jsonrpc":"2.0","id":1,"result":[{"7":"a"},{"2.5":"b"},{"true":"c"},{"false":"d"},{"null":"e"},'
@@ -953,7 +909,7 @@ def test_tuples_and_subclasses_become_arrays_and_objects(impl: ModuleType) -> No
         pass
 
     result = [(1, 2), point(3, 4), MyList([5]), MyDict(a=6), OrderedDict([("z", 1), ("a", 2)]), ()]
-    out = run(impl, request("m", id=1), lambda m, p: result)
+    out = served(impl, request("m", id=1), lambda m, p: result)
     assert out == b'{"jsonrpc":"2.0","id":1,"result":[[1,2],[3,4],[5],{"a":6},{"z":1,"a":2},[]]}\n'
 
 
@@ -962,7 +918,7 @@ def test_dict_subclass_is_encoded_through_items(impl: ModuleType) -> None:
         def items(self) -> Any:
             return sorted(super().items())
 
-    out = run(impl, request("m", id=1), lambda m, p: Sorted(b=1, a=2))
+    out = served(impl, request("m", id=1), lambda m, p: Sorted(b=1, a=2))
     assert out == b'{"jsonrpc":"2.0","id":1,"result":{"a":2,"b":1}}\n'
 
 
@@ -982,14 +938,14 @@ def test_scalar_subclasses(impl: ModuleType) -> None:
             return "weird"
 
     result = [Color.RED, Name.ADA, Loud("quiet"), Weird(2.5), True, False]
-    out = run(impl, request("m", id=1), lambda m, p: result)
+    out = served(impl, request("m", id=1), lambda m, p: result)
     assert out == b'{"jsonrpc":"2.0","id":1,"result":[1,"ada","quiet",2.5,true,false]}\n'
 
 
 def test_dict_results_keep_iteration_order(impl: ModuleType) -> None:
     result = {"b": 1, "a": 2, "c": {"z": 0, "y": 1}}
     assert (
-        run(impl, request("m", id=1), lambda m, p: result)
+        served(impl, request("m", id=1), lambda m, p: result)
         == b'{"jsonrpc":"2.0","id":1,"result":{"b":1,"a":2,"c":{"z":0,"y":1}}}\n'
     )
 
@@ -998,9 +954,9 @@ def test_dict_results_keep_iteration_order(impl: ModuleType) -> None:
 def test_int_result_up_to_the_digit_limit_is_written_in_decimal(impl: ModuleType) -> None:
     """'int ... in decimal, up to sys.get_int_max_str_digits()'; longer is json.dumps's ValueError."""
     limit = sys.get_int_max_str_digits()
-    out = run(impl, request("m", id=1), lambda m, p: -(10 ** (limit - 1)))
+    out = served(impl, request("m", id=1), lambda m, p: -(10 ** (limit - 1)))
     assert out == b'{"jsonrpc":"2.0","id":1,"result":-1' + b"0" * (limit - 1) + b"}\n"
-    out = run(impl, request("m", id=2), lambda m, p: 10 ** (limit + 10))
+    out = served(impl, request("m", id=2), lambda m, p: 10 ** (limit + 10))
     (answer,) = answers(out)
     assert answer["id"] == 2
     assert answer["error"]["code"] == -32603
@@ -1009,13 +965,13 @@ def test_int_result_up_to_the_digit_limit_is_written_in_decimal(impl: ModuleType
 
 
 def test_lone_surrogate_result_is_escaped(impl: ModuleType) -> None:
-    out = run(impl, request("m", id=1), lambda m, p: {"\udc80k": ["x\ud800y", "\udfff"]})
+    out = served(impl, request("m", id=1), lambda m, p: {"\udc80k": ["x\ud800y", "\udfff"]})
     assert out == b'{"jsonrpc":"2.0","id":1,"result":{"\\udc80k":["x\\ud800y","\\udfff"]}}\n'
 
 
 def test_control_characters_are_escaped(impl: ModuleType) -> None:
     text = "".join(chr(c) for c in range(0x20)) + '"\\/\x7f'
-    out = run(impl, request("m", id=1), lambda m, p: text)
+    out = served(impl, request("m", id=1), lambda m, p: text)
     expected = (
         r'"\u0000\u0001\u0002\u0003\u0004\u0005\u0006\u0007\b\t\n\u000b\f\r\u000e\u000f'
         r"\u0010\u0011\u0012\u0013\u0014\u0015\u0016\u0017\u0018\u0019\u001a\u001b\u001c\u001d\u001e\u001f\"\\/"
@@ -1093,13 +1049,13 @@ def test_mixed_batch_answers_only_requests_in_order(impl: ModuleType) -> None:
 def test_all_notification_batch_is_silent(impl: ModuleType) -> None:
     calls = []
     line = b"[" + request("a", [1], id=...).rstrip() + b"," + request("missing", id=...).rstrip() + b"]\n"
-    assert run(impl, line, lambda m, p: calls.append(m)) == b""
+    assert served(impl, line, lambda m, p: calls.append(m)) == b""
     assert calls == ["a", "missing"]
 
 
 @pytest.mark.parametrize("line", [b"[]", b"[ ]", b" [\t] ", b"[\r]"])
 def test_empty_batch_is_one_invalid_request_object(impl: ModuleType, line: bytes) -> None:
-    out = run(impl, line + b"\n", echo)
+    out = served(impl, line + b"\n", echo)
     assert out == b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}\n'
 
 
@@ -1354,7 +1310,7 @@ def test_object_keys_and_method_names_are_right_however_many_there_are(impl: Mod
     keys = [f"k{i}" for i in range(3000)] + ["é", "a" * 48, "a" * 49, ""]
     data = b"".join(request(f"m{i % 1500}", {key: i, "x": key}, id=i) for i, key in enumerate(keys))
     seen = []
-    out = run(impl, data, lambda method, params: seen.append(method) or params)
+    out = served(impl, data, lambda method, params: seen.append(method) or params)
     assert answers(out) == [ok(i, {key: i, "x": key}) for i, key in enumerate(keys)]
     assert seen == [f"m{i % 1500}" for i in range(len(keys))]
 

@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 import rpcwire
-from conftest import compact
 from rpcwire import InvalidParams, JsonRpcError, MethodNotFound, Request
+from support.messages import compact
+from support.serving import served
+from support.streams import RecordingOutput
 
 CORES = {"native": rpcwire, "pure": rpcwire.pure}
 
@@ -99,12 +101,6 @@ def engine(core: ModuleType, data: bytes, **limits: Any) -> bytes:
     return out.getvalue()
 
 
-def served(core: ModuleType, data: bytes, **limits: Any) -> bytes:
-    out = io.BytesIO()
-    core.StdioTransport(io.BytesIO(data), out, **limits).serve(handler)
-    return out.getvalue()
-
-
 def req(id_text: str, method: str = "echo", params: str = "[1]") -> bytes:
     return b'{"jsonrpc":"2.0","method":"%s","params":%s,"id":%s}' % (method.encode(), params.encode(), id_text.encode())
 
@@ -161,14 +157,14 @@ STREAM = b"\n".join(
 def test_an_engine_above_the_core_writes_what_serve_writes(core: ModuleType, cut: bool) -> None:
     data = STREAM if cut else STREAM + b"\n"
     limits = {"max_batch": 3, "max_message_bytes": 200}
-    expected = served(core, data, **limits)
+    expected = served(core, data, handler, **limits)
     assert engine(core, data, **limits) == expected
     assert expected.count(b"\n") == 37  # one answer per line that is owed one
 
 
 @pytest.mark.parametrize("id_text", IDS)
 def test_each_id_comes_back_as_written(core: ModuleType, id_text: str) -> None:
-    assert engine(core, req(id_text) + b"\n") == served(core, req(id_text) + b"\n")
+    assert engine(core, req(id_text) + b"\n") == served(core, req(id_text) + b"\n", handler)
 
 
 def test_read_message_classifies_each_line(core: ModuleType) -> None:
@@ -217,7 +213,7 @@ def test_read_message_logs_as_serve_does(core: ModuleType, caplog: pytest.LogCap
     data = b'{bad\n[]\n{"jsonrpc":"2.0","method":1}\n[1]\n' + b"x" * 20 + b"\n[1,2,3]\n"
     limits = {"max_message_bytes": 10, "max_batch": 2}
     with caplog.at_level("DEBUG", logger="rpcwire"):
-        served(core, data, **limits)
+        served(core, data, handler, **limits)
         by_serve = [record.getMessage() for record in caplog.records]
         caplog.clear()
         engine(core, data, **limits)
@@ -285,22 +281,11 @@ def test_answer_result(core: ModuleType) -> None:
 
 
 def test_write_line_is_one_write_and_a_flush(core: ModuleType) -> None:
-    class Recorder(io.BytesIO):
-        calls: list[Any]
-
-        def write(self, data: Any) -> int:
-            self.calls.append(bytes(data))
-            return super().write(data)
-
-        def flush(self) -> None:
-            self.calls.append("flush")
-
-    out = Recorder()
-    out.calls = []
+    out = RecordingOutput()
     transport = core.StdioTransport(io.BytesIO(), out)
     transport._write_line(b'{"jsonrpc":"2.0","id":1,"result":[]}')
     transport._write_line(b"")
-    assert out.calls == [b'{"jsonrpc":"2.0","id":1,"result":[]}\n', "flush", b"\n", "flush"]
+    assert out.events == [b'{"jsonrpc":"2.0","id":1,"result":[]}\n', "flush", b"\n", "flush"]
 
 
 @pytest.mark.parametrize(
@@ -381,14 +366,14 @@ def test_transport_serve_takes_what_serve_takes(core: ModuleType, value: int) ->
     data = b"".join(req(str(i)) + b"\n" for i in range(4))
     out = io.BytesIO()
     core.StdioTransport(io.BytesIO(data), out).serve(handler, max_concurrency=value)
-    assert sorted(out.getvalue().splitlines()) == sorted(served(core, data).splitlines())
+    assert sorted(out.getvalue().splitlines()) == sorted(served(core, data, handler).splitlines())
 
 
 def test_transport_serve_has_one_default(core: ModuleType) -> None:
     data = b"".join(req(str(i)) + b"\n" for i in range(4))
     out = io.BytesIO()
     core.StdioTransport(io.BytesIO(data), out).serve(handler)
-    assert out.getvalue() == served(core, data)
+    assert out.getvalue() == served(core, data, handler)
     with pytest.raises(TypeError):
         core.StdioTransport(io.BytesIO(), io.BytesIO()).serve(handler, concurrency=2)  # type: ignore[call-arg]
 

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 import rpcwire
 import rpcwire.pure
-from conftest import LONG_INT_DIGITS, echo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.messages import LONG_INT_DIGITS, echo
+from support.streams import Trickle
 
 IMPLS = {"native": rpcwire, "pure": rpcwire.pure}
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -298,25 +299,6 @@ def frame_streams(draw: st.DrawFn) -> bytes:
     if draw(st.integers(0, 9)) == 0:
         data = data[: draw(st.integers(0, len(data)))]
     return data
-
-
-class Trickle(io.RawIOBase):
-    """A raw stream whose reads return a few bytes at a time (sizes cycled), as a pipe or socket may."""
-
-    def __init__(self, data: bytes, sizes: list[int]) -> None:
-        self._data = memoryview(data)
-        self._sizes = sizes
-        self._reads = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        size = min(self._sizes[self._reads % len(self._sizes)], len(buffer), len(self._data))
-        self._reads += 1
-        buffer[:size] = self._data[:size]
-        self._data = self._data[size:]
-        return size
 
 
 def framed_outcome(impl: Any, stdin: Any, max_message_bytes: int) -> tuple[bytes, str | None, list[Any]]:

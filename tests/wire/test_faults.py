@@ -29,8 +29,10 @@ from typing import Any
 
 import pytest
 import rpcwire
-from child import ServerProcess, child_env
-from conftest import INT_MAX_STR_DIGITS, PARSE_ERROR, answers, echo, err, ok, request, run
+from support.messages import INT_MAX_STR_DIGITS, PARSE_ERROR, answers, echo, err, ok, request
+from support.processes import ServerProcess, child_env
+from support.serving import served
+from support.streams import BrokenOutput, ReadlineOnly, RecordingOutput
 
 CHILD_TIMEOUT = 120  # seconds; only there to turn a hang into a failure
 
@@ -45,7 +47,7 @@ def internal(id: Any, exception: str, detail: str) -> dict[str, Any]:
 @pytest.mark.parametrize("ending", [b"", b"\r"], ids=["bare", "cr"])
 def test_complete_last_request_without_newline_is_answered(impl: ModuleType, ending: bytes) -> None:
     data = request("echo", [1], id=1) + request("echo", ["last"], id=2).rstrip(b"\n") + ending
-    assert answers(run(impl, data, echo)) == [ok(1, [1]), ok(2, ["last"])]
+    assert answers(served(impl, data, echo)) == [ok(1, [1]), ok(2, ["last"])]
 
 
 @pytest.mark.parametrize("cut", [1, 10, 30, -1], ids=lambda cut: f"cut{cut}")
@@ -58,12 +60,12 @@ def test_truncated_last_line_is_one_parse_error(impl: ModuleType, cut: int) -> N
         return params
 
     last = request("echo", ["cut"], id=2).rstrip(b"\n")[:cut]
-    assert answers(run(impl, request("echo", [1], id=1) + last, handler)) == [ok(1, [1]), PARSE_ERROR]
+    assert answers(served(impl, request("echo", [1], id=1) + last, handler)) == [ok(1, [1]), PARSE_ERROR]
     assert calls == ["echo"]
 
 
 def test_whitespace_after_the_last_newline_is_not_a_message(impl: ModuleType) -> None:
-    assert answers(run(impl, request("echo", [1], id=1) + b" \t ", echo)) == [ok(1, [1])]
+    assert answers(served(impl, request("echo", [1], id=1) + b" \t ", echo)) == [ok(1, [1])]
 
 
 @pytest.mark.parametrize("complete", [True, False], ids=["complete", "truncated"])
@@ -72,7 +74,7 @@ def test_last_line_longer_than_a_read_chunk(impl: ModuleType, complete: bool) ->
     big = ["é" * 150_000]
     last = request("echo", big, id=7).rstrip(b"\n")
     expected = ok(7, big) if complete else PARSE_ERROR
-    assert answers(run(impl, last if complete else last[:-1], echo)) == [expected]
+    assert answers(served(impl, last if complete else last[:-1], echo)) == [expected]
 
 
 def test_read_line_returns_the_partial_last_line(impl: ModuleType) -> None:
@@ -429,14 +431,6 @@ def test_a_second_serve_on_one_transport_is_refused(impl: ModuleType, first: str
     os.close(out_read)
 
 
-class BrokenOutput(io.RawIOBase):
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:
-        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
-
-
 @pytest.mark.parametrize("how", list(SERVES))
 def test_serve_can_be_called_again_once_it_returned_or_raised(impl: ModuleType, how: str) -> None:
     transport = impl.StdioTransport(io.BytesIO(request("echo", [1])), BrokenOutput())
@@ -571,31 +565,6 @@ class ResetStream(io.RawIOBase):
         return count
 
 
-class ReadlineOnly:
-    """Input with nothing but ``readline(size)`` (read with it, by both implementations)."""
-
-    def __init__(self, raw: ResetStream) -> None:
-        self.stream = io.BufferedReader(raw)
-
-    def readline(self, size: int = -1) -> bytes:
-        return self.stream.readline(size)
-
-
-class RecordingOutput(io.BytesIO):
-    def __init__(self) -> None:
-        super().__init__()
-        self.writes: list[bytes] = []
-        self.unflushed = 0
-
-    def write(self, data: Any) -> int:
-        self.writes.append(bytes(data))
-        self.unflushed += 1
-        return super().write(data)
-
-    def flush(self) -> None:
-        self.unflushed = 0
-
-
 @pytest.mark.parametrize("kind", ["raw", "buffered", "readline"])
 @pytest.mark.parametrize("piece", [7_000, 100_000], ids=["small-reads", "large-reads"])
 def test_reader_error_after_whole_lines(impl: ModuleType, kind: str, piece: int) -> None:
@@ -603,7 +572,9 @@ def test_reader_error_after_whole_lines(impl: ModuleType, kind: str, piece: int)
     whole = 2_000
     data = b"".join(request("echo", [i], id=i) for i in range(whole)) + request("echo", ["half"], id="h")[:25]
     raw = ResetStream(data, piece)
-    stdin: Any = raw if kind == "raw" else io.BufferedReader(raw) if kind == "buffered" else ReadlineOnly(raw)
+    stdin: Any = (
+        raw if kind == "raw" else io.BufferedReader(raw) if kind == "buffered" else ReadlineOnly(io.BufferedReader(raw))
+    )
     out = RecordingOutput()
     with pytest.raises(ConnectionResetError) as raised:
         impl.StdioTransport(stdin, out).serve(echo)
@@ -700,7 +671,7 @@ def serve_result(impl: ModuleType, make: Any) -> Any:
     def handler(method: str, params: Any) -> Any:
         return make() if method == "case" else params
 
-    first, second = answers(run(impl, request("case", id=1) + request("echo", ["after"], id=2), handler))
+    first, second = answers(served(impl, request("case", id=1) + request("echo", ["after"], id=2), handler))
     assert second == ok(2, ["after"])
     return first
 

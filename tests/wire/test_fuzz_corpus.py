@@ -23,10 +23,13 @@ from typing import Any
 import pytest
 import rpcwire
 import rpcwire.pure
-from test_properties import Chunks, check_against_oracle, serve
+from support import ROOT, TESTS
+from support.serving import served
+from support.streams import Trickle
+from test_properties import check_against_oracle
 
-CORPUS = Path(__file__).parent / "fuzz_corpus"
-FUZZ_DIR = Path(__file__).parent.parent / "fuzz"
+CORPUS = TESTS / "fuzz_corpus"
+FUZZ_DIR = ROOT / "fuzz"
 
 
 def files(kind: str) -> list[Path]:
@@ -38,9 +41,9 @@ def ids(paths: list[Path]) -> list[str]:
 
 
 def replay(data: bytes, **limits: Any) -> None:
-    pure = serve(rpcwire.pure, io.BytesIO(data), **limits)
-    assert serve(rpcwire, io.BytesIO(data), **limits) == pure
-    assert serve(rpcwire, io.BufferedReader(Chunks(data, [1, 7, 3]), buffer_size=64), **limits) == pure
+    pure = served(rpcwire.pure, io.BytesIO(data), **limits)
+    assert served(rpcwire, io.BytesIO(data), **limits) == pure
+    assert served(rpcwire, io.BufferedReader(Trickle(data, [1, 7, 3]), buffer_size=64), **limits) == pure
     check_against_oracle(
         data,
         pure,

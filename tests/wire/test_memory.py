@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 import rpcwire
-from child import child_env, run_script
-from conftest import answers
+from support.messages import answers
+from support.processes import child_env, run_script
 
 MIB = 1024 * 1024
 
@@ -176,18 +176,11 @@ def quiet_logger():
 RSS_CHILD = r"""
 import importlib, io, json, sys
 
+from support.measure import rss
+
 impl = importlib.import_module(sys.argv[1])
 count, warm_up, every = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 exec(sys.argv[5])
-
-
-def rss():
-    with open("/proc/self/status") as status:
-        for row in status:
-            if row.startswith("VmRSS:"):
-                return int(row.split()[1]) * 1024
-    raise RuntimeError("no VmRSS")
-
 
 samples = {}
 
@@ -224,7 +217,7 @@ def test_rss_stays_flat_while_serving_many_messages(name: str) -> None:
         [sys.executable, "-c", RSS_CHILD, module, str(count), str(warm_up), str(every), WORKLOAD],
         capture_output=True,
         timeout=110,
-        env=child_env(),
+        env=child_env(support=True),
         check=False,
     )
     assert child.returncode == 0, child.stderr.decode(errors="replace")[-3000:]
@@ -367,17 +360,10 @@ def test_a_handler_raising_the_same_exception_instance_leaves_nothing_behind(imp
 BATCH_CHILD = r"""
 import io, importlib, json, sys
 
+from support.measure import peak_rss
+
 impl = importlib.import_module(sys.argv[1])
 line_bytes = int(sys.argv[2])
-
-
-def peak_rss():
-    with open("/proc/self/status") as status:
-        for row in status:
-            if row.startswith("VmHWM:"):
-                return int(row.split()[1]) * 1024
-    raise RuntimeError("no VmHWM")
-
 
 line = b"[" + b"1," * (line_bytes // 2 - 1) + b"1]\n"
 data = line + b'{"jsonrpc":"2.0","method":"next","id":2}\n'

@@ -24,9 +24,11 @@ from typing import Any
 import pytest
 import rpcwire
 import rpcwire.pure
-from conftest import LONG_INT_DIGITS, echo
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from support.messages import LONG_INT_DIGITS
+from support.serving import served
+from support.streams import Trickle
 
 IMPLS = {"native": rpcwire, "pure": rpcwire.pure}
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -474,32 +476,6 @@ def check_against_oracle(data: bytes, out: bytes, max_depth: int, max_bytes: int
 # --- serving ------------------------------------------------------------------------------------
 
 
-class Chunks(io.RawIOBase):
-    """A raw stream whose reads return the given sizes in turn, so lines arrive in pieces."""
-
-    def __init__(self, data: bytes, sizes: list[int]) -> None:
-        super().__init__()
-        self._data = io.BytesIO(data)
-        self._sizes = sizes or [1]
-        self._turn = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        size = self._sizes[self._turn % len(self._sizes)]
-        self._turn += 1
-        chunk = self._data.read(min(size, len(buffer)))
-        buffer[: len(chunk)] = chunk
-        return len(chunk)
-
-
-def serve(impl: Any, stream: Any, **limits: Any) -> bytes:
-    out = io.BytesIO()
-    impl.serve(echo, impl.StdioTransport(stream, out, **limits))
-    return out.getvalue()
-
-
 # --- the properties ------------------------------------------------------------------------------
 
 
@@ -510,7 +486,7 @@ def serve(impl: Any, stream: Any, **limits: Any) -> bytes:
 @example(b'{"jsonrpc":"2.0","method":"echo","id":-0,"params":[1],"params":7}\n{"jsonrpc":"2.0","method":"x"}')
 @example(b'[{"jsonrpc":"2.0","method":"echo","id":' + b"9" * 4300 + b'},{"jsonrpc":"2.0","method":"n"},1]\n')
 def test_native_and_pure_agree_and_answer_as_specified(data: bytes) -> None:
-    native, pure = (serve(impl, io.BytesIO(data)) for impl in IMPLS.values())
+    native, pure = (served(impl, io.BytesIO(data)) for impl in IMPLS.values())
     assert native == pure, data
     check_against_oracle(data, native, DEFAULT_DEPTH, rpcwire.DEFAULT_MAX_MESSAGE_BYTES, rpcwire.DEFAULT_MAX_BATCH)
 
@@ -530,10 +506,10 @@ def test_limits_and_reads_in_pieces(
 ) -> None:
     """Small limits (over-long lines, shallow nesting, short batches) and the native reader fed in pieces."""
     limits = {"max_message_bytes": max_bytes, "max_depth": max_depth, "max_batch": max_batch}
-    pure = serve(rpcwire.pure, io.BytesIO(data), **limits)
-    assert serve(rpcwire, io.BytesIO(data), **limits) == pure, data
-    assert serve(rpcwire, io.BufferedReader(Chunks(data, sizes), buffer_size=64), **limits) == pure, data
-    assert serve(rpcwire, Chunks(data, sizes), **limits) == pure, data  # raw: no readinto1, no read1
+    pure = served(rpcwire.pure, io.BytesIO(data), **limits)
+    assert served(rpcwire, io.BytesIO(data), **limits) == pure, data
+    assert served(rpcwire, io.BufferedReader(Trickle(data, sizes), buffer_size=64), **limits) == pure, data
+    assert served(rpcwire, Trickle(data, sizes), **limits) == pure, data  # raw: no readinto1, no read1
     check_against_oracle(data, pure, max_depth, max_bytes, max_batch)
 
 
@@ -547,11 +523,11 @@ PARSE_ERROR_LINE = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message"
 def test_nesting_inside_a_replaced_duplicate_counts(impl: Any) -> None:
     """The depth limit is on the line (docs/semantics.md), so a member a later duplicate replaces still counts.
     (Found by these properties with a small ``max_depth``: ``rpcwire.pure`` measured the decoded value.)"""
-    assert serve(impl, io.BytesIO(DEEP_BUT_REPLACED)) == PARSE_ERROR_LINE
+    assert served(impl, io.BytesIO(DEEP_BUT_REPLACED)) == PARSE_ERROR_LINE
     assert impl.parse_request(DEEP_BUT_REPLACED)[1] == {
         "jsonrpc": "2.0",
         "id": None,
         "error": {"code": -32700, "message": "Parse error"},
     }
     shallow = b'{"jsonrpc":"2.0","method":"echo","params":[1],"params":3,"id":2}\n'
-    assert serve(impl, io.BytesIO(shallow), max_depth=1) == PARSE_ERROR_LINE
+    assert served(impl, io.BytesIO(shallow), max_depth=1) == PARSE_ERROR_LINE

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 import rpcwire
-from conftest import answers, run
+from support.messages import answers
+from support.serving import served
 
 # (request line, expected answers); a multi-line example of the specification is joined with spaces.
 EXAMPLES: dict[str, tuple[str, list[Any]]] = {
@@ -134,7 +135,7 @@ class SpecHandler:
 def test_specification_example(impl: ModuleType, name: str) -> None:
     line, expected = EXAMPLES[name]
     handler = SpecHandler()
-    assert answers(run(impl, line.encode() + b"\n", handler)) == expected
+    assert answers(served(impl, line.encode() + b"\n", handler)) == expected
     assert handler.calls == CALLS.get(name, [])
 
 
@@ -143,5 +144,5 @@ def test_all_examples_in_one_stream(impl: ModuleType) -> None:
     data = b"".join(line.encode() + b"\n" for line, _ in EXAMPLES.values())
     expected = [answer for _, answers_ in EXAMPLES.values() for answer in answers_]
     handler = SpecHandler()
-    assert answers(run(impl, data, handler)) == expected
+    assert answers(served(impl, data, handler)) == expected
     assert handler.calls == [call for name in EXAMPLES for call in CALLS.get(name, [])]

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import rpcwire
 import rpcwire.pure
-from child import child_env
-from conftest import PARSE_ERROR, compact
+from support.messages import PARSE_ERROR, compact
+from support.processes import child_env
 
 CHILD_TIMEOUT = 120  # seconds; only there to turn a hang into a failure
 MAX_DEPTH = 512  # the largest max_depth a transport takes

@@ -16,8 +16,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from child import ServerProcess
-from conftest import echo, request
+from support.messages import echo, request
+from support.processes import ServerProcess
 
 SERVER = """
 import importlib, os, sys, time
