@@ -134,6 +134,7 @@ def test_a_thousand_concurrent_async_calls_each_get_their_own_answer(impl: Modul
     assert asyncio.run(main()) == [i + 1_000_000 for i in range(1_000)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dialect", ["mcp", "lsp"])
 def test_a_timeout_cancels_the_call_on_the_server(
     impl: ModuleType, dialect: str, caplog: pytest.LogCaptureFixture
@@ -151,6 +152,7 @@ def test_a_timeout_cancels_the_call_on_the_server(
         assert client.call("add", [2, 2]) == 4  # a late answer (LSP: -32800) was dropped, nothing broke
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dialect", ["mcp", "lsp"])
 def test_async_timeout_and_task_cancellation_cancel_on_the_server(impl: ModuleType, dialect: str) -> None:
     async def main() -> list[Any]:
@@ -209,6 +211,7 @@ def test_notification_callbacks_run_in_arrival_order(impl: ModuleType) -> None:
     assert seen == [{"text": "a"}, {"text": "b"}, {"text": "c"}]
 
 
+@pytest.mark.slow
 def test_notifications_arrive_while_no_call_is_waiting(impl: ModuleType) -> None:
     arrived = threading.Event()
     seen: list[Any] = []
@@ -219,6 +222,7 @@ def test_notifications_arrive_while_no_call_is_waiting(impl: ModuleType) -> None
     assert seen == [{"text": "later"}]
 
 
+@pytest.mark.slow
 def test_timed_and_untimed_calls_from_many_threads_each_end_as_they_should(impl: ModuleType) -> None:
     """Readers come and go (a caller reads until its own answer, then hands on): none is left unread."""
     with impl.Client.spawn(argv(impl, 32), timeout=60) as client:
@@ -360,6 +364,7 @@ def test_async_client_answers_the_servers_requests_with_an_async_handler(impl: M
     assert asyncio.run(main())["result"] == ["workspace/configuration"]
 
 
+@pytest.mark.slow
 def test_the_trace_context_is_forwarded_through_a_chain_of_two_servers(impl: ModuleType) -> None:
     os.environ["CHAIN_TO"] = json.dumps(argv(impl, 1))
     with impl.Client.spawn(argv(impl, 1), timeout=60) as client:
@@ -378,6 +383,7 @@ time.sleep(60)
 """
 
 
+@pytest.mark.slow
 def test_closing_a_spawned_server_that_will_not_exit_kills_it_and_leaks_nothing(
     impl: ModuleType, tmp_path: Path
 ) -> None:
@@ -417,6 +423,7 @@ def http_url(impl: ModuleType, tmp_path: Path) -> Any:
         yield url
 
 
+@pytest.mark.slow
 def test_http_client_against_uvicorn(impl: ModuleType, http_url: str) -> None:
     with impl.HttpClient(http_url, timeout=30) as client:
         assert client.call("add", [1, 2]) == 3
@@ -441,6 +448,7 @@ def test_http_client_against_uvicorn(impl: ModuleType, http_url: str) -> None:
         assert refused.value.status == 415
 
 
+@pytest.mark.slow
 def test_async_http_client_against_uvicorn(impl: ModuleType, http_url: str) -> None:
     async def main() -> None:
         async with impl.AsyncHttpClient(http_url, timeout=30) as client:
@@ -484,6 +492,7 @@ def test_async_client_over_any_asyncio_stream_pair(impl: ModuleType) -> None:
     assert not serving.is_alive()
 
 
+@pytest.mark.slow
 def test_http_clients_post_through_a_callers_own_httpx_client(impl: ModuleType, http_url: str) -> None:
     httpx = pytest.importorskip("httpx")
     events: list[Any] = []
@@ -520,6 +529,7 @@ time.sleep(60)
 """
 
 
+@pytest.mark.slow
 def test_half_an_answer_does_not_hold_a_timed_call_past_its_deadline(impl: ModuleType, tmp_path: Path) -> None:
     script = tmp_path / "half.py"
     script.write_text(HALF_AN_ANSWER)
@@ -545,6 +555,7 @@ def refused_by_nobody(caplog: pytest.LogCaptureFixture) -> bool:
     return not any("id null" in record.getMessage() for record in caplog.records)
 
 
+@pytest.mark.slow
 def test_a_message_over_the_clients_limits_fails_at_once_and_is_not_sent(
     impl: ModuleType, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -601,6 +612,7 @@ def finishes(seconds: float, function: Any, *args: Any) -> Any:
     return outcome[0]
 
 
+@pytest.mark.slow
 def test_an_error_with_id_null_fails_the_call_or_batch_it_answers(
     impl: ModuleType, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -662,6 +674,7 @@ def test_the_ledger_gives_an_error_with_id_null_to_the_message_it_can_only_answe
     assert ledger.refused(error(3)) == [(lone, error(3))]  # no suspect: the only candidate
 
 
+@pytest.mark.slow
 def test_async_error_with_id_null_fails_the_call_or_batch_it_answers(impl: ModuleType) -> None:
     async def main() -> None:
         async with await impl.AsyncClient.spawn(argv(impl), timeout=30, max_depth=300, max_batch=None) as client:
@@ -686,6 +699,7 @@ def test_async_error_with_id_null_fails_the_call_or_batch_it_answers(impl: Modul
 # --- deep results ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_deep_result_is_read_up_to_the_clients_max_depth(impl: ModuleType) -> None:
     with impl.Client.spawn(argv(impl), timeout=30, max_depth=300) as client:
         assert same(finishes(20, client.call, "deep", [200]), nested_list(200))
@@ -697,6 +711,7 @@ def test_a_deep_result_is_read_up_to_the_clients_max_depth(impl: ModuleType) -> 
         assert same(client.call("deep", [100]), nested_list(100))
 
 
+@pytest.mark.slow
 def test_async_deep_result_is_read_up_to_the_clients_max_depth(impl: ModuleType) -> None:
     async def main() -> None:
         async with await impl.AsyncClient.spawn(argv(impl), timeout=30, max_depth=300) as client:
@@ -738,6 +753,7 @@ time.sleep(60)
 BIG = "x" * (4 << 20)  # far more than a pipe holds
 
 
+@pytest.mark.slow
 def test_a_timeout_bounds_the_write_to_a_server_that_does_not_read(impl: ModuleType, tmp_path: Path) -> None:
     script = tmp_path / "deaf.py"
     script.write_text(DEAF_SERVER)
@@ -758,6 +774,7 @@ def test_a_timeout_bounds_the_write_to_a_server_that_does_not_read(impl: ModuleT
     assert time.monotonic() - started < 10
 
 
+@pytest.mark.slow
 def test_a_timeout_bounds_the_write_over_any_stream(impl: ModuleType) -> None:
     """A transport over a socket whose other end reads nothing: the write is bounded too."""
     server_end, client_end = socket.socketpair()
@@ -779,6 +796,7 @@ def test_a_timeout_bounds_the_write_over_any_stream(impl: ModuleType) -> None:
         client_end.close()
 
 
+@pytest.mark.slow
 def test_async_timeout_bounds_the_write_and_the_cancellation(impl: ModuleType, tmp_path: Path) -> None:
     script = tmp_path / "deaf.py"
     script.write_text(DEAF_SERVER)
@@ -847,6 +865,7 @@ def test_an_idle_client_notices_its_server_exit_while_a_child_holds_its_pipes(im
         kill_pid_in(pid_file)
 
 
+@pytest.mark.slow
 def test_async_server_that_exits_while_its_child_holds_its_pipes(impl: ModuleType, tmp_path: Path) -> None:
     pid_file = tmp_path / "sleeper.pid"
 
@@ -993,6 +1012,7 @@ def context_switches(threads: list[threading.Thread]) -> int:
     return total
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="counts a thread's wake-ups in /proc (Linux)")
 def test_an_idle_client_does_not_wake(impl: ModuleType) -> None:
     """Nothing on the wire, with no call and with one call waiting long: the client's threads sleep."""
@@ -1113,6 +1133,7 @@ def interrupt_in() -> Any:
     signal.signal(signal.SIGUSR1, previous)
 
 
+@pytest.mark.slow
 def test_an_interrupt_while_waiting_leaves_nothing_pending(
     impl: ModuleType, interrupt_in: Any, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -456,6 +456,7 @@ def endless(server: RawServer, conn: socket.socket, head: bytes, reader: BinaryI
     return False
 
 
+@pytest.mark.slow
 @WITH_HTTPX
 def test_a_timeout_bounds_a_steady_event_stream(impl: ModuleType, kind: str) -> None:
     events: list[Any] = []
@@ -468,6 +469,7 @@ def test_a_timeout_bounds_a_steady_event_stream(impl: ModuleType, kind: str) -> 
         assert server.wait(lambda: server.open == 0)  # the client closed the connection
 
 
+@pytest.mark.slow
 @BOTH
 def test_a_timeout_bounds_a_head_that_never_ends(impl: ModuleType, kind: str) -> None:
     with RawServer(endless) as server, http_client(impl, kind, server.url()) as client:
@@ -477,6 +479,7 @@ def test_a_timeout_bounds_a_head_that_never_ends(impl: ModuleType, kind: str) ->
         assert time.monotonic() - started < 3
 
 
+@pytest.mark.slow
 @BOTH
 def test_a_timeout_bounds_the_connect(impl: ModuleType, kind: str) -> None:
     """A listener whose accept queue is full: the kernel drops further connection attempts."""

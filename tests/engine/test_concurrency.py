@@ -751,6 +751,7 @@ def spam_after_the_answer(impl: ModuleType, mode: str, ids: list[int]) -> bytes:
     return out.getvalue()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode_", ["sequential", *MODES])
 def test_nothing_about_a_request_is_written_after_its_answer(impl: ModuleType, mode_: str) -> None:
     """Threads keep calling ``progress``/``notify`` with a request's context while its handler returns and after:
@@ -795,6 +796,7 @@ ANSWER_BYTES = 64 * 1024
 UNREAD_REQUESTS = 400  # 25 MiB of answers if they were all queued
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_reading_pauses_while_answers_wait_to_be_written(impl: ModuleType, mode: str) -> None:
     """The output is a real pipe that nobody reads: the engine stops taking requests once the unwritten
@@ -847,6 +849,7 @@ def test_reading_pauses_while_answers_wait_to_be_written(impl: ModuleType, mode:
     assert len(b"".join(chunks).splitlines()) == UNREAD_REQUESTS
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_stop_while_reading_pauses_for_unwritten_answers_reads_no_more(impl: ModuleType) -> None:
     """Reading has paused (an answer over the 1 MiB bound waits for a peer that does not read) and nothing

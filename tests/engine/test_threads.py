@@ -194,6 +194,7 @@ MANY_THREADS = 16
 MANY_EACH = 1_000
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_16_threads_notify_while_serve_answers_100000_requests_on_real_pipes(impl: ModuleType) -> None:
     """In a child process (a deadlock is then a timeout, not a stuck pytest): requests arrive on a pipe fed by a

@@ -117,6 +117,7 @@ def test_wsgiref_refuses_an_async_handler(app_dir: Path) -> None:
     assert b"install uvicorn to serve an async handler" in served.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -165,6 +166,7 @@ def test_run_sync_inline(app_dir: Path, args: tuple[str, ...], main_thread: bool
     assert (json.loads(body)["result"] == "MainThread") is main_thread, body
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", ["uvicorn", "wsgiref"])
 def test_http_checks_the_host(app_dir: Path, server: str) -> None:
     """DNS rebinding: on 127.0.0.1, a request naming another host (the attacker's, now resolving to 127.0.0.1)

@@ -25,6 +25,7 @@ pytest.importorskip("gunicorn")
 pytest.importorskip("uvicorn")
 pytest.importorskip("flask")
 requests = pytest.importorskip("requests")
+pytestmark = pytest.mark.slow  # every test starts a real server process (gunicorn, uvicorn, granian)
 
 ADD = b'{"jsonrpc":"2.0","method":"add","params":[10,15],"id":1}'
 JSON = {"Content-Type": "application/json"}

@@ -330,6 +330,7 @@ def test_a_body_with_one_content_length_keeps_the_connection(port: int) -> None:
 # --- connections: threads on demand, a limit, an idle timeout ------------------------------------------------
 
 
+@pytest.mark.slow
 def test_idle_connections_hold_few_threads(app_dir: Path) -> None:
     """100 idle sockets used to cost 1,000 threads (N workers and a writer each). Now a connection that said
     nothing holds one thread, a stream connection one more per worker it needed and its writer, an HTTP one
@@ -366,6 +367,7 @@ def test_idle_connections_hold_few_threads(app_dir: Path) -> None:
                 web.close()
 
 
+@pytest.mark.slow
 def test_an_idle_connection_is_closed(app_dir: Path) -> None:
     """With --idle-timeout 2: a connection that says nothing, a stream connection and a kept-alive HTTP one that
     go quiet are closed; one that keeps talking, and one waiting for a call longer than the timeout, are not."""
@@ -393,6 +395,7 @@ def test_an_idle_connection_is_closed(app_dir: Path) -> None:
             web.close()
 
 
+@pytest.mark.slow
 def test_connections_past_the_limit_wait_in_the_backlog(app_dir: Path) -> None:
     with listen_server(app_dir, "--max-connections", "2") as port:
         first, second = connect(port), connect(port)
@@ -428,6 +431,7 @@ def test_http_on_listen_checks_the_host(app_dir: Path, port: int) -> None:
         assert status(listed, f"127.0.0.1:{listed}") == 421
 
 
+@pytest.mark.slow
 def test_a_stop_as_connections_close_exits_cleanly(app_dir: Path) -> None:
     """SIGTERM just as stream connections close: their threads, waking in the native core, once met an
     interpreter being finalized and the process aborted ("FATAL: exception not rethrown", status -6). Every

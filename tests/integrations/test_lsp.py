@@ -411,6 +411,7 @@ def pygls_server(tmp_path: Path) -> Path:
     return script
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("io_", ["rpcwire", "pygls"])
 def test_a_pygls_language_server_over_rpcwire_lsp(pygls_server: Path, io_: str) -> None:
     """The same server over rpcwire.lsp.start_io and over pygls's own start_io, driven by rpcwire's client."""
@@ -516,6 +517,7 @@ impl.serve(chosen, impl.StdioTransport(framing="content-length"), max_concurrenc
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["threads", "asyncio"])
 def test_shutdown_then_exit_in_a_real_process(impl: ModuleType, engine: str) -> None:
     """The same exchange with a real process on real pipes: exit code 0 and the ``shutdown`` answer."""

@@ -234,11 +234,13 @@ async def _appears(path: Path) -> None:
             await anyio.sleep(0.01)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("launcher", ["run_stdio", "stdio_server"])
 def test_sdk_client_against_rpcwire_server(launcher: str, reader: str, tmp_path: Path) -> None:
     anyio.run(_session_checks, launcher, reader, tmp_path)
 
 
+@pytest.mark.slow
 def test_sdk_client_against_sdk_server(tmp_path: Path) -> None:
     """The same checks pass against the SDK's own transport (what the others are held to)."""
     anyio.run(_session_checks, "sdk", "native", tmp_path)
@@ -328,6 +330,7 @@ def sdk_mirror(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[byte
     }
 
 
+@pytest.mark.slow
 def test_sdk_mirror_output(sdk_mirror: dict[str, tuple[bytes, bytes]]) -> None:
     """What the byte-for-byte tests compare with: every message back, each bad line as its exception."""
     stdout, stderr = sdk_mirror["fd"]
@@ -343,6 +346,7 @@ def test_sdk_mirror_output(sdk_mirror: dict[str, tuple[bytes, bytes]]) -> None:
     assert b"stray print\nstray write\n" in stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("streams", "stdin_kind"),
     [("fd", "pipe"), ("fd", "file"), ("fd", "socket"), ("binary", "pipe"), ("async", "pipe")],
@@ -359,6 +363,7 @@ def test_output_is_the_sdks_byte_for_byte(
         assert stdout == sdk_mirror["streams"][0].removesuffix(b"restored\n")
 
 
+@pytest.mark.slow
 def test_large_messages_with_a_slow_reader(tmp_path: Path) -> None:
     """Answers bigger than the pipe are written in parts as the client drains it (the writer waits, not the loop)."""
     messages = [{"jsonrpc": "2.0", "id": index, "method": "m", "params": {"text": "y" * 400_000}} for index in range(5)]
@@ -387,6 +392,7 @@ def test_large_messages_with_a_slow_reader(tmp_path: Path) -> None:
     assert [json.loads(line) for line in lines[:-2]] == messages
 
 
+@pytest.mark.slow
 def test_an_mcp_exchange_is_the_sdks_byte_for_byte(tmp_path: Path) -> None:
     """initialize, tools/list, tools/call with progress, written line by line to run_stdio and to app.run("stdio")."""
     requests = [
@@ -478,6 +484,7 @@ def _buffered_env() -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 def test_buffered_stray_output_never_reaches_the_wire_after_the_transport_ends(reader: str) -> None:
     """A ``print`` without flush inside ``stdio_server()``: flushed into the diversion (stderr) before fd 1
     is restored, so it never follows the server's last message on the real stdout."""
@@ -495,6 +502,7 @@ def test_buffered_stray_output_never_reaches_the_wire_after_the_transport_ends(r
     assert b"stray buffered\n" in process.stderr
 
 
+@pytest.mark.slow
 def test_buffered_stray_output_of_a_tool_under_run_stdio(reader: str, tmp_path: Path) -> None:
     """The same through ``run_stdio(app)``: a tool prints without flush; after the session, stdout holds only
     the messages (the SDK's client would log the stray line as a parse failure)."""

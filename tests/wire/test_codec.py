@@ -85,6 +85,7 @@ def write_all(impl: Any, value: Any) -> bytes:
     return out.getvalue()
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(values)
 def test_result_encoding(value: Any) -> None:
@@ -125,6 +126,7 @@ def exact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=True)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(json_values, st.booleans())
 def test_decode_then_encode_round_trip(value: Any, ascii_only: bool) -> None:
@@ -259,6 +261,7 @@ def test_float_text_round_trip(value: float, form: str) -> None:
     assert outputs[0] == outputs[1] == expected + b"\n"
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.one_of(st.integers(), st.integers(min_value=-(10**MAX_DIGITS) + 1, max_value=10**MAX_DIGITS - 1)))
 def test_integer_round_trip(value: int) -> None:

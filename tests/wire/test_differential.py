@@ -191,6 +191,7 @@ def parse_outcome(impl: Any, raw: bytes | str) -> Any:
         return type(exc).__name__
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(streams())
 def test_streams_give_identical_bytes(data: bytes) -> None:
@@ -212,6 +213,7 @@ def check_read_line(data: bytes) -> None:
     assert pure == [*expected, None]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(lines())
 def test_parse_request_agrees(raw: bytes) -> None:
@@ -224,6 +226,7 @@ def test_parse_request_agrees(raw: bytes) -> None:
     assert parse_outcome(rpcwire, text) == parse_outcome(rpcwire.pure, text) == native
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(st.lists(envelopes(), min_size=1, max_size=30))
 def test_long_batches_give_identical_bytes(entries: list[Any]) -> None:
@@ -329,6 +332,7 @@ def framed_outcome(impl: Any, stdin: Any, max_message_bytes: int) -> tuple[bytes
             return out.getvalue(), raised, bodies
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(frame_streams(), st.sampled_from([30, 200, 2**20]), st.lists(st.integers(1, 7), min_size=1, max_size=4))
 def test_content_length_streams_give_identical_bytes(data: bytes, max_message_bytes: int, sizes: list[int]) -> None:

@@ -617,6 +617,7 @@ def interrupt(server: Server) -> int:
     return server.wait(timeout=INTERRUPT_TIMEOUT)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(CHILD_TIMEOUT + 30)
 @pytest.mark.parametrize("mode", ["default", "raw-stdin"])
 @pytest.mark.parametrize("served", [0, 3], ids=["idle", "after-requests"])
@@ -1100,6 +1101,7 @@ ENCODING_DEPTH = internal(0, "RecursionError", "maximum recursion depth exceeded
 CALL_DEPTH = internal(0, "RecursionError", "maximum recursion depth exceeded while calling a Python object")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(CHILD_TIMEOUT + 30)
 @pytest.mark.parametrize("setup", [DEEP_LIST, DEEP_DICT, DEEP_DICT_SUBCLASS], ids=["list", "dict", "dict-subclass"])
 @pytest.mark.parametrize("limit", [None, 1_000_000], ids=["default-limit", "raised-limit"])
@@ -1273,6 +1275,7 @@ result = lambda: {"d": shared_dict, "l": shared_list}
 """
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(CHILD_TIMEOUT + 30)
 def test_result_mutated_from_another_thread(impl: ModuleType) -> None:
     """A thread adds, removes and replaces entries while 300 results holding them are encoded."""

@@ -21,9 +21,10 @@ from typing import Any
 import pytest
 import rpcwire
 import rpcwire.pure
-from support.messages import INVALID_REQUEST, PARSE_ERROR, answers, echo, err, nested_list, ok, request
+from support.messages import INVALID_REQUEST, PARSE_ERROR, answers, echo, err, ok, request
+from support.messages import nested_list as deep_list
 from support.processes import child_env, run_script
-from support.serving import served
+from support.serving import served as serve_bytes
 from support.streams import ReadlineOnly, Trickle
 
 MIB = 1024 * 1024
@@ -74,7 +75,7 @@ LIMIT = 100
 @pytest.mark.parametrize("newline", [b"\n", b"\r\n"], ids=["lf", "crlf"])
 def test_a_line_of_exactly_max_message_bytes_is_served(impl: ModuleType, stream: Any, newline: bytes) -> None:
     line = message_of_length(LIMIT)
-    out = served(impl, line + newline + NEXT, stream=stream, max_message_bytes=LIMIT)
+    out = serve_bytes(impl, line + newline + NEXT, stream=stream, max_message_bytes=LIMIT)
     assert answers(out) == [ok(1, json.loads(line)["params"]), NEXT_ANSWER]
 
 
@@ -84,7 +85,7 @@ def test_a_line_one_byte_too_long_is_one_error_and_the_next_line_is_served(
 ) -> None:
     line = message_of_length(LIMIT + 1)
     calls: list[str] = []
-    out = served(impl, line + newline + NEXT, lambda m, p: calls.append(m) or p, stream, max_message_bytes=LIMIT)
+    out = serve_bytes(impl, line + newline + NEXT, lambda m, p: calls.append(m) or p, stream, max_message_bytes=LIMIT)
     assert out == TOO_LONG_MESSAGE + b'{"jsonrpc":"2.0","id":"next","result":["served"]}\n'
     assert calls == ["next"]
 
@@ -92,14 +93,14 @@ def test_a_line_one_byte_too_long_is_one_error_and_the_next_line_is_served(
 def test_the_limit_counts_neither_lf_nor_crlf(impl: ModuleType, stream: Any) -> None:
     # LIMIT bytes + "\r\n" is LIMIT + 2 bytes on the wire: still within the limit.
     data = message_of_length(LIMIT, id=1) + b"\r\n" + message_of_length(LIMIT, id=2) + b"\n"
-    assert [a["id"] for a in answers(served(impl, data, stream=stream, max_message_bytes=LIMIT))] == [1, 2]
+    assert [a["id"] for a in answers(serve_bytes(impl, data, stream=stream, max_message_bytes=LIMIT))] == [1, 2]
 
 
 def test_a_trailing_cr_is_not_counted_but_a_cr_inside_is(impl: ModuleType, stream: Any) -> None:
     # Only the last "\r" goes with the "\n"; one more before it is part of the line (JSON whitespace).
     fits = message_of_length(LIMIT - 1, id=1) + b"\r\r\n"
     too_long = message_of_length(LIMIT, id=2) + b"\r\r\n"
-    out = served(impl, fits + too_long + NEXT, stream=stream, max_message_bytes=LIMIT)
+    out = serve_bytes(impl, fits + too_long + NEXT, stream=stream, max_message_bytes=LIMIT)
     assert answers(out) == [ok(1, json.loads(fits)["params"]), INVALID_REQUEST, NEXT_ANSWER]
 
 
@@ -110,13 +111,13 @@ def test_a_trailing_cr_is_not_counted_but_a_cr_inside_is(impl: ModuleType, strea
 )
 def test_last_line_without_newline_at_eof(impl: ModuleType, stream: Any, tail: bytes, served: bool) -> None:
     line = message_of_length(LIMIT, id=2)
-    out = served(impl, NEXT + line + tail, stream=stream, max_message_bytes=LIMIT)
+    out = serve_bytes(impl, NEXT + line + tail, stream=stream, max_message_bytes=LIMIT)
     assert answers(out) == [NEXT_ANSWER, ok(2, json.loads(line)["params"]) if served else INVALID_REQUEST]
 
 
 def test_max_message_bytes_of_one(impl: ModuleType, stream: Any) -> None:
     data = b"1\n" + b"12\n" + b"{}\n" + b"\n" + b" \n" + b"[\n"
-    out = served(impl, data, stream=stream, max_message_bytes=1)
+    out = serve_bytes(impl, data, stream=stream, max_message_bytes=1)
     # "1" parses (not an object: -32600); "12" and "{}" are too long; "" and " " are blank; "[" is cut JSON.
     assert answers(out) == [INVALID_REQUEST, PARSE_ERROR, INVALID_REQUEST, PARSE_ERROR]
 
@@ -134,7 +135,7 @@ def test_over_long_line_arriving_in_many_reads(impl: ModuleType, step: int) -> N
 def test_many_over_long_lines_in_a_row(impl: ModuleType, stream: Any) -> None:
     lines = [b"{" * 300, b"x" * 101, b" " * 200 + b"[", message_of_length(101), b"\t" * 500]
     data = b"\n".join(lines) + b"\n" + NEXT + b"y" * 1000  # the last one at EOF, without newline
-    out = served(impl, data, stream=stream, max_message_bytes=LIMIT)
+    out = serve_bytes(impl, data, stream=stream, max_message_bytes=LIMIT)
     expected = [INVALID_REQUEST, PARSE_ERROR, INVALID_REQUEST, INVALID_REQUEST, PARSE_ERROR, NEXT_ANSWER, PARSE_ERROR]
     assert answers(out) == expected
 
@@ -169,13 +170,13 @@ def test_too_long_answer_depends_on_first_significant_byte(
 ) -> None:
     filler = b" " if start == b" " else b"a"
     line = start + filler * (3 * LIMIT)
-    out = served(impl, line + b"\n" + NEXT, stream=stream, max_message_bytes=LIMIT)
+    out = serve_bytes(impl, line + b"\n" + NEXT, stream=stream, max_message_bytes=LIMIT)
     assert out == expected + b'{"jsonrpc":"2.0","id":"next","result":["served"]}\n'
 
 
 def test_whitespace_only_line_within_the_limit_is_skipped(impl: ModuleType, stream: Any) -> None:
     data = b" " * LIMIT + b"\n" + b" \t" * (LIMIT // 2) + b"\r\n" + NEXT
-    assert answers(served(impl, data, stream=stream, max_message_bytes=LIMIT)) == [NEXT_ANSWER]
+    assert answers(serve_bytes(impl, data, stream=stream, max_message_bytes=LIMIT)) == [NEXT_ANSWER]
 
 
 # --- read_line -----------------------------------------------------------------------------------
@@ -224,13 +225,13 @@ def test_invalid_limits_are_value_errors(impl: ModuleType, limits: dict[str, int
 
 def test_extreme_valid_limits_are_accepted(impl: ModuleType) -> None:
     data = request("m", [1], id=1) + b"[" + request("m", id=2).rstrip(b"\n") + b"]\n"
-    out = served(impl, data, max_message_bytes=2**40, max_depth=512, max_batch=1)
+    out = serve_bytes(impl, data, max_message_bytes=2**40, max_depth=512, max_batch=1)
     assert answers(out) == [ok(1, [1]), [ok(2, None)]]
-    out = served(impl, b"[1]\n" + request("m", id=3), max_message_bytes=1000, max_depth=1, max_batch=2**40)
+    out = serve_bytes(impl, b"[1]\n" + request("m", id=3), max_message_bytes=1000, max_depth=1, max_batch=2**40)
     assert answers(out) == [[INVALID_REQUEST], ok(3, None)]
     # The largest accepted limits work on every kind of stream (pure once overflowed its readline size).
     for stream in (io.BytesIO, lambda data: io.BufferedReader(io.BytesIO(data)), ReadlineOnly):
-        out = served(impl, data, stream=stream, max_message_bytes=2**63 - 1, max_batch=2**63 - 1)
+        out = serve_bytes(impl, data, stream=stream, max_message_bytes=2**63 - 1, max_batch=2**63 - 1)
         assert answers(out) == [ok(1, [1]), [ok(2, None)]]
 
 
@@ -256,6 +257,7 @@ def test_signature_defaults_are_the_constants(impl: ModuleType) -> None:
         assert parameters[name].kind is inspect.Parameter.KEYWORD_ONLY
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_default_max_message_bytes_is_enforced(impl: ModuleType) -> None:
     """A 64 MiB line is served, 64 MiB + 1 is not (padded with trailing JSON whitespace, cheap to parse)."""
@@ -263,25 +265,26 @@ def test_default_max_message_bytes_is_enforced(impl: ModuleType) -> None:
     exact = body + b" " * (rpcwire.DEFAULT_MAX_MESSAGE_BYTES - len(body))
     data = exact + b"\r\n" + exact + b" \n" + NEXT
     del exact
-    assert answers(served(impl, data)) == [ok(1, [1]), INVALID_REQUEST, NEXT_ANSWER]
+    assert answers(serve_bytes(impl, data)) == [ok(1, [1]), INVALID_REQUEST, NEXT_ANSWER]
 
 
 def test_default_max_depth_is_enforced(impl: ModuleType) -> None:
     depth = rpcwire.DEFAULT_MAX_DEPTH
     data = with_params(nested(depth - 1), 1) + with_params(nested(depth), 2) + NEXT
-    assert answers(served(impl, data)) == [ok(1, json.loads(nested(depth - 1))), PARSE_ERROR, NEXT_ANSWER]
+    assert answers(serve_bytes(impl, data)) == [ok(1, json.loads(nested(depth - 1))), PARSE_ERROR, NEXT_ANSWER]
 
 
 def test_default_max_batch_is_enforced(impl: ModuleType) -> None:
     data = batch_of(rpcwire.DEFAULT_MAX_BATCH) + batch_of(rpcwire.DEFAULT_MAX_BATCH + 1) + NEXT
-    answered, refused, after = answers(served(impl, data))
-    assert answered == [ok(i, [i]) for i in range(rpcwire.DEFAULT_MAX_BATCH)]
+    served, refused, after = answers(serve_bytes(impl, data))
+    assert served == [ok(i, [i]) for i in range(rpcwire.DEFAULT_MAX_BATCH)]
     assert [refused, after] == [INVALID_REQUEST, NEXT_ANSWER]
 
 
+@pytest.mark.slow
 def test_max_batch_none_lifts_the_limit(impl: ModuleType) -> None:
     entries = 20_000
-    [batch] = answers(served(impl, batch_of(entries), max_batch=None))
+    [batch] = answers(serve_bytes(impl, batch_of(entries), max_batch=None))
     assert batch == [ok(i, [i]) for i in range(entries)]
 
 
@@ -292,7 +295,7 @@ def test_max_batch_none_lifts_the_limit(impl: ModuleType) -> None:
 def test_max_depth_boundary_in_params(impl: ModuleType, max_depth: int) -> None:
     # The envelope is one level, so params may nest max_depth - 1 deep.
     data = with_params(nested(max_depth - 1), 1) + with_params(nested(max_depth), 2) + NEXT
-    out = served(impl, data, max_depth=max_depth)
+    out = serve_bytes(impl, data, max_depth=max_depth)
     assert answers(out) == [ok(1, json.loads(nested(max_depth - 1))), PARSE_ERROR, NEXT_ANSWER]
 
 
@@ -301,7 +304,7 @@ def test_max_depth_boundary_in_a_batch(impl: ModuleType, max_depth: int) -> None
     # The batch array and the envelope are two levels.
     inner = nested(max_depth - 2)
     data = b"[" + with_params(inner).rstrip(b"\n") + b"]\n" + b"[" + with_params(b"[%s]" % inner).rstrip(b"\n") + b"]\n"
-    out = served(impl, data + NEXT, max_depth=max_depth)
+    out = serve_bytes(impl, data + NEXT, max_depth=max_depth)
     assert answers(out) == [[ok(1, json.loads(inner))], PARSE_ERROR, NEXT_ANSWER]
 
 
@@ -313,19 +316,19 @@ def test_max_depth_counts_objects_and_ignored_members(impl: ModuleType) -> None:
         + b'{"jsonrpc":"2.0","method":"m","id":3,"extra":[%s]}\n' % deep_object
         + with_params(b"[%s]" % deep_object, 4)
     )
-    out = served(impl, data, max_depth=5)
+    out = serve_bytes(impl, data, max_depth=5)
     assert answers(out) == [ok(1, json.loads(deep_object)), ok(2, None), PARSE_ERROR, PARSE_ERROR]
 
 
 def test_max_depth_one_allows_only_the_envelope(impl: ModuleType) -> None:
     data = request("m", id=1) + with_params(b"[]", 2) + b"[]\n" + b"[" + request("m", id=3).rstrip(b"\n") + b"]\n"
-    out = served(impl, data, max_depth=1)
+    out = serve_bytes(impl, data, max_depth=1)
     assert answers(out) == [ok(1, None), PARSE_ERROR, INVALID_REQUEST, PARSE_ERROR]
 
 
 def test_brackets_inside_strings_are_not_nesting(impl: ModuleType) -> None:
     text = "[{" * 5000
-    assert answers(served(impl, request("m", [text], id=1), max_depth=2)) == [ok(1, [text])]
+    assert answers(serve_bytes(impl, request("m", [text], id=1), max_depth=2)) == [ok(1, [text])]
 
 
 @pytest.mark.parametrize("opener", [b"[", b'{"a":', b'[{"a":'], ids=["arrays", "objects", "mixed"])
@@ -334,7 +337,7 @@ def test_very_deep_input_is_a_parse_error_not_a_crash(impl: ModuleType, opener: 
     deep = opener * 200_000
     limits = {} if max_depth is None else {"max_depth": max_depth}
     data = deep + b"\n" + with_params(deep) + NEXT
-    assert answers(served(impl, data, **limits)) == [PARSE_ERROR, PARSE_ERROR, NEXT_ANSWER]
+    assert answers(serve_bytes(impl, data, **limits)) == [PARSE_ERROR, PARSE_ERROR, NEXT_ANSWER]
 
 
 # --- max_batch ------------------------------------------------------------------------------------
@@ -357,7 +360,7 @@ def test_max_batch_boundary(impl: ModuleType, stream: Any, max_batch: int) -> No
         return params
 
     data = batch_of(max_batch) + batch_of(max_batch + 1) + request("m", ["served"], id="next") + batch_of(max_batch + 5)
-    out = served(impl, data, handler, stream, max_batch=max_batch)
+    out = serve_bytes(impl, data, handler, stream, max_batch=max_batch)
     assert answers(out) == [[ok(i, [i]) for i in range(max_batch)], INVALID_REQUEST, NEXT_ANSWER, INVALID_REQUEST]
     # Nothing of the refused batches reached the handler.
     assert calls == [*range(max_batch), "served"]
@@ -370,7 +373,7 @@ def test_an_over_long_batch_is_not_read_past_the_entry_past_the_limit(impl: Modu
     data = b"[" + two + b",{not json at all\n" + b"[" + two + b", " + b"[" * 300 + b"\n"
     data += b"[" + two + b"]] trailing\n" + b"[" + two + b"x]\n" + b'[{"a":[[1]]}, 1, 2]\n' + NEXT
     calls: list[Any] = []
-    out = served(impl, data, lambda m, p: calls.append(m), max_batch=2, max_depth=3)
+    out = serve_bytes(impl, data, lambda m, p: calls.append(m), max_batch=2, max_depth=3)
     assert answers(out) == [INVALID_REQUEST, INVALID_REQUEST, PARSE_ERROR, PARSE_ERROR, PARSE_ERROR, ok("next", None)]
     assert calls == ["next"]
 
@@ -379,25 +382,25 @@ def test_over_long_batch_is_refused_even_if_all_notifications_or_invalid(impl: M
     calls: list[Any] = []
     notifications = b"[" + b",".join([request("m", id=...).rstrip(b"\n")] * 4) + b"]\n"
     invalid = b"[1,2,3,4]\n"
-    out = served(impl, notifications + invalid + NEXT, lambda m, p: calls.append(m), max_batch=3)
+    out = serve_bytes(impl, notifications + invalid + NEXT, lambda m, p: calls.append(m), max_batch=3)
     assert answers(out) == [INVALID_REQUEST, INVALID_REQUEST, ok("next", None)]
     assert calls == ["next"]
 
 
 def test_max_batch_does_not_apply_to_params_arrays(impl: ModuleType) -> None:
     params = list(range(50))
-    assert answers(served(impl, request("m", params, id=1), max_batch=2)) == [ok(1, params)]
+    assert answers(serve_bytes(impl, request("m", params, id=1), max_batch=2)) == [ok(1, params)]
 
 
 def test_max_batch_with_notifications_counts_every_entry(impl: ModuleType) -> None:
     # 3 entries, of which 2 are notifications: the batch is 3 long whatever will be answered.
     data = batch_of(3, notification_every=2)
-    assert answers(served(impl, data, max_batch=2)) == [INVALID_REQUEST]
-    assert answers(served(impl, data, max_batch=3)) == [[ok(1, [1])]]
+    assert answers(serve_bytes(impl, data, max_batch=2)) == [INVALID_REQUEST]
+    assert answers(serve_bytes(impl, data, max_batch=3)) == [[ok(1, [1])]]
 
 
 def test_empty_batch_is_still_invalid_with_max_batch(impl: ModuleType) -> None:
-    assert answers(served(impl, b"[]\n" + NEXT, max_batch=1)) == [INVALID_REQUEST, NEXT_ANSWER]
+    assert answers(serve_bytes(impl, b"[]\n" + NEXT, max_batch=1)) == [INVALID_REQUEST, NEXT_ANSWER]
 
 
 # --- deep and self-referencing results -----------------------------------------------------------
@@ -407,13 +410,13 @@ CIRCULAR = {"exception": "ValueError", "detail": "Circular reference detected"}
 
 
 def test_deep_result_is_internal_error_not_a_crash(impl: ModuleType) -> None:
-    deep = nested_list(100_000)
+    deep = deep_list(100_000)
     deep_dict: dict[str, Any] = {}
     for _ in range(100_000):
         deep_dict = {"a": deep_dict}
     results = {"list": deep, "dict": deep_dict, "mixed": [{"k": deep}]}
     data = request("list", id=1) + request("dict", id=2) + request("mixed", id=3) + NEXT
-    out = served(impl, data, results.get)
+    out = serve_bytes(impl, data, results.get)
     assert answers(out) == [
         err(1, -32603, "Internal error", RECURSION),
         err(2, -32603, "Internal error", RECURSION),
@@ -424,17 +427,17 @@ def test_deep_result_is_internal_error_not_a_crash(impl: ModuleType) -> None:
 
 def test_moderately_deep_result_is_encoded(impl: ModuleType) -> None:
     # Far past max_depth (which is about input) but well inside the recursion limit.
-    deep = nested_list(300)
-    assert answers(served(impl, request("m", id=1), lambda m, p: deep)) == [ok(1, deep)]
+    deep = deep_list(300)
+    assert answers(serve_bytes(impl, request("m", id=1), lambda m, p: deep)) == [ok(1, deep)]
 
 
 def test_deep_error_data_is_internal_error(impl: ModuleType) -> None:
-    deep = nested_list(100_000)
+    deep = deep_list(100_000)
 
     def handler(method: str, params: Any) -> Any:
         raise impl.JsonRpcError("deep", data=deep)
 
-    out = served(impl, request("m", id=1) + b"[" + request("m", id=2).rstrip(b"\n") + b"]\n", handler)
+    out = serve_bytes(impl, request("m", id=1) + b"[" + request("m", id=2).rstrip(b"\n") + b"]\n", handler)
     assert answers(out) == [err(1, -32603, "Internal error", RECURSION), [err(2, -32603, "Internal error", RECURSION)]]
 
 
@@ -457,7 +460,7 @@ def test_self_referencing_result_is_internal_error(impl: ModuleType, case: str) 
     if case == "in-batch":
         data = b"[" + request("m", id=1).rstrip(b"\n") + b"," + request("next", ["served"], id="next").rstrip(b"\n")
         data += b"]\n"
-    out = served(impl, data, lambda m, p: result if m == "m" else p)
+    out = serve_bytes(impl, data, lambda m, p: result if m == "m" else p)
     expected = [err(1, -32603, "Internal error", CIRCULAR), NEXT_ANSWER]
     assert answers(out) == ([expected] if case == "in-batch" else expected)
 
@@ -470,7 +473,7 @@ def test_write_response_with_a_self_referencing_result_raises(impl: ModuleType, 
     with pytest.raises(ValueError, match="Circular reference detected"):
         transport.write_response(1, result)
     with pytest.raises(RecursionError):
-        transport.write_response(1, nested_list(100_000))
+        transport.write_response(1, deep_list(100_000))
     transport.write_response(2, "after")
     assert answers(out.getvalue()) == [ok(2, "after")]
 
@@ -515,7 +518,7 @@ def test_deep_result_with_a_raised_recursion_limit_is_not_a_crash(module: str) -
 def differential_cases() -> dict[str, tuple[bytes, dict[str, Any], Callable[[str, Any], Any]]]:
     loop: list[Any] = []
     loop.append(loop)
-    deep = nested_list(100_000)
+    deep = deep_list(100_000)
     results = {"loop": loop, "deep": deep}
 
     def handler(method: str, params: Any) -> Any:
@@ -542,8 +545,8 @@ DIFFERENTIAL = differential_cases()
 @pytest.mark.parametrize("kind", list(STREAMS))
 def test_native_and_pure_write_the_same_bytes(case: str, kind: str) -> None:
     data, limits, handler = DIFFERENTIAL[case]
-    native = served(rpcwire, data, handler, STREAMS[kind], **limits)
-    pure = served(rpcwire.pure, data, handler, STREAMS[kind], **limits)
+    native = serve_bytes(rpcwire, data, handler, STREAMS[kind], **limits)
+    pure = serve_bytes(rpcwire.pure, data, handler, STREAMS[kind], **limits)
     assert native == pure
     assert answers(native)  # something was answered, every line whole
 
@@ -625,7 +628,7 @@ def test_no_int_digit_limit_before_python_3_10_7(impl: ModuleType, monkeypatch: 
     monkeypatch.delattr(sys, "get_int_max_str_digits", raising=False)  # absent there already
     big = 10**699
     data = request("echo", [big], id=big) + request("echo", {"n": -big}) + NEXT
-    assert answers(served(impl, data)) == [ok(big, [big]), ok(1, {"n": -big}), NEXT_ANSWER]
+    assert answers(serve_bytes(impl, data)) == [ok(big, [big]), ok(1, {"n": -big}), NEXT_ANSWER]
     parsed, error = impl.parse_request(request("echo", [big], id=-big))
     assert error is None
     assert (parsed.params, parsed.id) == ([big], -big)

@@ -209,6 +209,7 @@ RSS_MESSAGES = 1_000_000
 RSS_WARM_UP = 100_000
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("name", list(RSS_RUNS))
 def test_rss_stays_flat_while_serving_many_messages(name: str) -> None:
@@ -293,6 +294,7 @@ MEASURED = 30_000
 LEAK_TOLERANCE = 750
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_no_objects_or_references_left_behind(impl: ModuleType, workload: dict[str, Any]) -> None:
     handler = workload["make_handler"](impl)
@@ -377,6 +379,7 @@ print(json.dumps({"growth": after - before, "out": out.getvalue().decode()}))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("module", ["rpcwire", "rpcwire.pure"])
 @pytest.mark.parametrize("line_mib", [8, 63])

@@ -479,6 +479,7 @@ def check_against_oracle(data: bytes, out: bytes, max_depth: int, max_bytes: int
 # --- the properties ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(streams())
 @example(b'{"id":true,"jsonrpc":"2.0","method":"echo","id":7}\n{"id":7,"jsonrpc":"2.0","method":"echo","id":1.5}\n')
@@ -491,6 +492,7 @@ def test_native_and_pure_agree_and_answer_as_specified(data: bytes) -> None:
     check_against_oracle(data, native, DEFAULT_DEPTH, rpcwire.DEFAULT_MAX_MESSAGE_BYTES, rpcwire.DEFAULT_MAX_BATCH)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     streams(),

@@ -139,6 +139,7 @@ STACKS = {"256k-thread": 256 * 1024, "512k-thread": 512 * 1024, "main-thread": 0
 LIMITS = {"default-limit": 0, "raised-limit": 1_000_000}
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(CHILD_TIMEOUT + 30)
 @pytest.mark.parametrize("stack", list(STACKS))
 @pytest.mark.parametrize("limit", list(LIMITS))
