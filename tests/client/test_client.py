@@ -211,7 +211,6 @@ def test_notification_callbacks_run_in_arrival_order(impl: ModuleType) -> None:
     assert seen == [{"text": "a"}, {"text": "b"}, {"text": "c"}]
 
 
-@pytest.mark.slow
 def test_notifications_arrive_while_no_call_is_waiting(impl: ModuleType) -> None:
     arrived = threading.Event()
     seen: list[Any] = []
@@ -222,7 +221,6 @@ def test_notifications_arrive_while_no_call_is_waiting(impl: ModuleType) -> None
     assert seen == [{"text": "later"}]
 
 
-@pytest.mark.slow
 def test_timed_and_untimed_calls_from_many_threads_each_end_as_they_should(impl: ModuleType) -> None:
     """Readers come and go (a caller reads until its own answer, then hands on): none is left unread."""
     with impl.Client.spawn(argv(impl, 32), timeout=60) as client:
@@ -555,7 +553,6 @@ def refused_by_nobody(caplog: pytest.LogCaptureFixture) -> bool:
     return not any("id null" in record.getMessage() for record in caplog.records)
 
 
-@pytest.mark.slow
 def test_a_message_over_the_clients_limits_fails_at_once_and_is_not_sent(
     impl: ModuleType, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -699,7 +696,6 @@ def test_async_error_with_id_null_fails_the_call_or_batch_it_answers(impl: Modul
 # --- deep results ---------------------------------------------------------------------------------
 
 
-@pytest.mark.slow
 def test_a_deep_result_is_read_up_to_the_clients_max_depth(impl: ModuleType) -> None:
     with impl.Client.spawn(argv(impl), timeout=30, max_depth=300) as client:
         assert same(finishes(20, client.call, "deep", [200]), nested_list(200))
@@ -711,7 +707,6 @@ def test_a_deep_result_is_read_up_to_the_clients_max_depth(impl: ModuleType) -> 
         assert same(client.call("deep", [100]), nested_list(100))
 
 
-@pytest.mark.slow
 def test_async_deep_result_is_read_up_to_the_clients_max_depth(impl: ModuleType) -> None:
     async def main() -> None:
         async with await impl.AsyncClient.spawn(argv(impl), timeout=30, max_depth=300) as client:

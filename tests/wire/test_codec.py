@@ -261,7 +261,6 @@ def test_float_text_round_trip(value: float, form: str) -> None:
     assert outputs[0] == outputs[1] == expected + b"\n"
 
 
-@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.one_of(st.integers(), st.integers(min_value=-(10**MAX_DIGITS) + 1, max_value=10**MAX_DIGITS - 1)))
 def test_integer_round_trip(value: int) -> None:
