@@ -25,7 +25,8 @@ import pytest
 import rpcwire
 import rpcwire.pure
 from support.messages import nested_list
-from support.processes import CLIENT_SERVER, child_env, client_server_url
+from support.processes import CLIENT_SERVER, child_env
+from support.servers import client_server_url
 
 pytestmark = pytest.mark.timeout(120)
 

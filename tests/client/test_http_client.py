@@ -27,7 +27,7 @@ from typing import Any, BinaryIO
 import pytest
 import rpcwire
 from support.messages import compact
-from support.processes import client_server_url
+from support.servers import client_server_url
 
 BOUND = 30.0  # how long any scripted server goes on at most
 

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 from support import EXAMPLES
-from support.processes import child_env, real_server
+from support.processes import child_env
+from support.servers import real_server
 
 pytest.importorskip("gunicorn")
 pytest.importorskip("uvicorn")

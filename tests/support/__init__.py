@@ -8,8 +8,10 @@
 - ``support.serving``: serve bytes and collect what was written (``served``), in each concurrent mode
   (``serve_in_mode``).
 - ``support.processes``: child processes: ``child_env``, ``run_script``, ``ServerProcess`` (a server on
-  pipes), servers that announce their port (``announced_server``), real HTTP servers on a listening
-  socket (``real_server``), the CLI (``rpcwire_command``, ``run_rpcwire``).
+  pipes), servers that announce their port (``announced_server``), the CLI (``rpcwire_command``,
+  ``run_rpcwire``).
+- ``support.servers``: real HTTP servers on a socket the test binds (``real_server``), and the client tests'
+  server under uvicorn (``client_server_url``).
 - ``support.measure``: the process's memory from ``/proc`` (imported by the measuring children too).
 - ``support/client_server.py``: the server the client tests talk to (run as a script, or imported).
 
