@@ -2,7 +2,7 @@
 
 A *core* is the native module ``rpcwire._rpcwire`` or the pure-Python :mod:`rpcwire.pure`; both implement
 every member below with the same behaviour and bytes (``docs/semantics.md``), so nothing above a core
-branches on which one it has. ``tests/test_contract.py`` checks both against these protocols and mypy
+branches on which one it has. ``tests/wire/test_contract.py`` checks both against these protocols and mypy
 checks the modules' types against :class:`Core`.
 
 Members with a leading underscore are rpcwire's own seam, not public API; the public ones are the
