@@ -138,11 +138,21 @@ class Transport(AnswerBuilder, Protocol):
         ...
 
 
+_Decoder = FrameDecoder  # in Core's body the name FrameDecoder is Core's own member
+
+
 class Core(Protocol):
     """A core module: ``rpcwire._rpcwire`` or ``rpcwire.pure``."""
 
-    StdioTransport: type[Transport]
-    FrameDecoder: type[FrameDecoder]
+    @property
+    def StdioTransport(self) -> type[Transport]:  # read-only: mypy matches a module against it
+        """The transport class."""
+        ...
+
+    @property
+    def FrameDecoder(self) -> type[_Decoder]:
+        """The framing decoder class."""
+        ...
 
     def dispatch(
         self,
