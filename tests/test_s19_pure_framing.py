@@ -94,4 +94,4 @@ def test_the_pure_decoder_never_holds_an_over_long_message(framing: str) -> None
     for _ in range(1000):
         decoder.feed(b"y" * 100)
         assert decoder.next() is None
-        assert len(decoder._data) <= 100
+        assert decoder._held() <= 100
