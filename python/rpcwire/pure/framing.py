@@ -126,7 +126,7 @@ class FrameDecoder:
             self._data += data
             return
         # All the lines a read holds are cut at once (in C), and handed out one by one.
-        pieces = bytes(data).split(b"\n")
+        pieces = (data if type(data) is bytes else memoryview(data).tobytes()).split(b"\n")
         rest = pieces.pop()
         if pieces:
             lines = cast("list[bytes | Refused]", pieces)  # a refusal may take the first one's place
