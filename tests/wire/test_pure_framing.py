@@ -94,4 +94,14 @@ def test_the_pure_decoder_never_holds_an_over_long_message(framing: str) -> None
     for _ in range(1000):
         decoder.feed(b"y" * 100)
         assert decoder.next() is None
-        assert len(decoder._data) <= 100
+        assert decoder._held() <= 100
+
+
+@pytest.mark.parametrize("framing", ["newline", "content-length"])
+@pytest.mark.parametrize("data", [5, [49, 10], "1\n"], ids=["int", "list", "str"])
+def test_the_decoder_takes_only_bytes_like_objects(core: ModuleType, framing: str, data: object) -> None:
+    decoder = core.FrameDecoder(framing)
+    with pytest.raises(TypeError):
+        decoder.feed(data)
+    decoder.close()
+    assert decoder.next() is None  # nothing of it was taken

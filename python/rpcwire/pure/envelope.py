@@ -3,7 +3,7 @@ every answer, as the native envelope (``src/envelope.rs``, ``src/answer.rs``, ``
 
 A server's side: :func:`classify_text` turns one text into what ``_read_message`` hands out (a
 ``Request``, the answer to a refused message, or a batch's entries), with each id kept as it was written
-(``1e3``, ``-0``); :func:`answer_result` and :func:`answer_error` build the answer to a handler's outcome;
+(``1e3``, ``-0``); ``Answers`` builds the answer to a handler's outcome;
 :func:`dispatch` answers a whole text (an HTTP body). A client's side: :func:`encode_request` and
 :func:`parse_incoming`. A message the framing dropped gets its answer here too (:func:`refused`).
 """
@@ -45,9 +45,7 @@ __all__ = [
     "PARSE_ERROR",
     "Answers",
     "Unreadable",
-    "answer_error",
     "answer_refused",
-    "answer_result",
     "check_limit",
     "check_limits",
     "classify_text",
@@ -144,18 +142,14 @@ _ERROR_MEMBER = b',"error":'
 _ANSWER_END = b"}"
 
 
-def _answer(id_json: bytes, member: bytes, value: bytes) -> bytes:
-    return _ANSWER_START + id_json + member + value + _ANSWER_END
-
-
 def success_answer(id_json: bytes, result: Any) -> bytes:
     """The success answer to the request whose id is ``id_json`` (an error if ``result`` cannot be encoded)."""
-    return _answer(id_json, _RESULT_MEMBER, encode_value(result))
+    return _ANSWER_START + id_json + _RESULT_MEMBER + encode_value(result) + _ANSWER_END
 
 
 def error_answer(id_json: bytes, code: int, message: str, data: Any = None) -> bytes:
     """An error answer; no ``data`` member when ``data`` is ``None`` (an error if ``data`` cannot be encoded)."""
-    return _answer(id_json, _ERROR_MEMBER, encode(error_object(code, message, data), data))
+    return _ANSWER_START + id_json + _ERROR_MEMBER + encode(error_object(code, message, data), data) + _ANSWER_END
 
 
 def _standard_error(id_json: bytes, code: int, message: str) -> bytes:
@@ -208,31 +202,6 @@ def _internal_error(id_json: bytes, exc: BaseException, expose_errors: bool = Tr
     if isinstance(exc, ValueError) and data["detail"].startswith(OUT_OF_RANGE_FLOAT):
         data["detail"] = OUT_OF_RANGE_FLOAT  # the wording differs between Python versions
     return error_answer(id_json, ERR_INTERNAL, "Internal error", data)
-
-
-def answer_result(id_json: bytes, result: Any, *, expose_errors: bool = True) -> bytes:
-    """The success answer's bytes; a -32603 for the same id when ``result`` cannot be encoded (logged; without
-    the exception's name and text in ``data`` when ``expose_errors`` is false)."""
-    try:
-        return success_answer(id_json, result)
-    except Exception as exc:
-        _log_answer_failure("the result could not be encoded", id_json, exc)
-        return _internal_error(id_json, exc, expose_errors)
-
-
-def answer_error(id_json: bytes, exc: BaseException, *, expose_errors: bool = True) -> bytes:
-    """The answer to a handler that raised ``exc``: its own error if it is a readable ``JsonRpcError``, else a
-    -32603 (without the exception's name and text in ``data`` when ``expose_errors`` is false). The exception
-    itself is not logged here."""
-    error = _application_error(exc, id_json)
-    if error is None:
-        return _internal_error(id_json, exc, expose_errors)
-    code, message, data = error
-    try:
-        return error_answer(id_json, code, message, data)
-    except Exception as failure:
-        _log_answer_failure("the error's data could not be encoded", id_json, failure)
-        return _internal_error(id_json, failure, expose_errors)
 
 
 def _id_json(id_: Any, ids: _IdTexts, index: int | None) -> bytes:
@@ -441,13 +410,28 @@ class Answers:
 
     @staticmethod
     def _answer_result(id_json: bytes, result: Any, *, expose_errors: bool = True) -> bytes:
-        """:func:`answer_result`."""
-        return answer_result(id_json, result, expose_errors=expose_errors)
+        """The success answer's bytes; a -32603 for the same id when ``result`` cannot be encoded (logged; without
+        the exception's name and text in ``data`` when ``expose_errors`` is false)."""
+        try:
+            return success_answer(id_json, result)
+        except Exception as exc:
+            _log_answer_failure("the result could not be encoded", id_json, exc)
+            return _internal_error(id_json, exc, expose_errors)
 
     @staticmethod
     def _answer_error(id_json: bytes, exception: BaseException, *, expose_errors: bool = True) -> bytes:
-        """:func:`answer_error`."""
-        return answer_error(id_json, exception, expose_errors=expose_errors)
+        """The answer to a handler that raised ``exception``: its own error if it is a readable ``JsonRpcError``, else a
+        -32603 (without the exception's name and text in ``data`` when ``expose_errors`` is false). The exception
+        itself is not logged here."""
+        error = _application_error(exception, id_json)
+        if error is None:
+            return _internal_error(id_json, exception, expose_errors)
+        code, message, data = error
+        try:
+            return error_answer(id_json, code, message, data)
+        except Exception as failure:
+            _log_answer_failure("the error's data could not be encoded", id_json, failure)
+            return _internal_error(id_json, failure, expose_errors)
 
 
 def read_text(body: bytes, max_message_bytes: int, max_depth: int, max_batch: int | None) -> Message:

@@ -14,6 +14,7 @@ more than one message, one header block and what one read returned, whatever arr
 from __future__ import annotations
 
 import re
+from typing import cast
 
 from rpcwire._types import DEFAULT_MAX_MESSAGE_BYTES, Framing, Refused
 from rpcwire.pure.codec import JSON_WHITESPACE
@@ -38,9 +39,12 @@ def encode_frame(body: bytes) -> bytes:
     return b"Content-Length: %d\r\n\r\n%b" % (len(body), body)
 
 
+_BLANK = b" \t\r"  # what a blank line is made of
+
+
 def _is_blank(data: bytes | bytearray) -> bool:
     """A blank line, which a reader of lines skips (and which ends a header block): spaces, tabs and ``\\r``."""
-    return not data.strip(b" \t\r")
+    return not data.strip(_BLANK)
 
 
 # --- Content-Length framing: the states of a frame being read --------------------------------------------
@@ -86,20 +90,25 @@ class FrameDecoder:
     def __init__(self, framing: Framing = "newline", *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
         self._lines = check_framing(framing) == "newline"
         self._max = check_limit("max_message_bytes", max_message_bytes)
-        self._data = bytearray()
-        self._pos = 0  # everything before it has been handed out (or dropped)
         self._closed = False
         self._ready: bytes | Refused | None = None  # taken out ahead by ``_buffered``
-        # newline: data[pos:scanned] holds no "\n"; the first significant byte of an over-long line being dropped
-        self._scanned = 0
+        # newline: the lines cut so far (a "\r" not yet dropped), from ``_next`` on; the start of the line not
+        # ended yet; once that is over the limit, the first significant byte of the line being dropped instead
+        self._queue: list[bytes | Refused] = []
+        self._next = 0
+        self._parts: list[bytes] = []
+        self._parts_size = 0
         self._discarding = False
         self._first = b""
-        # content-length: the frame being read
+        # content-length: the bytes not handed out yet (from ``_pos`` on), and the frame being read
+        self._data = bytearray()
+        self._pos = 0
         self._state = _HEADERS
         self._length: int | None = None
         self._started = False  # a header line of this block was read
         self._used = 0  # bytes of this header block read
         self._left = 0  # bytes of body still to read (or to drop)
+        self._take = self._take_line if self._lines else self._take_frame
 
     @property
     def framing(self) -> Framing:
@@ -110,16 +119,31 @@ class FrameDecoder:
         """Add bytes read from the stream (``b""`` is not the end of input: see :meth:`close`)."""
         if self._closed:
             raise ValueError("feed() after close(): the input has ended")
-        if self._pos:  # only what is not handed out yet is kept
-            del self._data[: self._pos]
-            if self._lines:
-                self._scanned -= self._pos
-            self._pos = 0
-        self._data += data
+        if not self._lines:
+            if self._pos:  # only what is not handed out yet is kept
+                del self._data[: self._pos]
+                self._pos = 0
+            self._data += data
+            return
+        # All the lines a read holds are cut at once (in C), and handed out one by one.
+        pieces = (data if type(data) is bytes else memoryview(data).tobytes()).split(b"\n")
+        rest = pieces.pop()
+        if pieces:
+            lines = cast("list[bytes | Refused]", pieces)  # a refusal may take the first one's place
+            if self._parts or self._discarding:
+                lines[0] = self._end_line(pieces[0])
+            if self._next == len(self._queue):
+                self._queue, self._next = lines, 0
+            else:
+                self._queue += lines
+        if rest:
+            self._add_to_line(rest)
 
     def close(self) -> None:
         """The end of input: :meth:`next` then hands out what is left (a last line without ``\\n`` is a
         message; an unfinished frame is a :class:`~rpcwire._types.Refused`) and ``None`` after it."""
+        if self._lines and not self._closed and (self._parts or self._discarding):
+            self._queue.append(self._end_line(b""))
         self._closed = True
 
     def next(self) -> bytes | Refused | None:
@@ -135,57 +159,71 @@ class FrameDecoder:
 
     def _next_message(self) -> bytes | Refused | None:
         """As :meth:`next`, nothing logged."""
-        while (message := self._pop()) is not None and self._lines and type(message) is bytes and _is_blank(message):
-            pass
-        return message
+        while True:
+            message = self._ready
+            if message is None:
+                message = self._take()
+            else:
+                self._ready = None
+            # A blank line (spaces, tabs, "\r") is skipped; a frame's body never is: its header said it is there.
+            if message is None or not self._lines or type(message) is not bytes or message.strip(_BLANK):
+                return message
 
     def _pop(self) -> bytes | Refused | None:
         """As :meth:`_next_message`, blank lines included (``read_line`` hands them out)."""
         message = self._ready
-        if message is not None:
-            self._ready = None
-            return message
-        return self._take_line() if self._lines else self._take_frame()
+        if message is None:
+            return self._take()
+        self._ready = None
+        return message
 
     def _buffered(self) -> bool:
         """Whether :meth:`_pop` returns without more input: a message is buffered, or the input has ended."""
         if self._ready is None:
-            self._ready = self._take_line() if self._lines else self._take_frame()
+            self._ready = self._take()
         return self._ready is not None or self._closed
+
+    def _held(self) -> int:
+        """How many bytes of a message not handed out yet are held (the lines already cut aside)."""
+        return self._parts_size + len(self._data) - self._pos
 
     # --- newline framing --------------------------------------------------------------------------------
 
     def _take_line(self) -> bytes | Refused | None:
-        data = self._data
-        newline = data.find(b"\n", self._scanned)
-        if newline < 0:
-            self._scanned = len(data)
-            # One byte of slack: a "\r" right before the "\n" is not part of the line.
-            if self._discarding or len(data) - self._pos > self._max + 1:
-                self._discard_rest()
-            if not self._closed:
-                return None
-            newline = len(data)  # the last line, without "\n"
-            if self._pos == newline and not self._discarding:
-                return None
-        start = self._pos
-        self._pos = self._scanned = min(newline + 1, len(data))
-        if self._discarding:
-            self._discarding = False
-            first, self._first = self._first or data[start:newline].lstrip(JSON_WHITESPACE)[:1], b""
-            return too_long(bytes(first), self._max)
-        line = bytes(data[start:newline])
-        if line.endswith(b"\r"):
-            line = line[:-1]
-        if len(line) > self._max:
-            return too_long(line.lstrip(JSON_WHITESPACE)[:1], self._max)
+        at = self._next
+        if at == len(self._queue):
+            return None
+        self._next = at + 1
+        line = self._queue[at]
+        if type(line) is bytes:
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            if len(line) > self._max:
+                return too_long(line.lstrip(JSON_WHITESPACE)[:1], self._max)
         return line
 
-    def _discard_rest(self) -> None:
-        """Drop what is buffered of an over-long line (it is dropped as it arrives, up to its ``\\n``)."""
-        self._discarding = True
-        self._first = self._first or bytes(self._data[self._pos :].lstrip(JSON_WHITESPACE)[:1])
-        self._pos = self._scanned = len(self._data)
+    def _add_to_line(self, piece: bytes) -> None:
+        """The start (or more) of a line whose ``\\n`` has not come yet: kept while it may still be within the
+        limit (one byte of slack: a ``\\r`` before the ``\\n`` is not part of the line), dropped after."""
+        if not self._discarding:
+            self._parts.append(piece)
+            self._parts_size += len(piece)
+            if self._parts_size <= self._max + 1:
+                return
+            piece = b"".join(self._parts)
+            self._parts, self._parts_size, self._discarding = [], 0, True
+        self._first = self._first or piece.lstrip(JSON_WHITESPACE)[:1]
+
+    def _end_line(self, end: bytes) -> bytes | Refused:
+        """The line that ``end`` ends: its bytes, or, for one that was dropped, its refusal."""
+        if self._discarding:
+            first = self._first or end.lstrip(JSON_WHITESPACE)[:1]
+            self._discarding, self._first = False, b""
+            return too_long(first, self._max)
+        self._parts.append(end)
+        line = b"".join(self._parts)
+        self._parts, self._parts_size = [], 0
+        return line
 
     # --- Content-Length framing -----------------------------------------------------------------------
 
