@@ -12,7 +12,7 @@ teaching implementation's names (``StdioTransport``, ``dispatch``, ``parse_reque
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from rpcwire._types import Framing, Handler, Refused, Request, Response
 
@@ -183,3 +183,11 @@ class Core(Protocol):
     def _parse_incoming(self, data: bytes, max_depth: int = ...) -> Incoming:
         """One message a client read."""
         ...
+
+
+if TYPE_CHECKING:  # `make lint` runs mypy over this module: both cores must type-check as a Core.
+    import rpcwire._rpcwire
+    import rpcwire.pure
+
+    _native_core: Core = rpcwire._rpcwire
+    _pure_core: Core = rpcwire.pure

@@ -41,15 +41,16 @@ from rpcwire._types import (
     RequestCancelled,
     Response,
 )
-from rpcwire.pure import codec, envelope, framing
+from rpcwire.pure import codec, framing
 from rpcwire.pure.envelope import dispatch, parse_request
-from rpcwire.pure.transport import StdioTransport
 
-# The rest of the core's contract (rpcwire._contract.Core), beside the public names.
-FrameDecoder = framing.FrameDecoder
-_encode_request = envelope.encode_request
-_parse_incoming = envelope.parse_incoming
-_read_text = envelope.read_text
+# The rest of the core's contract (rpcwire._contract.Core), beside the public names: imported, not assigned
+# (mypy matches a module against the contract by its imported names and functions, not by aliases).
+from rpcwire.pure.envelope import encode_request as _encode_request
+from rpcwire.pure.envelope import parse_incoming as _parse_incoming
+from rpcwire.pure.envelope import read_text as _read_text
+from rpcwire.pure.framing import FrameDecoder
+from rpcwire.pure.transport import StdioTransport
 
 if TYPE_CHECKING:
     from rpcwire._http_client import HttpError
@@ -69,6 +70,7 @@ __all__ = [
     "AsyncHttpClient",
     "Client",
     "ConnectionClosed",
+    "FrameDecoder",
     "HttpClient",
     "HttpError",
     "InvalidParams",
@@ -79,6 +81,9 @@ __all__ = [
     "RequestContext",
     "Response",
     "StdioTransport",
+    "_encode_request",
+    "_parse_incoming",
+    "_read_text",
     "current_request",
     "dispatch",
     "methods",
