@@ -384,7 +384,8 @@ NATIVE_ONLY = {"NATIVE"}  # whether rpcwire runs the native module: a question f
 
 
 def test_both_modules_export_the_same_public_api() -> None:
-    assert set(rpcwire.__all__) - NATIVE_ONLY == set(rpcwire.pure.__all__)
+    # The cores' own contract members (underscored) are listed by rpcwire.pure, as by the native stub.
+    assert set(rpcwire.__all__) - NATIVE_ONLY == {name for name in rpcwire.pure.__all__ if name[0] != "_"}
     for module in (rpcwire, rpcwire.pure):
         assert len(set(module.__all__)) == len(module.__all__)
         assert all(hasattr(module, name) for name in module.__all__), module.__name__

@@ -81,7 +81,7 @@ __all__ = [
     "RequestContext",
     "Response",
     "StdioTransport",
-    "_encode_request",
+    "_encode_request",  # the rest of the core's contract, as the native module's stub lists it
     "_parse_incoming",
     "_read_text",
     "current_request",
