@@ -76,6 +76,7 @@ __all__ = [
     "InvalidParams",
     "JsonRpcError",
     "MethodNotFound",
+    "Refused",
     "Request",
     "RequestCancelled",
     "RequestContext",
