@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from rpcwire import _answer as _answering
-from rpcwire import _client, _engine, _http_client
+from rpcwire import _async_client, _client, _engine, _http_client
 from rpcwire._engine import RequestContext, current_request, serve, serve_async
 from rpcwire._http_client import HttpError
 from rpcwire._methods import methods
@@ -1310,8 +1310,8 @@ class Client(_client.Client):
     _core = sys.modules[__name__]
 
 
-class AsyncClient(_client.AsyncClient):
-    __doc__ = _client.AsyncClient.__doc__
+class AsyncClient(_async_client.AsyncClient):
+    __doc__ = _async_client.AsyncClient.__doc__
     _core = sys.modules[__name__]
 
 
