@@ -38,10 +38,12 @@ from types import ModuleType
 from typing import Any
 
 from rpcwire import _answer, _context
+from rpcwire._dialects import LSP_CANCEL, LSP_PROGRESS, MCP_CANCEL, MCP_PROGRESS
 from rpcwire._types import (
     DEFAULT_MAX_DEPTH,
     ERR_INTERNAL,
     ConnectionClosed,
+    Handler,
     MethodNotFound,
     Request,
     Response,
@@ -54,10 +56,6 @@ ProgressCallback = Callable[[float, "float | None", "str | None"], Any]
 """``on_progress(progress, total, message)``, as the MCP SDK's progress callbacks are called."""
 
 DIALECTS = ("mcp", "lsp")
-_MCP_CANCEL = "notifications/cancelled"
-_LSP_CANCEL = "$/cancelRequest"
-_MCP_PROGRESS = "notifications/progress"
-_LSP_PROGRESS = "$/progress"
 _STDERR_TAIL = 20  # lines of a spawned server's stderr kept for ConnectionClosed
 _STDERR_LINE = 64 * 1024  # a longer stderr line is kept cut to this
 _CALLBACKS_QUEUED = 1024  # notifications waiting for the dispatcher; beyond, one is dropped (and logged)
@@ -122,7 +120,7 @@ def _progress_arguments(method: str, params: Any) -> tuple[Any, tuple[float, flo
     """A progress notification's token and ``on_progress`` arguments; ``None`` if it is not one, or LSP's ``end``."""
     if type(params) is not dict:
         return None
-    if method == _MCP_PROGRESS:
+    if method == MCP_PROGRESS:
         return params.get("progressToken"), (params.get("progress", 0), params.get("total"), params.get("message"))
     value = params.get("value")
     if type(value) is not dict or value.get("kind") not in ("begin", "report"):
@@ -137,8 +135,8 @@ def _progress_arguments(method: str, params: Any) -> tuple[Any, tuple[float, flo
 
 def _cancel_notification(dialect: str, id_: int, reason: str) -> tuple[str, dict[str, Any]]:
     if dialect == "lsp":
-        return _LSP_CANCEL, {"id": id_}
-    return _MCP_CANCEL, {"requestId": id_, "reason": reason}
+        return LSP_CANCEL, {"id": id_}
+    return MCP_CANCEL, {"requestId": id_, "reason": reason}
 
 
 def _outcome(response: Response) -> Any:
@@ -422,7 +420,7 @@ class _Peer:
 
     _core: ModuleType  # the native module or rpcwire.pure
 
-    def __init__(self, handler: Callable[[str, Any], Any] | None, dialect: str, timeout: float | None) -> None:
+    def __init__(self, handler: Handler | None, dialect: str, timeout: float | None) -> None:
         self._handler = handler
         self._dialect = _check_dialect(dialect)
         self._timeout = timeout
@@ -527,7 +525,7 @@ class _Peer:
             self._take_answer(Response(id_, None, error))
 
     def _notified(self, request: Request) -> None:
-        if request.method in (_MCP_PROGRESS, _LSP_PROGRESS):
+        if request.method in (MCP_PROGRESS, LSP_PROGRESS):
             progress = _progress_arguments(request.method, request.params)
             token = None if progress is None else progress[0]
             callback = self._progress.get(token) if type(token) is int else None
