@@ -29,7 +29,6 @@ from rpcwire._peer import (
     _REMAINS_S,
     ProgressCallback,
     _batch_outcome,
-    _busy,
     _Callbacks,
     _check_dialect,
     _check_outgoing,
@@ -37,7 +36,6 @@ from rpcwire._peer import (
     _deadline,
     _frame,
     _left,
-    _no_handler,
     _outcome,
     _Peer,
     _run_callback,
@@ -410,8 +408,7 @@ class AsyncClient(_Peer):
 
     def _serve_request(self, request: Request) -> None:
         if self._serving >= _HANDLERS + _HANDLERS_WAITING:
-            logger.warning("refused a request of the server's (%r): the client is busy", request.method)
-            answer = _answer.failure_answer(self._core.StdioTransport, request, None, _busy(request))
+            answer = self._refusal(request)
             if answer is not None:
                 with contextlib.suppress(Exception):
                     self._put(answer, [], [])
@@ -425,18 +422,14 @@ class AsyncClient(_Peer):
         self._serving -= 1
 
     async def _answer_request(self, request: Request) -> None:
-        handler = self._handler or _no_handler
-        core = self._core.StdioTransport  # builds the answer's bytes (static methods)
+        """Answer the server's request through the one answer routine: an ``async def`` handler awaited on the
+        loop, a sync one (or none: -32601) called on a thread, never on the loop."""
+        handler = self._handler
         async with self._handler_slots:
-            if _engine.is_async_handler(handler):
-                try:
-                    result = await handler(request.method, request.params)
-                except Exception as exc:
-                    answer = _answer.failure_answer(core, request, None, exc)
-                else:
-                    answer = _answer.result_answer(core, request, None, result)
+            if handler is not None and _engine.is_async_handler(handler):
+                answer = await _answer.call_async(self._core.StdioTransport, request, handler, None)
             else:
-                answer = await asyncio.to_thread(self._answer, core, request)
+                answer = await asyncio.to_thread(self._answer_to, request)
         if answer is not None:
             with contextlib.suppress(Exception):
                 await self._send(answer, _deadline(self._timeout), [], [])

@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
-from rpcwire import _answer
 from rpcwire._peer import (
     _CLOSE_JOIN_S,
     _HANDLERS,
@@ -34,7 +33,6 @@ from rpcwire._peer import (
     _REMAINS_S,
     ProgressCallback,
     _batch_outcome,
-    _busy,
     _Callbacks,
     _check_dialect,
     _check_outgoing,
@@ -938,13 +936,12 @@ class Client(_Peer):
 
     def _serve_request(self, request: Request) -> None:
         if not self._handlers.submit(request):
-            logger.warning("refused a request of the server's (%r): the client is busy", request.method)
-            answer = _answer.failure_answer(self._transport, request, None, _busy(request))
+            answer = self._refusal(request)
             if answer is not None:
                 self._output.send_soon(answer, self._on_start(answer, [], []))
 
     def _answer_request(self, request: Request) -> None:
-        answer = self._answer(self._transport, request)
+        answer = self._answer_to(request)
         if answer is not None:
             with contextlib.suppress(ConnectionClosed, TimeoutError):
                 self._send(answer, _deadline(self._timeout), [], [])

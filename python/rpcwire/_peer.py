@@ -539,10 +539,16 @@ class _Peer:
         once, on the reading thread (the HTTP clients, whose reader is the caller)."""
         _run_callback(callback, args)
 
-    def _answer(self, transport: Any, request: Request) -> bytes | None:
-        """The answer's bytes to the server's own request, built by the core as ``serve`` builds them."""
-        handler = self._handler or _no_handler
-        return _answer.call(transport, request, handler, None)
+    def _answer_to(self, request: Request) -> bytes | None:
+        """The answer's bytes to the server's own request, through the one answer routine (``serve``'s): the
+        client's sync ``handler`` called (-32601 without one), the bytes built by the client's core."""
+        return _answer.call(self._core.StdioTransport, request, self._handler or _no_handler, None)
+
+    def _refusal(self, request: Request) -> bytes | None:
+        """The answer to a request of the server's that finds every handler busy and the queue full: -32603
+        (a ``RuntimeError`` "the client is busy"), through the one answer routine; logged."""
+        logger.warning("refused a request of the server's (%r): the client is busy", request.method)
+        return _answer.failure_answer(self._core.StdioTransport, request, None, _busy(request))
 
     def _batch_lines(self, calls: Iterable[tuple[str, Any]]) -> tuple[list[int], bytes]:
         """The ids of a batch's calls and its line (empty when there are none)."""
