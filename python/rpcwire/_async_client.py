@@ -18,10 +18,11 @@ import logging
 import os
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
-from types import ModuleType, TracebackType
+from types import TracebackType
 from typing import Any
 
 from rpcwire import _answer, _engine
+from rpcwire._contract import Core
 from rpcwire._peer import (
     _CLOSE_JOIN_S,
     _HANDLERS,
@@ -61,7 +62,7 @@ _WRITE_BUFFER = 64 * 1024  # AsyncClient: a call waits (within its deadline) for
 
 
 def _checked_limits(
-    core: ModuleType, max_message_bytes: int, max_depth: int, max_batch: int | None, framing: Framing
+    core: Core, max_message_bytes: int, max_depth: int, max_batch: int | None, framing: Framing
 ) -> tuple[int, int, int | None]:
     """The limits (and framing) checked by the core's own ``StdioTransport``, so with its very errors."""
     return core.StdioTransport(

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
+from rpcwire._contract import Transport
 from rpcwire._peer import (
     _CLOSE_JOIN_S,
     _HANDLERS,
@@ -62,10 +63,10 @@ __all__ = ["Client"]
 logger: logging.Logger = logging.getLogger("rpcwire.client")
 
 _IDLE_S = 0.005  # how long nobody reads, after a read, before the client's own reader does
-# A spawned server's pipes' buffer: smaller than the native reader's 64 KiB reads, so that each read goes
-# past it and leaves nothing in it (what lets a reader wait on the descriptor; see _pollable_fd).
+# A spawned server's pipes' buffer: smaller than a core's 64 KiB reads, so that each read goes past it and
+# leaves nothing in it (what lets a reader wait on the descriptor; see _pollable_fd).
 _PIPE_BUFFER = 8192
-_NATIVE_READ = 64 * 1024  # the most one read of the native core takes
+_CORE_READ = 64 * 1024  # the most one read of a core (``_read_available``) takes
 _JOBS = 1024  # Client: messages sent without waiting (cancellations) queued while the server reads nothing
 
 
@@ -200,11 +201,11 @@ class _Output:
     that thread, its caller waiting for it until the deadline. ``stop`` ends every write at once (``fd``'s
     waits watch ``stop_fd``), so that ``close`` can close the pipe."""
 
-    def __init__(self, transport: Any, fd: int | None, stop_fd: int | None) -> None:
+    def __init__(self, transport: Transport, fd: int | None, stop_fd: int | None) -> None:
         self._transport = transport
         self._fd = fd
         self._stop_fd = stop_fd
-        self._frames = getattr(transport, "framing", "newline") == "content-length"
+        self._frames = transport.framing == "content-length"
         self._lock = threading.Lock()  # held while one message is written
         self._cond = threading.Condition()  # the jobs; notified at each release of _lock
         self._jobs: collections.deque[_Job] = collections.deque()
@@ -443,23 +444,19 @@ class Client(_Peer):
 
     def __init__(
         self,
-        transport: Any,
+        transport: Transport,
         *,
         handler: Handler | None = None,
         dialect: str = "mcp",
         timeout: float | None = None,
         _process: subprocess.Popen[bytes] | None = None,
         _stderr_tail: _StderrTail | None = None,
-        _halt: tuple[int, int] | None = None,
     ) -> None:
         super().__init__(handler, dialect, timeout)
         self._transport = transport
         self._process = _process
         self._stderr_tail = _stderr_tail
-        limits = getattr(transport, "_limits", None)
-        self._limits: tuple[int, int, int | None] = (
-            limits if limits is not None else (DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_DEPTH, DEFAULT_MAX_BATCH)
-        )
+        self._limits: tuple[int, int, int | None] = transport._limits
         self._max_depth = self._limits[1]
         self._dispatcher = _Dispatcher()
         self._handlers = _HandlerPool(self._answer_request)
@@ -471,7 +468,7 @@ class Client(_Peer):
         out_fd = None
         if _process is not None:
             assert _process.stdin is not None
-            self._pipes["halt"] = _halt or os.pipe()
+            self._pipes["halt"] = os.pipe()
             self._pipes["stop"] = os.pipe()
             out_fd = _process.stdin.fileno()
             os.set_blocking(out_fd, False)
@@ -484,7 +481,7 @@ class Client(_Peer):
         """The reader (the idle reader over a pipe it can wait on, else one that reads all the time), and
         for a spawned server the stderr reader and the exit watcher."""
         _process, _stderr_tail = self._process, self._stderr_tail
-        self._fd = _pollable_fd(self._transport, _process.stdout) if _process is not None else None
+        self._fd = _pollable_fd(_process.stdout) if _process is not None else None
         if self._fd is None:
             self._reader = threading.Thread(target=self._read_all, name="rpcwire-client-reader", daemon=True)
         else:
@@ -551,15 +548,9 @@ class Client(_Peer):
             bufsize=_PIPE_BUFFER,
         )
         assert process.stdin is not None and process.stdout is not None
-        halt = os.pipe()
         try:
-            stdout: Any = process.stdout
-            if not hasattr(cls._core.StdioTransport, "_has_buffered_message"):
-                # A core that reads by blocking in the stream: a pipe reader that ends when the client halts.
-                os.set_blocking(process.stdout.fileno(), False)
-                stdout = io.BufferedReader(_PipeReader(process.stdout.fileno(), halt[0]), 1 << 16)
             transport = cls._core.StdioTransport(
-                stdout,
+                process.stdout,
                 process.stdin,
                 max_message_bytes=max_message_bytes,
                 max_depth=max_depth,
@@ -573,15 +564,12 @@ class Client(_Peer):
                 timeout=timeout,
                 _process=process,
                 _stderr_tail=_StderrTail(),
-                _halt=halt,
             )
         except BaseException:
             process.kill()
             process.wait()
             for stream in (process.stdin, process.stdout, process.stderr):
                 _close_quietly(stream)
-            for fd in halt:
-                os.close(fd)
             raise
 
     # --- calls -----------------------------------------------------------------------------------
@@ -813,11 +801,12 @@ class Client(_Peer):
         """The server ended: deliver what it left in its pipe (for at most ``_REMAINS_S`` and about
         ``_REMAINS_BYTES``: a child of its may hold the pipe open and write on), then fail every call with
         ``ConnectionClosed``."""
-        transport = self._transport
+        transport, fd = self._transport, self._fd
+        assert fd is not None  # only a reader that waits on the descriptor reads what is left
         poller = select.poll()
-        poller.register(self._fd, select.POLLIN)
+        poller.register(fd, select.POLLIN)
         until = time.monotonic() + _REMAINS_S
-        reads_left = _REMAINS_BYTES // _NATIVE_READ  # each read takes at most one of the core's reads
+        reads_left = _REMAINS_BYTES // _CORE_READ  # each read takes at most one of the core's reads
         try:
             while self._closed is None and time.monotonic() < until:
                 if not transport._has_buffered_message():
@@ -1020,14 +1009,12 @@ class Client(_Peer):
         self.close()
 
 
-def _pollable_fd(transport: Any, stream: Any) -> int | None:
-    """The descriptor under ``stream`` (the transport's input) that a reader can wait on with ``poll``,
-    when the core can say whether a message is already buffered. The native core's reads leave nothing in
-    the stream's own buffer (each asks for more than that buffer holds, which ``readinto1`` reads past
-    it), so whatever it has not buffered itself is still behind the descriptor."""
-    if not hasattr(transport, "_has_buffered_message") or not isinstance(stream, io.BufferedReader):
-        return None
-    return stream.fileno()
+def _pollable_fd(stream: Any) -> int | None:
+    """The descriptor under ``stream`` (the transport's input) that a reader can wait on with ``poll``. A
+    core's ``_read_available`` leaves nothing in the stream's own buffer (each read asks for more than that
+    buffer holds, which ``readinto1`` reads past it: see ``rpcwire._contract.Transport``), so whatever the
+    core has not buffered itself is still behind the descriptor."""
+    return stream.fileno() if isinstance(stream, io.BufferedReader) else None
 
 
 def _drain_pipe(fd: int) -> None:
@@ -1040,44 +1027,6 @@ def _close_quietly(stream: Any) -> None:
     if stream is not None:
         with contextlib.suppress(OSError, ValueError):
             stream.close()
-
-
-class _PipeReader(io.RawIOBase):
-    """A spawned server's stdout (its descriptor ``fd``, non-blocking) for a core that reads by blocking in
-    the stream (``rpcwire.pure``): ``readinto`` waits on the pipe and on the client's halt pipe; once halted
-    (the client closed, or the server ended) it reads what is there, at most ``_REMAINS_BYTES``, then
-    reports the end of input, even while a child of the server still holds the pipe open."""
-
-    def __init__(self, fd: int, halt_fd: int) -> None:
-        super().__init__()
-        self._fd = fd
-        self._halt_fd = halt_fd
-        self._poller = select.poll()
-        self._poller.register(fd, select.POLLIN)
-        self._poller.register(halt_fd, select.POLLIN)
-        self._left: int | None = None  # once halted: how much more may be read
-
-    def readable(self) -> bool:
-        return True
-
-    def fileno(self) -> int:
-        return self._fd
-
-    def readinto(self, buffer: Any) -> int:
-        while self._left != 0:
-            try:
-                data = os.read(self._fd, len(buffer) if self._left is None else min(len(buffer), self._left))
-            except BlockingIOError:
-                if self._left is not None:
-                    return 0
-                if any(fd == self._halt_fd for fd, _ in self._poller.poll()):
-                    self._left = _REMAINS_BYTES
-                continue
-            if self._left is not None:
-                self._left -= len(data)
-            buffer[: len(data)] = data
-            return len(data)
-        return 0
 
 
 def _drain_stderr(tail: _StderrTail, fd: int, halt_fd: int) -> None:

@@ -34,10 +34,10 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from types import ModuleType
-from typing import Any
+from typing import Any, overload
 
 from rpcwire import _answer, _context
+from rpcwire._contract import Core, Incoming
 from rpcwire._dialects import LSP_CANCEL, LSP_PROGRESS, MCP_CANCEL, MCP_PROGRESS
 from rpcwire._types import (
     DEFAULT_MAX_DEPTH,
@@ -156,6 +156,10 @@ def _deadline(timeout: float | None) -> float | None:
     return None if timeout is None else time.monotonic() + timeout
 
 
+@overload
+def _left(deadline: float) -> float: ...
+@overload
+def _left(deadline: None) -> None: ...
 def _left(deadline: float | None) -> float | None:
     """Seconds until ``deadline`` (never below 0); ``None`` without one."""
     return None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -220,8 +224,7 @@ def _named_calls(data: bytes) -> list[int]:
         if kind == ord('"'):
             if token.end() - token.start() == 1:
                 break  # a string that does not end: nothing after it can be told apart
-            key = _KEY.match(data, token.end()) if depth == target and members is not None else None
-            if key is not None:
+            if depth == target and members is not None and (key := _KEY.match(data, token.end())) is not None:
                 name = token.group()
                 number = _INTEGER.match(data, key.end()) if name == b'"id"' else None
                 members[name] = int(number.group()) if number is not None else True
@@ -418,7 +421,7 @@ class _Ledger:
 class _Peer:
     """What every client shares: ids, the calls waiting for an answer, and the server's own traffic."""
 
-    _core: ModuleType  # the native module or rpcwire.pure
+    _core: Core  # the native module or rpcwire.pure (bound by the public classes)
 
     def __init__(self, handler: Handler | None, dialect: str, timeout: float | None) -> None:
         self._handler = handler
@@ -473,7 +476,7 @@ class _Peer:
     def _cancel_line(self, id_: int, reason: str) -> bytes:
         return self._core._encode_request(*_cancel_notification(self._dialect, id_, reason))
 
-    def _deliver(self, message: Any) -> None:
+    def _deliver(self, message: Incoming | tuple[str, bytes]) -> None:
         """One message the reader classified (``_read_incoming``/``_parse_incoming``)."""
         if isinstance(message, Response):
             self._take_answer(message)
