@@ -30,7 +30,6 @@ from rpcwire._peer import (
     _CLOSE_JOIN_S,
     _HANDLERS,
     _HANDLERS_WAITING,
-    _REMAINS_BYTES,
     _REMAINS_S,
     ProgressCallback,
     _batch_outcome,
@@ -67,6 +66,7 @@ _IDLE_S = 0.005  # how long nobody reads, after a read, before the client's own 
 # leaves nothing in it (what lets a reader wait on the descriptor; see _pollable_fd).
 _PIPE_BUFFER = 8192
 _CORE_READ = 64 * 1024  # the most one read of a core (``_read_available``) takes
+_REMAINS_BYTES = 1 << 20  # once the server exited: how much of what it left in its pipes is still read
 _JOBS = 1024  # Client: messages sent without waiting (cancellations) queued while the server reads nothing
 
 

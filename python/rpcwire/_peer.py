@@ -64,7 +64,6 @@ _HANDLERS_WAITING = 64  # ...and waiting for a handler; beyond, one is answered 
 _LEDGER = 4096  # calls and batches written and unanswered that an id-null error is matched against
 _HELD = 64  # id-null errors waiting until they can belong to one call only
 _REMAINS_S = 1.0  # once the server exited: how long what it left in its pipes is still read
-_REMAINS_BYTES = 1 << 20  # ...and how much of it
 _SCAN_BYTES = 1 << 20  # how far into a message that cannot be decoded the client looks for its ids
 _CLOSE_JOIN_S = 2.0  # close: how long each of the client's threads is waited for once told to end
 
