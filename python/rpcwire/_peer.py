@@ -49,6 +49,7 @@ from rpcwire._types import (
     Response,
     error_from_object,
 )
+from rpcwire.pure.codec import nests_deeper
 
 logger: logging.Logger = logging.getLogger("rpcwire.client")
 
@@ -167,14 +168,6 @@ def _left(deadline: float | None) -> float | None:
 # --- what is sent: checked against the limits the client reads with ---------------------------------
 
 
-def _nests_deeper(line: bytes, max_depth: int) -> bool:
-    """Whether arrays and objects nest deeper than ``max_depth`` in ``line``, counted as a server counts them
-    (the envelope and a batch's array included); quick on a big shallow text (see ``rpcwire.pure``)."""
-    from rpcwire import pure  # noqa: PLC0415  # pure imports this module
-
-    return pure._text_nests_deeper(line, max_depth)
-
-
 def _check_outgoing(line: bytes, limits: tuple[int, int, int | None], entries: int | None = None) -> None:
     """``ValueError`` (nothing is sent) for a message that a server with the client's limits refuses: longer
     than ``max_message_bytes``, a batch of more than ``max_batch`` calls (``entries``), or nested deeper than
@@ -184,7 +177,7 @@ def _check_outgoing(line: bytes, limits: tuple[int, int, int | None], entries: i
         raise ValueError(f"not sent: the message is {len(line)} bytes, over max_message_bytes ({max_message_bytes})")
     if entries is not None and max_batch is not None and entries > max_batch:
         raise ValueError(f"not sent: a batch of {entries} calls, over max_batch ({max_batch})")
-    if line.count(b"[") + line.count(b"{") > max_depth and _nests_deeper(line, max_depth):
+    if nests_deeper(line, max_depth):
         raise ValueError(f"not sent: the message nests deeper than max_depth ({max_depth})")
 
 
@@ -257,7 +250,7 @@ def _refusable(line: bytes, batch: bool) -> bool:
     ``_READABLE_BYTES``, or one nested deeper than ``_READABLE_DEPTH``."""
     if batch or len(line) > _READABLE_BYTES:
         return True
-    return line.count(b"[") + line.count(b"{") > _READABLE_DEPTH and _nests_deeper(line, _READABLE_DEPTH)
+    return nests_deeper(line, _READABLE_DEPTH)
 
 
 class _Sent:

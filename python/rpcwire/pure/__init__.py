@@ -41,7 +41,7 @@ from rpcwire._types import (
     RequestCancelled,
     Response,
 )
-from rpcwire.pure import codec, envelope, framing
+from rpcwire.pure import envelope, framing
 from rpcwire.pure.envelope import dispatch, parse_request
 from rpcwire.pure.transport import StdioTransport
 
@@ -112,8 +112,6 @@ def __dir__() -> list[str]:
 
 # --- transitional: what rpcwire._client reaches for until it uses framing.FrameDecoder and codec.nests_deeper ---
 # (issue 19's client change; remove both with it)
-
-_text_nests_deeper = codec.nests_deeper
 
 
 class _Frames:
