@@ -35,7 +35,6 @@ from rpcwire._peer import (
     _check_outgoing,
     _closed_error,
     _deadline,
-    _frame,
     _left,
     _outcome,
     _Peer,
@@ -50,9 +49,11 @@ from rpcwire._types import (
     ConnectionClosed,
     Framing,
     Handler,
+    Refused,
     Request,
     Response,
 )
+from rpcwire.pure.framing import encode_frame
 
 __all__ = ["AsyncClient"]
 
@@ -79,7 +80,7 @@ class AsyncClient(_Peer):
     """The asyncio client: ``AsyncClient(reader, writer)`` over asyncio streams, or :meth:`spawn`. Calls
     are coroutines; any number may be in flight at once. ``max_message_bytes``, ``max_depth``, ``max_batch``
     and ``framing`` are those of ``StdioTransport`` (checked alike, with the same errors): what the client
-    reads (lines as the core reads them; frames through the core's own tolerant frame decoder), and what it
+    reads (through the core's own framing decoder, ``FrameDecoder``: the transport's very rules), and what it
     checks its messages against before it sends them."""
 
     def __init__(
@@ -102,7 +103,7 @@ class AsyncClient(_Peer):
         self._exited = _exited
         self._limits = _checked_limits(self._core, max_message_bytes, max_depth, max_batch, framing)
         self._max_depth = self._limits[1]
-        self._content_length = framing == "content-length"
+        self._framing = framing
         self._stream_reader = reader
         self._writer = writer
         self._process = _process
@@ -282,76 +283,38 @@ class AsyncClient(_Peer):
     def _put(self, line: bytes, ids: Sequence[int], sent: list[_Sent]) -> None:
         """Hand one message to the stream's buffer (never waits), after its place in the ledger."""
         self._on_start(line, ids, sent)()
-        self._writer.write(_frame(line) if self._content_length else line + b"\n")
+        self._writer.write(encode_frame(line) if self._framing == "content-length" else line + b"\n")
 
     # --- reading ---------------------------------------------------------------------------------
 
     async def _read_all(self) -> None:
         cause = "the server closed its output"
         try:
-            await (self._read_frames() if self._content_length else self._read_lines())
+            await self._read_messages()
         except Exception as exc:  # a stream that fails, or a delivery that does: the client cannot go on
             cause = f"reading from the server failed: {exc!r}"
             logger.exception("the client's reader stopped")
         self._close_with(await self._connection_closed(cause))
 
-    def _deliver_text(self, data: bytes) -> None:
-        message = self._core._parse_incoming(data, self._max_depth)
-        self._deliver((message, data) if isinstance(message, str) else message)
-
-    async def _read_lines(self) -> None:
-        """Read chunks as they come and deliver every whole line in them: one wake-up of this task per
-        chunk, not per line (``readline``), which is what many answers in flight at once cost. The core's
-        rules: a line ends at ``\\n``, a ``\\r`` before it is not counted, blank lines are skipped, and a
-        line over ``max_message_bytes`` is dropped as it arrives (logged)."""
-        limit = self._limits[0]
-        parts: list[bytes] = []  # the line begun and not ended yet
-        size = 0
-        skipping = False  # inside a line over max_message_bytes: dropped up to its end
-        while chunk := await self._stream_reader.read(1 << 16):
-            if b"\n" not in chunk:
-                size += len(chunk)
-                if size > limit + 1 and not skipping:  # + 1: room for a "\r" before its "\n"
-                    skipping, parts = True, []
-                if not skipping:
-                    parts.append(chunk)
-                continue
-            lines = chunk.split(b"\n")
-            if skipping:
-                logger.warning("dropped a message from the server: a line longer than max_message_bytes (%d)", limit)
-                lines[0], skipping = b"", False
-            elif parts:
-                lines[0] = b"".join([*parts, lines[0]])
-            tail = lines.pop()
-            parts, size = ([tail], len(tail)) if tail else ([], 0)
-            for whole in lines:
-                line = whole.removesuffix(b"\r")
-                if len(line) > limit:
-                    logger.warning(
-                        "dropped a message from the server: a line longer than max_message_bytes (%d)", limit
-                    )
-                elif line.strip(b" \t\r"):
-                    self._deliver_text(line)
-        if parts and not skipping:  # the last line, without its "\n"
-            line = b"".join(parts)
-            if line.strip(b" \t\r") and len(line.removesuffix(b"\r")) <= limit:
-                self._deliver_text(line.removesuffix(b"\r"))
-
-    async def _read_frames(self) -> None:
-        """``framing="content-length"``: the frames of the stream through the core's tolerant frame decoder
-        (``rpcwire.pure``'s, fed as chunks come: the rules of "Content-Length framing", resync included)."""
-        from rpcwire import pure  # noqa: PLC0415  # pure imports this module
-
-        limit = self._limits[0]
-        frames = pure._Frames(None, limit)
+    async def _read_messages(self) -> None:
+        """Feed what the stream gives to the core's framing decoder (``StdioTransport``'s rules: lines, or
+        ``framing="content-length"`` frames read tolerantly) and deliver every message it hands out: one
+        wake-up of this task per chunk, not per message, which is what many answers in flight at once cost.
+        A message the decoder drops (over ``max_message_bytes``, as it arrives; a frame that cannot be read)
+        is logged."""
+        decoder = self._core.FrameDecoder(self._framing, max_message_bytes=self._limits[0])
         while True:
             chunk = await self._stream_reader.read(1 << 16)
-            frames.feed(chunk)
-            while (frame := frames.pop()) is not None:
-                if isinstance(frame, (bytes, bytearray)):
-                    self._deliver_text(bytes(frame))
-                else:
-                    logger.warning("dropped a message from the server: %s", frame.reason(limit))
+            if chunk:
+                decoder.feed(chunk)
+            else:
+                decoder.close()
+            while (message := decoder.next()) is not None:
+                if isinstance(message, Refused):
+                    logger.warning("dropped a message from the server: %s", message.reason)
+                    continue
+                parsed = self._core._parse_incoming(message, self._max_depth)
+                self._deliver((parsed, message) if isinstance(parsed, str) else parsed)
             if not chunk:
                 return
 

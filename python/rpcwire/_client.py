@@ -38,7 +38,6 @@ from rpcwire._peer import (
     _check_outgoing,
     _closed_error,
     _deadline,
-    _frame,
     _left,
     _outcome,
     _Peer,
@@ -56,6 +55,7 @@ from rpcwire._types import (
     Request,
     Response,
 )
+from rpcwire.pure.framing import encode_frame
 
 __all__ = ["Client"]
 
@@ -214,7 +214,7 @@ class _Output:
         self.stopped = False
 
     def _framed(self, line: bytes) -> bytes:
-        return _frame(line) if self._frames else line + b"\n"
+        return encode_frame(line) if self._frames else line + b"\n"
 
     def send(self, line: bytes, deadline: float | None, on_start: Callable[[], Any]) -> bool:
         """Write ``line`` as one message; ``on_start()`` just before its first byte. ``True`` once it is written

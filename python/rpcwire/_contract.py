@@ -49,6 +49,11 @@ class FrameDecoder(Protocol):
     client, the MCP reader, ``rpcwire.lsp``, ``--listen``.
     """
 
+    def __init__(self, framing: Framing = "newline", *, max_message_bytes: int = ...) -> None:
+        """A decoder of ``framing``'s messages, dropping those over ``max_message_bytes`` (both checked as
+        ``StdioTransport`` checks them)."""
+        ...
+
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Add bytes read from the stream (``b""`` is not the end of input: see :meth:`close`)."""
         ...

@@ -651,7 +651,3 @@ class _StderrTail(collections.deque[str]):
         if partial:
             self.add(partial)
         self.drained.set()
-
-
-def _frame(body: bytes) -> bytes:
-    return b"Content-Length: %d\r\n\r\n%b" % (len(body), body)
