@@ -9,7 +9,7 @@ import importlib.metadata
 import logging
 from types import ModuleType
 
-from rpcwire import _answer, _client, _http_client, _types
+from rpcwire import _answer, _async_client, _client, _http_client
 from rpcwire._engine import RequestContext, current_request, serve, serve_async
 from rpcwire._http_client import HttpError
 from rpcwire._methods import methods
@@ -27,6 +27,7 @@ from rpcwire._types import (
     InvalidParams,
     JsonRpcError,
     MethodNotFound,
+    Refused,
     Request,
     RequestCancelled,
     Response,
@@ -43,14 +44,14 @@ try:
     # Not `from rpcwire import _rpcwire`: in a package still initialising, its error for a missing module
     # says "most likely due to a circular import"; this one says "No module named 'rpcwire._rpcwire'".
     import rpcwire._rpcwire as _core
-    from rpcwire._rpcwire import StdioTransport, dispatch, parse_request
+    from rpcwire._rpcwire import FrameDecoder, StdioTransport, dispatch, parse_request
 
     _core._bind(  # the Python objects the native module calls back: it imports none of the package's modules
         serve=serve,
         request=Request,
         response=Response,
         json_rpc_error=JsonRpcError,
-        refused=_types.Refused,
+        refused=Refused,
         log_failure=_answer.log_failure,
         meta_traceparent=_answer.meta_traceparent,
     )
@@ -61,7 +62,7 @@ except ImportError as _missing:  # pragma: no cover - a build without the native
         "rpcwire: native module unavailable (%s); serving through the pure-Python rpcwire.pure", _missing
     )
     from rpcwire import pure as _core
-    from rpcwire.pure import StdioTransport, dispatch, parse_request
+    from rpcwire.pure import FrameDecoder, StdioTransport, dispatch, parse_request
 
     NATIVE = False
 
@@ -71,8 +72,8 @@ class Client(_client.Client):
     _core = _core
 
 
-class AsyncClient(_client.AsyncClient):
-    __doc__ = _client.AsyncClient.__doc__
+class AsyncClient(_async_client.AsyncClient):
+    __doc__ = _async_client.AsyncClient.__doc__
     _core = _core
 
 
@@ -101,11 +102,13 @@ __all__ = [
     "AsyncHttpClient",
     "Client",
     "ConnectionClosed",
+    "FrameDecoder",
     "HttpClient",
     "HttpError",
     "InvalidParams",
     "JsonRpcError",
     "MethodNotFound",
+    "Refused",
     "Request",
     "RequestCancelled",
     "RequestContext",

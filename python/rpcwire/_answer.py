@@ -16,7 +16,7 @@ from rpcwire._context import RequestContext, _current, _valid_traceparent
 from rpcwire._contract import AnswerBuilder, Message
 from rpcwire._types import Handler, JsonRpcError, Request, RequestCancelled
 
-__all__ = ["answer_message", "batch_line", "call", "failure_answer", "log_failure", "result_answer"]
+__all__ = ["answer_message", "batch_line", "call", "call_async", "failure_answer", "log_failure", "result_answer"]
 
 logger: logging.Logger = logging.getLogger("rpcwire")
 
@@ -51,6 +51,30 @@ def call(
     try:
         try:
             result = handler(request.method, request.params)
+        except Exception as exc:
+            return failure_answer(core, request, context, exc, expose_errors=expose_errors)
+        return result_answer(core, request, context, result, expose_errors=expose_errors)
+    finally:
+        if token is not None:
+            _current.reset(token)
+
+
+async def call_async(
+    core: AnswerBuilder,
+    request: Request,
+    handler: Handler,
+    context: RequestContext | None,
+    *,
+    expose_errors: bool = True,
+) -> bytes | None:
+    """As :func:`call`, for an ``async def`` handler: awaited on the caller's loop (a cancellation of the
+    awaiting task is not an answer: it propagates)."""
+    if context is not None and context.cancelled:  # cancelled before it started: never run
+        return cancelled_answer(core, request, context)
+    token = None if context is None else _current.set(context)
+    try:
+        try:
+            result = await handler(request.method, request.params)
         except Exception as exc:
             return failure_answer(core, request, context, exc, expose_errors=expose_errors)
         return result_answer(core, request, context, result, expose_errors=expose_errors)

@@ -2,7 +2,7 @@
 
 A *core* is the native module ``rpcwire._rpcwire`` or the pure-Python :mod:`rpcwire.pure`; both implement
 every member below with the same behaviour and bytes (``docs/semantics.md``), so nothing above a core
-branches on which one it has. ``tests/test_contract.py`` checks both against these protocols and mypy
+branches on which one it has. ``tests/wire/test_contract.py`` checks both against these protocols and mypy
 checks the modules' types against :class:`Core`.
 
 Members with a leading underscore are rpcwire's own seam, not public API; the public ones are the
@@ -12,7 +12,7 @@ teaching implementation's names (``StdioTransport``, ``dispatch``, ``parse_reque
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, BinaryIO, Protocol
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from rpcwire._types import Framing, Handler, Refused, Request, Response
 
@@ -49,6 +49,11 @@ class FrameDecoder(Protocol):
     client, the MCP reader, ``rpcwire.lsp``, ``--listen``.
     """
 
+    def __init__(self, framing: Framing = "newline", *, max_message_bytes: int = ...) -> None:
+        """A decoder of ``framing``'s messages, dropping those over ``max_message_bytes`` (both checked as
+        ``StdioTransport`` checks them)."""
+        ...
+
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Add bytes read from the stream (``b""`` is not the end of input: see :meth:`close`)."""
         ...
@@ -66,6 +71,20 @@ class FrameDecoder(Protocol):
 
 class Transport(AnswerBuilder, Protocol):
     """A ``StdioTransport``: JSON-RPC over a pair of binary streams, as the engine and the clients drive it."""
+
+    def __init__(
+        self,
+        stdin: IO[bytes] | None = None,
+        stdout: IO[bytes] | None = None,
+        *,
+        max_message_bytes: int = ...,
+        max_depth: int = ...,
+        max_batch: int | None = ...,
+        framing: Framing = "newline",
+    ) -> None:
+        """Over ``stdin``/``stdout`` (the process's own when ``None``), with the limits and framing checked
+        (``ValueError``/``TypeError`` for a bad one); the clients build one with a spawned server's pipes."""
+        ...
 
     @property
     def framing(self) -> Framing:
@@ -102,7 +121,10 @@ class Transport(AnswerBuilder, Protocol):
         ...
 
     def _read_available(self) -> None:
-        """Read once from the stream unless a whole message is already buffered."""
+        """Read once from the stream unless a whole message is already buffered. Over an ``io.BufferedReader``
+        the read leaves nothing in the reader's own buffer (it asks for more than that buffer holds, which
+        ``readinto1``/``read1`` read past it), so that what the core has not buffered is still behind the
+        descriptor: ``Client`` waits on it with ``poll`` between reads."""
         ...
 
     def _has_buffered_message(self) -> bool:
@@ -138,11 +160,21 @@ class Transport(AnswerBuilder, Protocol):
         ...
 
 
+_Decoder = FrameDecoder  # in Core's body the name FrameDecoder is Core's own member
+
+
 class Core(Protocol):
     """A core module: ``rpcwire._rpcwire`` or ``rpcwire.pure``."""
 
-    StdioTransport: type[Transport]
-    FrameDecoder: type[FrameDecoder]
+    @property
+    def StdioTransport(self) -> type[Transport]:  # read-only: mypy matches a module against it
+        """The transport class."""
+        ...
+
+    @property
+    def FrameDecoder(self) -> type[_Decoder]:
+        """The framing decoder class."""
+        ...
 
     def dispatch(
         self,
@@ -173,3 +205,11 @@ class Core(Protocol):
     def _parse_incoming(self, data: bytes, max_depth: int = ...) -> Incoming:
         """One message a client read."""
         ...
+
+
+if TYPE_CHECKING:  # `make lint` runs mypy over this module: both cores must type-check as a Core.
+    import rpcwire._rpcwire
+    import rpcwire.pure
+
+    _native_core: Core = rpcwire._rpcwire
+    _pure_core: Core = rpcwire.pure
