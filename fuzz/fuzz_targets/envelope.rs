@@ -85,8 +85,9 @@ fn written(id: Option<&Id<'_>>) -> Option<Vec<u8>> {
     id.map(|id| {
         let mut out = Vec::new();
         id.write_json(&mut out);
-        // A number is echoed exactly as written (unit-tested in crates/rpcwire-protocol/src/envelope.rs). The oracle's number is
-        // serde_json's own text of the same value (`51e400` is `51e+400` to it), so ours goes through it too.
+        // A number is echoed exactly as written (unit-tested in the protocol crate's envelope.rs). The oracle's
+        // number is serde_json's own text of the same value (`51e400` is `51e+400` to it), so ours goes through
+        // it too.
         if let (Id::Number(_), Ok(Value::Number(number))) = (id, serde_json::from_slice::<Value>(&out)) {
             return number.to_string().into_bytes();
         }

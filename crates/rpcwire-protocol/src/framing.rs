@@ -67,10 +67,14 @@ impl LineBuffer {
     /// complete blank lines before it are dropped, as a reader that skips them would drop them.
     fn has_line_skipping_blank(&mut self) -> bool {
         while let Some(offset) = memchr(b'\n', &self.data[self.scanned..]) {
+            if self.discarding {
+                return true; // the end of an over-long line
+            }
             let newline = self.scanned + offset;
-            if self.discarding
-                || !matches!(self.checked(self.consumed, newline), Found::Line { start, end } if is_blank(&self.data[start..end]))
-            {
+            // A line over the limit is handed out (dropped), blank or not.
+            let blank = matches!(self.checked(self.consumed, newline), Found::Line { start, end }
+                if is_blank(&self.data[start..end]));
+            if !blank {
                 return true;
             }
             self.consumed = newline + 1;
