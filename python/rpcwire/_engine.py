@@ -48,7 +48,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from rpcwire._answer import answer_message, batch_line, call, cancelled_answer, failure_answer, result_answer
+from rpcwire._answer import answer_message, call, cancelled_answer, each_request, failure_answer, result_answer
 from rpcwire._context import RequestContext, _current, current_request
 from rpcwire._dialects import LSP_CANCEL, MCP_CANCEL
 from rpcwire._stdout_guard import guarded_stdout
@@ -302,42 +302,6 @@ class _AnswerWriter:
         return not self._thread.is_alive()
 
 
-class _Batch:
-    """The answers of one batch's entries; the array line is written when the last one is in."""
-
-    def __init__(self, write: Callable[[bytes | None], None], count: int) -> None:
-        self._write = write
-        self._answers: list[bytes | None] = [None] * count
-        self._left = count
-        self._lock = threading.Lock()
-
-    def put(self, index: int, answer: bytes | None) -> None:
-        with self._lock:
-            self._answers[index] = answer
-            self._left -= 1
-            done = self._left == 0
-        if done:
-            self._write(batch_line(self._answers))
-
-
-def _requests(
-    message: Any, write: Callable[[bytes | None], None]
-) -> Iterator[tuple[Request, Callable[[bytes | None], None]]]:
-    """The requests one message read holds, each with where its answer goes; the transport's own
-    answers (a -32700, an invalid entry) are written or put in their batch on the way."""
-    if isinstance(message, bytes):
-        write(message)
-    elif isinstance(message, Request):
-        yield message, write
-    else:
-        batch = _Batch(write, len(message))
-        for index, entry in enumerate(message):
-            if isinstance(entry, bytes):
-                batch.put(index, entry)
-            else:
-                yield entry, functools.partial(batch.put, index)
-
-
 class _ThreadServer:
     """``max_concurrency=N > 1`` on threads: the calling thread reads, N workers run requests."""
 
@@ -376,7 +340,7 @@ class _ThreadServer:
                     message = self.transport._read_message()
                     if message is None:
                         break
-                    for request, deliver in _requests(message, self.writer.put):
+                    for request, deliver in each_request(message, self.writer.put):
                         self.dispatch(request, deliver, workers)
                 if not self.stopping:  # end of input: the requests in flight finish and are answered
                     self.wait_in_flight(None)
@@ -527,7 +491,7 @@ class _AsyncServer:
                     self.read_ahead.release()
                     if isinstance(message, BaseException):
                         raise message
-                    for request, deliver in _requests(message, self.writer.put):
+                    for request, deliver in each_request(message, self.writer.put):
                         await self.dispatch(request, deliver)
                 if not self.stopping:  # end of input: the requests in flight finish and are answered
                     await self.settle(None)

@@ -47,7 +47,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from rpcwire import DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, Request, StdioTransport, dispatch
-from rpcwire._answer import answer_message, batch_line, call, cancelled_answer, failure_answer, result_answer
+from rpcwire._answer import (
+    answer_message,
+    answer_message_async,
+    call,
+    cancelled_answer,
+    failure_answer,
+    result_answer,
+)
 from rpcwire._context import RequestContext, _current, _valid_traceparent
 from rpcwire._engine import is_async_handler
 
@@ -401,12 +408,8 @@ class _Endpoint:
         transport, message = self._open(body, sink)
         if message is None:
             return dispatch(body, self.handler, **self.limits, expose_errors=self.expose_errors)
-        if isinstance(message, bytes):
-            return message
-        if isinstance(message, Request):
-            return await self._call_async(transport, message, running, traceparent)
-        return batch_line(
-            [e if isinstance(e, bytes) else await self._call_async(transport, e, running, traceparent) for e in message]
+        return await answer_message_async(
+            message, lambda request: self._call_async(transport, request, running, traceparent)
         )
 
     async def _call_async(
