@@ -21,7 +21,7 @@ import pytest
 import rpcwire
 import rpcwire.pure
 from child import announced_server, child_env
-from rpcwire.__main__ import _framing_of
+from rpcwire._listen import framing_of
 
 HANDLERS = """
 import os
@@ -232,7 +232,7 @@ def test_http_streams_progress_as_server_sent_events(port: int) -> None:
     ],
 )
 def test_framing_is_told_from_the_first_bytes(first: bytes, framing: str | None) -> None:
-    assert _framing_of(first) == framing
+    assert framing_of(first) == framing
 
 
 def test_the_pure_core_reads_content_length_over_a_socket_too() -> None:
