@@ -18,7 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
-from rpcwire._context import RequestContext, _current, _valid_traceparent
+from rpcwire._context import RequestContext, running_request, valid_traceparent
 from rpcwire._contract import AnswerBuilder, Message
 from rpcwire._types import Handler, JsonRpcError, Request, RequestCancelled
 
@@ -115,7 +115,7 @@ def call(
     ``expose_errors=False``: a -32603 is "Internal error" alone, without the exception's name and text."""
     if context is not None and context.cancelled:  # cancelled before it started: never run
         return cancelled_answer(core, request, context)
-    token = None if context is None else _current.set(context)
+    token = None if context is None else running_request.set(context)
     try:
         try:
             result = handler(request.method, request.params)
@@ -124,7 +124,7 @@ def call(
         return result_answer(core, request, context, result, expose_errors=expose_errors)
     finally:
         if token is not None:
-            _current.reset(token)
+            running_request.reset(token)
 
 
 def result_answer(
@@ -143,7 +143,7 @@ def log_failure(request_id: Any, method: str, traceparent: str | None, exc: Base
     """Log a handler's exception answered -32603 at ERROR with its traceback; the request's id, method and
     trace context are in the message and the record (``request_id``, ``method``, ``traceparent``). The native
     sequential loop and ``dispatch`` call it too, so that every mode logs the same record."""
-    context = _current.get(None)
+    context = running_request.get(None)
     if context is not None and context.id == request_id and context.method == method:
         traceparent = context.traceparent  # the call's own context (over HTTP, its traceparent header wins)
     logger.error(
@@ -159,7 +159,7 @@ def log_failure(request_id: Any, method: str, traceparent: str | None, exc: Base
 def meta_traceparent(params: Any) -> str | None:
     """The valid W3C ``traceparent`` of ``params._meta``, else ``None`` (as :class:`RequestContext` reads it)."""
     meta = params.get("_meta") if type(params) is dict else None
-    return _valid_traceparent(meta.get("traceparent")) if type(meta) is dict else None
+    return valid_traceparent(meta.get("traceparent")) if type(meta) is dict else None
 
 
 def failure_answer(

@@ -33,6 +33,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
 
 import rpcwire
+from rpcwire._engine import is_async_handler
 from rpcwire._types import Framing, Handler
 from rpcwire.http import WSGIApp
 
@@ -142,8 +143,8 @@ class _Activity:
         self.last = time.monotonic()
 
     @property
-    def rpcwire_async(self) -> bool:  # as the handler says (a registry may gain an async function)
-        return getattr(self._handler, "rpcwire_async", False) is True
+    def rpcwire_async(self) -> bool:  # as the handler is (a registry may gain an async function)
+        return is_async_handler(self._handler)
 
     def __call__(self, method: str, params: Any) -> Any:
         with self._lock:

@@ -55,8 +55,8 @@ from rpcwire._answer import (
     failure_answer,
     result_answer,
 )
-from rpcwire._context import RequestContext, _current, _valid_traceparent
-from rpcwire._engine import is_async_handler
+from rpcwire._context import RequestContext, running_request, valid_traceparent
+from rpcwire._engine import async_asker, is_async_handler
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "JSON_CONTENT_TYPES", "ASGIApp", "WSGIApp", "flask_view"]
 
@@ -291,10 +291,8 @@ class _Endpoint:
         self.max_batch = max_batch
         self.limits = {"max_message_bytes": max_body_bytes, "max_depth": max_depth, "max_batch": max_batch}
         dispatch(b"[]", handler, **self.limits)  # the limits checked now, not at the first request
-        # Whether the handler is async, asked once unless it can change: a registry made before its functions
-        # may gain an async one later (its rpcwire_async is read at each request; is_async_handler is 0.7 µs).
-        tagged = hasattr(handler, "rpcwire_async") and not inspect.iscoroutinefunction(handler)
-        self.fixed_async: bool | None = None if tagged else is_async_handler(handler)
+        # Asked at each request: a registry made before its functions may gain an async one later.
+        self.is_async: Callable[[], bool] = async_asker(handler)
         self._too_large = _refusal(413, f"413 Content Too Large: the body is limited to {max_body_bytes} bytes")
 
     def refuse(  # noqa: PLR0917  (on every request: positional, no keyword parsing)
@@ -344,10 +342,6 @@ class _Endpoint:
     def too_large(self) -> _Response:
         return self._too_large
 
-    def is_async(self) -> bool:
-        fixed = self.fixed_async
-        return getattr(self.handler, "rpcwire_async", False) is True if fixed is None else fixed
-
     def dispatch(self, body: bytes, traceparent: str | None, handler: Callable[[str, Any], Any]) -> bytes | None:
         """``body`` answered by :func:`rpcwire.dispatch` with ``handler`` (``self.handler``, or one that refuses),
         each call with a request context made only if it is asked for (:class:`_PlainCalls`)."""
@@ -364,7 +358,7 @@ class _Endpoint:
             )
         finally:
             if calls.token is not None:
-                _current.reset(calls.token)
+                running_request.reset(calls.token)
 
     # --- with a request context per request (server-sent events, async handlers) ---
 
@@ -421,7 +415,7 @@ class _Endpoint:
         if context.cancelled:  # the client went away before this request of its batch started
             return cancelled_answer(transport, request, context)
         context._task = asyncio.current_task()
-        token = _current.set(context)
+        token = running_request.set(context)
         try:
             result = self.handler(request.method, request.params)
             if inspect.isawaitable(result):
@@ -429,7 +423,7 @@ class _Endpoint:
         except (Exception, asyncio.CancelledError) as exc:
             return failure_answer(transport, request, context, exc, expose_errors=self.expose_errors)
         finally:
-            _current.reset(token)
+            running_request.reset(token)
         return result_answer(transport, request, context, result, expose_errors=self.expose_errors)
 
 
@@ -442,7 +436,7 @@ def _context(request: Request, transport: Any, traceparent: str | None) -> Reque
 
 
 def _header_traceparent(value: str | None) -> str | None:
-    return None if value is None else _valid_traceparent(value.strip(" \t"))
+    return None if value is None else valid_traceparent(value.strip(" \t"))
 
 
 def _async_refused(method: str, params: Any) -> Any:
@@ -485,7 +479,7 @@ class _PlainCalls:
         self._calls += 1
         # Left set after the call, until the next one (or the end of the body): the core logs a call's failure
         # once it has returned, and the log record takes its trace context from the context (_TraceFilter).
-        token = _current.set(context)
+        token = running_request.set(context)
         if self.token is None:
             self.token = token
         try:
