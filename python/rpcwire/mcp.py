@@ -30,10 +30,9 @@ each write and each flush); here the event loop does the I/O itself:
   in bursts of lines (one hop per burst, through the same gate) and written with blocking writes.
 - Without the native module (``rpcwire.pure``) and on Windows, stdin is read by that thread too.
 
-Measured end to end (``make bench-mcp``: the SDK's client calling an ``MCPServer``'s ``echo`` tool, both
-transports interleaved; docs/performance.md, "MCP", has the table): the server's CPU per call falls by
-1.95x (``async def`` tool) and 1.4x (``def`` tool, which ``MCPServer`` itself runs on a worker thread),
-its event loop goes round 8.7 times a call instead of 17, and 50 concurrent ``async def`` calls run 1.7x
+Measured end to end by ``make bench-mcp`` (the SDK's client calling an ``MCPServer``'s ``echo`` tool, both
+transports interleaved; docs/performance.md, "MCP", has the table): the server's CPU per call and its event
+loop's rounds per call fall, for ``async def`` and ``def`` tools, and concurrent ``async def`` calls run
 faster; the client's share (the SDK's) is the same on both sides.
 
 What differs from the SDK's transport, on purpose: a line longer than 64 MiB is discarded and a
@@ -301,9 +300,9 @@ async def _write_nonblocking(
 ) -> None:
     """Write each message with ``write`` (non-blocking), waiting for ``fd`` to be writable when it is full.
 
-    Messages already waiting when one is taken go out in the same ``write``. That is rare: under 50
-    concurrent calls the session's tasks still send their answers one loop iteration apart (551 writes
-    for 500 calls), and waiting a loop iteration to gather more did not change that.
+    Messages already waiting when one is taken go out in the same ``write``. That is rare: under concurrent
+    calls the session's tasks still send their answers one loop iteration apart, and waiting a loop
+    iteration to gather more did not change that.
     """
     with receive:
         while session_message := await _receive(receive):
