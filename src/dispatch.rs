@@ -71,19 +71,9 @@ pub(crate) fn dispatch<'py>(
         return Err(PyTypeError::new_err(format!("dispatch takes str or bytes, not {}", body.get_type().name()?)));
     };
     let mut out = Vec::new();
-    let first_significant = body.iter().find(|byte| !matches!(byte, b' ' | b'\t' | b'\r' | b'\n'));
-    if body.len() > max_message_bytes {
-        request::answer_too_long(py, matches!(first_significant, Some(b'{' | b'[')), max_message_bytes, &mut out)?;
-    } else if first_significant.is_none() {
-        request::answer_invalid(py, None, "an empty body", &mut out)?;
-    } else if !answer_line(
-        py,
-        body,
-        &mut Caller { transport: None, handler, before_call: &mut || Ok(()), expose_errors },
-        limits,
-        None,
-        &mut out,
-    )? {
+    let read = request::read_text(py, body, max_message_bytes, limits, None, &mut out)?;
+    let mut caller = Caller { transport: None, handler, before_call: &mut || Ok(()), expose_errors };
+    if !answer_read(py, read, &mut caller, None, &mut out)? {
         return Ok(None);
     }
     Ok(Some(PyBytes::new(py, &out)))
@@ -104,15 +94,28 @@ pub(crate) struct Caller<'a, 'py> {
 }
 
 /// Answer one line (not blank) into `out`; `Ok(false)` if it needs no answer (notifications only).
-pub(crate) fn answer_line(
-    py: Python<'_>,
+pub(crate) fn answer_line<'py>(
+    py: Python<'py>,
     line: &[u8],
-    caller: &mut Caller<'_, '_>,
+    caller: &mut Caller<'_, 'py>,
     limits: Limits,
     mut strings: Option<&mut StringCache>,
     out: &mut Vec<u8>,
 ) -> PyResult<bool> {
-    let entries = match request::read_line(py, line, limits, strings.as_deref_mut(), out)? {
+    let read = request::read_line(py, line, limits, strings.as_deref_mut(), out)?;
+    answer_read(py, read, caller, strings, out)
+}
+
+/// Answer what was read into `out` (where the transport's own answer already is, when it is
+/// `Answered`); `Ok(false)` if it needs no answer (notifications only).
+fn answer_read<'py>(
+    py: Python<'py>,
+    read: Read<'_, 'py>,
+    caller: &mut Caller<'_, 'py>,
+    mut strings: Option<&mut StringCache>,
+    out: &mut Vec<u8>,
+) -> PyResult<bool> {
+    let entries = match read {
         Read::Answered => return Ok(true),
         Read::Single(entry) => return answer_entry(py, entry, caller, strings, out),
         Read::Batch(entries) => entries,

@@ -60,8 +60,40 @@ impl LineBuffer {
         memchr(b'\n', &self.data[self.scanned..]).is_some()
     }
 
+    /// Whether a complete line that is not blank (or the end of an over-long one) is buffered; the
+    /// complete blank lines before it are dropped, as a reader that skips them would drop them.
+    fn has_line_skipping_blank(&mut self) -> bool {
+        while let Some(offset) = memchr(b'\n', &self.data[self.scanned..]) {
+            let newline = self.scanned + offset;
+            if self.discarding
+                || !matches!(self.checked(self.consumed, newline), Found::Line { start, end } if is_blank(&self.data[start..end]))
+            {
+                return true;
+            }
+            self.consumed = newline + 1;
+            self.scanned = self.consumed;
+        }
+        false
+    }
+
     /// The next line, if a complete one (or the end of an over-long one) is buffered.
+    #[cfg(any(test, fuzzing))]
     pub(crate) fn pop_line(&mut self) -> Option<Line<'_>> {
+        let found = self.find_line()?;
+        Some(self.line(found))
+    }
+
+    /// At end of input: the last line if it had no `\n` (and was not empty).
+    #[cfg(any(test, fuzzing))]
+    pub(crate) fn pop_rest(&mut self) -> Option<Line<'_>> {
+        let found = self.find_rest()?;
+        Some(self.line(found))
+    }
+
+    /// As [`pop_line`](Self::pop_line), as positions: a caller that may drop the line (a blank one) and
+    /// look again holds no borrow of the buffer.
+    #[inline]
+    fn find_line(&mut self) -> Option<Found> {
         let Some(offset) = memchr(b'\n', &self.data[self.scanned..]) else {
             self.scanned = self.data.len();
             // One byte of slack: a `\r` right before the `\n` is not part of the line.
@@ -80,8 +112,8 @@ impl LineBuffer {
         Some(self.checked(start, newline))
     }
 
-    /// At end of input: the last line if it had no `\n` (and was not empty).
-    pub(crate) fn pop_rest(&mut self) -> Option<Line<'_>> {
+    /// As [`pop_rest`](Self::pop_rest), as positions.
+    fn find_rest(&mut self) -> Option<Found> {
         let start = self.consumed;
         self.consumed = self.data.len();
         self.scanned = self.consumed;
@@ -91,12 +123,22 @@ impl LineBuffer {
         (start < self.data.len()).then(|| self.checked(start, self.data.len()))
     }
 
-    fn checked(&self, start: usize, end: usize) -> Line<'_> {
-        let line = strip_cr(&self.data[start..end]);
-        if line.len() > self.max_line {
-            too_long(first_significant(line))
+    /// The line `found` names (positions from the last `find_*`, before any `extend`).
+    #[inline]
+    fn line(&self, found: Found) -> Line<'_> {
+        match found {
+            Found::Line { start, end } => Line::Complete(&self.data[start..end]),
+            Found::TooLong { looks_like_json } => Line::TooLong { looks_like_json },
+        }
+    }
+
+    #[inline]
+    fn checked(&self, start: usize, end: usize) -> Found {
+        let end = if end > start && self.data[end - 1] == b'\r' { end - 1 } else { end };
+        if end - start > self.max_line {
+            too_long(first_significant(&self.data[start..end]))
         } else {
-            Line::Complete(line)
+            Found::Line { start, end }
         }
     }
 
@@ -108,23 +150,32 @@ impl LineBuffer {
     }
 
     /// The over-long line being dropped ends with `data[start..end]`.
-    fn end_discarding(&mut self, start: usize, end: usize) -> Line<'static> {
+    fn end_discarding(&mut self, start: usize, end: usize) -> Found {
         self.discarding = false;
         too_long(self.discarded_first.take().or_else(|| first_significant(&self.data[start..end])))
     }
 }
 
-fn too_long(first_significant: Option<u8>) -> Line<'static> {
-    Line::TooLong { looks_like_json: matches!(first_significant, Some(b'{' | b'[')) }
+/// What [`LineBuffer`] found, as positions in its data.
+#[derive(Debug, Clone, Copy)]
+enum Found {
+    Line { start: usize, end: usize },
+    TooLong { looks_like_json: bool },
+}
+
+fn too_long(first_significant: Option<u8>) -> Found {
+    Found::TooLong { looks_like_json: opens_json(first_significant) }
 }
 
 /// The first byte that is not JSON whitespace.
-fn first_significant(bytes: &[u8]) -> Option<u8> {
+pub(crate) fn first_significant(bytes: &[u8]) -> Option<u8> {
     bytes.iter().copied().find(|byte| !matches!(byte, b' ' | b'\t' | b'\r' | b'\n'))
 }
 
-fn strip_cr(line: &[u8]) -> &[u8] {
-    line.strip_suffix(b"\r").unwrap_or(line)
+/// Whether a dropped text whose first significant byte is this one began as a message would (an object
+/// or an array): it is then answered as an invalid request rather than as a parse error.
+pub(crate) fn opens_json(first_significant: Option<u8>) -> bool {
+    matches!(first_significant, Some(b'{' | b'['))
 }
 
 /// A header block (from its first header line to the blank line that ends it, both included) may
@@ -365,6 +416,189 @@ impl FrameBuffer {
     }
 }
 
+/// How messages are delimited on a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// One message per line (`\n`).
+    Newline,
+    /// `Content-Length: N\r\n\r\n` and N bytes of body (LSP's base protocol).
+    ContentLength,
+}
+
+impl Framing {
+    /// The framing a name (`"newline"`, `"content-length"`) stands for.
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "newline" => Some(Self::Newline),
+            "content-length" => Some(Self::ContentLength),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Newline => "newline",
+            Self::ContentLength => "content-length",
+        }
+    }
+
+    /// Turn the message in `body` into its frame, in place: `\n` after it, or the header before it.
+    #[inline]
+    pub(crate) fn frame(self, body: &mut Vec<u8>) {
+        match self {
+            Self::Newline => body.push(b'\n'),
+            Self::ContentLength => {
+                body.splice(0..0, content_length_header(body.len()));
+            }
+        }
+    }
+
+    /// Append the frame of `message` to `out`.
+    pub(crate) fn frame_into(self, message: &[u8], out: &mut Vec<u8>) {
+        match self {
+            Self::Newline => {
+                out.extend_from_slice(message);
+                out.push(b'\n');
+            }
+            Self::ContentLength => {
+                out.extend_from_slice(&content_length_header(message.len()));
+                out.extend_from_slice(message);
+            }
+        }
+    }
+}
+
+/// `Content-Length: N\r\n\r\n`.
+fn content_length_header(length: usize) -> Vec<u8> {
+    let mut digits = itoa::Buffer::new();
+    [b"Content-Length: ", digits.format(length).as_bytes(), b"\r\n\r\n"].concat()
+}
+
+/// A message the framing dropped: the reader answers it (a server) or reports it (a client).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dropped {
+    /// A line longer than the limit, already discarded (see [`Line::TooLong`]).
+    TooLong { looks_like_json: bool },
+    /// A `Content-Length` over the limit; its body is dropped as it arrives.
+    Oversized { length: u64 },
+    /// A frame that cannot be read (see [`FrameError`]).
+    BadFrame(FrameError),
+}
+
+impl Dropped {
+    /// Why it was dropped, in the words the log and a client's error use.
+    pub(crate) fn reason(self, max_message_bytes: usize) -> String {
+        match self {
+            Self::TooLong { .. } => format!("a line longer than max_message_bytes ({max_message_bytes})"),
+            Self::Oversized { length } => {
+                format!("a Content-Length ({length}) over max_message_bytes ({max_message_bytes})")
+            }
+            Self::BadFrame(error) => error.reason().to_owned(),
+        }
+    }
+}
+
+/// What a [`Decoder`] hands out.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Decoded<'a> {
+    /// A message: a line without its `\n` (and a `\r` before it), or a frame's body.
+    Message(&'a [u8]),
+    Dropped(Dropped),
+}
+
+/// The buffer of one framing.
+#[derive(Debug)]
+enum Buffer {
+    Lines(LineBuffer),
+    Frames(FrameBuffer),
+}
+
+/// Framing without I/O, in the style of h11: bytes in ([`feed`](Self::feed)), messages out
+/// ([`next`](Self::next)). The transport's reader fills one from its stream; `rpcwire._rpcwire.FrameDecoder`
+/// hands one to Python readers (the asyncio client, the MCP reader, `rpcwire.lsp`, `--listen`).
+///
+/// One `match` per feed and per message: the newline path costs what it cost before the framings were
+/// two (bench/README.md).
+#[derive(Debug)]
+pub(crate) struct Decoder {
+    buffer: Buffer,
+    /// No more input will come: a last line without `\n` is a message, an unfinished frame is dropped.
+    closed: bool,
+}
+
+impl Decoder {
+    pub(crate) fn new(framing: Framing, max_message_bytes: usize) -> Self {
+        let buffer = match framing {
+            Framing::Newline => Buffer::Lines(LineBuffer::new(max_message_bytes)),
+            Framing::ContentLength => Buffer::Frames(FrameBuffer::new(max_message_bytes)),
+        };
+        Self { buffer, closed: false }
+    }
+
+    /// Add bytes read from the stream.
+    #[inline]
+    pub(crate) fn feed(&mut self, bytes: &[u8]) {
+        match &mut self.buffer {
+            Buffer::Lines(buffer) => buffer.extend(bytes),
+            Buffer::Frames(buffer) => buffer.extend(bytes),
+        }
+    }
+
+    /// The end of input.
+    pub(crate) fn close(&mut self) {
+        self.closed = true;
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Whether [`next`](Self::next) with the same `skip_blank` hands something out (or ends) without more
+    /// input: a whole line, a frame's outcome, or the end of input. `skip_blank` drops the complete blank
+    /// lines at the front, as `next` would.
+    #[inline]
+    pub(crate) fn has_message(&mut self, skip_blank: bool) -> bool {
+        self.closed
+            || match &mut self.buffer {
+                Buffer::Lines(buffer) if skip_blank => buffer.has_line_skipping_blank(),
+                Buffer::Lines(buffer) => buffer.has_line(),
+                Buffer::Frames(buffer) => buffer.has_frame(false),
+            }
+    }
+
+    /// The next message or dropped message; `None` when more input is needed (or, once closed, when
+    /// nothing is left). `skip_blank`: lines of spaces, tabs and `\r` only are skipped (a frame's body
+    /// never is: its header said a message was there), as every reader of messages skips them;
+    /// `read_line()` alone sees them.
+    #[inline]
+    pub(crate) fn next(&mut self, skip_blank: bool) -> Option<Decoded<'_>> {
+        let closed = self.closed;
+        match &mut self.buffer {
+            Buffer::Lines(buffer) => {
+                let found = loop {
+                    let found = match buffer.find_line() {
+                        None if closed => buffer.find_rest()?,
+                        found => found?,
+                    };
+                    match found {
+                        Found::Line { start, end } if skip_blank && is_blank(&buffer.data[start..end]) => {}
+                        found => break found,
+                    }
+                };
+                Some(match buffer.line(found) {
+                    Line::Complete(line) => Decoded::Message(line),
+                    Line::TooLong { looks_like_json } => Decoded::Dropped(Dropped::TooLong { looks_like_json }),
+                })
+            }
+            Buffer::Frames(buffer) => Some(match buffer.pop_frame(closed)? {
+                Frame::Complete(body) => Decoded::Message(body),
+                Frame::TooLong { length } => Decoded::Dropped(Dropped::Oversized { length }),
+                Frame::Bad(error) => Decoded::Dropped(Dropped::BadFrame(error)),
+            }),
+        }
+    }
+}
+
 /// Only spaces, tabs and `\r`.
 fn is_blank(bytes: &[u8]) -> bool {
     bytes.iter().all(|byte| matches!(byte, b' ' | b'\t' | b'\r'))
@@ -412,7 +646,7 @@ fn is_token_byte(byte: u8) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{Frame, FrameBuffer, FrameError, Line, LineBuffer, HEADER_LIMIT};
+    use super::{Decoded, Decoder, Dropped, Frame, FrameBuffer, FrameError, Framing, Line, LineBuffer, HEADER_LIMIT};
 
     const NO_LIMIT: usize = 1 << 40;
 
@@ -602,5 +836,73 @@ mod tests {
         assert_eq!(buffer.pop_frame(false), Some(Frame::Complete(b"1")));
         assert!(!buffer.has_frame(false));
         assert!(!buffer.has_frame(true));
+    }
+
+    fn decoded(decoder: &mut Decoder, skip_blank: bool) -> Vec<String> {
+        std::iter::from_fn(|| {
+            Some(match decoder.next(skip_blank)? {
+                Decoded::Message(message) => String::from_utf8_lossy(message).into_owned(),
+                Decoded::Dropped(dropped) => format!("<{dropped:?}>"),
+            })
+        })
+        .collect()
+    }
+
+    #[test]
+    fn the_decoder_skips_blank_lines_and_ends_with_the_last_line() {
+        let mut decoder = Decoder::new(Framing::Newline, 4);
+        decoder.feed(b"a\n \t\r\n\nb\r\n\n  ");
+        assert_eq!(decoded(&mut decoder, true), ["a", "b"]);
+        decoder.feed(b"{12345");
+        assert!(!decoder.has_message(true));
+        decoder.close();
+        assert!(decoder.has_message(true));
+        assert_eq!(decoded(&mut decoder, true), ["<TooLong { looks_like_json: true }>"]);
+        assert_eq!(decoder.next(true), None);
+
+        let mut decoder = Decoder::new(Framing::Newline, 4);
+        decoder.feed(b"a\n\n  \nb");
+        assert_eq!(decoded(&mut decoder, false), ["a", "", "  "]);
+        decoder.close();
+        assert_eq!(decoded(&mut decoder, false), ["b"]);
+    }
+
+    #[test]
+    fn has_message_skipping_blank_lines_drops_them_and_agrees_with_next() {
+        let mut decoder = Decoder::new(Framing::Newline, 4);
+        decoder.feed(b"\n \r\n");
+        assert!(!decoder.has_message(true));
+        decoder.feed(b"      \n");
+        assert!(decoder.has_message(true), "a blank line over the limit is dropped, not skipped");
+        assert_eq!(decoder.next(true), Some(Decoded::Dropped(Dropped::TooLong { looks_like_json: false })));
+        decoder.feed(b"\n\nx\n");
+        assert!(decoder.has_message(true));
+        assert_eq!(decoder.next(true), Some(Decoded::Message(b"x")));
+        assert!(!decoder.has_message(true));
+    }
+
+    #[test]
+    fn the_decoder_reads_frames_and_hands_out_empty_bodies() {
+        let mut decoder = Decoder::new(Framing::ContentLength, 4);
+        decoder.feed(b"Content-Length: 0\r\n\r\n\r\nContent-Length: 9\r\n\r\n1234");
+        assert_eq!(decoded(&mut decoder, true), ["", "<Oversized { length: 9 }>"]);
+        decoder.feed(b"56789Content-Length: 2\r\n\r\n{}Content-Length: 3");
+        assert_eq!(decoded(&mut decoder, true), ["{}"]);
+        decoder.close();
+        assert_eq!(decoded(&mut decoder, true), ["<BadFrame(Truncated)>"]);
+        assert_eq!(Dropped::Oversized { length: 9 }.reason(4), "a Content-Length (9) over max_message_bytes (4)");
+    }
+
+    #[test]
+    fn frames_are_written_as_read() {
+        let mut out = Vec::new();
+        Framing::ContentLength.frame_into(b"[1,\n2]", &mut out);
+        Framing::Newline.frame_into(b"x", &mut out);
+        let mut body = b"{}".to_vec();
+        Framing::ContentLength.frame(&mut body);
+        assert_eq!(out, b"Content-Length: 6\r\n\r\n[1,\n2]x\n");
+        assert_eq!(body, b"Content-Length: 2\r\n\r\n{}");
+        assert_eq!(Framing::from_name("content-length").map(Framing::name), Some("content-length"));
+        assert_eq!(Framing::from_name("lines"), None);
     }
 }

@@ -7,6 +7,7 @@ mod answer;
 mod bound;
 mod codec;
 mod current;
+mod decoder;
 mod dispatch;
 mod envelope;
 mod errors;
@@ -32,12 +33,14 @@ use pyo3::prelude::*;
 #[pymodule(gil_used = true)]
 fn _rpcwire(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<transport::StdioTransport>()?;
+    module.add_class::<decoder::FrameDecoder>()?;
     module.add_function(wrap_pyfunction!(bound::_bind, module)?)?;
     module.add_function(wrap_pyfunction!(request::parse_request, module)?)?;
     module.add_function(wrap_pyfunction!(current::_current_call, module)?)?;
     module.add_function(wrap_pyfunction!(current::_current_context, module)?)?;
     module.add_function(wrap_pyfunction!(current::_set_current_context, module)?)?;
     module.add_function(wrap_pyfunction!(dispatch::dispatch, module)?)?;
+    module.add_function(wrap_pyfunction!(request::read_text_object, module)?)?;
     module.add_function(wrap_pyfunction!(reply::_encode_request, module)?)?;
     module.add_function(wrap_pyfunction!(reply::_parse_incoming, module)?)?;
     Ok(())

@@ -16,6 +16,7 @@ use crate::answer::{self, StandardError};
 use crate::codec;
 use crate::envelope::{self, Call, Entry, Id, Limits, Message, MAX_MAX_DEPTH};
 use crate::errors::Error;
+use crate::framing::{self, Dropped};
 use crate::json::Scanner;
 use crate::log;
 use crate::strings::StringCache;
@@ -85,6 +86,48 @@ pub(crate) fn read_line<'a, 'py>(
     }
 }
 
+/// Read one whole text (an HTTP body: newlines are JSON whitespace here, not frames) as a line is read:
+/// a text over `max_message_bytes` is answered unread, as an over-long line is; an empty or blank one
+/// is -32600 `id: null` (where a reader of lines skips a blank line: a body said a message was there).
+pub(crate) fn read_text<'a, 'py>(
+    py: Python<'py>,
+    text: &'a [u8],
+    max_message_bytes: usize,
+    limits: Limits,
+    strings: Option<&mut StringCache>,
+    out: &mut Vec<u8>,
+) -> PyResult<Read<'a, 'py>> {
+    let first_significant = framing::first_significant(text);
+    if text.len() > max_message_bytes {
+        answer_too_long(py, framing::opens_json(first_significant), max_message_bytes, out)?;
+        return Ok(Read::Answered);
+    }
+    if first_significant.is_none() {
+        answer_invalid(py, None, "an empty body", out)?;
+        return Ok(Read::Answered);
+    }
+    read_line(py, text, limits, strings, out)
+}
+
+/// `_read_text(body, max_message_bytes, max_depth, max_batch)`: what `dispatch` reads before it calls the
+/// handler, as `StdioTransport._read_message` returns it (see [`read_text`] and [`message_object`]).
+#[pyfunction]
+#[pyo3(name = "_read_text")]
+pub(crate) fn read_text_object<'py>(
+    py: Python<'py>,
+    body: &Bound<'py, PyAny>,
+    max_message_bytes: i64,
+    max_depth: i64,
+    max_batch: Option<i64>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (max_message_bytes, limits) = checked_limits(max_message_bytes, max_depth, max_batch)?;
+    crate::decoder::with_bytes(body, |body| {
+        let mut answer = Vec::new();
+        let read = read_text(py, body, max_message_bytes, limits, None, &mut answer)?;
+        message_from(py, read, &answer, None)
+    })?
+}
+
 /// The limits given as `StdioTransport`'s and `dispatch`'s keyword arguments, checked:
 /// `(max_message_bytes, limits)`, or a `ValueError` naming the first one out of range.
 pub(crate) fn checked_limits(
@@ -92,12 +135,17 @@ pub(crate) fn checked_limits(
     max_depth: i64,
     max_batch: Option<i64>,
 ) -> PyResult<(usize, Limits)> {
-    let max_message_bytes = positive("max_message_bytes", max_message_bytes, usize::MAX)?;
+    let max_message_bytes = checked_max_message_bytes(max_message_bytes)?;
     let limits = Limits {
         max_depth: positive("max_depth", max_depth, MAX_MAX_DEPTH)?,
         max_batch: max_batch.map(|max_batch| positive("max_batch", max_batch, usize::MAX)).transpose()?,
     };
     Ok((max_message_bytes, limits))
+}
+
+/// `max_message_bytes` as given to `FrameDecoder`, checked as [`checked_limits`] checks it.
+pub(crate) fn checked_max_message_bytes(max_message_bytes: i64) -> PyResult<usize> {
+    positive("max_message_bytes", max_message_bytes, usize::MAX)
 }
 
 /// `value` if it is at least 1 (and at most `most`), else a `ValueError` naming it.
@@ -114,6 +162,26 @@ pub(crate) fn answer_invalid(py: Python<'_>, id: Option<&Id<'_>>, reason: &str, 
     log::debug(py, "invalid request", reason)?;
     answer::standard_error(out, id, StandardError::InvalidRequest);
     Ok(())
+}
+
+/// Append the answer to a message the framing dropped, and log why: as [`answer_too_long`] for an
+/// over-long line; -32600 for an over-long frame (a message, too large to accept); -32700 for a frame
+/// that cannot be read.
+pub(crate) fn answer_dropped(
+    py: Python<'_>,
+    dropped: Dropped,
+    max_message_bytes: usize,
+    out: &mut Vec<u8>,
+) -> PyResult<()> {
+    match dropped {
+        Dropped::TooLong { looks_like_json } => answer_too_long(py, looks_like_json, max_message_bytes, out),
+        Dropped::Oversized { .. } => answer_invalid(py, None, &dropped.reason(max_message_bytes), out),
+        Dropped::BadFrame(_) => {
+            log::debug(py, "parse error", dropped.reason(max_message_bytes))?;
+            answer::standard_error(out, None, StandardError::Parse);
+            Ok(())
+        }
+    }
 }
 
 /// Append the answer to a line longer than `max_message_bytes`, already discarded: -32600 if it
@@ -144,6 +212,18 @@ pub(crate) fn message_object<'py>(
     limits: Limits,
     mut strings: Option<&mut StringCache>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let mut answer = Vec::new();
+    let read = read_line(py, line, limits, strings.as_deref_mut(), &mut answer)?;
+    message_from(py, read, &answer, strings)
+}
+
+/// As [`message_object`], for what was read; `answer` holds the transport's own answer when it is `Answered`.
+fn message_from<'py>(
+    py: Python<'py>,
+    read: Read<'_, 'py>,
+    answer: &[u8],
+    mut strings: Option<&mut StringCache>,
+) -> PyResult<Bound<'py, PyAny>> {
     let mut out = Vec::new();
     let mut entry_object = |entry: PyEntry<'_, 'py>, strings: Option<&mut StringCache>| match entry {
         Entry::Call(call) => request_object(py, call, strings),
@@ -154,9 +234,8 @@ pub(crate) fn message_object<'py>(
         }
         Entry::Response { .. } => unreachable!("a server's reader makes no responses"),
     };
-    let mut answer = Vec::new();
-    match read_line(py, line, limits, strings.as_deref_mut(), &mut answer)? {
-        Read::Answered => Ok(PyBytes::new(py, &answer).into_any()),
+    match read {
+        Read::Answered => Ok(PyBytes::new(py, answer).into_any()),
         Read::Single(entry) => entry_object(entry, strings),
         Read::Batch(entries) => {
             let items = entries

@@ -1,8 +1,8 @@
 //! Transport: the `StdioTransport` class and the `serve` loop.
 //!
 //! I/O model: one thread runs `serve`, which reads, dispatches and writes in turn; any thread may
-//! call the `write_*` methods (a handler's progress notifications, for instance). Reading fills a
-//! `LineBuffer` with whatever one read returns: `readinto1` (or `read1`) on buffered streams gives
+//! call the `write_*` methods (a handler's progress notifications, for instance). Reading feeds a
+//! framing [`Decoder`] with whatever one read returns: `readinto1` (or `read1`) on buffered streams gives
 //! up to 64 KiB of what is already there and never waits for more than one line needs; streams
 //! without them are read with `readline`.
 //!
@@ -17,7 +17,8 @@
 //! Framing is the transport's: `framing="newline"` (the default: one message per line) or
 //! `framing="content-length"` (LSP's base protocol: `Content-Length: N\r\n\r\n` and N bytes of
 //! body). Everything above reads and writes *messages* (`read_line`, `_read_message`,
-//! `_write_line`...), whatever the framing; only [`Buffer`] and [`Framing::frame`] differ.
+//! `_write_line`...), whatever the framing; only the [`Decoder`] and [`Framing::frame`] differ. The
+//! decoder is the one `rpcwire._rpcwire.FrameDecoder` gives Python readers, so they see what this one does.
 //!
 //! Reads go through the stream's own `readinto1`, which releases the GIL during the system call
 //! and runs signal handlers when one interrupts it. Reading a pipe's file descriptor directly was
@@ -35,12 +36,13 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyInt, PyString, PyType};
 
-use crate::answer::{self, StandardError};
+use crate::answer;
 use crate::bound;
 use crate::codec;
+use crate::decoder;
 use crate::dispatch;
 use crate::envelope::{Id, Limits, DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES};
-use crate::framing::{Frame, FrameBuffer, FrameError, Line, LineBuffer};
+use crate::framing::{Decoded, Decoder, Dropped, Framing};
 use crate::reply;
 use crate::request;
 use crate::stream_lock::StreamLock;
@@ -83,105 +85,13 @@ impl ReadMethod {
     }
 }
 
-/// How messages are delimited on both streams.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Framing {
-    /// One message per line (`\n`).
-    Newline,
-    /// `Content-Length: N\r\n\r\n` and N bytes of body (LSP's base protocol).
-    ContentLength,
-}
-
-impl Framing {
-    fn parse(name: &str) -> PyResult<Self> {
-        match name {
-            "newline" => Ok(Self::Newline),
-            "content-length" => Ok(Self::ContentLength),
-            _ => Err(PyValueError::new_err(format!("framing must be 'newline' or 'content-length', not {name:?}"))),
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Self::Newline => "newline",
-            Self::ContentLength => "content-length",
-        }
-    }
-
-    /// Turn the message in `body` into its frame, in place: `\n` after it, or the header before it.
-    fn frame(self, body: &mut Vec<u8>) {
-        match self {
-            Self::Newline => body.push(b'\n'),
-            Self::ContentLength => {
-                let mut length = itoa::Buffer::new();
-                let header = [b"Content-Length: ", length.format(body.len()).as_bytes(), b"\r\n\r\n"].concat();
-                body.splice(0..0, header);
-            }
-        }
-    }
-}
-
 /// What `Reader::next_line` found.
 enum Next {
     /// A line (or a frame's body), copied into the caller's buffer.
     Line,
-    /// A line longer than `max_message_bytes`, discarded (see [`Line::TooLong`]).
-    TooLong {
-        looks_like_json: bool,
-    },
-    /// A `Content-Length` over `max_message_bytes`; its body is dropped as it arrives.
-    Oversized {
-        length: u64,
-    },
-    /// A frame that cannot be read (see [`FrameError`]).
-    BadFrame(FrameError),
+    /// A message the framing dropped (over `max_message_bytes`, or a frame that cannot be read).
+    Dropped(Dropped),
     End,
-}
-
-impl Next {
-    /// Why a message that `next_line` did not return was dropped.
-    fn reason(&self, max_message_bytes: usize) -> String {
-        match self {
-            Next::Oversized { length } => {
-                format!("a Content-Length ({length}) over max_message_bytes ({max_message_bytes})")
-            }
-            Next::BadFrame(error) => error.reason().to_owned(),
-            _ => format!("a line longer than max_message_bytes ({max_message_bytes})"),
-        }
-    }
-
-    /// Append the answer the transport gives itself for a dropped message: as for an over-long
-    /// line; -32600 for an over-long frame (a message, too large to accept); -32700 for a bad one.
-    fn answer(&self, py: Python<'_>, max_message_bytes: usize, out: &mut Vec<u8>) -> PyResult<()> {
-        match self {
-            Next::TooLong { looks_like_json } => request::answer_too_long(py, *looks_like_json, max_message_bytes, out),
-            Next::Oversized { .. } => request::answer_invalid(py, None, &self.reason(max_message_bytes), out),
-            _ => {
-                crate::log::debug(py, "parse error", self.reason(max_message_bytes))?;
-                answer::standard_error(out, None, StandardError::Parse);
-                Ok(())
-            }
-        }
-    }
-}
-
-/// The bytes read and not yet handed out, split by the transport's framing.
-///
-/// One `match` per read and per message: the newline path measured as before it (in-memory stream of
-/// 100,000 lines, sequential `serve`: 0.720 µs a message against 0.728, median of 12 runs each,
-/// interleaved; pipe ping-pong p50 8.6 µs against 8.5).
-enum Buffer {
-    Lines(LineBuffer),
-    Frames(FrameBuffer),
-}
-
-impl Buffer {
-    fn extend(&mut self, bytes: &[u8]) {
-        match self {
-            Buffer::Lines(buffer) => buffer.extend(bytes),
-            Buffer::Frames(buffer) => buffer.extend(bytes),
-        }
-    }
 }
 
 struct Reader {
@@ -190,48 +100,36 @@ struct Reader {
     /// The stream's bound method for `method`, looked up once rather than on every read.
     read: Py<PyAny>,
     chunk: Py<PyByteArray>,
-    buffer: Buffer,
-    at_eof: bool,
+    /// The bytes read and not yet handed out, split by the transport's framing.
+    decoder: Decoder,
 }
 
 impl Reader {
-    /// Copy the next line (without `\n`/`\r\n`), or the next frame's body, into `line`.
-    fn next_line(&mut self, py: Python<'_>, line: &mut Vec<u8>) -> PyResult<Next> {
+    /// Copy the next line (without `\n`/`\r\n`), or the next frame's body, into `line`; `skip_blank`:
+    /// as [`Decoder::next`].
+    fn next_line(&mut self, py: Python<'_>, line: &mut Vec<u8>, skip_blank: bool) -> PyResult<Next> {
         loop {
-            match &mut self.buffer {
-                Buffer::Lines(buffer) => match if self.at_eof { buffer.pop_rest() } else { buffer.pop_line() } {
-                    Some(Line::Complete(complete)) => {
-                        line.clear();
-                        line.extend_from_slice(complete);
-                        return Ok(Next::Line);
-                    }
-                    Some(Line::TooLong { looks_like_json }) => return Ok(Next::TooLong { looks_like_json }),
-                    None if self.at_eof => return Ok(Next::End),
-                    None => {}
-                },
-                Buffer::Frames(buffer) => match buffer.pop_frame(self.at_eof) {
-                    Some(Frame::Complete(body)) => {
-                        line.clear();
-                        line.extend_from_slice(body);
-                        return Ok(Next::Line);
-                    }
-                    Some(Frame::TooLong { length }) => return Ok(Next::Oversized { length }),
-                    Some(Frame::Bad(error)) => return Ok(Next::BadFrame(error)),
-                    None if self.at_eof => return Ok(Next::End),
-                    None => {}
-                },
+            match self.decoder.next(skip_blank) {
+                Some(Decoded::Message(message)) => {
+                    line.clear();
+                    line.extend_from_slice(message);
+                    return Ok(Next::Line);
+                }
+                Some(Decoded::Dropped(dropped)) => return Ok(Next::Dropped(dropped)),
+                None => {}
             }
-            self.at_eof = !self.fill(py)?;
+            if self.decoder.is_closed() {
+                return Ok(Next::End);
+            }
+            if !self.fill(py)? {
+                self.decoder.close();
+            }
         }
     }
 
-    /// Whether `next_line` can return without reading.
-    fn has_line(&mut self) -> bool {
-        self.at_eof
-            || match &mut self.buffer {
-                Buffer::Lines(buffer) => buffer.has_line(),
-                Buffer::Frames(buffer) => buffer.has_frame(false),
-            }
+    /// Whether `next_line` with the same `skip_blank` can return without reading.
+    fn has_line(&mut self, skip_blank: bool) -> bool {
+        self.decoder.has_message(skip_blank)
     }
 
     /// One read from the stream into the buffer; `Ok(false)` at end of input.
@@ -264,7 +162,7 @@ impl Reader {
                 let count = checked_count(&count, self.method.name(), chunk.len())?;
                 // SAFETY: no Python code runs while the slice is alive, so the bytearray cannot change.
                 let filled = &mut unsafe { chunk.as_bytes_mut() }[..count];
-                self.buffer.extend(filled);
+                self.decoder.feed(filled);
                 // Zeroed once copied: a stream that claims more than it filled gets zeros (a
                 // -32700), never the bytes of an earlier read served again.
                 filled.fill(0);
@@ -277,9 +175,9 @@ impl Reader {
 
     fn extend_with(&mut self, data: &Bound<'_, PyAny>) -> PyResult<bool> {
         if let Ok(bytes) = data.cast::<PyBytes>() {
-            self.buffer.extend(bytes.as_bytes());
+            self.decoder.feed(bytes.as_bytes());
         } else if let Ok(array) = data.cast::<PyByteArray>() {
-            self.buffer.extend(&array.to_vec());
+            self.decoder.feed(&array.to_vec());
         } else {
             return Err(PyTypeError::new_err("stdin must return bytes; pass a binary file-like object"));
         }
@@ -438,32 +336,16 @@ impl<'a, 'py> FromPyObject<'a, 'py> for MaxConcurrency<'py> {
     }
 }
 
-/// Whether `serve` skips the line: JSON whitespace only.
-fn is_blank(line: &[u8]) -> bool {
-    line.iter().all(|byte| matches!(byte, b' ' | b'\t' | b'\r'))
-}
-
 impl StdioTransport {
     fn send(&self, py: Python<'_>, mut line: Vec<u8>) -> PyResult<()> {
         self.framing.frame(&mut line);
         self.writer.lock(py)?.write_all(py, &line)
     }
 
-    /// Whether a message read is skipped: a blank line (a frame's body never is: its header said
-    /// that a message was there, so an empty one is a -32700).
-    fn skips(&self, line: &[u8]) -> bool {
-        self.framing == Framing::Newline && is_blank(line)
-    }
-
     /// The next message into `line`, blank lines skipped (newline framing): `Next::Line`, the end of
     /// input, or what was dropped. What `_read_message`, `_read_incoming` and `_read_value` read.
     fn next_message(&self, py: Python<'_>, line: &mut Vec<u8>) -> PyResult<Next> {
-        loop {
-            let next = self.reader.lock(py)?.next_line(py, line)?;
-            if !(matches!(next, Next::Line) && self.skips(line)) {
-                return Ok(next);
-            }
-        }
+        self.reader.lock(py)?.next_line(py, line, true)
     }
 
     /// Write the answers `serve` gathered, in one `write`. They are dropped even if writing (or
@@ -492,17 +374,16 @@ impl StdioTransport {
             // With no complete line buffered, the next read may block: first write what was
             // gathered (without holding the reader, which other threads may ask for).
             let mut reader = self.reader.lock(py)?;
-            if !reader.has_line() {
+            if !reader.has_line(true) {
                 drop(reader);
                 self.write_gathered(py, gathered)?;
                 reader = self.reader.lock(py)?;
             }
-            let next = reader.next_line(py, &mut line)?;
+            let next = reader.next_line(py, &mut line, true)?;
             drop(reader);
             answer.clear();
             match next {
                 Next::End => return Ok(()),
-                Next::Line if self.skips(&line) => continue,
                 Next::Line => {
                     // No finished answer waits for a handler: what was gathered goes out first.
                     let mut before_call = || self.write_gathered(py, gathered);
@@ -516,7 +397,7 @@ impl StdioTransport {
                         continue;
                     }
                 }
-                dropped => dropped.answer(py, self.max_message_bytes, &mut answer)?,
+                Next::Dropped(dropped) => request::answer_dropped(py, dropped, self.max_message_bytes, &mut answer)?,
             }
             self.framing.frame(&mut answer);
             if gathered.is_empty() && answer.len() >= COALESCE_LIMIT {
@@ -560,7 +441,7 @@ impl StdioTransport {
         max_batch: Option<i64>,
         framing: &str,
     ) -> PyResult<Self> {
-        let framing = Framing::parse(framing)?;
+        let framing = decoder::framing(framing)?;
         // An `i64` is at most `usize::MAX / 2` here, so `max_message_bytes + 1` cannot overflow.
         let (max_message_bytes, limits) = request::checked_limits(max_message_bytes, max_depth, max_batch)?;
         let stdin = binary_stream(py, stdin, "stdin", "readline")?;
@@ -571,11 +452,7 @@ impl StdioTransport {
             read: stdin.getattr(method.name())?.unbind(),
             stream: stdin.unbind(),
             chunk: PyByteArray::new(py, &vec![0; READ_CHUNK]).unbind(),
-            buffer: match framing {
-                Framing::Newline => Buffer::Lines(LineBuffer::new(max_message_bytes)),
-                Framing::ContentLength => Buffer::Frames(FrameBuffer::new(max_message_bytes)),
-            },
-            at_eof: false,
+            decoder: Decoder::new(framing, max_message_bytes),
         };
         let writer = Writer::new(py, stdout)?;
         Ok(Self {
@@ -601,10 +478,12 @@ impl StdioTransport {
     /// over the limit) raises `ValueError` and is dropped, and the next call reads on after it.
     fn read_line<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let mut line = Vec::new();
-        match self.reader.lock(py)?.next_line(py, &mut line)? {
+        match self.reader.lock(py)?.next_line(py, &mut line, false)? {
             Next::Line => Ok(Some(PyBytes::new(py, &line))),
             Next::End => Ok(None),
-            dropped => Err(PyValueError::new_err(format!("{} was discarded", dropped.reason(self.max_message_bytes)))),
+            Next::Dropped(dropped) => {
+                Err(PyValueError::new_err(format!("{} was discarded", dropped.reason(self.max_message_bytes))))
+            }
         }
     }
 
@@ -621,7 +500,9 @@ impl StdioTransport {
                 let mut strings = self.strings.try_lock();
                 Ok(Some(codec::decode(py, text, self.limits.max_depth, strings.as_deref_mut())?))
             }
-            dropped => Err(PyValueError::new_err(format!("{} was discarded", dropped.reason(self.max_message_bytes)))),
+            Next::Dropped(dropped) => {
+                Err(PyValueError::new_err(format!("{} was discarded", dropped.reason(self.max_message_bytes))))
+            }
         }
     }
 
@@ -682,9 +563,9 @@ impl StdioTransport {
                 let mut strings = self.strings.try_lock();
                 request::message_object(py, &line, self.limits, strings.as_deref_mut()).map(Some)
             }
-            dropped => {
+            Next::Dropped(dropped) => {
                 let mut answer = Vec::new();
-                dropped.answer(py, self.max_message_bytes, &mut answer)?;
+                request::answer_dropped(py, dropped, self.max_message_bytes, &mut answer)?;
                 Ok(Some(PyBytes::new(py, &answer).into_any()))
             }
         }
@@ -694,7 +575,7 @@ impl StdioTransport {
     /// line, or the end of input, is already buffered.
     #[pyo3(name = "_has_buffered_message")]
     fn has_buffered_message(&self, py: Python<'_>) -> PyResult<bool> {
-        Ok(self.reader.lock(py)?.has_line())
+        Ok(self.reader.lock(py)?.has_line(false))
     }
 
     /// Read once from the stream (what one `readinto1` gives, which waits only when nothing is there)
@@ -704,8 +585,8 @@ impl StdioTransport {
     #[pyo3(name = "_read_available")]
     fn read_available(&self, py: Python<'_>) -> PyResult<()> {
         let mut reader = self.reader.lock(py)?;
-        if !reader.has_line() {
-            reader.at_eof = !reader.fill(py)?;
+        if !reader.has_line(false) && !reader.fill(py)? {
+            reader.decoder.close();
         }
         Ok(())
     }
@@ -730,7 +611,7 @@ impl StdioTransport {
                     }
                 }
             }
-            dropped => Ok(Some(PyString::new(py, &dropped.reason(self.max_message_bytes)).into_any())),
+            Next::Dropped(dropped) => Ok(Some(PyString::new(py, &dropped.reason(self.max_message_bytes)).into_any())),
         }
     }
 
@@ -774,21 +655,22 @@ impl StdioTransport {
         Ok(PyBytes::new(py, &line))
     }
 
-    /// Write `line` and `\n` in one `write`, then flush, under the writer lock (as `write_*` do).
-    /// With `framing="content-length"`, each line of `line` (the engine joins answers with `\n`;
-    /// compact JSON has no other) is one frame, all in one `write`; empty ones are left out.
+    /// Write `line` as one message (`line` and `\n`, or a `Content-Length` frame around it, whatever it
+    /// holds) in one `write`, then flush, under the writer lock (as `write_*` do).
     #[pyo3(name = "_write_line")]
     fn write_line(&self, py: Python<'_>, line: &[u8]) -> PyResult<()> {
-        if self.framing == Framing::Newline {
-            let mut data = Vec::with_capacity(line.len() + 1);
-            data.extend_from_slice(line);
-            return self.send(py, data);
-        }
         let mut data = Vec::with_capacity(line.len() + 32);
-        for message in line.split(|&byte| byte == b'\n').filter(|message| !message.is_empty()) {
-            let mut frame = message.to_vec();
-            self.framing.frame(&mut frame);
-            data.extend_from_slice(&frame);
+        self.framing.frame_into(line, &mut data);
+        self.writer.lock(py)?.write_all(py, &data)
+    }
+
+    /// Write each of `lines` (bytes-like) as one message, all in one `write`, then flush, under the
+    /// writer lock: answers gathered by the engine go out together. Nothing is written for no lines.
+    #[pyo3(name = "_write_lines")]
+    fn write_lines(&self, py: Python<'_>, lines: &Bound<'_, PyAny>) -> PyResult<()> {
+        let mut data = Vec::new();
+        for line in lines.try_iter()? {
+            decoder::with_bytes(&line?, |line| self.framing.frame_into(line, &mut data))?;
         }
         if data.is_empty() {
             return Ok(());

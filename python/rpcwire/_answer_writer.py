@@ -77,7 +77,7 @@ class AnswerWriter:
             failed = False
             if self.failure is None:  # after a failure, nothing more is written
                 try:
-                    self._transport._write_line(b"\n".join(answers))
+                    self._transport._write_lines(answers)
                 except BaseException as exc:
                     self.failure = exc
                     failed = True

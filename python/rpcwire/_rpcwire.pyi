@@ -1,17 +1,19 @@
 """Type stubs of the native module (hand-written; checked by ``mypy.stubtest`` in ``make lint``)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, BinaryIO, final
 
-from rpcwire._types import Framing, Request, Response
+from rpcwire._types import Framing, Refused, Request, Response
 
 __all__ = [
+    "FrameDecoder",
     "StdioTransport",
     "_bind",
     "_current_call",
     "_current_context",
     "_encode_request",
     "_parse_incoming",
+    "_read_text",
     "_set_current_context",
     "dispatch",
     "parse_request",
@@ -91,8 +93,11 @@ class StdioTransport:
         be encoded (these two logged at ERROR). ``expose_errors=False``: a -32603 has no ``data``.
         """
     def _write_line(self, line: bytes) -> None:
-        """Write ``line + b"\\n"`` in one ``write`` and flush, under the writer lock (``framing="content-length"``:
-        each line of ``line`` as one frame)."""
+        """Write ``line`` as one message (``line + b"\\n"``, or one ``Content-Length`` frame, whatever it holds)
+        in one ``write`` and flush, under the writer lock."""
+    def _write_lines(self, lines: Iterable[bytes | bytearray | memoryview]) -> None:
+        """Write each of ``lines`` as one message, all in one ``write``, and flush, under the writer lock
+        (nothing for no lines)."""
     def _swap_output(self, stdout: BinaryIO) -> BinaryIO:
         """Write to ``stdout`` from now on; the stream written to until now (swapped under the writer's lock)."""
     def serve(self, handler: Callable[[str, Any], Any], *, max_concurrency: int = 1) -> None:
@@ -104,6 +109,19 @@ class StdioTransport:
         """Mark this transport as served: ``RuntimeError`` if a ``serve`` already runs over it."""
     def _stop_serving(self) -> None:
         """The end of what ``_start_serving`` began."""
+
+@final
+class FrameDecoder:
+    """Framing without I/O: ``feed`` the bytes read, ``next`` the messages (the transport's own rules)."""
+
+    def __new__(cls, framing: Framing = "newline", *, max_message_bytes: int = 67108864) -> FrameDecoder: ...
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Add bytes read from the stream (``b""`` is not the end of input); ``ValueError`` after ``close()``."""
+    def close(self) -> None:
+        """The end of input: ``next`` then hands out what is left, and ``None`` after it."""
+    def next(self) -> bytes | Refused | None:
+        """The next message's bytes, a ``Refused`` for one that was dropped, or ``None`` when more input is
+        needed (after ``close()``: when nothing is left). Blank lines are skipped (newline framing)."""
 
 def _bind(*, serve: Callable[..., None]) -> None:
     """Hand the native module the Python objects it calls back (``rpcwire`` does, once, at import)."""
@@ -133,6 +151,12 @@ def dispatch(
 
     ``expose_errors=False``: a -32603 is "Internal error" alone, without the exception's name and text.
     """
+
+def _read_text(
+    body: bytes, max_message_bytes: int, max_depth: int, max_batch: int | None
+) -> bytes | Request | list[Request | bytes]:
+    """One whole JSON text (an HTTP body) read as ``StdioTransport._read_message`` reads a line; an empty or
+    blank body is -32600, a body over ``max_message_bytes`` is answered unread as an over-long line."""
 
 def _encode_request(method: str, params: Any = None, id: Any = None) -> bytes:
     """The line of a request (``id`` given) or a notification (``id`` is ``None``), without ``\\n``."""

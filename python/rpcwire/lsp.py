@@ -175,8 +175,7 @@ class Writer:
         self._stdout.close()
 
     def write(self, data: bytes) -> None:
-        # The transport writes each line as a frame; a raw newline in JSON text is only whitespace.
-        self._transport._write_line(data.replace(b"\n", b" ") if b"\n" in data else data)
+        self._transport._write_line(data)
 
 
 def start_io(server: Any, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:

@@ -1,0 +1,109 @@
+//! `FrameDecoder`: the framing of [`crate::framing::Decoder`] handed to Python, without I/O.
+//!
+//! Every Python reader of a stream that the native transport does not read itself (the asyncio client,
+//! the MCP reader, `rpcwire.lsp`, `--listen`) feeds the bytes it read into one of these and takes
+//! messages out, so that the framing rules, the `max_message_bytes` limit and the answers to dropped
+//! messages exist once: here, and in the transport's reader, which is the same Rust `Decoder`.
+//!
+//! It hands out what `StdioTransport._read_message` and `_read_incoming` read: blank lines skipped
+//! (newline framing), and a dropped message as `rpcwire._types.Refused(reason, answer)`, with the reason
+//! `_read_incoming` gives and the answer `_read_message` gives (logged at DEBUG as `_read_message` logs
+//! it, when it is handed out).
+
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyString, PyType};
+
+use crate::envelope::DEFAULT_MAX_MESSAGE_BYTES;
+use crate::framing::{Decoded, Decoder, Framing};
+use crate::request;
+
+static REFUSED: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// The framing a name stands for, or the `ValueError` `StdioTransport` and `FrameDecoder` raise.
+pub(crate) fn framing(name: &str) -> PyResult<Framing> {
+    Framing::from_name(name)
+        .ok_or_else(|| PyValueError::new_err(format!("framing must be 'newline' or 'content-length', not {name:?}")))
+}
+
+/// Run `use_bytes` over the bytes of a bytes-like object (`bytes` without a copy; `bytearray`,
+/// `memoryview` and other buffers of bytes copied first); `TypeError` for anything else.
+pub(crate) fn with_bytes<R>(data: &Bound<'_, PyAny>, use_bytes: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
+    if let Ok(bytes) = data.cast::<PyBytes>() {
+        return Ok(use_bytes(bytes.as_bytes()));
+    }
+    if data.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err("a bytes-like object is required, not 'str'"));
+    }
+    let buffer = PyBuffer::<u8>::get(data)?;
+    Ok(use_bytes(&buffer.to_vec(data.py())?))
+}
+
+/// Framing without I/O: `feed(data)` the bytes read, `next()` the messages (`bytes`), the dropped ones
+/// (`Refused`), or `None` when more input is needed; `close()` at the end of input.
+///
+/// The rules are `StdioTransport`'s (docs/semantics.md, "Framing"): `"newline"`, a message per line
+/// ending at `\n` (a `\r` before it dropped), blank lines (spaces, tabs, `\r`) skipped, a last line
+/// without `\n` handed out after `close()`; `"content-length"`, LSP's header block and body, an empty
+/// body handed out as `b""` (it is not skipped), a bad frame dropped up to the next `Content-Length`.
+/// A message over `max_message_bytes` is dropped as it arrives (never held whole). A dropped message is
+/// a `Refused` whose `reason` is what `StdioTransport._read_incoming` returns for it and whose `answer`
+/// is the answer line `_read_message` returns (-32700, or -32600 for an over-long message that began as
+/// JSON does, and for a `Content-Length` over the limit), logged at DEBUG as the transport logs it.
+#[pyclass(module = "rpcwire._rpcwire")]
+pub(crate) struct FrameDecoder {
+    decoder: Decoder,
+    max_message_bytes: usize,
+}
+
+#[pymethods]
+impl FrameDecoder {
+    #[new]
+    #[pyo3(
+        signature = (framing="newline", *, max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES),
+        text_signature = "(framing='newline', *, max_message_bytes=67108864)"
+    )]
+    fn new(framing: &str, max_message_bytes: i64) -> PyResult<Self> {
+        let framing = self::framing(framing)?;
+        let max_message_bytes = request::checked_max_message_bytes(max_message_bytes)?;
+        Ok(Self { decoder: Decoder::new(framing, max_message_bytes), max_message_bytes })
+    }
+
+    /// Add bytes read from the stream (`b""` is not the end of input: see `close`). `ValueError` after
+    /// `close()`.
+    fn feed(&mut self, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        if self.decoder.is_closed() {
+            return Err(PyValueError::new_err("feed() after close(): the input has ended"));
+        }
+        let decoder = &mut self.decoder;
+        with_bytes(data, |bytes| decoder.feed(bytes))
+    }
+
+    /// The end of input: `next()` then hands out what is left (a last line without `\n` is a message,
+    /// an unfinished frame a `Refused`) and `None` after it. Closing twice changes nothing.
+    fn close(&mut self) {
+        self.decoder.close();
+    }
+
+    /// The next message's bytes, a `Refused` for one that was dropped, or `None` when more input is
+    /// needed (after `close()`: when nothing is left).
+    fn next<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Ok(Some(match self.decoder.next(true) {
+            None => return Ok(None),
+            Some(Decoded::Message(message)) => PyBytes::new(py, message).into_any(),
+            Some(Decoded::Dropped(dropped)) => {
+                let mut answer = Vec::new();
+                request::answer_dropped(py, dropped, self.max_message_bytes, &mut answer)?;
+                let reason = dropped.reason(self.max_message_bytes);
+                refused(py)?.call1((reason, PyBytes::new(py, &answer)))?
+            }
+        }))
+    }
+}
+
+/// `rpcwire._types.Refused`.
+fn refused(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    REFUSED.import(py, "rpcwire._types", "Refused")
+}
