@@ -172,13 +172,14 @@ test-wheels: ## Install each wheel of dist/ (make wheels) in a fresh venv, no ca
 		|| echo "$$wheel: FAILED before the suite ran"; done; \
 	exit $$failed
 
-lint: develop fuzz-lint ## rustfmt, clippy, ruff, mypy.stubtest, actionlint (and the same for fuzz/)
+lint: develop fuzz-lint ## rustfmt, clippy, ruff, mypy.stubtest, both cores against the contract (mypy), actionlint (and the same for fuzz/)
 	cargo fmt --all -- --check
 	PYO3_PYTHON=$(abspath $(PY)) cargo clippy --all-targets -- -D warnings
 	PYO3_PYTHON=$(abspath $(PY)) cargo clippy --all-targets --features public-str-api -- -D warnings
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m mypy.stubtest rpcwire._rpcwire
+	$(PY) -m mypy --follow-imports=silent python/rpcwire/_contract.py
 	$(VENV)/bin/actionlint .github/workflows/*.yml
 
 build: check-rust $(STAMP) ## Build a release wheel for this machine's Python and glibc into target/wheels (make wheels: for PyPI)

@@ -35,6 +35,7 @@ SDIST_NEEDS = (
     "fuzz/Cargo.lock",
     "fuzz/json.dict",
     "tests/conftest.py",
+    "tests/support/__init__.py",
     "examples/tool_server.py",
     "python/rpcwire/__init__.py",
 )

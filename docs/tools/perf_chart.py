@@ -4,7 +4,7 @@
     python docs/tools/perf_chart.py --check    # exits 1 if the committed SVG is not what the table gives
 
 Standard library only: the SVG is written by hand (horizontal bars, log scale), so that the chart needs no
-plotting package and the same table always gives the same bytes. tests/test_examples.py runs ``--check``.
+plotting package and the same table always gives the same bytes. tests/integrations/test_examples.py runs ``--check``.
 """
 
 from __future__ import annotations

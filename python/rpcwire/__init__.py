@@ -27,6 +27,7 @@ from rpcwire._types import (
     InvalidParams,
     JsonRpcError,
     MethodNotFound,
+    Refused,
     Request,
     RequestCancelled,
     Response,
@@ -43,7 +44,7 @@ try:
     # Not `from rpcwire import _rpcwire`: in a package still initialising, its error for a missing module
     # says "most likely due to a circular import"; this one says "No module named 'rpcwire._rpcwire'".
     import rpcwire._rpcwire as _core
-    from rpcwire._rpcwire import StdioTransport, dispatch, parse_request
+    from rpcwire._rpcwire import FrameDecoder, StdioTransport, dispatch, parse_request
 
     _core._bind(serve=serve)
     NATIVE = True
@@ -53,7 +54,7 @@ except ImportError as _missing:  # pragma: no cover - a build without the native
         "rpcwire: native module unavailable (%s); serving through the pure-Python rpcwire.pure", _missing
     )
     from rpcwire import pure as _core
-    from rpcwire.pure import StdioTransport, dispatch, parse_request
+    from rpcwire.pure import FrameDecoder, StdioTransport, dispatch, parse_request
 
     NATIVE = False
 
@@ -93,11 +94,13 @@ __all__ = [
     "AsyncHttpClient",
     "Client",
     "ConnectionClosed",
+    "FrameDecoder",
     "HttpClient",
     "HttpError",
     "InvalidParams",
     "JsonRpcError",
     "MethodNotFound",
+    "Refused",
     "Request",
     "RequestCancelled",
     "RequestContext",

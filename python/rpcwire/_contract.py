@@ -2,7 +2,7 @@
 
 A *core* is the native module ``rpcwire._rpcwire`` or the pure-Python :mod:`rpcwire.pure`; both implement
 every member below with the same behaviour and bytes (``docs/semantics.md``), so nothing above a core
-branches on which one it has. ``tests/test_contract.py`` checks both against these protocols and mypy
+branches on which one it has. ``tests/wire/test_contract.py`` checks both against these protocols and mypy
 checks the modules' types against :class:`Core`.
 
 Members with a leading underscore are rpcwire's own seam, not public API; the public ones are the
@@ -12,7 +12,7 @@ teaching implementation's names (``StdioTransport``, ``dispatch``, ``parse_reque
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from rpcwire._types import Framing, Handler, Refused, Request, Response
 
@@ -138,11 +138,21 @@ class Transport(AnswerBuilder, Protocol):
         ...
 
 
+_Decoder = FrameDecoder  # in Core's body the name FrameDecoder is Core's own member
+
+
 class Core(Protocol):
     """A core module: ``rpcwire._rpcwire`` or ``rpcwire.pure``."""
 
-    StdioTransport: type[Transport]
-    FrameDecoder: type[FrameDecoder]
+    @property
+    def StdioTransport(self) -> type[Transport]:  # read-only: mypy matches a module against it
+        """The transport class."""
+        ...
+
+    @property
+    def FrameDecoder(self) -> type[_Decoder]:
+        """The framing decoder class."""
+        ...
 
     def dispatch(
         self,
@@ -173,3 +183,11 @@ class Core(Protocol):
     def _parse_incoming(self, data: bytes, max_depth: int = ...) -> Incoming:
         """One message a client read."""
         ...
+
+
+if TYPE_CHECKING:  # `make lint` runs mypy over this module: both cores must type-check as a Core.
+    import rpcwire._rpcwire
+    import rpcwire.pure
+
+    _native_core: Core = rpcwire._rpcwire
+    _pure_core: Core = rpcwire.pure

@@ -1,0 +1,139 @@
+"""The pure-Python twin of the native transport: same API, same bytes out for the same bytes in.
+
+It is the fallback where the native module cannot be built, the reference of the differential
+tests and the baseline of every benchmark. It is written the way a careful Python developer would
+write it with the standard library (``json``, a ``bytearray`` to frame), not tuned beyond that.
+
+The rules both implementations follow are in ``docs/semantics.md``. A message's way through it, one
+module each: :mod:`~rpcwire.pure.transport` reads the stream, :mod:`~rpcwire.pure.framing` cuts it into
+messages, :mod:`~rpcwire.pure.codec` decodes each, :mod:`~rpcwire.pure.envelope` says what it is and
+builds its answer, which the transport frames and writes.
+
+The clients (``Client``, ``AsyncClient``, ``HttpClient``, ``AsyncHttpClient``) and ``HttpError`` are
+made on first use, so that importing this package (or its ``framing`` and ``codec``, which the clients
+use) never imports the clients.
+"""
+
+from __future__ import annotations
+
+import importlib
+import types
+from typing import TYPE_CHECKING, Any
+
+from rpcwire._engine import RequestContext, current_request, serve, serve_async
+from rpcwire._methods import methods
+from rpcwire._types import (
+    DEFAULT_MAX_BATCH,
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    ERR_INTERNAL,
+    ERR_INVALID_PARAMS,
+    ERR_INVALID_REQUEST,
+    ERR_METHOD_NOT_FOUND,
+    ERR_PARSE,
+    ERR_REQUEST_CANCELLED,
+    ConnectionClosed,
+    InvalidParams,
+    JsonRpcError,
+    MethodNotFound,
+    Refused,
+    Request,
+    RequestCancelled,
+    Response,
+)
+from rpcwire.pure import codec, framing
+from rpcwire.pure.envelope import dispatch, parse_request
+
+# The rest of the core's contract (rpcwire._contract.Core), beside the public names: imported, not assigned
+# (mypy matches a module against the contract by its imported names and functions, not by aliases).
+from rpcwire.pure.envelope import encode_request as _encode_request
+from rpcwire.pure.envelope import parse_incoming as _parse_incoming
+from rpcwire.pure.envelope import read_text as _read_text
+from rpcwire.pure.framing import FrameDecoder
+from rpcwire.pure.transport import StdioTransport
+
+if TYPE_CHECKING:
+    from rpcwire._http_client import HttpError
+    from rpcwire.pure._clients import AsyncClient, AsyncHttpClient, Client, HttpClient
+
+__all__ = [
+    "DEFAULT_MAX_BATCH",
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "ERR_INTERNAL",
+    "ERR_INVALID_PARAMS",
+    "ERR_INVALID_REQUEST",
+    "ERR_METHOD_NOT_FOUND",
+    "ERR_PARSE",
+    "ERR_REQUEST_CANCELLED",
+    "AsyncClient",
+    "AsyncHttpClient",
+    "Client",
+    "ConnectionClosed",
+    "FrameDecoder",
+    "HttpClient",
+    "HttpError",
+    "InvalidParams",
+    "JsonRpcError",
+    "MethodNotFound",
+    "Refused",
+    "Request",
+    "RequestCancelled",
+    "RequestContext",
+    "Response",
+    "StdioTransport",
+    "_encode_request",  # the rest of the core's contract, as the native module's stub lists it
+    "_parse_incoming",
+    "_read_text",
+    "current_request",
+    "dispatch",
+    "methods",
+    "parse_request",
+    "serve",
+    "serve_async",
+]
+
+# Made on first use (PEP 562): the module that defines each.
+_LAZY = {
+    "Client": "rpcwire.pure._clients",
+    "AsyncClient": "rpcwire.pure._clients",
+    "HttpClient": "rpcwire.pure._clients",
+    "AsyncHttpClient": "rpcwire.pure._clients",
+    "HttpError": "rpcwire._http_client",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+# --- transitional: what rpcwire._client reaches for until it uses framing.FrameDecoder and codec.nests_deeper ---
+# (issue 19's client change; remove both with it)
+
+_text_nests_deeper = codec.nests_deeper
+
+
+class _Frames:
+    """``FrameDecoder("content-length")`` in the shape ``AsyncClient._read_frames`` uses: ``feed(b"")`` ends the
+    input; ``pop()`` hands out a body or a dropped frame whose ``reason(limit)`` says why."""
+
+    def __init__(self, stream: None, max_body: int) -> None:
+        self._decoder = framing.FrameDecoder("content-length", max_message_bytes=max_body)
+
+    def feed(self, chunk: bytes) -> None:
+        self._decoder.feed(chunk) if chunk else self._decoder.close()
+
+    def pop(self) -> Any:
+        frame = self._decoder.next()
+        if isinstance(frame, Refused):
+            return types.SimpleNamespace(reason=lambda limit, why=frame.reason: why)
+        return frame

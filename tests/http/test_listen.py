@@ -1,0 +1,445 @@
+"""``python -m rpcwire serve MODULE:HANDLER --listen 127.0.0.1:0``: one server process, one port, and a
+connection of each kind against it at once (newline-delimited JSON, Content-Length frames, HTTP/1.1 with
+keep-alive and server-sent events, and garbage), each told apart by its first bytes."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import select
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import rpcwire
+import rpcwire.pure
+from rpcwire._listen import framing_of
+from support.processes import announced_server, rpcwire_command, run_rpcwire
+
+HANDLERS = """
+import os
+import threading
+import time
+
+from rpcwire import current_request, methods
+
+both_in = threading.Barrier(2, timeout=20)
+
+
+def add(a, b):
+    return a + b
+
+
+def meet():
+    both_in.wait()  # answers only once two calls run at once: the connection is served concurrently
+    return "met"
+
+
+def steps(n):
+    for i in range(n):
+        current_request().progress(i + 1, n)
+    return "done"
+
+
+def nap(seconds):
+    time.sleep(seconds)
+    return "rested"
+
+
+handler = methods({"add": add, "meet": meet, "steps": steps, "nap": nap, "pid": os.getpid})
+
+
+async def async_add(a, b):
+    return a + b
+
+
+async_handler = methods({"add": async_add})
+"""
+
+
+@pytest.fixture(scope="module")
+def app_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    app_dir: Path = tmp_path_factory.mktemp("listen")
+    (app_dir / "handlers.py").write_text(HANDLERS)
+    return app_dir
+
+
+@pytest.fixture(scope="module")
+def port(app_dir: Path) -> Iterator[int]:
+    command = rpcwire_command("serve", "handlers:handler", "--listen", "127.0.0.1:0")
+    with announced_server(command, app_dir, "listening on tcp://127.0.0.1:", 100) as listening:
+        yield listening
+
+
+@contextlib.contextmanager
+def listen_server(app_dir: Path, *options: str) -> Iterator[int]:
+    """A ``--listen`` server of its own, with ``options``; yields its port."""
+    command = rpcwire_command("serve", "handlers:handler", "--listen", "127.0.0.1:0", *options)
+    with announced_server(command, app_dir, "listening on tcp://127.0.0.1:", 100) as listening:
+        yield listening
+
+
+def connect(port: int) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", port), timeout=30)
+
+
+def call_ndjson(sock: socket.socket, method: str, params: Any = None, id: Any = 1) -> Any:
+    """One NDJSON call on ``sock``; its result."""
+    request: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "id": id}
+    if params is not None:
+        request["params"] = params
+    sock.sendall(json.dumps(request).encode() + b"\n")
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = sock.recv(1)
+        assert chunk, f"closed before the answer to {method}: {line!r}"
+        line += chunk
+    answer = json.loads(line)
+    assert answer["id"] == id, answer
+    return answer["result"]
+
+
+def closed_within(sock: socket.socket, seconds: float) -> bool:
+    """Whether the server closes ``sock`` within ``seconds`` (what it sends before is read and dropped)."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        if not select.select([sock], [], [], left)[0]:
+            return False
+        try:
+            if not sock.recv(65536):
+                return True
+        except ConnectionResetError:
+            return True
+    return False
+
+
+def thread_count(pid: int) -> int:
+    return len(list(Path(f"/proc/{pid}/task").iterdir()))
+
+
+def read_lines(sock: socket.socket, count: int) -> list[Any]:
+    with sock.makefile("rb") as stream:
+        return [json.loads(stream.readline()) for _ in range(count)]
+
+
+def add(a: int, b: int, id: Any) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "method": "add", "params": [a, b], "id": id}).encode()
+
+
+def post(connection: http.client.HTTPConnection, body: bytes, **headers: str) -> http.client.HTTPResponse:
+    connection.request("POST", "/rpc", body=body, headers={"Content-Type": "application/json", **headers})
+    return connection.getresponse()
+
+
+def test_one_port_serves_every_kind_at_once(port: int) -> None:
+    # All four open before any is answered: none is served at the others' expense.
+    ndjson, framed, garbage = connect(port), connect(port), connect(port)
+    web = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    web.connect()
+    client = rpcwire.Client(
+        rpcwire.StdioTransport(framed.makefile("rb"), framed.makefile("wb"), framing="content-length"), timeout=30
+    )
+    try:
+        garbage.sendall(b"hello, this is not JSON-RPC\n")
+        ndjson.sendall(add(1, 2, 1) + b"\n" + add(3, 4, "b") + b"\n")
+        assert client.call("add", [5, 6]) == 11
+        assert sorted(map(json.dumps, read_lines(ndjson, 2))) == sorted(
+            json.dumps({"jsonrpc": "2.0", "id": id, "result": result}) for id, result in [(1, 3), ("b", 7)]
+        )
+        response = post(web, add(7, 8, 9))
+        assert (response.status, response.read()) == (200, b'{"jsonrpc":"2.0","id":9,"result":15}')
+        assert not response.will_close
+        first_socket = web.sock
+        response = post(web, add(1, 1, 10))  # kept alive: the same connection answers again
+        assert (response.status, response.read()) == (200, b'{"jsonrpc":"2.0","id":10,"result":2}')
+        assert web.sock is first_socket
+        assert read_lines(garbage, 1) == [
+            {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+        ]
+        # The garbage connection is still served as NDJSON after its -32700; the others are undisturbed.
+        garbage.sendall(add(2, 2, 4) + b"\n")
+        assert read_lines(garbage, 1) == [{"jsonrpc": "2.0", "id": 4, "result": 4}]
+        assert client.call("add", [1, 2]) == 3
+    finally:
+        client.close()
+        for sock in (ndjson, framed, garbage):
+            sock.close()
+        web.close()
+
+
+def test_each_stream_connection_runs_requests_concurrently(port: int) -> None:
+    with connect(port) as sock:
+        meet = b'{"jsonrpc":"2.0","method":"meet","id":%d}\n'
+        sock.sendall(meet % 1 + meet % 2)
+        assert sorted(answer["id"] for answer in read_lines(sock, 2)) == [1, 2]
+
+
+def test_content_length_frames_are_told_apart_in_any_case(port: int) -> None:
+    with connect(port) as sock:
+        body = add(20, 22, 1)
+        sock.sendall(b"content-type: application/vscode-jsonrpc\r\nCONTENT-LENGTH: %d\r\n\r\n%b" % (len(body), body))
+        answer = b'{"jsonrpc":"2.0","id":1,"result":42}'
+        with sock.makefile("rb") as stream:
+            assert stream.readline() == b"Content-Length: %d\r\n" % len(answer)
+            assert stream.readline() == b"\r\n"
+            assert stream.read(len(answer)) == answer
+
+
+def test_http_streams_progress_as_server_sent_events(port: int) -> None:
+    web = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        body = b'{"jsonrpc":"2.0","method":"steps","params":{"n":2,"_meta":{"progressToken":"t"}},"id":1}'
+        response = post(web, body, Accept="application/json, text/event-stream")
+        assert response.status == 200
+        assert response.getheader("Content-Type", "").startswith("text/event-stream")
+        events = [
+            json.loads(line[len(b"data: ") :]) for line in response.read().splitlines() if line.startswith(b"data: ")
+        ]
+        assert [event.get("method") for event in events] == ["notifications/progress"] * 2 + [None]
+        assert events[-1] == {"jsonrpc": "2.0", "id": 1, "result": "done"}
+        # A request the app refuses without reading its body leaves the connection usable.
+        web.request("POST", "/rpc", body=b"{}", headers={"Content-Type": "text/plain"})
+        refused = web.getresponse()
+        assert (refused.status, refused.read()[:0]) == (415, b"")
+        response = post(web, add(1, 2, 3))
+        assert (response.status, response.read()) == (200, b'{"jsonrpc":"2.0","id":3,"result":3}')
+    finally:
+        web.close()
+
+
+@pytest.mark.parametrize(
+    ("first", "framing"),
+    [
+        (b'{"jsonrpc"', "newline"),
+        (b"[", "newline"),
+        (b" \r\n", "newline"),
+        (b"Content-Length: 5", "content-length"),
+        (b"content-type:", "content-length"),
+        (b"POST /rpc HTTP/1.1", "http"),
+        (b"GET / HTTP/1.1", "http"),
+        (b"hello", "newline"),
+        (b"post /", "newline"),  # methods are case-sensitive
+        (b"Con", None),  # not yet decided: more bytes are awaited
+        (b"PO", None),
+        (b"", "newline"),  # closed before a byte: nothing to wait for
+    ],
+)
+def test_framing_is_told_from_the_first_bytes(first: bytes, framing: str | None) -> None:
+    assert framing_of(first) == framing
+
+
+def test_the_pure_core_reads_content_length_over_a_socket_too() -> None:
+    """Both cores read Content-Length frames from a real socket, where reads return what has arrived."""
+    left, right = socket.socketpair()
+    with left, right, contextlib.ExitStack() as stack:
+        transport = rpcwire.pure.StdioTransport(
+            stack.enter_context(right.makefile("rb")),
+            stack.enter_context(right.makefile("wb")),
+            framing="content-length",
+        )
+        server = threading.Thread(target=rpcwire.pure.serve, args=(lambda method, params: params, transport))
+        server.start()
+        body = add(1, 2, 1)
+        left.sendall(b"Content-Length: %d\r\n\r\n%b" % (len(body), body))  # no newline after the body
+        answer = b'{"jsonrpc":"2.0","id":1,"result":[1,2]}'
+        with left.makefile("rb") as stream:
+            assert stream.readline() == b"Content-Length: %d\r\n" % len(answer)
+            assert stream.readline() == b"\r\n"
+            assert stream.read(len(answer)) == answer
+        left.shutdown(socket.SHUT_WR)
+        server.join(timeout=30)
+        assert not server.is_alive()
+
+
+def test_listen_refuses_an_async_handler(app_dir: Path) -> None:
+    served = run_rpcwire("serve", "handlers:async_handler", "--listen", "127.0.0.1:0", cwd=app_dir)
+    assert served.returncode == 2
+    assert b"calls the handler synchronously" in served.stderr
+
+
+# --- request smuggling: a request whose end cannot be told for sure is refused, and the connection closed ------
+
+SMUGGLED = (
+    b"POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%b"
+    % (
+        len(add(1, 1, "smuggled")),
+        add(1, 1, "smuggled"),
+    )
+)
+HEAD = b"POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        # Content-Length (5) and chunked (ends at "0"): the bytes after are a request for one reading, not the other.
+        HEAD + b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + SMUGGLED,
+        HEAD + b"Transfer-Encoding: chunked\r\nContent-Length: %d\r\n\r\n0\r\n\r\n%b" % (len(SMUGGLED), SMUGGLED),
+        HEAD + b"Content-Length: 0\r\nContent-Length: %d\r\n\r\n%b" % (len(SMUGGLED), SMUGGLED),  # two different
+        HEAD + b"Content-Length: 0, %d\r\n\r\n%b" % (len(SMUGGLED), SMUGGLED),  # a list
+        HEAD + b"Content-Length: 0\r\nContent-Length: 0\r\n\r\n" + SMUGGLED,  # two, even equal
+        HEAD + b"Content-Length : %d\r\n\r\n%b" % (len(SMUGGLED), SMUGGLED),  # not a field: no length seen
+        HEAD + b"X-Folded: a\r\n Content-Length: %d\r\n\r\n%b" % (len(SMUGGLED), SMUGGLED),  # obs-fold
+        HEAD + b"Content-Length: +%d\r\n\r\n%b" % (len(SMUGGLED), SMUGGLED),
+        HEAD + b"Content-Length: \xb2\r\n\r\n" + SMUGGLED,  # a digit to str.isdigit, not to HTTP
+        HEAD + b"Host: evil.example\r\nContent-Length: 0\r\n\r\n",  # two Hosts
+    ],
+    ids=[
+        "cl-then-te",
+        "te-then-cl",
+        "two-cl",
+        "cl-list",
+        "two-equal-cl",
+        "space-before-colon",
+        "obs-fold",
+        "plus-sign",
+        "superscript-digit",
+        "two-hosts",
+    ],
+)
+def test_ambiguous_framing_is_400_and_the_connection_closed(port: int, request_bytes: bytes) -> None:
+    """RFC 9112 §6.3: a message whose length cannot be told for sure is an unrecoverable error (400, close); else
+    what follows its body could be taken as a request of its own (smuggled past a proxy that reads it otherwise)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(request_bytes)
+        received = b""
+        while chunk := sock.recv(65536):  # until the server closes (a kept-alive connection: TimeoutError)
+            received += chunk
+    assert received.startswith(b"HTTP/1.1 400 "), received
+    assert received.count(b"HTTP/1.") == 1, received  # one response: nothing after the first request served
+    assert b"connection: close" in received.lower()
+
+
+def test_a_body_with_one_content_length_keeps_the_connection(port: int) -> None:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        body = add(2, 3, 1)
+        sock.sendall(HEAD + b"Content-Length:  %d \r\n\r\n%b" % (len(body), body) + SMUGGLED)  # spaces around: fine
+        received = b""
+        while received.count(b'"result"') < 2:
+            chunk = sock.recv(65536)
+            assert chunk, received
+            received += chunk
+    assert received.count(b"HTTP/1.1 200 ") == 2, received
+
+
+# --- connections: threads on demand, a limit, an idle timeout ------------------------------------------------
+
+
+@pytest.mark.slow
+def test_idle_connections_hold_few_threads(app_dir: Path) -> None:
+    """100 idle sockets used to cost 1,000 threads (N workers and a writer each). Now a connection that said
+    nothing holds one thread, a stream connection one more per worker it needed and its writer, an HTTP one
+    none more (counted in the server process, /proc/PID/task)."""
+    silent, streams, webs = 24, 8, 8
+    with listen_server(app_dir, "--max-connections", "100", "--idle-timeout", "60") as port:
+        sockets: list[socket.socket] = []
+        webs_open: list[http.client.HTTPConnection] = []
+        try:
+            first = connect(port)
+            sockets.append(first)
+            pid = call_ndjson(first, "pid")
+            sockets += [connect(port) for _ in range(silent)]
+            for index in range(streams):
+                sock = connect(port)
+                sockets.append(sock)
+                assert call_ndjson(sock, "add", [index, 1]) == index + 1
+            for index in range(webs):
+                web = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                webs_open.append(web)
+                response = post(web, add(index, 1, 1))
+                assert (response.status, response.read()) == (
+                    200,
+                    b'{"jsonrpc":"2.0","id":1,"result":%d}' % (index + 1),
+                )
+            time.sleep(2.5)  # past the 2 s a connection that says nothing once waited before being served
+            threads = thread_count(pid)
+            # The main thread; per stream connection (the first one too) its reader, its writer, one worker.
+            assert threads <= 1 + silent + 3 * (streams + 1) + webs + 2, threads
+        finally:
+            for sock in sockets:
+                sock.close()
+            for web in webs_open:
+                web.close()
+
+
+@pytest.mark.slow
+def test_an_idle_connection_is_closed(app_dir: Path) -> None:
+    """With --idle-timeout 2: a connection that says nothing, a stream connection and a kept-alive HTTP one that
+    go quiet are closed; one that keeps talking, and one waiting for a call longer than the timeout, are not."""
+    with listen_server(app_dir, "--idle-timeout", "2") as port:
+        silent, quiet, busy, napping = connect(port), connect(port), connect(port), connect(port)
+        web = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            assert call_ndjson(quiet, "add", [1, 2]) == 3
+            response = post(web, add(1, 2, 1))
+            assert (response.status, response.read()) == (200, b'{"jsonrpc":"2.0","id":1,"result":3}')
+            napping.sendall(b'{"jsonrpc":"2.0","method":"nap","params":[4],"id":"n"}\n')
+            assert call_ndjson(napping, "add", [0, 0], id=0) == 0  # served while the nap runs (4 s > 2 s)
+            for index in range(20):  # 4 s of a call every 0.2 s: never 2 s quiet
+                assert call_ndjson(busy, "add", [index, 1], id=index) == index + 1
+                time.sleep(0.2)
+            for sock in (silent, quiet):
+                assert closed_within(sock, 20)
+            assert web.sock is not None and closed_within(web.sock, 20)
+            with napping.makefile("rb") as stream:  # the nap's answer comes; then the quiet connection ends
+                assert json.loads(stream.readline()) == {"jsonrpc": "2.0", "id": "n", "result": "rested"}
+            assert closed_within(napping, 20)
+        finally:
+            for sock in (silent, quiet, busy, napping):
+                sock.close()
+            web.close()
+
+
+@pytest.mark.slow
+def test_connections_past_the_limit_wait_in_the_backlog(app_dir: Path) -> None:
+    with listen_server(app_dir, "--max-connections", "2") as port:
+        first, second = connect(port), connect(port)
+        try:
+            assert call_ndjson(first, "add", [1, 1]) == 2
+            assert call_ndjson(second, "add", [2, 2]) == 4
+            with connect(port) as third:  # the kernel accepts it; the server does not take it yet
+                third.sendall(add(3, 3, 3) + b"\n")
+                assert not select.select([third], [], [], 1.0)[0]  # not served while two are
+                first.close()
+                assert read_lines(third, 1) == [{"jsonrpc": "2.0", "id": 3, "result": 6}]
+        finally:
+            first.close()
+            second.close()
+
+
+# --- HTTP: the Host -------------------------------------------------------------------------------------------
+
+
+def test_http_on_listen_checks_the_host(app_dir: Path, port: int) -> None:
+    def status(listening: int, host: str) -> int:
+        web = http.client.HTTPConnection("127.0.0.1", listening, timeout=30)
+        try:
+            return post(web, add(1, 2, 1), Host=host, Origin=f"http://{host}").status
+        finally:
+            web.close()
+
+    assert status(port, f"127.0.0.1:{port}") == 200
+    assert status(port, f"localhost:{port}") == 200
+    assert status(port, f"evil.example:{port}") == 421  # a rebound name, over loopback
+    with listen_server(app_dir, "--allowed-hosts", "rpc.example.com") as listed:
+        assert status(listed, "rpc.example.com") == 200
+        assert status(listed, f"127.0.0.1:{listed}") == 421
+
+
+@pytest.mark.slow
+def test_a_stop_as_connections_close_exits_cleanly(app_dir: Path) -> None:
+    """SIGTERM just as stream connections close: their threads, waking in the native core, once met an
+    interpreter being finalized and the process aborted ("FATAL: exception not rethrown", status -6). Every
+    connection now ends before the server exits (announced_server checks status 0 and no traceback)."""
+    for _ in range(3):
+        with listen_server(app_dir) as port:
+            sockets = [connect(port) for _ in range(8)]
+            for index, sock in enumerate(sockets):
+                assert call_ndjson(sock, "add", [index, 1]) == index + 1
+            for sock in sockets:
+                sock.close()
