@@ -28,6 +28,7 @@ from rpcwire import _demo, _listen
 from rpcwire._engine import is_async_handler
 from rpcwire._listen import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_CONNECTIONS
 from rpcwire.http import ASGIApp, WSGIApp
+from rpcwire.pure.framing import FRAMINGS
 
 SERVE_DESCRIPTION = """\
 Serve JSON-RPC 2.0 with HANDLER, a callable handler(method, params) (e.g. rpcwire.methods({...})), found as
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     serve.add_argument(
         "--framing",
-        choices=("newline", "content-length"),
+        choices=FRAMINGS,
         default="newline",
         help="--stdio: one message per line (default) or Content-Length frames (LSP)",
     )
