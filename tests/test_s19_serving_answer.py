@@ -113,3 +113,29 @@ def test_the_async_driver_answers_as_the_sequential_one(impl: ModuleType) -> Non
         in_turn = called[:]
         assert got == _answer.answer_message(message_of(impl, line), answer_of), line
         assert in_turn == [m.method for m, _ in _answer.each_request(message_of(impl, line), lambda _: None)]
+
+
+def test_call_async_awaits_what_is_awaitable_and_lets_a_cancellation_through(impl: ModuleType) -> None:
+    request_ = message_of(impl, request("m", id=4))
+
+    async def awaited(method: str, params: Any) -> Any:
+        await asyncio.sleep(0)
+        return "awaited"
+
+    def plain(method: str, params: Any) -> Any:
+        return "plain"
+
+    async def cancelled(method: str, params: Any) -> Any:
+        raise asyncio.CancelledError
+
+    core = impl.StdioTransport
+    assert (
+        asyncio.run(_answer.call_async(core, request_, awaited, None)) == b'{"jsonrpc":"2.0","id":4,"result":"awaited"}'
+    )
+    assert asyncio.run(_answer.call_async(core, request_, plain, None)) == b'{"jsonrpc":"2.0","id":4,"result":"plain"}'
+    try:
+        asyncio.run(_answer.call_async(core, request_, cancelled, None))
+    except asyncio.CancelledError:
+        pass
+    else:
+        raise AssertionError("a cancellation is not an answer")

@@ -9,7 +9,7 @@ import importlib.metadata
 import logging
 from types import ModuleType
 
-from rpcwire import _client, _http_client
+from rpcwire import _async_client, _client, _http_client
 from rpcwire._engine import RequestContext, current_request, serve, serve_async
 from rpcwire._http_client import HttpError
 from rpcwire._methods import methods
@@ -64,8 +64,8 @@ class Client(_client.Client):
     _core = _core
 
 
-class AsyncClient(_client.AsyncClient):
-    __doc__ = _client.AsyncClient.__doc__
+class AsyncClient(_async_client.AsyncClient):
+    __doc__ = _async_client.AsyncClient.__doc__
     _core = _core
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
@@ -27,6 +28,7 @@ __all__ = [
     "answer_message",
     "answer_message_async",
     "call",
+    "call_async",
     "cancelled_answer",
     "each_request",
     "failure_answer",
@@ -119,6 +121,33 @@ def call(
     try:
         try:
             result = handler(request.method, request.params)
+        except Exception as exc:
+            return failure_answer(core, request, context, exc, expose_errors=expose_errors)
+        return result_answer(core, request, context, result, expose_errors=expose_errors)
+    finally:
+        if token is not None:
+            running_request.reset(token)
+
+
+async def call_async(
+    core: AnswerBuilder,
+    request: Request,
+    handler: Handler,
+    context: RequestContext | None,
+    *,
+    expose_errors: bool = True,
+) -> bytes | None:
+    """As :func:`call`, for an async handler: awaited on the caller's loop (what it returns is awaited when it
+    is awaitable). A cancellation of the awaiting task is not an answer here: it propagates (a server answers
+    it with :func:`failure_answer`, a client does not)."""
+    if context is not None and context.cancelled:  # cancelled before it started: never run
+        return cancelled_answer(core, request, context)
+    token = None if context is None else running_request.set(context)
+    try:
+        try:
+            result = handler(request.method, request.params)
+            if inspect.isawaitable(result):
+                result = await result
         except Exception as exc:
             return failure_answer(core, request, context, exc, expose_errors=expose_errors)
         return result_answer(core, request, context, result, expose_errors=expose_errors)

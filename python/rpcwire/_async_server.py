@@ -17,9 +17,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from rpcwire._answer import Deliver, call, cancelled_answer, each_request, failure_answer, result_answer
+from rpcwire._answer import Deliver, call, call_async, each_request, failure_answer
 from rpcwire._answer_writer import AnswerWriter
-from rpcwire._context import RequestContext, running_request
+from rpcwire._context import RequestContext
 from rpcwire._contract import Transport
 from rpcwire._in_flight import EXIT_GRACE, InFlight
 from rpcwire._types import Handler, Request
@@ -209,21 +209,11 @@ class AsyncServer:
             return await self.in_worker(request, context)  # N worker threads: at most N run at once
         try:
             if request.is_notification:  # not held back by the requests running
-                return await self.await_handler(request, context)
+                return await call_async(self.transport, request, self.handler, context)
             async with self.running:  # a task cancelled while it waits here never runs its handler
-                return await self.await_handler(request, context)
-        except (Exception, asyncio.CancelledError) as exc:
+                return await call_async(self.transport, request, self.handler, context)
+        except (Exception, asyncio.CancelledError) as exc:  # cancelled: answered -32800 (MCP: not at all)
             return failure_answer(self.transport, request, context, exc)
-
-    async def await_handler(self, request: Request, context: RequestContext) -> bytes | None:
-        if context.cancelled:
-            return cancelled_answer(self.transport, request, context)
-        token = running_request.set(context)
-        try:
-            result = await self.handler(request.method, request.params)
-        finally:
-            running_request.reset(token)
-        return result_answer(self.transport, request, context, result)
 
     def in_worker(self, request: Request, context: RequestContext) -> asyncio.Future[bytes | None]:
         """A sync handler's call on a worker thread (notifications on their own), never on the loop."""

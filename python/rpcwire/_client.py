@@ -1,648 +1,78 @@
-"""The client: calls to a JSON-RPC server over a stream pair (a subprocess's pipes) or HTTP, sync and async.
+"""The threaded client, :class:`rpcwire.Client`: calls over a stream pair (a subprocess's pipes: :meth:`Client.spawn`).
 
-Written once for both implementations: a *core* (the native module or :mod:`rpcwire.pure`) encodes each
-request (``_encode_request``) and reads and classifies what comes back (``_read_incoming`` on a
-transport, ``_parse_incoming`` on a body); everything above that is here. ``rpcwire.Client`` and
-``rpcwire.pure.Client`` are the same class bound to either core.
-
-The client generates integer ids and matches answers to them exactly (an answer whose id is not an
-``int`` it is waiting for is logged and dropped, so is a line that is no message). An error with
-``id: null`` (the server could not read a message's id) goes to the call or batch it can only belong to
-(:class:`_Ledger`). Before it is sent, a message is checked against the limits the client reads with
-(``max_message_bytes``, ``max_depth``, ``max_batch``: a server's defaults), so that a call the server
-would refuse fails at once. Server-initiated traffic: notifications go to the callbacks of
-:meth:`on_notification` (progress to the ``on_progress`` of the call it belongs to), one at a time, in
-arrival order, on a dispatcher of the client's own (a thread, or a task) where they may call the client;
-the server's own requests are answered by the ``handler`` given to the client (-32601 without one), on a
-bounded pool of threads (tasks), so that a handler may itself call the server.
+What every client shares (ids, matching answers, the server's own traffic, the dialects) is the
+:class:`~rpcwire._peer._Peer` it builds on; here is how a client with threads writes and reads. Calls from
+many threads are pipelined on one connection: each message is written whole, in order, within its caller's
+deadline (:class:`_Output`); the calling threads read for each other, one at a time (leader/follower), and a
+thread of the client's reads while nobody calls. Notification callbacks run on a dispatcher thread
+(:class:`_Dispatcher`), the server's own requests on a bounded pool of threads (:class:`_HandlerPool`).
+``rpcwire.Client`` and ``rpcwire.pure.Client`` are this class bound to either core.
 """
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import contextlib
-import inspect
 import io
-import itertools
 import logging
 import math
 import os
-import re
-import secrets
 import select
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from types import ModuleType, TracebackType
+from types import TracebackType
 from typing import Any
 
-from rpcwire import _answer, _context, _engine
+from rpcwire._contract import Transport
+from rpcwire._peer import (
+    _CLOSE_JOIN_S,
+    _HANDLERS,
+    _HANDLERS_WAITING,
+    _REMAINS_S,
+    ProgressCallback,
+    _batch_outcome,
+    _Callbacks,
+    _check_dialect,
+    _check_outgoing,
+    _closed_error,
+    _deadline,
+    _left,
+    _outcome,
+    _Peer,
+    _run_callback,
+    _Sent,
+    _StderrTail,
+)
 from rpcwire._types import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_MESSAGE_BYTES,
-    ERR_INTERNAL,
     ConnectionClosed,
     Framing,
-    MethodNotFound,
+    Handler,
     Request,
     Response,
-    error_from_object,
 )
+from rpcwire.pure.framing import encode_frame
 
-__all__ = ["AsyncClient", "Client", "ProgressCallback"]
+__all__ = ["Client"]
 
 logger: logging.Logger = logging.getLogger("rpcwire.client")
 
-ProgressCallback = Callable[[float, "float | None", "str | None"], Any]
-"""``on_progress(progress, total, message)``, as the MCP SDK's progress callbacks are called."""
-
-DIALECTS = ("mcp", "lsp")
-_MCP_CANCEL = "notifications/cancelled"
-_LSP_CANCEL = "$/cancelRequest"
-_MCP_PROGRESS = "notifications/progress"
-_LSP_PROGRESS = "$/progress"
-_STDERR_TAIL = 20  # lines of a spawned server's stderr kept for ConnectionClosed
-_STDERR_LINE = 64 * 1024  # a longer stderr line is kept cut to this
 _IDLE_S = 0.005  # how long nobody reads, after a read, before the client's own reader does
-# A spawned server's pipes' buffer: smaller than the native reader's 64 KiB reads, so that each read goes
-# past it and leaves nothing in it (what lets a reader wait on the descriptor; see _pollable_fd).
+# A spawned server's pipes' buffer: smaller than a core's 64 KiB reads, so that each read goes past it and
+# leaves nothing in it (what lets a reader wait on the descriptor; see _pollable_fd).
 _PIPE_BUFFER = 8192
-_NATIVE_READ = 64 * 1024  # the most one read of the native core takes
-_CALLBACKS_QUEUED = 1024  # notifications waiting for the dispatcher; beyond, one is dropped (and logged)
-_HANDLERS = 8  # the server's own requests handled at once...
-_HANDLERS_WAITING = 64  # ...and waiting for a handler; beyond, one is answered -32603 at once
-_LEDGER = 4096  # calls and batches written and unanswered that an id-null error is matched against
-_HELD = 64  # id-null errors waiting until they can belong to one call only
-_REMAINS_S = 1.0  # once the server exited: how long what it left in its pipes is still read
-_REMAINS_BYTES = 1 << 20  # ...and how much of it
-_SCAN_BYTES = 1 << 20  # how far into a message that cannot be decoded the client looks for its ids
+_CORE_READ = 64 * 1024  # the most one read of a core (``_read_available``) takes
+_REMAINS_BYTES = 1 << 20  # once the server exited: how much of what it left in its pipes is still read
 _JOBS = 1024  # Client: messages sent without waiting (cancellations) queued while the server reads nothing
-_CLOSE_JOIN_S = 2.0  # close: how long each of the client's threads is waited for once told to end
-_WRITE_BUFFER = 64 * 1024  # AsyncClient: a call waits (within its deadline) for the buffer to drain below this
-
-
-def _check_dialect(dialect: str) -> str:
-    if dialect not in DIALECTS:
-        raise ValueError(f"dialect must be 'mcp' or 'lsp', not {dialect!r}")
-    return dialect
-
-
-def _new_traceparent() -> str:
-    """A fresh W3C ``traceparent`` (version 00, sampled)."""
-    return f"00-{secrets.token_hex(16)}-{secrets.token_hex(8)}-01"
-
-
-def _outgoing_traceparent() -> str | None:
-    """Inside a handler rpcwire runs: the request's ``traceparent``, made (and kept on the request) when it
-    had none, so that every call the handler makes carries one trace. Outside one: ``None``."""
-    context = _context._request_context()
-    if context is None:
-        return None
-    if context.traceparent is None:
-        context._traceparent = _new_traceparent()
-    return context.traceparent
-
-
-def _with_meta(params: Any, dialect: str, token: int | None, traceparent: str | None) -> Any:
-    """``params`` (never changed in place) with the progress token and the trace context added: MCP's in
-    ``_meta`` (``progressToken``, ``traceparent``), LSP's progress token as ``workDoneToken``."""
-    if token is None and traceparent is None:
-        return params
-    if params is None:
-        params = {}
-    elif type(params) is not dict:
-        if token is not None:
-            raise TypeError("on_progress needs params that are an object (a dict) or None, to carry the token")
-        return params  # an array has no room for _meta: the trace context is not forwarded
-    params = dict(params)
-    meta: dict[str, Any] = {}
-    if token is not None and dialect == "lsp":
-        params["workDoneToken"] = token
-    elif token is not None:
-        meta["progressToken"] = token
-    if traceparent is not None:
-        meta["traceparent"] = traceparent
-    if meta:
-        existing = params.get("_meta")
-        params["_meta"] = {**existing, **meta} if type(existing) is dict else meta
-    return params
-
-
-def _progress_arguments(method: str, params: Any) -> tuple[Any, tuple[float, float | None, str | None]] | None:
-    """A progress notification's token and ``on_progress`` arguments; ``None`` if it is not one, or LSP's ``end``."""
-    if type(params) is not dict:
-        return None
-    if method == _MCP_PROGRESS:
-        return params.get("progressToken"), (params.get("progress", 0), params.get("total"), params.get("message"))
-    value = params.get("value")
-    if type(value) is not dict or value.get("kind") not in ("begin", "report"):
-        return None
-    percentage = value.get("percentage")
-    return params.get("token"), (
-        0 if percentage is None else percentage,
-        None if percentage is None else 100,
-        value.get("message", value.get("title")),
-    )
-
-
-def _cancel_notification(dialect: str, id_: int, reason: str) -> tuple[str, dict[str, Any]]:
-    if dialect == "lsp":
-        return _LSP_CANCEL, {"id": id_}
-    return _MCP_CANCEL, {"requestId": id_, "reason": reason}
-
-
-def _outcome(response: Response) -> Any:
-    if response.error is not None:
-        raise error_from_object(response.error)
-    return response.result
-
-
-def _batch_outcome(response: Response | ConnectionClosed) -> Any:
-    """A batch entry's result, or the exception it would raise."""
-    if isinstance(response, ConnectionClosed):
-        return response
-    return response.result if response.error is None else error_from_object(response.error)
-
-
-def _deadline(timeout: float | None) -> float | None:
-    return None if timeout is None else time.monotonic() + timeout
-
-
-def _left(deadline: float | None) -> float | None:
-    """Seconds until ``deadline`` (never below 0); ``None`` without one."""
-    return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
 def _poll_ms(deadline: float | None) -> int | None:
     """``poll``'s timeout until ``deadline`` (rounded up, so that it never wakes just before it)."""
     return None if deadline is None else math.ceil(max(0.0, deadline - time.monotonic()) * 1000)
-
-
-# --- what is sent: checked against the limits the client reads with ---------------------------------
-
-
-def _nests_deeper(line: bytes, max_depth: int) -> bool:
-    """Whether arrays and objects nest deeper than ``max_depth`` in ``line``, counted as a server counts them
-    (the envelope and a batch's array included); quick on a big shallow text (see ``rpcwire.pure``)."""
-    from rpcwire import pure  # noqa: PLC0415  # pure imports this module
-
-    return pure._text_nests_deeper(line, max_depth)
-
-
-def _check_outgoing(line: bytes, limits: tuple[int, int, int | None], entries: int | None = None) -> None:
-    """``ValueError`` (nothing is sent) for a message that a server with the client's limits refuses: longer
-    than ``max_message_bytes``, a batch of more than ``max_batch`` calls (``entries``), or nested deeper than
-    ``max_depth``. rpcwire's server would answer it with an error whose id is ``null``."""
-    max_message_bytes, max_depth, max_batch = limits
-    if len(line) > max_message_bytes:
-        raise ValueError(f"not sent: the message is {len(line)} bytes, over max_message_bytes ({max_message_bytes})")
-    if entries is not None and max_batch is not None and entries > max_batch:
-        raise ValueError(f"not sent: a batch of {entries} calls, over max_batch ({max_batch})")
-    if line.count(b"[") + line.count(b"{") > max_depth and _nests_deeper(line, max_depth):
-        raise ValueError(f"not sent: the message nests deeper than max_depth ({max_depth})")
-
-
-# --- what cannot be read: the calls it names -------------------------------------------------------
-
-# A string (escapes skipped), a bracket, or a quote that opens no whole string.
-_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[][{}]|"', re.DOTALL)
-_KEY = re.compile(rb"[ \t\r\n]*:[ \t\r\n]*")
-_INTEGER = re.compile(rb"-?(?:0|[1-9][0-9]*)(?![0-9.eE])")
-
-
-def _named_calls(data: bytes) -> list[int]:
-    """The ids that a message the client cannot decode (bad JSON, nested deeper than its ``max_depth``)
-    answers: for its top-level object, or each object of its top-level array, that has an integer ``id``,
-    a ``result`` or ``error`` member and no ``method``. Found by following only strings and brackets, in
-    the first ``_SCAN_BYTES`` of it; an answer written with escapes in its member names is not found."""
-    start = len(data) - len(data.lstrip(b" \t\r\n"))
-    if start == len(data) or data[start] not in b"[{":
-        return []
-    target = 1 if data[start] == ord("{") else 2  # the depth of the objects that are answers
-    found: list[int] = []
-    members: dict[bytes, Any] | None = None
-    depth = 0
-
-    def finish() -> None:
-        if (
-            members is not None
-            and b'"method"' not in members
-            and type(members.get(b'"id"')) is int
-            and (b'"result"' in members or b'"error"' in members)
-        ):
-            found.append(members[b'"id"'])
-
-    for token in _TOKEN.finditer(data, start, min(len(data), _SCAN_BYTES)):
-        kind = data[token.start()]
-        if kind == ord('"'):
-            if token.end() - token.start() == 1:
-                break  # a string that does not end: nothing after it can be told apart
-            key = _KEY.match(data, token.end()) if depth == target and members is not None else None
-            if key is not None:
-                name = token.group()
-                number = _INTEGER.match(data, key.end()) if name == b'"id"' else None
-                members[name] = int(number.group()) if number is not None else True
-        elif kind in b"[{":
-            depth += 1
-            if depth == target and kind == ord("{"):
-                members = {}
-        else:
-            if depth == target:
-                finish()
-                members = None
-            depth -= 1
-            if depth <= 0:
-                break
-    else:
-        if depth >= target:
-            finish()  # cut short (by the scan's bound): what was seen of the object still names its call
-    return found
-
-
-# --- errors with id null: the call they can only belong to ----------------------------------------
-
-
-# A message this small and shallow is read by any server (none refuses it unread); a batch may not be.
-_READABLE_BYTES = 64 * 1024
-_READABLE_DEPTH = 32
-
-
-def _refusable(line: bytes, batch: bool) -> bool:
-    """Whether a server with sane limits could refuse ``line`` unread: a batch, a message over
-    ``_READABLE_BYTES``, or one nested deeper than ``_READABLE_DEPTH``."""
-    if batch or len(line) > _READABLE_BYTES:
-        return True
-    return line.count(b"[") + line.count(b"{") > _READABLE_DEPTH and _nests_deeper(line, _READABLE_DEPTH)
-
-
-class _Sent:
-    """One message written (a call or a batch until it is answered; a notification or an answer of the
-    client's until later ones are): its ids, its place in the order of writing, whether a server could
-    refuse it unread."""
-
-    __slots__ = ("abandoned", "ids", "seq", "suspect")
-
-    def __init__(self, seq: int, ids: tuple[int, ...], suspect: bool) -> None:
-        self.seq = seq
-        self.ids = ids
-        self.suspect = suspect
-        self.abandoned = False
-
-
-class _Ledger:
-    """Which message an error with ``id: null`` answers (``-32700``/``-32600`` for a message the server
-    could not read an id in: too deep, too long, a batch over its limit).
-
-    A server reads a stream's messages in the order they were written and answers one it cannot read at
-    once, before it reads the next, so that error comes before any answer to a later message. So it can
-    only answer a message written after the last one answered (the *frontier*) and not answered itself:
-    a call, a batch, a notification or an answer of the client's. Of those, the ones a server could
-    refuse unread (*suspects*: a batch, over 64 KiB, nested deeper than 32) are the candidates, or all of
-    them when none is. One candidate: the error is its answer (a call or every entry of a batch fails
-    with it; for a notification it is logged). Several: the error is held until answers to the others
-    leave one (with several errors held: once as many candidates are left as errors, in order), so that
-    it never fails a call the server read; a call it may belong to ends at its deadline meanwhile."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._seq = 0
-        self._frontier = 0
-        self._by_id: dict[int, _Sent] = {}
-        self._calls: dict[int, _Sent] = {}  # calls and batches unanswered, by seq, in the order written
-        self._others: collections.deque[_Sent] = collections.deque()  # notifications and answers, in order
-        self._held: list[tuple[Response, set[_Sent]]] = []
-
-    def written(self, ids: Sequence[int], suspect: bool) -> _Sent:
-        """A message is being written, after every one before it (``ids``: the calls it makes, if any)."""
-        with self._lock:
-            self._seq += 1
-            sent = _Sent(self._seq, tuple(ids), suspect)
-            if not ids:
-                self._others.append(sent)
-                if len(self._others) > _LEDGER:  # a bound: the oldest is no longer a candidate
-                    self._others.popleft()
-                return sent
-            for id_ in ids:
-                self._by_id[id_] = sent
-            self._calls[sent.seq] = sent
-            while len(self._calls) > _LEDGER:
-                self._forget(next(iter(self._calls.values())))
-            return sent
-
-    def withdrawn(self, sent: _Sent) -> None:
-        """Nothing of it was written after all (its deadline passed first)."""
-        with self._lock:
-            self._forget(sent)
-            with contextlib.suppress(ValueError):
-                self._others.remove(sent)
-            for _, candidates in self._held:
-                candidates.discard(sent)
-
-    def abandoned(self, ids: Iterable[int]) -> None:
-        """Its caller stopped waiting (a timeout, an interrupt): it stays a candidate until it is answered
-        or the frontier passes it, as the server may have refused it."""
-        with self._lock:
-            for id_ in ids:
-                sent = self._by_id.get(id_)
-                if sent is not None:
-                    sent.abandoned = True
-                    if sent.seq <= self._frontier:
-                        self._forget(sent)
-
-    def answered(self, id_: int) -> list[tuple[_Sent, Response]]:
-        """An answer naming ``id_`` arrived; the held errors that it leaves with one message to go to."""
-        with self._lock:
-            sent = self._by_id.pop(id_, None)
-            if sent is None:
-                return []
-            if self._calls.pop(sent.seq, None) is not None:
-                for other in sent.ids:  # a batch is answered by one array: the rest of it with this entry
-                    self._by_id.pop(other, None)
-                self._advance(sent.seq)
-            if not self._held:
-                return []
-            for _, candidates in self._held:
-                candidates.discard(sent)
-            return self._matched()
-
-    def refused(self, error: Response) -> list[tuple[_Sent, Response]]:
-        """An error with ``id: null`` arrived: the message it answers, if it can be told yet."""
-        with self._lock:
-            frontier = self._frontier
-            candidates = [sent for seq, sent in self._calls.items() if seq > frontier]
-            candidates += [sent for sent in self._others if sent.seq > frontier]
-            suspects = {sent for sent in candidates if sent.suspect}
-            if not candidates:
-                logger.warning("dropped an error with id null that answers no message of the client's: %s", error.error)
-                return []
-            self._held.append((error, suspects or set(candidates)))
-            if len(self._held) > _HELD:
-                dropped, _ = self._held.pop(0)
-                logger.warning("dropped an error with id null that could not be matched to a call: %s", dropped.error)
-            return self._matched()
-
-    def _advance(self, seq: int) -> None:
-        """The frontier moves to ``seq``: what it passes is no candidate any more."""
-        self._frontier = max(self._frontier, seq)
-        while self._others and self._others[0].seq <= self._frontier:
-            self._others.popleft()
-        while self._calls:  # callers gone, passed by the frontier: forgotten
-            first = next(iter(self._calls.values()))
-            if first.seq > self._frontier or not first.abandoned:
-                break
-            self._forget(first)
-
-    def _matched(self) -> list[tuple[_Sent, Response]]:
-        """Held errors that now have one message to go to (taken out, with their messages)."""
-        matched: list[tuple[_Sent, Response]] = []
-        while self._held:
-            left = set().union(*(candidates for _, candidates in self._held))
-            if len(left) == len(self._held):  # as many messages left as errors: each its own, in order
-                pairs = list(zip(sorted(left, key=lambda sent: sent.seq), [e for e, _ in self._held], strict=True))
-                self._held.clear()
-            else:
-                single = next(((e, c) for e, c in self._held if len(c) <= 1), None)
-                if single is None:
-                    break
-                self._held.remove(single)
-                if not single[1]:
-                    logger.warning("dropped an error with id null that answers no message left: %s", single[0].error)
-                    continue
-                pairs = [(next(iter(single[1])), single[0])]
-            for sent, error in pairs:
-                self._forget(sent)
-                with contextlib.suppress(ValueError):
-                    self._others.remove(sent)
-                self._advance(sent.seq)
-                for _, candidates in self._held:
-                    candidates.discard(sent)
-                if sent.ids:
-                    matched.append((sent, error))
-                else:
-                    logger.warning("the server refused a notification (or an answer) of the client's: %s", error.error)
-        return matched
-
-    def _forget(self, sent: _Sent) -> None:
-        self._calls.pop(sent.seq, None)
-        for id_ in sent.ids:
-            if self._by_id.get(id_) is sent:
-                del self._by_id[id_]
-
-
-# --- what every client shares ----------------------------------------------------------------------
-
-
-class _Peer:
-    """What every client shares: ids, the calls waiting for an answer, and the server's own traffic."""
-
-    _core: ModuleType  # the native module or rpcwire.pure
-
-    def __init__(self, handler: Callable[[str, Any], Any] | None, dialect: str, timeout: float | None) -> None:
-        self._handler = handler
-        self._dialect = _check_dialect(dialect)
-        self._timeout = timeout
-        self._ids = itertools.count(1)
-        self._pending: dict[int, Any] = {}  # id -> the waiter of the call (the subclass's kind)
-        self._progress: dict[int, ProgressCallback] = {}  # progress token (the call's id) -> callback
-        self._listeners: dict[str, list[Callable[[Any], Any]]] = {}
-        self._closed: ConnectionClosed | None = None
-        self._ledger = _Ledger()
-        self._max_depth = DEFAULT_MAX_DEPTH  # what a message the client reads may nest (its transport's)
-
-    def on_notification(self, method: str, callback: Callable[[Any], Any]) -> None:
-        """Call ``callback(params)`` for each notification ``method`` the server sends, in arrival order
-        (progress callbacks included); an exception it raises is logged. ``Client`` and ``AsyncClient`` run
-        callbacks one at a time on a dispatcher of their own (a thread; a task, where an ``async def``
-        callback is awaited), so a callback may call the client itself; the HTTP clients run them as the
-        events of a call's response arrive, on the calling thread (or task)."""
-        self._listeners.setdefault(method, []).append(callback)
-
-    def _request_line(self, method: str, params: Any, on_progress: ProgressCallback | None) -> tuple[int, bytes]:
-        id_ = next(self._ids)
-        params = _with_meta(params, self._dialect, None if on_progress is None else id_, _outgoing_traceparent())
-        line = self._core._encode_request(method, params, id_)
-        if on_progress is not None:
-            self._progress[id_] = on_progress
-        return id_, line
-
-    def _on_start(self, line: bytes, ids: Sequence[int], sent: list[_Sent]) -> Callable[[], None]:
-        """What to do just before a message's first byte is written: take its place in the ledger (into
-        ``sent``; ``ids``: the calls it makes, if any)."""
-        suspect = _refusable(line, bool(ids) and line[:1] == b"[")
-        ledger = self._ledger
-        return lambda: sent.append(ledger.written(ids, suspect))
-
-    def _abandon(self, ids: Sequence[int], sent: list[_Sent], reason: str) -> None:
-        """Calls whose caller stopped waiting: no longer pending; the server is told to cancel those that
-        were sent (:meth:`_send_cancel`, which never waits)."""
-        for id_ in ids:
-            self._pending.pop(id_, None)
-            self._progress.pop(id_, None)
-        if sent and self._closed is None:
-            self._ledger.abandoned(ids)
-            for id_ in ids:
-                self._send_cancel(self._cancel_line(id_, reason))
-
-    def _send_cancel(self, line: bytes) -> None:
-        """Write a cancellation without waiting (the stream clients say how)."""
-        raise NotImplementedError
-
-    def _cancel_line(self, id_: int, reason: str) -> bytes:
-        return self._core._encode_request(*_cancel_notification(self._dialect, id_, reason))
-
-    def _deliver(self, message: Any) -> None:
-        """One message the reader classified (``_read_incoming``/``_parse_incoming``)."""
-        if isinstance(message, Response):
-            self._take_answer(message)
-        elif isinstance(message, Request):
-            if message.is_notification:
-                self._notified(message)
-            else:
-                self._serve_request(message)
-        elif isinstance(message, list):
-            for entry in message:
-                self._deliver(entry)
-        elif isinstance(message, tuple):  # (why, its bytes): a message that cannot be decoded
-            self._unreadable(*message)
-        else:
-            logger.warning("dropped a message from the server: %s", message)
-
-    def _take_answer(self, response: Response) -> None:
-        id_ = response.id
-        if type(id_) is int:
-            matched = self._ledger.answered(id_)
-            waiter = self._pending.pop(id_, None)
-            if waiter is None:
-                logger.warning("dropped an answer to no call waiting for it (id %r)", id_)
-            else:
-                self._progress.pop(id_, None)
-                self._resolve(waiter, response)
-        elif id_ is None and response.error is not None:
-            matched = self._ledger.refused(response)
-        else:
-            logger.warning("dropped an answer to no call waiting for it (id %r)", id_)
-            return
-        for sent, error in matched:
-            for entry in sent.ids:
-                waiter = self._pending.pop(entry, None)
-                if waiter is not None:
-                    self._progress.pop(entry, None)
-                    self._resolve(waiter, Response(entry, None, error.error))
-
-    def _unreadable(self, reason: str, data: bytes) -> None:
-        """A message that cannot be decoded: an answer to the calls it names (found in its bytes) fails them."""
-        named = [id_ for id_ in _named_calls(data) if id_ in self._pending]
-        if not named:
-            logger.warning("dropped a message from the server: %s", reason)
-            return
-        if "nesting" in reason:
-            reason += f" (the client reads at most max_depth={self._max_depth} levels)"
-        for id_ in named:
-            error = {"code": ERR_INTERNAL, "message": "Invalid response", "data": reason}
-            self._take_answer(Response(id_, None, error))
-
-    def _notified(self, request: Request) -> None:
-        if request.method in (_MCP_PROGRESS, _LSP_PROGRESS):
-            progress = _progress_arguments(request.method, request.params)
-            token = None if progress is None else progress[0]
-            callback = self._progress.get(token) if type(token) is int else None
-            if callback is not None and progress is not None:
-                self._run_later(callback, progress[1], token)
-        for listener in self._listeners.get(request.method, ()):
-            self._run_later(listener, (request.params,), None)
-
-    def _run_later(self, callback: Callable[..., Any], args: tuple[Any, ...], call: int | None) -> None:
-        """Run a notification callback (``call``: the id of the call whose progress it reports). Here: at
-        once, on the reading thread (the HTTP clients, whose reader is the caller)."""
-        _run_callback(callback, args)
-
-    def _answer(self, transport: Any, request: Request) -> bytes | None:
-        """The answer's bytes to the server's own request, built by the core as ``serve`` builds them."""
-        handler = self._handler or _no_handler
-        return _answer.call(transport, request, handler, None)
-
-    def _batch_lines(self, calls: Iterable[tuple[str, Any]]) -> tuple[list[int], bytes]:
-        """The ids of a batch's calls and its line (empty when there are none)."""
-        entries = [self._request_line(method, params, None) for method, params in calls]
-        return [id_ for id_, _ in entries], b"[" + b",".join(line for _, line in entries) + b"]" if entries else b""
-
-    def _close_with(self, closed: ConnectionClosed) -> None:
-        """Fail every waiting call with ``closed``, and every later one (the first cause wins)."""
-        if self._closed is None:
-            self._closed = closed
-        while self._pending:
-            with contextlib.suppress(KeyError):  # another thread took the last one
-                self._resolve(self._pending.popitem()[1], self._closed)
-        self._progress.clear()
-
-    def _resolve(self, waiter: Any, response: Response | ConnectionClosed) -> None:
-        raise NotImplementedError
-
-    def _serve_request(self, request: Request) -> None:
-        raise NotImplementedError
-
-
-def _run_callback(callback: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-    try:
-        return callback(*args)
-    except Exception:
-        logger.exception("a notification callback raised")
-        return None
-
-
-def _closed_error(cause: str, returncode: int | None, stderr_tail: Iterable[str] | None) -> ConnectionClosed:
-    tail = list(stderr_tail or ())
-    message = cause
-    if returncode is not None:
-        message += f"; it exited with code {returncode}"
-    if tail:
-        message += "; the last lines of its stderr:\n" + "\n".join(tail)
-    return ConnectionClosed(message, returncode, tail)
-
-
-def _no_handler(method: str, params: Any) -> Any:
-    raise MethodNotFound(f"the client has no handler for {method!r}")
-
-
-def _busy(request: Request) -> RuntimeError:
-    return RuntimeError(
-        f"the client is busy: {_HANDLERS} requests of the server's are being handled and {_HANDLERS_WAITING} "
-        f"wait; {request.method!r} was refused"
-    )
-
-
-class _Callbacks:
-    """The notification callbacks waiting for the client's dispatcher, in arrival order, at most
-    ``_CALLBACKS_QUEUED`` (beyond, the newest is dropped and logged); and, for each call, how many of its
-    progress callbacks are still to run, so that a call returns only after its own progress was reported."""
-
-    def __init__(self) -> None:
-        self.items: collections.deque[tuple[Callable[..., Any], tuple[Any, ...], int | None]] = collections.deque()
-        self.progress: collections.Counter[int] = collections.Counter()  # call id -> its callbacks not yet done
-
-    def add(self, callback: Callable[..., Any], args: tuple[Any, ...], call: int | None) -> bool:
-        if len(self.items) >= _CALLBACKS_QUEUED:
-            logger.warning(
-                "dropped a notification from the server: %d callbacks already wait for the client's dispatcher",
-                len(self.items),
-            )
-            return False
-        if call is not None:
-            self.progress[call] += 1
-        self.items.append((callback, args, call))
-        return True
-
-    def done(self, call: int | None) -> None:
-        if call is not None:
-            self.progress[call] -= 1
-            if self.progress[call] <= 0:
-                del self.progress[call]
-
-
-# --- the sync client ----------------------------------------------------------------------------
 
 
 class _Dispatcher:
@@ -771,11 +201,11 @@ class _Output:
     that thread, its caller waiting for it until the deadline. ``stop`` ends every write at once (``fd``'s
     waits watch ``stop_fd``), so that ``close`` can close the pipe."""
 
-    def __init__(self, transport: Any, fd: int | None, stop_fd: int | None) -> None:
+    def __init__(self, transport: Transport, fd: int | None, stop_fd: int | None) -> None:
         self._transport = transport
         self._fd = fd
         self._stop_fd = stop_fd
-        self._frames = getattr(transport, "framing", "newline") == "content-length"
+        self._frames = transport.framing == "content-length"
         self._lock = threading.Lock()  # held while one message is written
         self._cond = threading.Condition()  # the jobs; notified at each release of _lock
         self._jobs: collections.deque[_Job] = collections.deque()
@@ -784,7 +214,7 @@ class _Output:
         self.stopped = False
 
     def _framed(self, line: bytes) -> bytes:
-        return _frame(line) if self._frames else line + b"\n"
+        return encode_frame(line) if self._frames else line + b"\n"
 
     def send(self, line: bytes, deadline: float | None, on_start: Callable[[], Any]) -> bool:
         """Write ``line`` as one message; ``on_start()`` just before its first byte. ``True`` once it is written
@@ -1014,23 +444,19 @@ class Client(_Peer):
 
     def __init__(
         self,
-        transport: Any,
+        transport: Transport,
         *,
-        handler: Callable[[str, Any], Any] | None = None,
+        handler: Handler | None = None,
         dialect: str = "mcp",
         timeout: float | None = None,
         _process: subprocess.Popen[bytes] | None = None,
         _stderr_tail: _StderrTail | None = None,
-        _halt: tuple[int, int] | None = None,
     ) -> None:
         super().__init__(handler, dialect, timeout)
         self._transport = transport
         self._process = _process
         self._stderr_tail = _stderr_tail
-        limits = getattr(transport, "_limits", None)
-        self._limits: tuple[int, int, int | None] = (
-            limits if limits is not None else (DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_DEPTH, DEFAULT_MAX_BATCH)
-        )
+        self._limits: tuple[int, int, int | None] = transport._limits
         self._max_depth = self._limits[1]
         self._dispatcher = _Dispatcher()
         self._handlers = _HandlerPool(self._answer_request)
@@ -1042,7 +468,7 @@ class Client(_Peer):
         out_fd = None
         if _process is not None:
             assert _process.stdin is not None
-            self._pipes["halt"] = _halt or os.pipe()
+            self._pipes["halt"] = os.pipe()
             self._pipes["stop"] = os.pipe()
             out_fd = _process.stdin.fileno()
             os.set_blocking(out_fd, False)
@@ -1055,7 +481,7 @@ class Client(_Peer):
         """The reader (the idle reader over a pipe it can wait on, else one that reads all the time), and
         for a spawned server the stderr reader and the exit watcher."""
         _process, _stderr_tail = self._process, self._stderr_tail
-        self._fd = _pollable_fd(self._transport, _process.stdout) if _process is not None else None
+        self._fd = _pollable_fd(_process.stdout) if _process is not None else None
         if self._fd is None:
             self._reader = threading.Thread(target=self._read_all, name="rpcwire-client-reader", daemon=True)
         else:
@@ -1080,8 +506,8 @@ class Client(_Peer):
         if _process is not None:
             if _stderr_tail is not None and _process.stderr is not None:
                 drain = threading.Thread(
-                    target=_stderr_tail.drain_fd,
-                    args=(_process.stderr.fileno(), self._pipes["halt"][0]),
+                    target=_drain_stderr,
+                    args=(_stderr_tail, _process.stderr.fileno(), self._pipes["halt"][0]),
                     name="rpcwire-client-stderr",
                     daemon=True,
                 )
@@ -1098,7 +524,7 @@ class Client(_Peer):
         *,
         cwd: str | os.PathLike[str] | None = None,
         env: dict[str, str] | None = None,
-        handler: Callable[[str, Any], Any] | None = None,
+        handler: Handler | None = None,
         dialect: str = "mcp",
         timeout: float | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
@@ -1122,15 +548,9 @@ class Client(_Peer):
             bufsize=_PIPE_BUFFER,
         )
         assert process.stdin is not None and process.stdout is not None
-        halt = os.pipe()
         try:
-            stdout: Any = process.stdout
-            if not hasattr(cls._core.StdioTransport, "_has_buffered_message"):
-                # A core that reads by blocking in the stream: a pipe reader that ends when the client halts.
-                os.set_blocking(process.stdout.fileno(), False)
-                stdout = io.BufferedReader(_PipeReader(process.stdout.fileno(), halt[0]), 1 << 16)
             transport = cls._core.StdioTransport(
-                stdout,
+                process.stdout,
                 process.stdin,
                 max_message_bytes=max_message_bytes,
                 max_depth=max_depth,
@@ -1144,15 +564,12 @@ class Client(_Peer):
                 timeout=timeout,
                 _process=process,
                 _stderr_tail=_StderrTail(),
-                _halt=halt,
             )
         except BaseException:
             process.kill()
             process.wait()
             for stream in (process.stdin, process.stdout, process.stderr):
                 _close_quietly(stream)
-            for fd in halt:
-                os.close(fd)
             raise
 
     # --- calls -----------------------------------------------------------------------------------
@@ -1384,11 +801,12 @@ class Client(_Peer):
         """The server ended: deliver what it left in its pipe (for at most ``_REMAINS_S`` and about
         ``_REMAINS_BYTES``: a child of its may hold the pipe open and write on), then fail every call with
         ``ConnectionClosed``."""
-        transport = self._transport
+        transport, fd = self._transport, self._fd
+        assert fd is not None  # only a reader that waits on the descriptor reads what is left
         poller = select.poll()
-        poller.register(self._fd, select.POLLIN)
+        poller.register(fd, select.POLLIN)
         until = time.monotonic() + _REMAINS_S
-        reads_left = _REMAINS_BYTES // _NATIVE_READ  # each read takes at most one of the core's reads
+        reads_left = _REMAINS_BYTES // _CORE_READ  # each read takes at most one of the core's reads
         try:
             while self._closed is None and time.monotonic() < until:
                 if not transport._has_buffered_message():
@@ -1507,13 +925,12 @@ class Client(_Peer):
 
     def _serve_request(self, request: Request) -> None:
         if not self._handlers.submit(request):
-            logger.warning("refused a request of the server's (%r): the client is busy", request.method)
-            answer = _answer.failure_answer(self._transport, request, None, _busy(request))
+            answer = self._refusal(request)
             if answer is not None:
                 self._output.send_soon(answer, self._on_start(answer, [], []))
 
     def _answer_request(self, request: Request) -> None:
-        answer = self._answer(self._transport, request)
+        answer = self._answer_to(request)
         if answer is not None:
             with contextlib.suppress(ConnectionClosed, TimeoutError):
                 self._send(answer, _deadline(self._timeout), [], [])
@@ -1592,14 +1009,12 @@ class Client(_Peer):
         self.close()
 
 
-def _pollable_fd(transport: Any, stream: Any) -> int | None:
-    """The descriptor under ``stream`` (the transport's input) that a reader can wait on with ``poll``,
-    when the core can say whether a message is already buffered. The native core's reads leave nothing in
-    the stream's own buffer (each asks for more than that buffer holds, which ``readinto1`` reads past
-    it), so whatever it has not buffered itself is still behind the descriptor."""
-    if not hasattr(transport, "_has_buffered_message") or not isinstance(stream, io.BufferedReader):
-        return None
-    return stream.fileno()
+def _pollable_fd(stream: Any) -> int | None:
+    """The descriptor under ``stream`` (the transport's input) that a reader can wait on with ``poll``. A
+    core's ``_read_available`` leaves nothing in the stream's own buffer (each read asks for more than that
+    buffer holds, which ``readinto1`` reads past it: see ``rpcwire._contract.Transport``), so whatever the
+    core has not buffered itself is still behind the descriptor."""
+    return stream.fileno() if isinstance(stream, io.BufferedReader) else None
 
 
 def _drain_pipe(fd: int) -> None:
@@ -1614,574 +1029,31 @@ def _close_quietly(stream: Any) -> None:
             stream.close()
 
 
-class _PipeReader(io.RawIOBase):
-    """A spawned server's stdout (its descriptor ``fd``, non-blocking) for a core that reads by blocking in
-    the stream (``rpcwire.pure``): ``readinto`` waits on the pipe and on the client's halt pipe; once halted
-    (the client closed, or the server ended) it reads what is there, at most ``_REMAINS_BYTES``, then
-    reports the end of input, even while a child of the server still holds the pipe open."""
-
-    def __init__(self, fd: int, halt_fd: int) -> None:
-        super().__init__()
-        self._fd = fd
-        self._halt_fd = halt_fd
-        self._poller = select.poll()
-        self._poller.register(fd, select.POLLIN)
-        self._poller.register(halt_fd, select.POLLIN)
-        self._left: int | None = None  # once halted: how much more may be read
-
-    def readable(self) -> bool:
-        return True
-
-    def fileno(self) -> int:
-        return self._fd
-
-    def readinto(self, buffer: Any) -> int:
-        while self._left != 0:
+def _drain_stderr(tail: _StderrTail, fd: int, halt_fd: int) -> None:
+    """Read a spawned server's stderr (``fd``) into ``tail`` to its end, or, once the client halts, what is
+    there (a child of the server may hold the pipe open)."""
+    partial = b""
+    left: int | None = None
+    try:
+        os.set_blocking(fd, False)
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        poller.register(halt_fd, select.POLLIN)
+        while left is None or left > 0:
             try:
-                data = os.read(self._fd, len(buffer) if self._left is None else min(len(buffer), self._left))
+                chunk = os.read(fd, 1 << 16)
             except BlockingIOError:
-                if self._left is not None:
-                    return 0
-                if any(fd == self._halt_fd for fd, _ in self._poller.poll()):
-                    self._left = _REMAINS_BYTES
-                continue
-            if self._left is not None:
-                self._left -= len(data)
-            buffer[: len(data)] = data
-            return len(data)
-        return 0
-
-
-class _StderrTail(collections.deque[str]):
-    """The last lines of a spawned server's stderr, read to its end by a thread (or task) of the client's so
-    that the pipe never fills; ``drained`` is set at its end."""
-
-    def __init__(self) -> None:
-        super().__init__(maxlen=_STDERR_TAIL)
-        self.drained: threading.Event = threading.Event()
-
-    def add(self, raw: bytes) -> None:
-        line = raw.decode("utf-8", "replace").rstrip("\r\n")
-        self.append(line)
-        logger.debug("server stderr: %s", line)
-
-    def feed(self, partial: bytes, chunk: bytes) -> bytes:
-        """Add the lines ``partial + chunk`` ends; what is left of a line (kept at most ``_STDERR_LINE``)."""
-        *lines, rest = (partial + chunk).split(b"\n")
-        for line in lines:
-            self.add(line)
-        if len(rest) > _STDERR_LINE:
-            self.add(rest[:_STDERR_LINE])
-            return b""
-        return rest
-
-    def drain_fd(self, fd: int, halt_fd: int) -> None:
-        """Read stderr (``fd``) to its end, or, once the client halts, what is there (a child of the server
-        may hold the pipe open)."""
-        partial = b""
-        left: int | None = None
-        try:
-            os.set_blocking(fd, False)
-            poller = select.poll()
-            poller.register(fd, select.POLLIN)
-            poller.register(halt_fd, select.POLLIN)
-            while left is None or left > 0:
-                try:
-                    chunk = os.read(fd, 1 << 16)
-                except BlockingIOError:
-                    if left is not None:
-                        break
-                    if any(ready == halt_fd for ready, _ in poller.poll()):
-                        left = _REMAINS_BYTES
-                    continue
-                if not chunk:
-                    break
                 if left is not None:
-                    left -= len(chunk)
-                partial = self.feed(partial, chunk)
-        except (OSError, ValueError):
-            pass
-        finally:
-            if partial:
-                self.add(partial)
-            self.drained.set()
-
-    async def drain_async(self, stderr: asyncio.StreamReader) -> None:
-        partial = b""
-        try:
-            with contextlib.suppress(Exception):
-                while chunk := await stderr.read(1 << 16):
-                    partial = self.feed(partial, chunk)
-        finally:
-            if partial:
-                self.add(partial)
-            self.drained.set()
-
-
-# --- asyncio ------------------------------------------------------------------------------------
-
-
-def _frame(body: bytes) -> bytes:
-    return b"Content-Length: %d\r\n\r\n%b" % (len(body), body)
-
-
-def _checked_limits(
-    core: ModuleType, max_message_bytes: int, max_depth: int, max_batch: int | None, framing: Framing
-) -> tuple[int, int, int | None]:
-    """The limits (and framing) checked by the core's own ``StdioTransport``, so with its very errors."""
-    return core.StdioTransport(
-        io.BytesIO(),
-        io.BytesIO(),
-        max_message_bytes=max_message_bytes,
-        max_depth=max_depth,
-        max_batch=max_batch,
-        framing=framing,
-    )._limits
-
-
-class AsyncClient(_Peer):
-    """The asyncio client: ``AsyncClient(reader, writer)`` over asyncio streams, or :meth:`spawn`. Calls
-    are coroutines; any number may be in flight at once. ``max_message_bytes``, ``max_depth``, ``max_batch``
-    and ``framing`` are those of ``StdioTransport`` (checked alike, with the same errors): what the client
-    reads (lines as the core reads them; frames through the core's own tolerant frame decoder), and what it
-    checks its messages against before it sends them."""
-
-    def __init__(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        *,
-        handler: Callable[[str, Any], Any] | None = None,
-        dialect: str = "mcp",
-        timeout: float | None = None,
-        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-        max_depth: int = DEFAULT_MAX_DEPTH,
-        max_batch: int | None = DEFAULT_MAX_BATCH,
-        framing: Framing = "newline",
-        _process: asyncio.subprocess.Process | None = None,
-        _exited: asyncio.Future[None] | None = None,
-        _stderr_tail: _StderrTail | None = None,
-    ) -> None:
-        super().__init__(handler, dialect, timeout)
-        self._exited = _exited
-        self._limits = _checked_limits(self._core, max_message_bytes, max_depth, max_batch, framing)
-        self._max_depth = self._limits[1]
-        self._content_length = framing == "content-length"
-        self._stream_reader = reader
-        self._writer = writer
-        self._process = _process
-        self._stderr_tail = _stderr_tail
-        self._stderr_task: asyncio.Task[None] | None = None
-        self._loop = asyncio.get_running_loop()
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._callbacks = _Callbacks()
-        self._dispatching: asyncio.Task[None] | None = None
-        self._callback_done = asyncio.Event()  # set (and replaced) as each callback ends
-        self._handler_slots = asyncio.Semaphore(_HANDLERS)
-        self._serving = 0  # the server's requests handled or waiting for a slot
-        self._draining: asyncio.Task[None] | None = None
-        self._reading = self._loop.create_task(self._read_all())
-        if _exited is not None:
-            self._keep(self._loop.create_task(self._watch_exit()))
-
-    @classmethod
-    async def spawn(
-        cls,
-        argv: Sequence[str],
-        *,
-        cwd: str | os.PathLike[str] | None = None,
-        env: dict[str, str] | None = None,
-        handler: Callable[[str, Any], Any] | None = None,
-        dialect: str = "mcp",
-        timeout: float | None = None,
-        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-        max_depth: int = DEFAULT_MAX_DEPTH,
-        max_batch: int | None = DEFAULT_MAX_BATCH,
-        framing: Framing = "newline",
-    ) -> AsyncClient:
-        """Start ``argv`` and talk to it over its stdin and stdout (see :meth:`Client.spawn`)."""
-        _check_dialect(dialect)
-        _checked_limits(cls._core, max_message_bytes, max_depth, max_batch, framing)
-        loop = asyncio.get_running_loop()
-        transport, protocol = await loop.subprocess_exec(
-            lambda: _ProcessProtocol(loop),
-            *argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=env,
-        )
-        process = asyncio.subprocess.Process(transport, protocol, loop)  # what create_subprocess_exec makes
-        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
-        tail = _StderrTail()
-        client = cls(
-            process.stdout,
-            process.stdin,
-            handler=handler,
-            dialect=dialect,
-            timeout=timeout,
-            max_message_bytes=max_message_bytes,
-            max_depth=max_depth,
-            max_batch=max_batch,
-            framing=framing,
-            _process=process,
-            _exited=protocol.exited,
-            _stderr_tail=tail,
-        )
-        client._stderr_task = loop.create_task(tail.drain_async(process.stderr))
-        client._keep(client._stderr_task)
-        return client
-
-    def _keep(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def call(
-        self,
-        method: str,
-        params: Any = None,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-    ) -> Any:
-        """As :meth:`Client.call`, awaited: ``timeout`` bounds the whole call, waiting to write included.
-        Cancelling the awaiting task cancels the call on the server too."""
-        if self._closed is not None:
-            raise self._closed
-        timeout = self._timeout if timeout is None else timeout
-        deadline = _deadline(timeout)
-        id_, line = self._request_line(method, params, on_progress)
-        future: asyncio.Future[Response | ConnectionClosed] = self._loop.create_future()
-        self._pending[id_] = future
-        sent: list[_Sent] = []
-        try:
-            _check_outgoing(line, self._limits)
-            await self._send(line, deadline, [id_], sent)
-            response = await asyncio.wait_for(future, _left(deadline))
-        except BaseException as exc:
-            timed_out = isinstance(exc, (asyncio.TimeoutError, TimeoutError))
-            self._abandon([id_], sent, "timeout" if timed_out else "cancelled")
-            if timed_out:
-                detail = f" ({exc})" if str(exc) else ""
-                raise TimeoutError(f"no answer to {method!r} (id {id_}) within {timeout} s{detail}") from None
-            raise
-        if on_progress is not None:
-            await self._progress_reported(id_, deadline)
-        if isinstance(response, ConnectionClosed):
-            raise response
-        return _outcome(response)
-
-    async def notify(self, method: str, params: Any = None) -> None:
-        """Send a notification (no answer); as :meth:`Client.notify`."""
-        if self._closed is not None:
-            raise self._closed
-        line = self._core._encode_request(method, params)
-        _check_outgoing(line, self._limits)
-        await self._send(line, _deadline(self._timeout), [], [])
-
-    async def batch(self, calls: Iterable[tuple[str, Any]], *, timeout: float | None = None) -> list[Any]:
-        """As :meth:`Client.batch`, awaited."""
-        if self._closed is not None:
-            raise self._closed
-        timeout = self._timeout if timeout is None else timeout
-        deadline = _deadline(timeout)
-        ids, line = self._batch_lines(calls)
-        if not ids:
-            return []
-        futures = [self._loop.create_future() for _ in ids]
-        self._pending.update(zip(ids, futures, strict=True))
-        sent: list[_Sent] = []
-        try:
-            _check_outgoing(line, self._limits, len(ids))
-            await self._send(line, deadline, ids, sent)
-            await asyncio.wait(futures, timeout=_left(deadline))
-        except BaseException as exc:  # cancelled (or not sent): so are the entries still running
-            timed_out = isinstance(exc, (asyncio.TimeoutError, TimeoutError))
-            self._abandon(ids, sent, "timeout" if timed_out else "cancelled")
-            if timed_out:
-                raise TimeoutError(f"no answer to the batch within {timeout} s ({exc})") from None
-            raise
-        outcomes: list[Any] = []
-        late: list[int] = []
-        for id_, future in zip(ids, futures, strict=True):
-            if not future.done():
-                late.append(id_)
-                outcomes.append(TimeoutError(f"no answer to batch entry {id_} within {timeout} s"))
+                    break
+                if any(ready == halt_fd for ready, _ in poller.poll()):
+                    left = _REMAINS_BYTES
                 continue
-            outcomes.append(_batch_outcome(future.result()))
-        if late:
-            self._abandon(late, sent, "timeout")
-        return outcomes
-
-    async def _send(self, line: bytes, deadline: float | None, ids: Sequence[int], sent: list[_Sent]) -> None:
-        """Hand one message to the stream, once its buffer holds less than ``_WRITE_BUFFER`` (waiting for
-        that until ``deadline``: ``TimeoutError``, nothing sent); ``ids``: the calls it makes."""
-        if self._closed is not None:
-            raise self._closed
-        try:
-            if self._writer.transport.get_write_buffer_size() > _WRITE_BUFFER:
-                await self._drained(deadline)
-            self._put(line, ids, sent)
-        except (ConnectionError, RuntimeError) as exc:  # RuntimeError: a closed transport
-            self._close_with(await self._connection_closed(f"the server's input is closed ({exc})"))
-            assert self._closed is not None
-            raise self._closed from None
-
-    async def _drained(self, deadline: float | None) -> None:
-        """Until the stream's buffer drained (one ``drain`` shared by every waiter), or ``TimeoutError``."""
-        if self._draining is None or self._draining.done():
-            self._draining = self._loop.create_task(self._writer.drain())
-            self._draining.add_done_callback(lambda task: task.cancelled() or task.exception())
-        try:
-            await asyncio.wait_for(asyncio.shield(self._draining), _left(deadline))
-        except asyncio.TimeoutError:
-            raise TimeoutError("not sent: the server read nothing until the deadline") from None
-
-    def _send_cancel(self, line: bytes) -> None:
-        """Into the stream's buffer: it never waits."""
-        with contextlib.suppress(Exception):
-            self._put(line, [], [])
-
-    def _put(self, line: bytes, ids: Sequence[int], sent: list[_Sent]) -> None:
-        """Hand one message to the stream's buffer (never waits), after its place in the ledger."""
-        self._on_start(line, ids, sent)()
-        self._writer.write(_frame(line) if self._content_length else line + b"\n")
-
-    # --- reading ---------------------------------------------------------------------------------
-
-    async def _read_all(self) -> None:
-        cause = "the server closed its output"
-        try:
-            await (self._read_frames() if self._content_length else self._read_lines())
-        except Exception as exc:  # a stream that fails, or a delivery that does: the client cannot go on
-            cause = f"reading from the server failed: {exc!r}"
-            logger.exception("the client's reader stopped")
-        self._close_with(await self._connection_closed(cause))
-
-    def _deliver_text(self, data: bytes) -> None:
-        message = self._core._parse_incoming(data, self._max_depth)
-        self._deliver((message, data) if isinstance(message, str) else message)
-
-    async def _read_lines(self) -> None:
-        """Read chunks as they come and deliver every whole line in them: one wake-up of this task per
-        chunk, not per line (``readline``), which is what many answers in flight at once cost. The core's
-        rules: a line ends at ``\\n``, a ``\\r`` before it is not counted, blank lines are skipped, and a
-        line over ``max_message_bytes`` is dropped as it arrives (logged)."""
-        limit = self._limits[0]
-        parts: list[bytes] = []  # the line begun and not ended yet
-        size = 0
-        skipping = False  # inside a line over max_message_bytes: dropped up to its end
-        while chunk := await self._stream_reader.read(1 << 16):
-            if b"\n" not in chunk:
-                size += len(chunk)
-                if size > limit + 1 and not skipping:  # + 1: room for a "\r" before its "\n"
-                    skipping, parts = True, []
-                if not skipping:
-                    parts.append(chunk)
-                continue
-            lines = chunk.split(b"\n")
-            if skipping:
-                logger.warning("dropped a message from the server: a line longer than max_message_bytes (%d)", limit)
-                lines[0], skipping = b"", False
-            elif parts:
-                lines[0] = b"".join([*parts, lines[0]])
-            tail = lines.pop()
-            parts, size = ([tail], len(tail)) if tail else ([], 0)
-            for whole in lines:
-                line = whole.removesuffix(b"\r")
-                if len(line) > limit:
-                    logger.warning(
-                        "dropped a message from the server: a line longer than max_message_bytes (%d)", limit
-                    )
-                elif line.strip(b" \t\r"):
-                    self._deliver_text(line)
-        if parts and not skipping:  # the last line, without its "\n"
-            line = b"".join(parts)
-            if line.strip(b" \t\r") and len(line.removesuffix(b"\r")) <= limit:
-                self._deliver_text(line.removesuffix(b"\r"))
-
-    async def _read_frames(self) -> None:
-        """``framing="content-length"``: the frames of the stream through the core's tolerant frame decoder
-        (``rpcwire.pure``'s, fed as chunks come: the rules of "Content-Length framing", resync included)."""
-        from rpcwire import pure  # noqa: PLC0415  # pure imports this module
-
-        limit = self._limits[0]
-        frames = pure._Frames(None, limit)
-        while True:
-            chunk = await self._stream_reader.read(1 << 16)
-            frames.feed(chunk)
-            while (frame := frames.pop()) is not None:
-                if isinstance(frame, (bytes, bytearray)):
-                    self._deliver_text(bytes(frame))
-                else:
-                    logger.warning("dropped a message from the server: %s", frame.reason(limit))
             if not chunk:
-                return
-
-    async def _watch_exit(self) -> None:
-        """A spawned server's exit: what it left in its pipes is read (for at most ``_REMAINS_S``), then its
-        pipes are closed, so that the reader ends even while a child of the server still holds them."""
-        assert self._process is not None and self._exited is not None
-        await asyncio.shield(self._exited)
-        await asyncio.wait({self._reading}, timeout=_REMAINS_S)
-        if not self._reading.done():
-            _end_pipes(self._process)
-
-    async def _exit(self, timeout: float | None) -> bool:
-        """Whether the spawned server exited within ``timeout`` seconds."""
-        assert self._exited is not None
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._exited), timeout)
-        return self._exited.done()
-
-    def _resolve(
-        self, waiter: asyncio.Future[Response | ConnectionClosed], response: Response | ConnectionClosed
-    ) -> None:
-        if not waiter.done():
-            waiter.set_result(response)
-
-    # --- callbacks, and the server's requests ----------------------------------------------------
-
-    def _run_later(self, callback: Callable[..., Any], args: tuple[Any, ...], call: int | None) -> None:
-        if self._callbacks.add(callback, args, call) and (self._dispatching is None or self._dispatching.done()):
-            self._dispatching = self._loop.create_task(self._dispatch())
-
-    async def _dispatch(self) -> None:
-        """The client's dispatcher: the queued callbacks, one at a time, in order (an ``async def`` one awaited)."""
-        callbacks = self._callbacks
-        while callbacks.items:
-            callback, args, call = callbacks.items.popleft()
-            try:
-                result = _run_callback(callback, args)
-                if inspect.isawaitable(result):
-                    await result
-            except Exception:
-                logger.exception("a notification callback raised")
-            finally:
-                callbacks.done(call)
-                self._callback_done.set()
-                self._callback_done = asyncio.Event()
-
-    async def _progress_reported(self, call: int, deadline: float | None) -> None:
-        """Until the progress callbacks of ``call`` queued before its answer have run (or ``deadline``)."""
-        if self._dispatching is not None and asyncio.current_task() is self._dispatching:
-            return
-        while call in self._callbacks.progress and (left := _left(deadline)) != 0:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._callback_done.wait(), left)
-
-    def _serve_request(self, request: Request) -> None:
-        if self._serving >= _HANDLERS + _HANDLERS_WAITING:
-            logger.warning("refused a request of the server's (%r): the client is busy", request.method)
-            answer = _answer.failure_answer(self._core.StdioTransport, request, None, _busy(request))
-            if answer is not None:
-                with contextlib.suppress(Exception):
-                    self._put(answer, [], [])
-            return
-        self._serving += 1
-        task = self._loop.create_task(self._answer_request(request))
-        self._keep(task)
-        task.add_done_callback(self._served)
-
-    def _served(self, task: asyncio.Task[None]) -> None:
-        self._serving -= 1
-
-    async def _answer_request(self, request: Request) -> None:
-        handler = self._handler or _no_handler
-        core = self._core.StdioTransport  # builds the answer's bytes (static methods)
-        async with self._handler_slots:
-            if _engine.is_async_handler(handler):
-                try:
-                    result = await handler(request.method, request.params)
-                except Exception as exc:
-                    answer = _answer.failure_answer(core, request, None, exc)
-                else:
-                    answer = _answer.result_answer(core, request, None, result)
-            else:
-                answer = await asyncio.to_thread(self._answer, core, request)
-        if answer is not None:
-            with contextlib.suppress(Exception):
-                await self._send(answer, _deadline(self._timeout), [], [])
-
-    async def _connection_closed(self, cause: str) -> ConnectionClosed:
-        returncode = None
-        if self._process is not None:
-            if self._exited is None:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    returncode = await asyncio.wait_for(self._process.wait(), 0.5)
-            elif await self._exit(0.5):
-                returncode = self._process.returncode
-        if returncode is not None and self._stderr_task is not None:
-            await asyncio.wait({self._stderr_task}, timeout=0.5)  # its last lines, written as it exited
-        return _closed_error(cause, returncode, self._stderr_tail)
-
-    async def close(self, grace: float = 5.0) -> None:
-        """As :meth:`Client.close`, awaited."""
-        with contextlib.suppress(Exception):
-            self._writer.close()
-        process = self._process
-        if process is not None and not await self._ended(process, grace):
-            with contextlib.suppress(ProcessLookupError):
-                process.terminate()
-            if not await self._ended(process, grace):
-                with contextlib.suppress(ProcessLookupError):
-                    process.kill()
-                await self._ended(process, None)
-        self._close_with(ConnectionClosed("the client was closed"))
-        dispatching = self._dispatching
-        if dispatching is not None and dispatching is not asyncio.current_task():
-            await asyncio.wait({dispatching}, timeout=grace)  # the callbacks already queued
-            dispatching.cancel()  # one still running after that
-        if process is not None:
-            _end_pipes(process)
-        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-            await asyncio.wait_for(self._reading, _CLOSE_JOIN_S)
-        for task in list(self._tasks):
-            if task is not asyncio.current_task():
-                task.cancel()
-
-    async def _ended(self, process: asyncio.subprocess.Process, timeout: float | None) -> bool:
-        """Whether ``process`` exited within ``timeout`` seconds (its exit, not the end of its pipes)."""
-        if self._exited is not None:
-            return await self._exit(timeout)
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(process.wait(), timeout)
-        return process.returncode is not None
-
-    @property
-    def returncode(self) -> int | None:
-        """A spawned server's exit code, once it exited (else ``None``)."""
-        return None if self._process is None else self._process.returncode
-
-    async def __aenter__(self) -> AsyncClient:
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
-    ) -> None:
-        await self.close()
-
-
-class _ProcessProtocol(asyncio.subprocess.SubprocessStreamProtocol):
-    """asyncio's protocol for a spawned server (what ``create_subprocess_exec`` uses), which also tells when
-    the process exited (``exited``): ``Process.wait()`` waits for its pipes to close too, and a child of
-    the server may hold them open."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(limit=1 << 16, loop=loop)
-        self.exited: asyncio.Future[None] = loop.create_future()
-
-    def process_exited(self) -> None:
-        super().process_exited()
-        if not self.exited.done():
-            self.exited.set_result(None)
-
-
-def _end_pipes(process: asyncio.subprocess.Process) -> None:
-    """Close the pipes of an ended server (asyncio's subprocess transport, which ``Process`` keeps as
-    ``_transport``): its readers get their end of input even while a child of it holds the pipes open."""
-    transport = getattr(process, "_transport", None)
-    if transport is not None:
-        with contextlib.suppress(Exception):
-            transport.close()
+                break
+            if left is not None:
+                left -= len(chunk)
+            partial = tail.feed(partial, chunk)
+    except (OSError, ValueError):
+        pass
+    finally:
+        tail.end(partial)

@@ -200,7 +200,7 @@ def request_context() -> RequestContext | None:
     return context
 
 
-_request_context = request_context  # the name rpcwire._client still calls it by (s19: its owner switches)
+_request_context = request_context  # the name rpcwire._peer still calls it by (s19: its owner switches)
 
 
 def _native_sequential_context(native: Any) -> RequestContext | None:

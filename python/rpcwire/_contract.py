@@ -12,7 +12,7 @@ teaching implementation's names (``StdioTransport``, ``dispatch``, ``parse_reque
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from rpcwire._types import Framing, Handler, Refused, Request, Response
 
@@ -49,6 +49,11 @@ class FrameDecoder(Protocol):
     client, the MCP reader, ``rpcwire.lsp``, ``--listen``.
     """
 
+    def __init__(self, framing: Framing = "newline", *, max_message_bytes: int = ...) -> None:
+        """A decoder of ``framing``'s messages, dropping those over ``max_message_bytes`` (both checked as
+        ``StdioTransport`` checks them)."""
+        ...
+
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Add bytes read from the stream (``b""`` is not the end of input: see :meth:`close`)."""
         ...
@@ -66,6 +71,20 @@ class FrameDecoder(Protocol):
 
 class Transport(AnswerBuilder, Protocol):
     """A ``StdioTransport``: JSON-RPC over a pair of binary streams, as the engine and the clients drive it."""
+
+    def __init__(
+        self,
+        stdin: IO[bytes] | None = None,
+        stdout: IO[bytes] | None = None,
+        *,
+        max_message_bytes: int = ...,
+        max_depth: int = ...,
+        max_batch: int | None = ...,
+        framing: Framing = "newline",
+    ) -> None:
+        """Over ``stdin``/``stdout`` (the process's own when ``None``), with the limits and framing checked
+        (``ValueError``/``TypeError`` for a bad one); the clients build one with a spawned server's pipes."""
+        ...
 
     @property
     def framing(self) -> Framing:
@@ -102,7 +121,10 @@ class Transport(AnswerBuilder, Protocol):
         ...
 
     def _read_available(self) -> None:
-        """Read once from the stream unless a whole message is already buffered."""
+        """Read once from the stream unless a whole message is already buffered. Over an ``io.BufferedReader``
+        the read leaves nothing in the reader's own buffer (it asks for more than that buffer holds, which
+        ``readinto1``/``read1`` read past it), so that what the core has not buffered is still behind the
+        descriptor: ``Client`` waits on it with ``poll`` between reads."""
         ...
 
     def _has_buffered_message(self) -> bool:

@@ -43,7 +43,7 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
-from rpcwire._client import ProgressCallback, _batch_outcome, _outcome, _outgoing_traceparent, _Peer
+from rpcwire._peer import ProgressCallback, _batch_outcome, _outcome, _outgoing_traceparent, _Peer
 from rpcwire._types import Request, Response
 
 __all__ = ["AsyncHttpClient", "HttpClient", "HttpError"]

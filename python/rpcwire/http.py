@@ -36,7 +36,6 @@ import asyncio
 import contextlib
 import contextvars
 import functools
-import inspect
 import ipaddress
 import queue
 import re
@@ -57,9 +56,9 @@ from rpcwire._answer import (
     answer_message,
     answer_message_async,
     call,
+    call_async,
     cancelled_answer,
     failure_answer,
-    result_answer,
 )
 from rpcwire._context import RequestContext, running_request, valid_traceparent
 from rpcwire._contract import Message
@@ -415,17 +414,11 @@ class _Endpoint:
             running.add(context)
         if context.cancelled:  # the client went away before this request of its batch started
             return cancelled_answer(StdioTransport, request, context)
-        context._task = asyncio.current_task()
-        token = running_request.set(context)
+        context._task = asyncio.current_task()  # cancelled when the client goes away
         try:
-            result = self.handler(request.method, request.params)
-            if inspect.isawaitable(result):
-                result = await result
-        except (Exception, asyncio.CancelledError) as exc:
+            return await call_async(StdioTransport, request, self.handler, context, expose_errors=self.expose_errors)
+        except asyncio.CancelledError as exc:  # answered -32800 (MCP: not at all), as the engine answers it
             return failure_answer(StdioTransport, request, context, exc, expose_errors=self.expose_errors)
-        finally:
-            running_request.reset(token)
-        return result_answer(StdioTransport, request, context, result, expose_errors=self.expose_errors)
 
 
 def _context(request: Request, notifications: _Notifications, traceparent: str | None) -> RequestContext:

@@ -644,7 +644,7 @@ def test_an_error_with_id_null_fails_the_call_or_batch_it_answers(
 def test_the_ledger_gives_an_error_with_id_null_to_the_message_it_can_only_answer(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from rpcwire._client import _Ledger
+    from rpcwire._peer import _Ledger
 
     def error(code: int) -> rpcwire.Response:
         return rpcwire.Response(None, None, {"code": code, "message": "m"})
@@ -722,7 +722,7 @@ def test_async_deep_result_is_read_up_to_the_clients_max_depth(impl: ModuleType)
 
 
 def test_the_calls_an_unreadable_answer_names_are_found_in_its_bytes() -> None:
-    from rpcwire._client import _named_calls
+    from rpcwire._peer import _named_calls
 
     deep = b"[" * 200 + b"]" * 200
     assert _named_calls(b'{"jsonrpc":"2.0","id":7,"result":' + deep + b"}") == [7]

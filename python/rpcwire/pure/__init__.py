@@ -17,7 +17,6 @@ use) never imports the clients.
 from __future__ import annotations
 
 import importlib
-import types
 from typing import TYPE_CHECKING, Any
 
 from rpcwire._engine import RequestContext, current_request, serve, serve_async
@@ -41,7 +40,6 @@ from rpcwire._types import (
     RequestCancelled,
     Response,
 )
-from rpcwire.pure import codec, framing
 from rpcwire.pure.envelope import dispatch, parse_request
 
 # The rest of the core's contract (rpcwire._contract.Core), beside the public names: imported, not assigned
@@ -114,26 +112,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
-
-
-# --- transitional: what rpcwire._client reaches for until it uses framing.FrameDecoder and codec.nests_deeper ---
-# (issue 19's client change; remove both with it)
-
-_text_nests_deeper = codec.nests_deeper
-
-
-class _Frames:
-    """``FrameDecoder("content-length")`` in the shape ``AsyncClient._read_frames`` uses: ``feed(b"")`` ends the
-    input; ``pop()`` hands out a body or a dropped frame whose ``reason(limit)`` says why."""
-
-    def __init__(self, stream: None, max_body: int) -> None:
-        self._decoder = framing.FrameDecoder("content-length", max_message_bytes=max_body)
-
-    def feed(self, chunk: bytes) -> None:
-        self._decoder.feed(chunk) if chunk else self._decoder.close()
-
-    def pop(self) -> Any:
-        frame = self._decoder.next()
-        if isinstance(frame, Refused):
-            return types.SimpleNamespace(reason=lambda limit, why=frame.reason: why)
-        return frame

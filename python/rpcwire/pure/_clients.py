@@ -1,13 +1,14 @@
-"""The clients bound to the pure core: :mod:`rpcwire._client`'s and :mod:`rpcwire._http_client`'s classes,
-whose ``_core`` is :mod:`rpcwire.pure`. ``rpcwire.pure`` imports this module on first use of one of them
-(the clients import ``rpcwire.pure.framing``, so the package may not import them while it is made)."""
+"""The clients bound to the pure core: :mod:`rpcwire._client`'s, :mod:`rpcwire._async_client`'s and
+:mod:`rpcwire._http_client`'s classes, whose ``_core`` is :mod:`rpcwire.pure`. ``rpcwire.pure`` imports this
+module on first use of one of them (the clients import ``rpcwire.pure.framing``, so the package may not import
+them while it is made)."""
 
 from __future__ import annotations
 
 import sys
 from types import ModuleType
 
-from rpcwire import _client, _http_client
+from rpcwire import _async_client, _client, _http_client
 
 __all__ = ["AsyncClient", "AsyncHttpClient", "Client", "HttpClient"]
 
@@ -20,8 +21,8 @@ class Client(_client.Client):
     _core = _PURE
 
 
-class AsyncClient(_client.AsyncClient):
-    __doc__ = _client.AsyncClient.__doc__
+class AsyncClient(_async_client.AsyncClient):
+    __doc__ = _async_client.AsyncClient.__doc__
     __module__ = "rpcwire.pure"
     _core = _PURE
 
