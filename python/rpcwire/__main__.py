@@ -3,8 +3,9 @@
 ``serve`` answers JSON-RPC with a handler found as uvicorn finds an app (``module:attribute``, the current
 directory first on ``sys.path``): over stdin/stdout (``--stdio``, the default), over HTTP (``--http
 HOST:PORT``, under uvicorn when it is installed, else the standard library's ``wsgiref``), or on one socket that
-tells each connection's framing from its first bytes (``--listen HOST:PORT``). Only the wire goes to stdout;
-everything this command says goes to stderr.
+tells each connection's framing from its first bytes (``--listen HOST:PORT``, served by ``rpcwire._listen``).
+Only the wire goes to stdout; everything this command says goes to stderr. This module parses the command
+line, loads the handler and starts the server asked for.
 """
 
 from __future__ import annotations
@@ -13,28 +14,21 @@ import argparse
 import contextlib
 import importlib
 import importlib.util
-import io
-import itertools
-import logging
 import os
-import re
-import select
 import signal
 import socket
-import struct
 import sys
-import threading
-import time
-from http.server import BaseHTTPRequestHandler
 from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import rpcwire
 import rpcwire.pure
-from rpcwire import _demo
+from rpcwire import _demo, _listen
 from rpcwire._engine import is_async_handler
+from rpcwire._listen import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_CONNECTIONS
 from rpcwire.http import ASGIApp, WSGIApp
+from rpcwire.pure.framing import FRAMINGS
 
 SERVE_DESCRIPTION = """\
 Serve JSON-RPC 2.0 with HANDLER, a callable handler(method, params) (e.g. rpcwire.methods({...})), found as
@@ -74,9 +68,6 @@ one whose peer reads nothing for that long. Once listening, the line "listening 
 stderr. A sync handler only (HTTP calls it through WSGIApp).
 """
 
-DEFAULT_MAX_CONNECTIONS = 64
-DEFAULT_IDLE_TIMEOUT = 300.0
-
 
 def _prog() -> str:
     """``rpcwire`` when run as the console script, ``python -m rpcwire`` otherwise."""
@@ -114,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     serve.add_argument(
         "--framing",
-        choices=("newline", "content-length"),
+        choices=FRAMINGS,
         default="newline",
         help="--stdio: one message per line (default) or Content-Length frames (LSP)",
     )
@@ -123,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=None,
         metavar="N",
-        help="requests run at once: --stdio default 1 (one at a time, in order), --listen 8 per connection",
+        help="requests run at once: --stdio default 1 (one at a time, in order), "
+        f"--listen {DEFAULT_MAX_CONCURRENCY} per connection",
     )
     serve.add_argument(
         "--no-stdout-guard",
@@ -183,12 +175,14 @@ def main(argv: list[str] | None = None) -> int:
         if is_async_handler(handler):
             serve.error("--listen answers HTTP through WSGIApp, which calls the handler synchronously")
         idle_timeout = DEFAULT_IDLE_TIMEOUT if args.idle_timeout is None else args.idle_timeout
-        limits = _Limits(
-            max_concurrency=args.max_concurrency or 8,
+        limits = _listen.Limits(
+            max_concurrency=args.max_concurrency or DEFAULT_MAX_CONCURRENCY,
             max_connections=args.max_connections or DEFAULT_MAX_CONNECTIONS,
             idle_timeout=idle_timeout or None,
         )
-        return _serve_listen(handler, *_address(serve, args.listen), limits, WSGIApp(handler, **app_options))
+        host, port = _address(serve, args.listen)
+        signal.signal(signal.SIGTERM, _stop)
+        return _listen.serve(handler, WSGIApp(handler, **app_options), host, port, limits)
     if args.http is None:
         transport = rpcwire.StdioTransport(framing=args.framing)
         rpcwire.serve(
@@ -308,371 +302,6 @@ def _serve_wsgiref(app: WSGIApp, host: str, port: int) -> int:
         signal.signal(signal.SIGTERM, _stop)
         with contextlib.suppress(KeyboardInterrupt, SystemExit):
             server.serve_forever()
-    return 0
-
-
-# --- --listen: one socket, each connection's framing told from its first bytes ---------------------------
-
-_HTTP_METHODS = (b"GET ", b"POST ", b"PUT ", b"HEAD ", b"DELETE ", b"OPTIONS ", b"PATCH ")
-_FRAME_HEADERS = (b"content-length:", b"content-type:")
-_SNIFF_BYTES = 16
-_SNIFF_SECONDS = 2.0
-_DRAIN_MOST = 1024 * 1024
-
-logger: logging.Logger = logging.getLogger("rpcwire")
-
-
-class _Limits:
-    """What bounds ``--listen``: requests at once per connection, connections at once, and the idle timeout
-    (``None``: none)."""
-
-    def __init__(self, *, max_concurrency: int, max_connections: int, idle_timeout: float | None) -> None:
-        self.max_concurrency = max_concurrency
-        self.max_connections = max_connections
-        self.idle_timeout = idle_timeout
-
-
-def _framing_of(first: bytes) -> str | None:
-    """``"newline"``, ``"content-length"`` or ``"http"`` for a connection that began with ``first``; ``None``
-    while ``first`` could still begin more than one (``b"Con"``, ``b"PO"``)."""
-    if not first or first[:1] in (b" ", b"\t", b"\r", b"\n", b"{", b"["):
-        return "newline"
-    undecided = False
-    lower = first.lower()
-    for name in _FRAME_HEADERS:
-        if lower.startswith(name):
-            return "content-length"
-        undecided = undecided or name.startswith(lower)
-    for method in _HTTP_METHODS:
-        if first.startswith(method):
-            return "http"
-        undecided = undecided or method.startswith(first)
-    return None if undecided else "newline"
-
-
-def _sniff(connection: socket.socket, idle_timeout: float | None) -> str | None:
-    """The framing of ``connection``, from bytes peeked at (not read: each server reads them itself); ``None``
-    for a peer that closed, or sent nothing for ``idle_timeout`` seconds. A prefix that stays undecided for 2 s
-    (or until the peer closes) is served as newline-delimited."""
-    if not _readable(connection, idle_timeout):
-        return None
-    deadline = time.monotonic() + _SNIFF_SECONDS
-    connection.settimeout(_SNIFF_SECONDS)
-    try:
-        while True:
-            try:
-                first = connection.recv(_SNIFF_BYTES, socket.MSG_PEEK)
-            except TimeoutError:
-                return "newline"
-            if not first:
-                return None
-            framing = _framing_of(first)
-            if framing is not None:
-                return framing
-            if time.monotonic() > deadline:
-                return "newline"
-            time.sleep(0.005)
-    finally:
-        connection.settimeout(None)
-
-
-def _readable(connection: socket.socket, timeout: float | None) -> bool:
-    """Whether ``connection`` has something to read (bytes, or its end) within ``timeout`` seconds."""
-    poller = select.poll()
-    poller.register(connection, select.POLLIN)
-    return bool(poller.poll(None if timeout is None else max(0, int(timeout * 1000))))
-
-
-class _Activity:
-    """The handler of a stream connection, counting the calls in flight and noting when the connection last did
-    something (a call ended, bytes came): what its idle timeout looks at."""
-
-    def __init__(self, handler: Any) -> None:
-        self._handler = handler
-        self._lock = threading.Lock()
-        self.running = 0
-        self.last = time.monotonic()
-
-    @property
-    def rpcwire_async(self) -> bool:  # as the handler says (a registry may gain an async function)
-        return getattr(self._handler, "rpcwire_async", False) is True
-
-    def __call__(self, method: str, params: Any) -> Any:
-        with self._lock:
-            self.running += 1
-        try:
-            return self._handler(method, params)
-        finally:
-            with self._lock:
-                self.running -= 1
-                self.last = time.monotonic()
-
-
-class _IdleReader(io.RawIOBase):
-    """A stream connection's input that ends (reads ``b""``, so that ``serve`` finishes what is in flight and
-    returns) once nothing was in flight and nothing came for ``timeout`` seconds."""
-
-    def __init__(self, connection: socket.socket, activity: _Activity, timeout: float) -> None:
-        super().__init__()
-        self._connection = connection
-        self._activity = activity
-        self._timeout = timeout
-        self._poller = select.poll()
-        self._poller.register(connection, select.POLLIN)
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        activity = self._activity
-        while True:
-            left = activity.last + self._timeout - time.monotonic()
-            if left <= 0:
-                if not activity.running:
-                    logger.debug("--listen: a connection idle for %g s closed", self._timeout)
-                    return 0
-                left = self._timeout  # a call in flight: its end is activity, and the wait starts again then
-            if self._poller.poll(int(left * 1000) + 1):
-                break
-        count = self._connection.recv_into(buffer)
-        activity.last = time.monotonic()
-        return count
-
-
-_DIGITS = re.compile(r"[0-9]+")
-
-
-class _Body:
-    """A request's body on a kept-alive connection: read no further than its ``Content-Length``."""
-
-    def __init__(self, rfile: Any, length: int) -> None:
-        self._rfile = rfile
-        self.left = length
-
-    def read(self, size: int | None = -1) -> bytes:
-        size = self.left if size is None or size < 0 else min(size, self.left)
-        data = self._rfile.read(size) if size else b""
-        self.left -= len(data)
-        if size and not data:
-            self.left = 0  # the peer closed early
-        return bytes(data)
-
-
-class _HttpConnection(BaseHTTPRequestHandler):
-    """HTTP/1.1 on one accepted connection, keep-alive, each request answered by a WSGI app: a response
-    with a ``Content-Length`` keeps the connection; one without (server-sent events) is streamed, flushed
-    event by event, and the connection closed after it. A request whose framing is ambiguous (RFC 9112 §6.3)
-    gets 400 and the connection is closed: what follows it could be read as a request of its own."""
-
-    protocol_version = "HTTP/1.1"
-    app: Any = None
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def _ambiguity(self) -> str | None:
-        """Why the end of this request's body, or its Host, cannot be told for sure; ``None`` when it can."""
-        headers = self.headers
-        if headers.defects:  # a line that is not a field ("Content-Length : 5"): the rest were not parsed
-            return "a header line that is not a field"
-        if any("\r" in value or "\n" in value for value in headers.values()):
-            return "a header folded over lines (obs-fold)"
-        lengths = headers.get_all("Content-Length") or []
-        if lengths and headers.get_all("Transfer-Encoding"):
-            return "Transfer-Encoding with Content-Length"
-        if len(lengths) > 1:
-            return "more than one Content-Length"
-        if lengths and not _DIGITS.fullmatch(lengths[0].strip(" \t")):
-            return "a Content-Length that is not a number"
-        if len(headers.get_all("Host") or []) > 1:
-            return "more than one Host"
-        return None
-
-    def _run_app(self) -> None:
-        ambiguity = self._ambiguity()
-        if ambiguity is not None:
-            self.send_error(400, "Bad Request", ambiguity)  # with Connection: close, and it closes
-            self.close_connection = True
-            return
-        length = self.headers.get("Content-Length")
-        if length is None and self.headers.get("Transfer-Encoding"):
-            self.send_error(411, "Length Required")  # chunked request bodies are not read here
-            self.close_connection = True
-            return
-        length = None if length is None else length.strip(" \t")
-        body = _Body(self.rfile, int(length or 0))
-        path, _, query = self.path.partition("?")
-        environ: dict[str, Any] = {
-            "REQUEST_METHOD": self.command,
-            "SCRIPT_NAME": "",
-            "PATH_INFO": path,
-            "QUERY_STRING": query,
-            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
-            "CONTENT_LENGTH": length or "",
-            "SERVER_NAME": self.server.server_address[0],  # type: ignore[index]
-            "SERVER_PORT": str(self.server.server_address[1]),  # type: ignore[index]
-            "REMOTE_ADDR": self.client_address[0],
-            "SERVER_PROTOCOL": self.request_version,
-            "wsgi.version": (1, 0),
-            "wsgi.url_scheme": "http",
-            "wsgi.input": body,
-            "wsgi.input_terminated": True,
-            "wsgi.errors": sys.stderr,
-            "wsgi.multithread": True,
-            "wsgi.multiprocess": False,
-            "wsgi.run_once": False,
-        }
-        for name, value in self.headers.items():
-            key = "HTTP_" + name.upper().replace("-", "_")
-            if key not in ("HTTP_CONTENT_TYPE", "HTTP_CONTENT_LENGTH"):
-                environ[key] = f"{environ[key]},{value}" if key in environ else value
-        started: list[Any] = []
-
-        def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
-            started[:] = [status, headers]
-            return self.wfile.write
-
-        result = self.app(environ, start_response)
-        try:
-            chunks = iter(result)
-            first = next(chunks, b"")  # an app may call start_response on its first step
-            status, headers = started
-            code, _, reason = status.partition(" ")
-            self.send_response(int(code), reason)
-            streamed = not any(name.lower() == "content-length" for name, _ in headers)
-            for name, value in headers:
-                self.send_header(name, value)
-            if streamed:
-                self.send_header("Connection", "close")
-                self.close_connection = True
-            self.end_headers()
-            if self.command != "HEAD":
-                for chunk in itertools.chain([first], chunks):
-                    self.wfile.write(chunk)
-                    self.wfile.flush()
-        finally:
-            close = getattr(result, "close", None)
-            if close is not None:
-                close()
-        if body.left > _DRAIN_MOST:  # a refused large body (413): not read, so the connection ends
-            self.close_connection = True
-        else:
-            while body.left and body.read(_DRAIN_MOST):
-                pass
-
-    do_GET = do_POST = do_PUT = do_HEAD = do_DELETE = do_OPTIONS = do_PATCH = _run_app
-
-
-def _serve_connection(connection: socket.socket, handler: Any, app: Any, address: Any, limits: _Limits) -> None:
-    try:
-        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        framing = _sniff(connection, limits.idle_timeout)
-        if framing is None:  # closed, or said nothing
-            return
-        if framing == "http":
-            server = type("Server", (), {"server_address": address})()
-            # The idle timeout as the socket's: a keep-alive connection waiting for its next request, a body
-            # that stops coming, a peer that reads nothing (a handler running reads nothing: not counted).
-            http = type("Http", (_HttpConnection,), {"app": app, "timeout": limits.idle_timeout})
-            http(connection, connection.getpeername(), server)  # handles requests until the connection closes
-            return
-        activity = _Activity(handler)
-        if limits.idle_timeout is None:
-            rfile: Any = connection.makefile("rb")
-        else:
-            rfile = io.BufferedReader(_IdleReader(connection, activity, limits.idle_timeout))
-            # A peer that reads nothing for as long: the write fails (EAGAIN) and serve stops, instead of a
-            # writer blocked for ever, holding the connection's slot.
-            seconds, fraction = divmod(limits.idle_timeout, 1)
-            timeval = struct.pack("ll", int(seconds), int(fraction * 1_000_000))
-            connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
-        with rfile, connection.makefile("wb") as wfile:
-            transport = rpcwire.StdioTransport(rfile, wfile, framing=framing)
-            # A socket is never fd 1: no stdout guard to claim (and release) per connection.
-            rpcwire.serve(activity, transport, max_concurrency=limits.max_concurrency, guard_stdout=False)
-    except OSError:  # the peer went away (reset, broken pipe), or read nothing for the idle timeout
-        pass
-    finally:
-        with contextlib.suppress(OSError):
-            connection.shutdown(socket.SHUT_RDWR)
-        connection.close()
-
-
-_STOP_GRACE = 5.0
-
-
-class _Connections:
-    """The connections served, a thread each: at most ``limit`` at once (with none free, the next connection
-    waits in the listening socket's backlog, not accepted), and each one ended when the server stops."""
-
-    def __init__(self, limit: int) -> None:
-        self._slots = threading.BoundedSemaphore(limit)
-        self._lock = threading.Lock()
-        self._live: dict[socket.socket, threading.Thread] = {}
-
-    def wait_for_a_slot(self) -> None:
-        self._slots.acquire()
-
-    def unused_slot(self) -> None:
-        self._slots.release()
-
-    def serve(self, connection: socket.socket, args: tuple[Any, ...]) -> None:
-        thread = threading.Thread(target=self._run, args=(connection, args), name="rpcwire-connection", daemon=True)
-        with self._lock:
-            self._live[connection] = thread
-        thread.start()
-
-    def _run(self, connection: socket.socket, args: tuple[Any, ...]) -> None:
-        try:
-            _serve_connection(connection, *args)
-        finally:
-            with self._lock:
-                self._live.pop(connection, None)
-            self._slots.release()
-
-    def stop(self, grace: float) -> bool:
-        """End every connection: no more input (the calls in flight still answered), then wait up to ``grace``
-        seconds for their threads; whether they all ended."""
-        with self._lock:
-            live = dict(self._live)
-        for connection in live:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RD)
-        deadline = time.monotonic() + grace
-        for thread in live.values():
-            thread.join(max(0.0, deadline - time.monotonic()))
-        return not any(thread.is_alive() for thread in live.values())
-
-
-def _serve_listen(handler: Any, host: str, port: int, limits: _Limits, app: WSGIApp) -> int:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    connections = _Connections(limits.max_connections)
-    with socket.create_server((host, port), family=family, backlog=128) as listener:
-        address = listener.getsockname()[:2]
-        shown = f"[{host}]" if ":" in host else host
-        sys.stderr.write(f"listening on tcp://{shown}:{address[1]}\n")
-        sys.stderr.flush()
-        signal.signal(signal.SIGTERM, _stop)
-        with contextlib.suppress(KeyboardInterrupt, SystemExit):
-            while True:
-                connections.wait_for_a_slot()
-                try:
-                    connection, _ = listener.accept()
-                except OSError as exc:  # out of descriptors, or a connection reset before it was taken: go on
-                    connections.unused_slot()
-                    logger.warning("accept failed: %s", exc)
-                    time.sleep(0.1)
-                    continue
-                connections.serve(connection, (handler, app, address, limits))
-    # The interpreter must not be finalized while a connection's thread may still wake in the native core: a
-    # thread that finds the interpreter gone ends by unwinding through its Rust frames, and the process aborts
-    # ("FATAL: exception not rethrown"). So every connection ends first; one that does not within the grace (a
-    # handler still running) is left, and the process exits without finalizing.
-    if not connections.stop(_STOP_GRACE):
-        logger.warning("--listen: calls still running %g s after the stop; exiting without them", _STOP_GRACE)
-        logging.shutdown()
-        sys.stderr.flush()
-        os._exit(0)
     return 0
 
 

@@ -14,20 +14,23 @@ import re
 import threading
 from typing import Any
 
-from rpcwire._dialects import LSP_PROGRESS, MCP_PROGRESS
+from rpcwire._dialects import LSP_PROGRESS, MCP_PROGRESS, Dialect
 from rpcwire._types import Request, RequestCancelled
 
-__all__ = ["RequestContext", "current_request"]
+__all__ = ["RequestContext", "current_request", "request_context", "running_request", "valid_traceparent"]
 
 logger: logging.Logger = logging.getLogger("rpcwire")
 
-_current: contextvars.ContextVar[RequestContext] = contextvars.ContextVar("rpcwire_request")
+running_request: contextvars.ContextVar[RequestContext] = contextvars.ContextVar("rpcwire_request")
+"""The context of the request whose handler runs (set by whoever calls the handler; the native sequential loop
+sets none and is asked by :func:`request_context`)."""
 
 # W3C Trace Context: version-traceid-parentid-flags, lowercase hex; version ff and all-zero ids are invalid.
 _TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
 
 
-def _valid_traceparent(value: Any) -> str | None:
+def valid_traceparent(value: Any) -> str | None:
+    """``value`` if it is a valid W3C ``traceparent``, else ``None``."""
     if not isinstance(value, str):
         return None
     match = _TRACEPARENT.fullmatch(value)
@@ -54,7 +57,7 @@ class RequestContext:
     def __init__(self, request: Request, transport: Any) -> None:
         self._request = request
         self._transport = transport
-        self._token: tuple[str, Any] | None = None
+        self._token: tuple[Dialect, Any] | None = None
         self._traceparent: str | None = None
         params = request.params
         if type(params) is dict:  # the token and the trace context are looked for only where they can be
@@ -62,10 +65,10 @@ class RequestContext:
             if type(meta) is dict:
                 if "progressToken" in meta:
                     self._token = ("mcp", meta["progressToken"])
-                self._traceparent = _valid_traceparent(meta.get("traceparent"))
+                self._traceparent = valid_traceparent(meta.get("traceparent"))
             if self._token is None and "workDoneToken" in params:
                 self._token = ("lsp", params["workDoneToken"])
-        self._cancel_dialect: str | None = None
+        self._cancel_dialect: Dialect | None = None
         self._lsp_begun = False
         # Held while a line about this request is written and while it is finished, so that no line of
         # it can follow its answer (reentrant: a stream that reports its own writes reaches the
@@ -137,7 +140,7 @@ class RequestContext:
             self._write_progress(self._token, progress, total, message)
 
     def _write_progress(
-        self, token_: tuple[str, Any], progress: float, total: float | None, message: str | None
+        self, token_: tuple[Dialect, Any], progress: float, total: float | None, message: str | None
     ) -> None:
         dialect, token = token_
         if dialect == "mcp":
@@ -169,7 +172,7 @@ class RequestContext:
             if self._lsp_begun and self._token is not None:
                 self._transport.write_notification(LSP_PROGRESS, {"token": self._token[1], "value": {"kind": "end"}})
 
-    def _cancel(self, dialect: str) -> None:
+    def _cancel(self, dialect: Dialect) -> None:
         if self._cancel_dialect is None:
             self._cancel_dialect = dialect
         if self._task is not None:
@@ -183,18 +186,21 @@ class RequestContext:
 
 def current_request() -> RequestContext:
     """The request the calling handler serves; ``LookupError`` outside one."""
-    context = _request_context()
+    context = request_context()
     if context is None:
         raise LookupError("current_request() is only available inside a handler that rpcwire is running")
     return context
 
 
-def _request_context() -> RequestContext | None:
+def request_context() -> RequestContext | None:
     """:func:`current_request`, or ``None`` outside a handler (no exception: the client asks on every call)."""
-    context = _current.get(None)
+    context = running_request.get(None)
     if context is None and _native is not None:
         context = _native_sequential_context(_native)
     return context
+
+
+_request_context = request_context  # the name rpcwire._peer still calls it by (s19: its owner switches)
 
 
 def _native_sequential_context(native: Any) -> RequestContext | None:
@@ -220,7 +226,7 @@ class _TraceFilter(logging.Filter):
     """Adds ``traceparent`` and ``request_id`` to the ``rpcwire`` logger's records made while a request runs."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        context = _current.get(None)
+        context = running_request.get(None)
         if context is not None:
             record.traceparent = context.traceparent
             record.request_id = context.id

@@ -131,6 +131,16 @@ class Transport(AnswerBuilder, Protocol):
         """Whether the next read returns without reading the stream (a message, or the end, is buffered)."""
         ...
 
+    def _read_value(self) -> Any:
+        """The next message decoded as JSON (any value; ``rpcwire.lsp``'s reader); ``None`` at end of input.
+        ``ValueError`` for one that cannot be read or is not JSON; the next call reads on after it."""
+        ...
+
+    def _write_message(self, message: Any) -> None:
+        """Write ``message`` (any JSON value; ``rpcwire.lsp``'s writer) encoded, framed, in one write, and flush;
+        ``TypeError``/``ValueError`` before anything is written when it cannot be encoded."""
+        ...
+
     def _write_line(self, line: bytes) -> None:
         """Write one message (framed as this transport frames) in one write, and flush."""
         ...

@@ -11,6 +11,7 @@ import time
 from typing import Any, TextIO
 
 from rpcwire import InvalidParams, JsonRpcError, MethodNotFound, StdioTransport
+from rpcwire._dialects import LSP_PROGRESS
 
 REQUESTS: list[tuple[str, bytes]] = [
     ("an add", b'{"jsonrpc":"2.0","id":1,"method":"add","params":[2,3]}'),
@@ -55,7 +56,7 @@ def _handler(transport: StdioTransport) -> Any:
             total = params["files"]
             for done in (1, 2):
                 time.sleep(0.01)
-                transport.write_notification("$/progress", {"token": 9, "done": done, "total": total})
+                transport.write_notification(LSP_PROGRESS, {"token": 9, "done": done, "total": total})
             return {"indexed": total}
         raise MethodNotFound(f"no method {method!r}")
 

@@ -25,9 +25,9 @@ The checks run in that order (421, 405, 403, 415, 413/411). Every handler call h
 ``app.mount("/rpc", ASGIApp(handler))``); where a sync handler runs under ASGI: ``run_sync_inline``.
 See docs/guides/http.md (the guide) and docs/semantics.md, "HTTP" (every rule).
 
-The hot path (a small request, a sync handler, no events) costs a few µs over a constant reply, measured in
-process by ``make bench-http``: only the headers used are read, the refusals are made once, the answer goes
-out with no response object in between.
+The hot path (a small request, a sync handler, no events) is kept close to a constant reply (``make bench-http``
+measures both in process): only the headers used are read, the refusals are made once, the answer goes out
+with no response object in between.
 """
 
 from __future__ import annotations
@@ -36,8 +36,6 @@ import asyncio
 import contextlib
 import contextvars
 import functools
-import inspect
-import io
 import ipaddress
 import queue
 import re
@@ -46,10 +44,25 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-from rpcwire import DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, Request, StdioTransport, dispatch
-from rpcwire._answer import answer_message, batch_line, call, cancelled_answer, failure_answer, result_answer
-from rpcwire._context import RequestContext, _current, _valid_traceparent
-from rpcwire._engine import is_async_handler
+from rpcwire import (
+    DEFAULT_MAX_BATCH,
+    DEFAULT_MAX_DEPTH,
+    Request,
+    StdioTransport,
+    _core,  # the core rpcwire serves with: its reader of a whole body, its encoder
+    dispatch,
+)
+from rpcwire._answer import (
+    answer_message,
+    answer_message_async,
+    call,
+    call_async,
+    cancelled_answer,
+    failure_answer,
+)
+from rpcwire._context import RequestContext, running_request, valid_traceparent
+from rpcwire._contract import Message
+from rpcwire._engine import async_asker, is_async_handler
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "JSON_CONTENT_TYPES", "ASGIApp", "WSGIApp", "flask_view"]
 
@@ -282,12 +295,10 @@ class _Endpoint:
         self.expose_errors = expose_errors
         self.max_depth = max_depth
         self.max_batch = max_batch
-        self.limits = {"max_message_bytes": max_body_bytes, "max_depth": max_depth, "max_batch": max_batch}
-        dispatch(b"[]", handler, **self.limits)  # the limits checked now, not at the first request
-        # Whether the handler is async, asked once unless it can change: a registry made before its functions
-        # may gain an async one later (its rpcwire_async is read at each request; is_async_handler is 0.7 µs).
-        tagged = hasattr(handler, "rpcwire_async") and not inspect.iscoroutinefunction(handler)
-        self.fixed_async: bool | None = None if tagged else is_async_handler(handler)
+        # The limits checked now, not at the first request.
+        dispatch(b"[]", handler, max_message_bytes=max_body_bytes, max_depth=max_depth, max_batch=max_batch)
+        # Asked at each request: a registry made before its functions may gain an async one later.
+        self.is_async: Callable[[], bool] = async_asker(handler)
         self._too_large = _refusal(413, f"413 Content Too Large: the body is limited to {max_body_bytes} bytes")
 
     def refuse(  # noqa: PLR0917  (on every request: positional, no keyword parsing)
@@ -302,7 +313,7 @@ class _Endpoint:
         client: str | None,
     ) -> _Response | None:
         """The response that refuses the request before its body is read, or ``None`` to go on. Only the headers
-        used are read, each ``None`` when absent: gathering every header into a dict cost 2 µs a request.
+        used are read, each ``None`` when absent: gathering every header into a dict would cost more than the rest.
         ``server`` and ``client`` are the addresses the request came to and from (``None``: unknown)."""
         if not self.hosts.allowed(host, server, client):
             return _MISDIRECTED
@@ -337,16 +348,12 @@ class _Endpoint:
     def too_large(self) -> _Response:
         return self._too_large
 
-    def is_async(self) -> bool:
-        fixed = self.fixed_async
-        return getattr(self.handler, "rpcwire_async", False) is True if fixed is None else fixed
-
     def dispatch(self, body: bytes, traceparent: str | None, handler: Callable[[str, Any], Any]) -> bytes | None:
         """``body`` answered by :func:`rpcwire.dispatch` with ``handler`` (``self.handler``, or one that refuses),
         each call with a request context made only if it is asked for (:class:`_PlainCalls`)."""
         calls = _PlainCalls(self, body, handler, traceparent)
         try:
-            # The limits as keywords, not **self.limits: 0.35 µs less a call (measured).
+            # The limits as keywords, not a dict unpacked on every call.
             return dispatch(
                 body,
                 calls,
@@ -357,16 +364,15 @@ class _Endpoint:
             )
         finally:
             if calls.token is not None:
-                _current.reset(calls.token)
+                running_request.reset(calls.token)
 
     # --- with a request context per request (server-sent events, async handlers) ---
 
-    def _open(self, body: bytes, sink: Any) -> tuple[Any, Any]:
-        # The core classifies the body and encodes the notifications: a transport reading the body as one
-        # line (a newline is JSON whitespace outside strings and invalid inside them, as "\r" is, and "\r"
-        # does not end a line) and writing each notification into ``sink`` (an event, or nowhere).
-        transport = StdioTransport(io.BytesIO(body.replace(b"\n", b"\r")), sink, **self.limits)
-        return transport, transport._read_message()
+    def read(self, body: bytes) -> Message:
+        """``body`` read and classified by the core, as ``dispatch`` reads it (a refusal's answer, a request, or
+        a batch's entries)."""
+        message: Message = _core._read_text(body, self.max_body_bytes, self.max_depth, self.max_batch)
+        return message
 
     def run_streamed(
         self, body: bytes, emit: Callable[[str, Any], None], running: _Running, traceparent: str | None
@@ -375,71 +381,56 @@ class _Endpoint:
         as it starts, for a client that goes away to cancel), ``emit(_EVENT, line)`` for each notification
         the handler writes (progress), then ``emit(_ANSWERED, answer or None)``, or ``emit(_FAILED, exception)``
         for a ``BaseException`` that is not answered. ``traceparent``: the header's, valid, or ``None``."""
+        notifications = _Notifications(emit)
+
+        def call_one(request: Request) -> bytes | None:
+            context = _context(request, notifications, traceparent)
+            running.add(context)
+            return call(StdioTransport, request, self.handler, context, expose_errors=self.expose_errors)
+
         try:
-            transport, message = self._open(body, _EventSink(emit))
-            if message is None:  # a blank body: dispatch's -32600
-                answer = dispatch(body, self.handler, **self.limits, expose_errors=self.expose_errors)
-            else:
-
-                def call_one(request: Request) -> bytes | None:
-                    context = _context(request, transport, traceparent)
-                    running.add(context)
-                    return call(transport, request, self.handler, context, expose_errors=self.expose_errors)
-
-                answer = answer_message(message, call_one)
+            answer = answer_message(self.read(body), call_one)
         except BaseException as exc:  # raised again on the server's side
             emit(_FAILED, exc)
         else:
             emit(_ANSWERED, answer)
 
     async def answer_async(
-        self, body: bytes, sink: Any, traceparent: str | None, running: _Running | None = None
+        self, body: bytes, notifications: _Notifications, traceparent: str | None, running: _Running | None = None
     ) -> bytes | None:
         """On the loop: answer ``body`` with an async handler, awaited here (no thread), a request context per
         request (added to ``running``, its ``_task`` this task, which a cancellation cancels), each notification
-        written into ``sink``. The same bytes as ``dispatch``: the same core reads the body and builds them."""
-        transport, message = self._open(body, sink)
-        if message is None:
-            return dispatch(body, self.handler, **self.limits, expose_errors=self.expose_errors)
-        if isinstance(message, bytes):
-            return message
-        if isinstance(message, Request):
-            return await self._call_async(transport, message, running, traceparent)
-        return batch_line(
-            [e if isinstance(e, bytes) else await self._call_async(transport, e, running, traceparent) for e in message]
+        written into ``notifications``. The same bytes as ``dispatch``: the same core reads the body and builds
+        them."""
+        return await answer_message_async(
+            self.read(body), lambda request: self._call_async(notifications, request, running, traceparent)
         )
 
     async def _call_async(
-        self, transport: Any, request: Request, running: _Running | None, traceparent: str | None
+        self, notifications: _Notifications, request: Request, running: _Running | None, traceparent: str | None
     ) -> bytes | None:
-        context = _context(request, transport, traceparent)
+        context = _context(request, notifications, traceparent)
         if running is not None:
             running.add(context)
         if context.cancelled:  # the client went away before this request of its batch started
-            return cancelled_answer(transport, request, context)
-        context._task = asyncio.current_task()
-        token = _current.set(context)
+            return cancelled_answer(StdioTransport, request, context)
+        context._task = asyncio.current_task()  # cancelled when the client goes away
         try:
-            result = self.handler(request.method, request.params)
-            if inspect.isawaitable(result):
-                result = await result
-        except (Exception, asyncio.CancelledError) as exc:
-            return failure_answer(transport, request, context, exc, expose_errors=self.expose_errors)
-        finally:
-            _current.reset(token)
-        return result_answer(transport, request, context, result, expose_errors=self.expose_errors)
+            return await call_async(StdioTransport, request, self.handler, context, expose_errors=self.expose_errors)
+        except asyncio.CancelledError as exc:  # answered -32800 (MCP: not at all), as the engine answers it
+            return failure_answer(StdioTransport, request, context, exc, expose_errors=self.expose_errors)
 
 
-def _context(request: Request, transport: Any, traceparent: str | None) -> RequestContext:
+def _context(request: Request, notifications: _Notifications, traceparent: str | None) -> RequestContext:
     """A request's context; the ``traceparent`` header, when valid, wins over ``params._meta.traceparent``."""
-    context = RequestContext(request, transport)
+    context = RequestContext(request, notifications)
     if traceparent is not None:
         context._traceparent = traceparent
     return context
 
 
 def _header_traceparent(value: str | None) -> str | None:
-    return None if value is None else _valid_traceparent(value.strip(" \t"))
+    return None if value is None else valid_traceparent(value.strip(" \t"))
 
 
 def _async_refused(method: str, params: Any) -> Any:
@@ -457,11 +448,11 @@ _ASYNC_REFUSED = (
 class _PlainCalls:
     """The handler ``dispatch`` calls for one body on the plain path: each call runs with a request context
     (``current_request()``) that is made only if it is asked for. Making one costs the body read again by the
-    core (about 8 µs: a transport, then the message), 4 times the rest of a small request, so a call only
-    sets a :class:`_LazyContext` that knows which call it is (``dispatch`` calls the handler for each valid
-    request of the body, in order) and reads the body on the first look inside."""
+    core, several times the rest of a small request, so a call only sets a :class:`_LazyContext` that knows
+    which call it is (``dispatch`` calls the handler for each valid request of the body, in order) and reads
+    the body on the first look inside."""
 
-    __slots__ = ("_body", "_calls", "_endpoint", "_handler", "_requests", "token", "traceparent", "transport")
+    __slots__ = ("_body", "_calls", "_endpoint", "_handler", "_requests", "token", "traceparent")
 
     def __init__(
         self, endpoint: _Endpoint, body: bytes, handler: Callable[[str, Any], Any], traceparent: str | None
@@ -472,7 +463,6 @@ class _PlainCalls:
         self.traceparent = traceparent
         self._calls = 0
         self._requests: list[Request] | None = None
-        self.transport: Any = None
         self.token: contextvars.Token[RequestContext] | None = None  # reset by _Endpoint.dispatch at the end
 
     def __call__(self, method: str, params: Any) -> Any:
@@ -482,7 +472,7 @@ class _PlainCalls:
         self._calls += 1
         # Left set after the call, until the next one (or the end of the body): the core logs a call's failure
         # once it has returned, and the log record takes its trace context from the context (_TraceFilter).
-        token = _current.set(context)
+        token = running_request.set(context)
         if self.token is None:
             self.token = token
         try:
@@ -493,7 +483,7 @@ class _PlainCalls:
 
     def request(self, index: int) -> Request:
         if self._requests is None:
-            self.transport, message = self._endpoint._open(self._body, _Discard())
+            message = self._endpoint.read(self._body)
             self._requests = (
                 [message] if isinstance(message, Request) else [e for e in message if isinstance(e, Request)]
             )
@@ -514,7 +504,7 @@ class _LazyContext(RequestContext):
         if name not in _CONTEXT_SLOTS or self._index < 0:
             raise AttributeError(name)
         calls = self._plain
-        RequestContext.__init__(self, calls.request(self._index), calls.transport)
+        RequestContext.__init__(self, calls.request(self._index), _DISCARD)
         if calls.traceparent is not None:
             self._traceparent = calls.traceparent
         self._index = -1
@@ -536,22 +526,23 @@ _EVENT, _ANSWERED, _FAILED = "event", "answered", "failed"
 _EVENT_HEADERS: Headers = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")]
 
 
-class _EventSink:
-    """The output stream of the transport ``run_streamed`` uses: each line written is one notification."""
+class _Notifications:
+    """Where a request context writes its notifications (progress) over HTTP: each one encoded by the core
+    (the bytes a transport writes) and emitted as an event, or dropped without server-sent events. Encoded
+    either way, so that a notification the encoder refuses raises in the handler whether anyone listens."""
 
-    def __init__(self, emit: Callable[[str, Any], None]) -> None:
+    __slots__ = ("_emit",)
+
+    def __init__(self, emit: Callable[[str, Any], None] | None) -> None:
         self._emit = emit
 
-    def write(self, data: bytes) -> int:
-        self._emit(_EVENT, bytes(data).rstrip(b"\n"))
-        return len(data)
+    def write_notification(self, method: str, params: Any = None) -> None:
+        line = _core._encode_request(method, params)
+        if self._emit is not None:
+            self._emit(_EVENT, line)
 
 
-class _Discard:
-    """The output of an async handler's transport without server-sent events: notifications go nowhere."""
-
-    def write(self, data: bytes) -> int:
-        return len(data)
+_DISCARD = _Notifications(None)
 
 
 def _event(line: bytes) -> bytes:
@@ -820,7 +811,7 @@ class ASGIApp:
                 await _send(streamed, send)
             return
         if is_async:
-            answer = await endpoint.answer_async(body, _Discard(), traceparent)
+            answer = await endpoint.answer_async(body, _DISCARD, traceparent)
         elif self._inline:
             answer = endpoint.dispatch(body, traceparent, endpoint.handler)
         else:
@@ -958,8 +949,8 @@ async def _run_async(
 ) -> None:
     """``run_streamed`` for an async handler, as a task on the loop."""
     try:
-        sink = _EventSink(lambda kind, value: put((kind, value)))
-        answer = await endpoint.answer_async(body, sink, traceparent, running)
+        notifications = _Notifications(lambda kind, value: put((kind, value)))
+        answer = await endpoint.answer_async(body, notifications, traceparent, running)
     except BaseException as exc:  # raised again by _stream, if it still listens
         put((_FAILED, exc))
     else:

@@ -27,14 +27,11 @@ from typing import Any, BinaryIO
 
 import rpcwire
 from rpcwire._types import DEFAULT_MAX_MESSAGE_BYTES, MAX_MAX_DEPTH
+from rpcwire.pure.framing import encode_frame
 
 __all__ = ["AsyncReader", "JsonRpcStreamReader", "JsonRpcStreamWriter", "Writer", "start_io"]
 
 log: logging.Logger = logging.getLogger(__name__)
-
-
-def _framed(body: bytes) -> bytes:
-    return b"Content-Length: %d\r\n\r\n%b" % (len(body), body)
 
 
 class JsonRpcStreamReader:
@@ -107,7 +104,7 @@ class JsonRpcStreamWriter:
                     except (TypeError, ValueError):  # refused before anything was written: json.dumps may take it
                         pass
                 body = json.dumps(message, **self._json_dumps_args)
-                self._wfile.write(_framed(body.encode("utf-8") if isinstance(body, str) else body))
+                self._wfile.write(encode_frame(body.encode("utf-8") if isinstance(body, str) else body))
                 self._wfile.flush()
             except Exception:
                 log.exception("Failed to write message to output file %s", message)
@@ -117,9 +114,10 @@ class AsyncReader:
     """The reader pygls's ``run_async`` takes (``readline``, ``readexactly``), over a binary stream.
 
     Each frame is read whole by the native transport on ``executor`` (a thread: the event loop never
-    blocks), with its tolerant reader, and handed to ``run_async`` as the one form its parser takes:
-    ``Content-Length: N\\r\\n``, ``\\r\\n``, the body. A frame that cannot be read, and an empty body, are
-    logged and skipped.
+    blocks), with its tolerant reader, and handed to ``run_async`` as the one form its parser takes, the
+    frame as rpcwire writes it (``encode_frame``: ``Content-Length: N\\r\\n``, ``\\r\\n``, the body), its
+    header a line at a time and its body whole. A frame that cannot be read, and an empty body, are logged
+    and skipped.
     """
 
     def __init__(
@@ -133,8 +131,8 @@ class AsyncReader:
             stdin, io.BytesIO(), framing="content-length", max_message_bytes=max_message_bytes
         )
         self._executor = executor
-        self._body: bytes | None = None
-        self._header_sent = False
+        self._frame = b""  # the frame being handed out, from ``_offset`` on
+        self._offset = 0
 
     def _next_body(self) -> bytes | None:
         while True:
@@ -147,20 +145,21 @@ class AsyncReader:
                 return body
 
     async def readline(self) -> bytes:
-        if self._body is not None and self._header_sent:
-            self._header_sent = False
-            return b"\r\n"
-        body = await asyncio.get_running_loop().run_in_executor(self._executor, self._next_body)
-        if body is None:
-            return b""
-        self._body, self._header_sent = body, True
-        return b"Content-Length: %d\r\n" % len(body)
+        if self._offset == len(self._frame):  # the last frame handed out whole: the next one
+            body = await asyncio.get_running_loop().run_in_executor(self._executor, self._next_body)
+            if body is None:
+                return b""
+            self._frame, self._offset = encode_frame(body), 0
+        start = self._offset
+        self._offset = self._frame.find(b"\n", start) + 1 or len(self._frame)
+        return self._frame[start : self._offset]
 
     async def readexactly(self, n: int) -> bytes:
-        body, self._body = self._body, None
-        if body is None or len(body) != n:
-            raise asyncio.IncompleteReadError(body or b"", n)
-        return body
+        data = self._frame[self._offset : self._offset + n]
+        self._frame, self._offset = b"", 0  # a frame's body is read whole, after its header
+        if len(data) != n:
+            raise asyncio.IncompleteReadError(data, n)
+        return data
 
 
 class Writer:

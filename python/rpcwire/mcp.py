@@ -12,7 +12,7 @@ would use the SDK's transport.
 I/O model. The SDK's transport makes three thread hops per message (anyio ``to_thread`` for each line read,
 each write and each flush); here the event loop does the I/O itself:
 
-- Reading: the native core (``rpcwire.StdioTransport.read_line``) splits lines out of 64 KiB reads.
+- Reading: the core (``rpcwire.StdioTransport.read_line``, either core) splits lines out of 64 KiB reads.
   It reads through a gate that allows one read each time the loop has seen the descriptor readable
   (``anyio.wait_readable``) and otherwise answers "no data", so every line already read is taken
   without a system call and without blocking, and a read never waits: one wake-up per burst of lines.
@@ -28,12 +28,11 @@ each write and each flush); here the event loop does the I/O itself:
 - Streams given explicitly: an anyio ``AsyncFile`` (what the SDK's ``stdio_server`` takes) is served
   as the SDK serves it; a binary file-like object (or a text one's ``.buffer``) is read by one thread
   in bursts of lines (one hop per burst, through the same gate) and written with blocking writes.
-- Without the native module (``rpcwire.pure``) and on Windows, stdin is read by that thread too.
+- On Windows, stdin is read by that thread too.
 
-Measured end to end (``make bench-mcp``: the SDK's client calling an ``MCPServer``'s ``echo`` tool, both
-transports interleaved; docs/performance.md, "MCP", has the table): the server's CPU per call falls by
-1.95x (``async def`` tool) and 1.4x (``def`` tool, which ``MCPServer`` itself runs on a worker thread),
-its event loop goes round 8.7 times a call instead of 17, and 50 concurrent ``async def`` calls run 1.7x
+Measured end to end by ``make bench-mcp`` (the SDK's client calling an ``MCPServer``'s ``echo`` tool, both
+transports interleaved; docs/performance.md, "MCP", has the table): the server's CPU per call and its event
+loop's rounds per call fall, for ``async def`` and ``def`` tools, and concurrent ``async def`` calls run
 faster; the client's share (the SDK's) is the same on both sides.
 
 What differs from the SDK's transport, on purpose: a line longer than 64 MiB is discarded and a
@@ -67,15 +66,15 @@ except ImportError as _missing:  # pragma: no cover - the extra is not installed
     raise ImportError(_message) from _missing
 
 import rpcwire
-import rpcwire.pure
 
 __all__ = ["run_stdio", "serve_stdio", "stdio_server"]
 
 _validate_json = mcp_types.jsonrpc_message_adapter.validate_json
 
-# The native core splits the lines; rpcwire.pure only when the native module could not be imported
-# (its reader reads with ``readline``, so it is served by the thread, one line per hop).
-_NATIVE = rpcwire.NATIVE
+# The transport that splits the lines: the core rpcwire serves with (rpcwire.pure's when the native module
+# could not be imported). Either reads through the gate below, one read each time it is opened.
+_StdioTransport = rpcwire.StdioTransport
+_READ_SIZE = 64 * 1024
 # Whether the event loop can watch stdin's descriptor (not Windows pipes: they go to the thread).
 _WATCHABLE_FDS = sys.platform != "win32"
 
@@ -155,10 +154,11 @@ def _encode(session_message: SessionMessage) -> bytes:
 
 
 class _Gate:
-    """The stream the native core reads from: one read of the real input per opening, else "no data".
+    """The stream the core reads from: one read of the real input per opening, else "no data".
 
-    ``readinto1`` returning ``None`` makes ``read_line`` raise ``BlockingIOError`` with whatever partial
-    line it holds kept, so a caller takes every line already read and knows when the next needs a read.
+    ``readinto1`` (the native core's read) or ``read1`` (the pure core's) returning ``None`` makes ``read_line``
+    raise ``BlockingIOError`` with whatever partial line it holds kept, so a caller takes every line already
+    read and knows when the next needs a read.
     """
 
     __slots__ = ("_fill", "open")
@@ -173,13 +173,20 @@ class _Gate:
         self.open = False
         return self._fill(buffer)
 
+    def read1(self, size: int = -1) -> bytes | None:  # rpcwire.pure's transport reads with it
+        if not self.open:
+            return None
+        buffer = bytearray(size if size > 0 else _READ_SIZE)
+        count = self.readinto1(buffer)
+        return None if count is None else bytes(buffer[:count])
+
     def readline(self, size: int = -1) -> bytes:  # the native core requires it; it reads with readinto1
         raise io.UnsupportedOperation("readline")
 
 
 def _gated_lines(fill: Callable[[bytearray], int | None]) -> tuple[_Gate, Callable[[], bytes | None]]:
     gate = _Gate(fill)
-    return gate, rpcwire.StdioTransport(cast(BinaryIO, gate), io.BytesIO()).read_line
+    return gate, _StdioTransport(cast(BinaryIO, gate), io.BytesIO()).read_line
 
 
 async def _read_fd(fd: int, send: _Sender) -> None:
@@ -225,17 +232,6 @@ def _filler(stream: Any) -> Callable[[bytearray], int | None]:
 
 def _burst_reader(stream: Any) -> Callable[[], list[bytes | Exception | None]]:
     """A blocking function returning the next lines of ``stream``: all that one read brought (``None`` last at EOF)."""
-    if not _NATIVE:
-        read_one = rpcwire.pure.StdioTransport(stream, io.BytesIO()).read_line
-
-        def one_line() -> list[bytes | Exception | None]:
-            try:
-                return [read_one()]
-            except ValueError as exc:
-                return [exc]
-
-        return one_line
-
     gate, read_line = _gated_lines(_filler(stream))
 
     def burst() -> list[bytes | Exception | None]:
@@ -301,9 +297,9 @@ async def _write_nonblocking(
 ) -> None:
     """Write each message with ``write`` (non-blocking), waiting for ``fd`` to be writable when it is full.
 
-    Messages already waiting when one is taken go out in the same ``write``. That is rare: under 50
-    concurrent calls the session's tasks still send their answers one loop iteration apart (551 writes
-    for 500 calls), and waiting a loop iteration to gather more did not change that.
+    Messages already waiting when one is taken go out in the same ``write``. That is rare: under concurrent
+    calls the session's tasks still send their answers one loop iteration apart, and waiting a loop
+    iteration to gather more did not change that.
     """
     with receive:
         while session_message := await _receive(receive):
@@ -403,7 +399,7 @@ async def stdio_server(
             if stdin is None:
                 stdin_buffer, restore_stdin = _claim_fd(0, sys.stdin, "rb", _open_stdin_diversion)
                 fd = _private_fd(stdin_buffer, sys.stdin)
-                if fd is not None and _NATIVE and _WATCHABLE_FDS:
+                if fd is not None and _WATCHABLE_FDS:
                     reader = _read_fd(fd, read_stream_writer)
                 else:
                     reader = _read_stream_in_thread(stdin_buffer, read_stream_writer)

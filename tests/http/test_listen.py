@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import rpcwire
 import rpcwire.pure
-from rpcwire.__main__ import _framing_of
+from rpcwire._listen import framing_of
 from support.processes import announced_server, rpcwire_command, run_rpcwire
 
 HANDLERS = """
@@ -230,7 +230,7 @@ def test_http_streams_progress_as_server_sent_events(port: int) -> None:
     ],
 )
 def test_framing_is_told_from_the_first_bytes(first: bytes, framing: str | None) -> None:
-    assert _framing_of(first) == framing
+    assert framing_of(first) == framing
 
 
 def test_the_pure_core_reads_content_length_over_a_socket_too() -> None:

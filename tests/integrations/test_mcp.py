@@ -140,8 +140,9 @@ def _serve_mirror(transport: str, streams: str) -> None:
 if __name__ == "__main__":
     if "--pure" in sys.argv:
         import rpcwire.mcp
+        import rpcwire.pure
 
-        rpcwire.mcp._NATIVE = False
+        rpcwire.mcp._StdioTransport = rpcwire.pure.StdioTransport
     if sys.argv[1] == "app":
         _serve_app(sys.argv[2])
     else:
