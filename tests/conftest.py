@@ -11,40 +11,7 @@ from types import ModuleType
 
 import pytest
 import rpcwire
-from support.messages import (
-    IMPLEMENTATIONS,
-    INT_MAX_STR_DIGITS,
-    INVALID_REQUEST,
-    LONG_INT_DIGITS,
-    PARSE_ERROR,
-    answers,
-    compact,
-    echo,
-    err,
-    needs_int_digit_limit,
-    ok,
-    request,
-)
-from support.serving import served as run
-from support.serving import transport_for
-
-# The helpers stay importable from conftest only for tests written against the flat layout (issue 19's
-# tests/test_s19_*.py, until they move into the folders); every other test imports them from support.
-__all__ = [
-    "INT_MAX_STR_DIGITS",
-    "INVALID_REQUEST",
-    "LONG_INT_DIGITS",
-    "PARSE_ERROR",
-    "answers",
-    "compact",
-    "echo",
-    "err",
-    "needs_int_digit_limit",
-    "ok",
-    "request",
-    "run",
-    "transport_for",
-]
+from support.messages import IMPLEMENTATIONS
 
 
 def pytest_report_header() -> str:

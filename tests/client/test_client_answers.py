@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import rpcwire
-from conftest import request
+from support.messages import request
 
 pytestmark = pytest.mark.timeout(60)
 

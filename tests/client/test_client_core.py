@@ -16,7 +16,7 @@ import sys
 from types import ModuleType
 
 import pytest
-from conftest import request
+from support.messages import request
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import rpcwire
 import rpcwire.pure
-from conftest import INVALID_REQUEST, PARSE_ERROR, compact
 from rpcwire._types import Refused
+from support.messages import INVALID_REQUEST, PARSE_ERROR, compact
 
 CORES = {"native": rpcwire._core, "pure": rpcwire.pure}
 
