@@ -29,6 +29,8 @@ SDIST_NEEDS = (
     "Cargo.lock",
     "LICENSE",
     "build.rs",
+    "crates/rpcwire-protocol/Cargo.toml",
+    "crates/rpcwire-protocol/src/lib.rs",
     "bench/bench.mk",
     "fuzz/fuzz.mk",
     "fuzz/Cargo.toml",

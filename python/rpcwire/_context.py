@@ -200,9 +200,6 @@ def request_context() -> RequestContext | None:
     return context
 
 
-_request_context = request_context  # the name rpcwire._peer still calls it by (s19: its owner switches)
-
-
 def _native_sequential_context(native: Any) -> RequestContext | None:
     """The context of the call the native sequential ``serve`` is making on this thread, made the first
     time its handler asks (the loop notes only where the call's pieces are: see src/current.rs)."""

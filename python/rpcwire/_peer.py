@@ -83,7 +83,7 @@ def _new_traceparent() -> str:
 def _outgoing_traceparent() -> str | None:
     """Inside a handler rpcwire runs: the request's ``traceparent``, made (and kept on the request) when it
     had none, so that every call the handler makes carries one trace. Outside one: ``None``."""
-    context = _context._request_context()
+    context = _context.request_context()
     if context is None:
         return None
     if context.traceparent is None:

@@ -1,5 +1,5 @@
 """JSON in and out for :mod:`rpcwire.pure`, with the standard library's ``json``: what the native codec
-(``src/codec.rs``, ``src/json.rs``) does, byte for byte.
+(``src/codec.rs``, ``crates/rpcwire-protocol/src/json.rs``) does, byte for byte.
 
 Decoding is strict RFC 8259 (UTF-8, no NaN or Infinity) and bounded: nesting at most ``max_depth`` levels
 (:func:`nests_deeper` counts what the decoded value can hide), a batch read entry by entry no further than

@@ -1,5 +1,6 @@
 """Messages for :mod:`rpcwire.pure`: what a decoded text is (a request, a batch, a response) and the bytes of
-every answer, as the native envelope (``src/envelope.rs``, ``src/answer.rs``, ``src/reply.rs``) gives them.
+every answer, as the native envelope (``crates/rpcwire-protocol/src/envelope.rs``, ``src/answer.rs``,
+``src/reply.rs``) gives them.
 
 A server's side: :func:`classify_text` turns one text into what ``_read_message`` hands out (a
 ``Request``, the answer to a refused message, or a batch's entries), with each id kept as it was written

@@ -1,10 +1,10 @@
 """Framing in Python: bytes in, messages out (:class:`FrameDecoder`), and a message's bytes out (:func:`encode_frame`).
 
-The rules of the native ``LineBuffer`` and ``FrameBuffer`` (``src/framing.rs``; ``docs/semantics.md``,
-"Framing" and "Content-Length framing"), written once for every Python reader of a stream: the pure
-transport, the asyncio client, the MCP reader, ``rpcwire.lsp``, ``--listen``. The decoder does no I/O (in
-the style of h11): its owner reads and :meth:`~FrameDecoder.feed`\\ s what it read, then takes messages out
-with :meth:`~FrameDecoder.next` until it says ``None`` (more input needed).
+The rules of the native ``Decoder`` (``crates/rpcwire-protocol/src/framing.rs``; ``docs/semantics.md``,
+"Framing" and "Content-Length framing"), written once in Python: the pure transport reads through it, and
+so do ``rpcwire.lsp`` and ``--listen`` on the pure core; the asyncio client reads through its core's. The
+decoder does no I/O (in the style of h11): its owner reads and :meth:`~FrameDecoder.feed`\\ s what it read,
+then takes messages out with :meth:`~FrameDecoder.next` until it says ``None`` (more input needed).
 
 A message dropped unread (over ``max_message_bytes``, or a frame that cannot be read) is handed out as a
 :class:`~rpcwire._types.Refused`: why, and the answer a server writes for it. Neither framing ever holds
