@@ -6,9 +6,9 @@
 //! messages exist once: here, and in the transport's reader, which is the same Rust `Decoder`.
 //!
 //! It hands out what `StdioTransport._read_message` and `_read_incoming` read: blank lines skipped
-//! (newline framing), and a dropped message as `rpcwire._types.Refused(reason, answer)`, with the reason
-//! `_read_incoming` gives and the answer `_read_message` gives (logged at DEBUG as `_read_message` logs
-//! it, when it is handed out).
+//! (newline framing; `skip_blank=False` hands them out, as `read_line` does), and a dropped message as
+//! `rpcwire._types.Refused(reason, answer)`, with the reason `_read_incoming` gives and the answer
+//! `_read_message` gives (logged at DEBUG as `_read_message` logs it, when it is handed out).
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -35,6 +35,9 @@ pub(crate) fn framing(name: &str) -> PyResult<Framing> {
 /// ending at `\n` (a `\r` before it dropped), blank lines (spaces, tabs, `\r`) skipped, a last line
 /// without `\n` handed out after `close()`; `"content-length"`, LSP's header block and body, an empty
 /// body handed out as `b""` (it is not skipped), a bad frame dropped up to the next `Content-Length`.
+/// `skip_blank=False` hands blank lines out instead, as `read_line` does (a reader that must see each
+/// one: the MCP reader); it changes nothing for `"content-length"`, whose bodies are never skipped and
+/// whose blank lines between frames are not messages.
 /// A message over `max_message_bytes` is dropped as it arrives (never held whole). A dropped message is
 /// a `Refused` whose `reason` is what `StdioTransport._read_incoming` returns for it and whose `answer`
 /// is the answer line `_read_message` returns (-32700, or -32600 for an over-long message that began as
@@ -43,19 +46,21 @@ pub(crate) fn framing(name: &str) -> PyResult<Framing> {
 pub(crate) struct FrameDecoder {
     decoder: Decoder,
     max_message_bytes: usize,
+    /// Whether `next` skips blank lines (newline framing) or hands them out.
+    skip_blank: bool,
 }
 
 #[pymethods]
 impl FrameDecoder {
     #[new]
     #[pyo3(
-        signature = (framing="newline", *, max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES),
-        text_signature = "(framing='newline', *, max_message_bytes=67108864)"
+        signature = (framing="newline", *, max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES, skip_blank=true),
+        text_signature = "(framing='newline', *, max_message_bytes=67108864, skip_blank=True)"
     )]
-    fn new(framing: &str, max_message_bytes: i64) -> PyResult<Self> {
+    fn new(framing: &str, max_message_bytes: i64, skip_blank: bool) -> PyResult<Self> {
         let framing = self::framing(framing)?;
         let max_message_bytes = request::checked_max_message_bytes(max_message_bytes)?;
-        Ok(Self { decoder: Decoder::new(framing, max_message_bytes), max_message_bytes })
+        Ok(Self { decoder: Decoder::new(framing, max_message_bytes), max_message_bytes, skip_blank })
     }
 
     /// Add bytes read from the stream (`b""` is not the end of input: see `close`). `ValueError` after
@@ -75,9 +80,10 @@ impl FrameDecoder {
     }
 
     /// The next message's bytes, a `Refused` for one that was dropped, or `None` when more input is
-    /// needed (after `close()`: when nothing is left).
+    /// needed (after `close()`: when nothing is left). A blank line is skipped, or handed out (as `b""`
+    /// or its spaces, tabs and `\r`s) with `skip_blank=False`.
     fn next<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        Ok(Some(match self.decoder.next(true) {
+        Ok(Some(match self.decoder.next(self.skip_blank) {
             None => return Ok(None),
             Some(Decoded::Message(message)) => PyBytes::new(py, message).into_any(),
             Some(Decoded::Dropped(dropped)) => {

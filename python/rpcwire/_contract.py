@@ -43,15 +43,17 @@ class FrameDecoder(Protocol):
     """Framing without I/O (in the style of h11): bytes in with :meth:`feed`, messages out with :meth:`next`.
 
     One decoder holds the rules of both framings (``"newline"``: a message per line ending at ``\\n``, a
-    ``\\r`` before it dropped, blank lines skipped; ``"content-length"``: LSP's header block and body), the
-    ``max_message_bytes`` limit (an over-long message is dropped as it arrives, never held whole) and the
-    resynchronisation after a bad frame. Every reader of a stream uses it: the transports, the asyncio
-    client, the MCP reader, ``rpcwire.lsp``, ``--listen``.
+    ``\\r`` before it dropped, blank lines skipped unless ``skip_blank=False``; ``"content-length"``: LSP's
+    header block and body), the ``max_message_bytes`` limit (an over-long message is dropped as it arrives,
+    never held whole) and the resynchronisation after a bad frame. Every reader of a stream uses it: the
+    transports, the asyncio client, the MCP reader, ``rpcwire.lsp``, ``--listen``.
     """
 
-    def __init__(self, framing: Framing = "newline", *, max_message_bytes: int = ...) -> None:
+    def __init__(self, framing: Framing = "newline", *, max_message_bytes: int = ..., skip_blank: bool = True) -> None:
         """A decoder of ``framing``'s messages, dropping those over ``max_message_bytes`` (both checked as
-        ``StdioTransport`` checks them)."""
+        ``StdioTransport`` checks them). ``skip_blank=False`` hands blank lines out instead of skipping them,
+        as ``read_line`` does (the MCP reader: the SDK turns each into a validation error); it changes nothing
+        for ``"content-length"``, whose bodies are never skipped (an empty one is ``b""``)."""
         ...
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
@@ -65,7 +67,8 @@ class FrameDecoder(Protocol):
 
     def next(self) -> bytes | Refused | None:
         """The next message's bytes, a :class:`~rpcwire._types.Refused` for one that was dropped, or ``None``
-        when more input is needed (or, after :meth:`close`, when nothing is left)."""
+        when more input is needed (or, after :meth:`close`, when nothing is left). A blank line is skipped, or
+        handed out with ``skip_blank=False``."""
         ...
 
 

@@ -114,14 +114,17 @@ class StdioTransport:
 class FrameDecoder:
     """Framing without I/O: ``feed`` the bytes read, ``next`` the messages (the transport's own rules)."""
 
-    def __new__(cls, framing: Framing = "newline", *, max_message_bytes: int = 67108864) -> FrameDecoder: ...
+    def __new__(
+        cls, framing: Framing = "newline", *, max_message_bytes: int = 67108864, skip_blank: bool = True
+    ) -> FrameDecoder: ...
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Add bytes read from the stream (``b""`` is not the end of input); ``ValueError`` after ``close()``."""
     def close(self) -> None:
         """The end of input: ``next`` then hands out what is left, and ``None`` after it."""
     def next(self) -> bytes | Refused | None:
         """The next message's bytes, a ``Refused`` for one that was dropped, or ``None`` when more input is
-        needed (after ``close()``: when nothing is left). Blank lines are skipped (newline framing)."""
+        needed (after ``close()``: when nothing is left). Blank lines are skipped (newline framing), or handed
+        out with ``skip_blank=False``."""
 
 def _bind(
     *,

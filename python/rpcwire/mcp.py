@@ -12,12 +12,12 @@ would use the SDK's transport.
 I/O model. The SDK's transport makes three thread hops per message (anyio ``to_thread`` for each line read,
 each write and each flush); here the event loop does the I/O itself:
 
-- Reading: the core (``rpcwire.StdioTransport.read_line``, either core) splits lines out of 64 KiB reads.
-  It reads through a gate that allows one read each time the loop has seen the descriptor readable
-  (``anyio.wait_readable``) and otherwise answers "no data", so every line already read is taken
+- Reading: the core's ``FrameDecoder`` (either core; ``skip_blank=False``, as the SDK sees every blank line)
+  splits lines out of 64 KiB reads. The descriptor is read once each time the loop has seen it readable
+  (``anyio.wait_readable``) and the read is fed to the decoder, so every line already read is taken
   without a system call and without blocking, and a read never waits: one wake-up per burst of lines.
   A descriptor the loop cannot watch (a regular file, ``/dev/null``: reading those never waits) is
-  read whenever the buffer runs dry.
+  read whenever the decoder runs dry.
 - Writing: each message is written as soon as the session sends it, without a thread. A pipe is
   reopened through ``/proc/self/fd`` as a new, non-blocking open file description (the inherited one
   keeps its flags, so nothing that shares it, a parent's terminal or stderr, turns non-blocking); a
@@ -27,7 +27,7 @@ each write and each flush); here the event loop does the I/O itself:
   Messages already waiting when the writer takes one go out in the same write.
 - Streams given explicitly: an anyio ``AsyncFile`` (what the SDK's ``stdio_server`` takes) is served
   as the SDK serves it; a binary file-like object (or a text one's ``.buffer``) is read by one thread
-  in bursts of lines (one hop per burst, through the same gate) and written with blocking writes.
+  in bursts of lines (one hop per burst, through the same decoder) and written with blocking writes.
 - On Windows, stdin is read by that thread too.
 
 Measured end to end by ``make bench-mcp`` (the SDK's client calling an ``MCPServer``'s ``echo`` tool, both
@@ -50,7 +50,7 @@ import stat
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO
 
 try:
     import anyio
@@ -66,14 +66,15 @@ except ImportError as _missing:  # pragma: no cover - the extra is not installed
     raise ImportError(_message) from _missing
 
 import rpcwire
+from rpcwire._types import Refused
 
 __all__ = ["run_stdio", "serve_stdio", "stdio_server"]
 
 _validate_json = mcp_types.jsonrpc_message_adapter.validate_json
 
-# The transport that splits the lines: the core rpcwire serves with (rpcwire.pure's when the native module
-# could not be imported). Either reads through the gate below, one read each time it is opened.
-_StdioTransport = rpcwire.StdioTransport
+# The decoder that splits the lines: the core rpcwire serves with (rpcwire.pure's when the native module
+# could not be imported), fed one read at a time by _Lines below.
+_FrameDecoder = rpcwire.FrameDecoder
 _READ_SIZE = 64 * 1024
 # Whether the event loop can watch stdin's descriptor (not Windows pipes: they go to the thread).
 _WATCHABLE_FDS = sys.platform != "win32"
@@ -153,65 +154,62 @@ def _encode(session_message: SessionMessage) -> bytes:
 # --- reading ---------------------------------------------------------------------------------------
 
 
-class _Gate:
-    """The stream the core reads from: one read of the real input per opening, else "no data".
+class _Lines:
+    """The lines of a stream: each read of it (``read``) fed to the core's ``FrameDecoder``, the lines taken out
+    (``next``) without a system call. Blank lines are handed out: the SDK's reader turns each into a
+    validation error."""
 
-    ``readinto1`` (the native core's read) or ``read1`` (the pure core's) returning ``None`` makes ``read_line``
-    raise ``BlockingIOError`` with whatever partial line it holds kept, so a caller takes every line already
-    read and knows when the next needs a read.
-    """
-
-    __slots__ = ("_fill", "open")
+    __slots__ = ("_buffer", "_decoder", "_fill", "ended")
 
     def __init__(self, fill: Callable[[bytearray], int | None]) -> None:
         self._fill = fill
-        self.open = False
+        self._buffer = bytearray(_READ_SIZE)
+        self._decoder = _FrameDecoder(skip_blank=False)
+        self.ended = False  # the end of input was read
 
-    def readinto1(self, buffer: bytearray) -> int | None:
-        if not self.open:
-            return None
-        self.open = False
-        return self._fill(buffer)
+    def read(self) -> None:
+        """One read of the stream into the decoder (``None``, a non-blocking stream's "no data": nothing); the
+        end of input closes the decoder, which then hands out a last line without ``\\n``."""
+        count = self._fill(self._buffer)
+        if count is None:
+            return
+        if count:
+            self._decoder.feed(memoryview(self._buffer)[:count])
+        else:
+            self._decoder.close()
+            self.ended = True
 
-    def read1(self, size: int = -1) -> bytes | None:  # rpcwire.pure's transport reads with it
-        if not self.open:
-            return None
-        buffer = bytearray(size if size > 0 else _READ_SIZE)
-        count = self.readinto1(buffer)
-        return None if count is None else bytes(buffer[:count])
-
-    def readline(self, size: int = -1) -> bytes:  # the native core requires it; it reads with readinto1
-        raise io.UnsupportedOperation("readline")
-
-
-def _gated_lines(fill: Callable[[bytearray], int | None]) -> tuple[_Gate, Callable[[], bytes | None]]:
-    gate = _Gate(fill)
-    return gate, _StdioTransport(cast(BinaryIO, gate), io.BytesIO()).read_line
+    def next(self) -> bytes | ValueError | None:
+        """The next line; for one over ``max_message_bytes`` (dropped as it arrived, never held whole) the
+        ``ValueError`` ``StdioTransport.read_line`` raises; ``None`` when no whole line is left (``ended``: none
+        ever will be; else the next needs a ``read``)."""
+        line = self._decoder.next()
+        if isinstance(line, Refused):
+            return ValueError(f"{line.reason} was discarded")
+        return line
 
 
 async def _read_fd(fd: int, send: _Sender) -> None:
     """Serve the lines of ``fd`` to ``send``, reading it only when the loop saw it readable."""
-    gate, read_line = _gated_lines(lambda buffer: os.readv(fd, [buffer]))
+    lines = _Lines(lambda buffer: os.readv(fd, [buffer]))
     watchable = True
     async with send:
         while True:
-            try:
-                line = read_line()
-            except BlockingIOError:
+            line = lines.next()
+            if line is None:
+                if lines.ended:
+                    return
                 if watchable:
                     try:
                         await anyio.wait_readable(fd)
                     except OSError:
                         # epoll refuses regular files and /dev/null (EPERM); reading them never waits.
                         watchable = False
-                gate.open = True
-                continue
-            except ValueError as exc:  # a line over max_message_bytes, discarded
-                await send.send(exc)
-                continue
-            if line is None:
-                return
-            await _deliver(line, send)
+                lines.read()
+            elif isinstance(line, ValueError):  # a line over max_message_bytes, discarded
+                await send.send(line)
+            else:
+                await _deliver(line, send)
 
 
 def _filler(stream: Any) -> Callable[[bytearray], int | None]:
@@ -232,24 +230,21 @@ def _filler(stream: Any) -> Callable[[bytearray], int | None]:
 
 def _burst_reader(stream: Any) -> Callable[[], list[bytes | Exception | None]]:
     """A blocking function returning the next lines of ``stream``: all that one read brought (``None`` last at EOF)."""
-    gate, read_line = _gated_lines(_filler(stream))
+    lines = _Lines(_filler(stream))
 
     def burst() -> list[bytes | Exception | None]:
-        lines: list[bytes | Exception | None] = []
+        taken: list[bytes | Exception | None] = []
         while True:
-            try:
-                line = read_line()
-            except BlockingIOError:
-                if lines:
-                    return lines
-                gate.open = True  # nothing buffered: the next call reads (and may block: we are the thread)
-                continue
-            except ValueError as exc:
-                lines.append(exc)
-                continue
-            lines.append(line)
-            if line is None:
-                return lines
+            line = lines.next()
+            if line is not None:
+                taken.append(line)
+            elif lines.ended:
+                taken.append(None)
+                return taken
+            elif taken:
+                return taken
+            else:
+                lines.read()  # nothing buffered: read (and maybe block: we are the thread)
 
     return burst
 

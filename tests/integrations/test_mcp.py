@@ -142,7 +142,7 @@ if __name__ == "__main__":
         import rpcwire.mcp
         import rpcwire.pure
 
-        rpcwire.mcp._StdioTransport = rpcwire.pure.StdioTransport
+        rpcwire.mcp._FrameDecoder = rpcwire.pure.FrameDecoder
     if sys.argv[1] == "app":
         _serve_app(sys.argv[2])
     else:

@@ -1,8 +1,9 @@
-"""``rpcwire.mcp`` reads through either core the same way: the gate hands the core one read per opening, so a
+"""``rpcwire.mcp`` reads through either core's ``FrameDecoder`` the same way: one read is fed at a time, so a
 burst of lines is taken without a system call and the next read waits for the loop (no branch on which core)."""
 
 from __future__ import annotations
 
+import functools
 import io
 from types import ModuleType
 
@@ -17,10 +18,10 @@ DATA = b'{"a":1}\n\n   \n{"b":2}\r\n' + b"x" * 100 + b"\n" + b'{"c":3}\n' + b"ta
 
 @pytest.fixture
 def gated(impl: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rpcwire.mcp, "_StdioTransport", impl.StdioTransport)
+    monkeypatch.setattr(rpcwire.mcp, "_FrameDecoder", impl.FrameDecoder)
 
 
-def test_the_gate_gives_the_core_one_read_per_opening(gated: None) -> None:
+def test_the_decoder_is_fed_one_read_at_a_time(gated: None) -> None:
     source = io.BytesIO(DATA)
     reads: list[int] = []
 
@@ -30,21 +31,20 @@ def test_the_gate_gives_the_core_one_read_per_opening(gated: None) -> None:
         reads.append(len(data))
         return len(data)
 
-    gate, read_line = rpcwire.mcp._gated_lines(fill)
+    reader = rpcwire.mcp._Lines(fill)
     lines: list[bytes | str | None] = []
     for _ in range(200):
-        try:
-            line = read_line()
-        except BlockingIOError:
-            assert not gate.open  # nothing was read without an opening
-            gate.open = True
-            continue
-        except ValueError as exc:
-            lines.append(str(exc))
-            continue
-        lines.append(line)
+        count = len(reads)
+        line = reader.next()
+        assert len(reads) == count  # taking lines out reads nothing
         if line is None:
-            break
+            if reader.ended:
+                lines.append(None)
+                break
+            reader.read()
+            assert len(reads) == count + 1  # one read each time
+            continue
+        lines.append(str(line) if isinstance(line, ValueError) else line)
     assert reads[-1] == 0 and len(reads) == len(DATA) // 7 + 2
     # Blank lines are handed out (the SDK's reader turns each into a validation error), "\r\n" ends a line.
     assert lines == [b'{"a":1}', b"", b"   ", b'{"b":2}', b"x" * 100, b'{"c":3}', b"tail", None]
@@ -59,3 +59,28 @@ def test_a_burst_reader_returns_what_one_read_brought(gated: None) -> None:
         if lines[-1] is None:
             break
     assert got == [b'{"a":1}', b"", b"   ", b'{"b":2}', b"x" * 100, b'{"c":3}', b"tail", None]
+
+
+def test_an_over_long_line_is_the_value_error_read_line_raises(
+    impl: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = b'{"a":1}\n' + b"y" * 60 + b"\n\n" + b"z" * 60
+    expected: list[bytes | str | None] = []
+    transport = impl.StdioTransport(io.BytesIO(data), io.BytesIO(), max_message_bytes=50)
+    for _ in range(10):
+        try:
+            expected.append(transport.read_line())
+        except ValueError as exc:
+            expected.append(str(exc))
+        if expected[-1] is None:
+            break
+    assert expected[1] == "a line longer than max_message_bytes (50) was discarded"
+
+    monkeypatch.setattr(rpcwire.mcp, "_FrameDecoder", functools.partial(impl.FrameDecoder, max_message_bytes=50))
+    burst = rpcwire.mcp._burst_reader(io.BytesIO(data))
+    got: list[bytes | Exception | None] = []
+    for _ in range(10):
+        got.extend(burst())
+        if got[-1] is None:
+            break
+    assert [str(line) if isinstance(line, ValueError) else line for line in got] == expected

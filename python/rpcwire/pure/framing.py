@@ -80,16 +80,25 @@ class FrameDecoder:
     :meth:`close` at the end of input, take messages out with :meth:`next`.
 
     ``framing="newline"``: a message per line, ending at ``\\n`` (a ``\\r`` before it dropped); blank lines
-    are skipped; after :meth:`close` a last line without ``\\n`` is a message. ``"content-length"``: LSP's
-    header block and body, read tolerantly (``docs/semantics.md``). A message longer than
+    are skipped (``skip_blank=False`` hands them out instead, as ``read_line`` does, for a reader that must
+    see each one: the MCP reader); after :meth:`close` a last line without ``\\n`` is a message.
+    ``"content-length"``: LSP's header block and body, read tolerantly (``docs/semantics.md``; a body is
+    never skipped, even empty, so ``skip_blank`` changes nothing there). A message longer than
     ``max_message_bytes`` is dropped as it arrives, never held whole, and handed out as a
     :class:`~rpcwire._types.Refused`, as is a frame that cannot be read (the decoder then resynchronises
     at the next ``Content-Length``).
     """
 
-    def __init__(self, framing: Framing = "newline", *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+    def __init__(
+        self,
+        framing: Framing = "newline",
+        *,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        skip_blank: bool = True,
+    ) -> None:
         self._lines = check_framing(framing) == "newline"
         self._max = check_limit("max_message_bytes", max_message_bytes)
+        self._skip_blank = skip_blank  # newline framing: blank lines skipped, or handed out
         self._closed = False
         self._ready: bytes | Refused | None = None  # taken out ahead by ``_buffered``
         # newline: the lines cut so far (a "\r" not yet dropped), from ``_next`` on; the start of the line not
@@ -149,16 +158,16 @@ class FrameDecoder:
     def next(self) -> bytes | Refused | None:
         """The next message's bytes, a :class:`~rpcwire._types.Refused` for one that was dropped (logged at
         DEBUG as a server logs its answer), or ``None`` when more input is needed (or, after :meth:`close`,
-        when nothing is left)."""
-        message = self._next_message()
+        when nothing is left). A blank line is skipped, or handed out with ``skip_blank=False``."""
+        message = self._next_message(self._skip_blank)
         if isinstance(message, Refused):
             answer_refused(message)
         return message
 
     # --- for the transport, which logs a refusal only where it answers it ------------------------------------
 
-    def _next_message(self) -> bytes | Refused | None:
-        """As :meth:`next`, nothing logged."""
+    def _next_message(self, skip_blank: bool = True) -> bytes | Refused | None:
+        """As :meth:`next`, nothing logged; blank lines skipped only if ``skip_blank`` (``read_line`` keeps them)."""
         while True:
             message = self._ready
             if message is None:
@@ -166,19 +175,13 @@ class FrameDecoder:
             else:
                 self._ready = None
             # A blank line (spaces, tabs, "\r") is skipped; a frame's body never is: its header said it is there.
-            if message is None or not self._lines or type(message) is not bytes or message.strip(_BLANK):
+            if message is None or not skip_blank or not self._lines or type(message) is not bytes:
+                return message
+            if message.strip(_BLANK):
                 return message
 
-    def _pop(self) -> bytes | Refused | None:
-        """As :meth:`_next_message`, blank lines included (``read_line`` hands them out)."""
-        message = self._ready
-        if message is None:
-            return self._take()
-        self._ready = None
-        return message
-
     def _buffered(self) -> bool:
-        """Whether :meth:`_pop` returns without more input: a message is buffered, or the input has ended."""
+        """Whether ``_next_message(False)`` returns without more input: a message is buffered, or the input ended."""
         if self._ready is None:
             self._ready = self._take()
         return self._ready is not None or self._closed

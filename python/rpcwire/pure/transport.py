@@ -165,9 +165,9 @@ class StdioTransport(Answers):
 
     def _next(self, blank: bool = False) -> bytes | Refused | None:
         """The next message's bytes (a blank line only if ``blank``), what was dropped, or ``None`` at end of input."""
-        take = self._decoder._pop if blank else self._decoder._next_message
+        skip_blank = not blank
         with self._reader:
-            while (message := take()) is None and not self._at_eof:
+            while (message := self._decoder._next_message(skip_blank)) is None and not self._at_eof:
                 self._fill()
             return message
 
