@@ -46,7 +46,7 @@ class FrameDecoder(Protocol):
     ``\\r`` before it dropped, blank lines skipped unless ``skip_blank=False``; ``"content-length"``: LSP's
     header block and body), the ``max_message_bytes`` limit (an over-long message is dropped as it arrives,
     never held whole) and the resynchronisation after a bad frame. Every reader of a stream uses it: the
-    transports, the asyncio client, the MCP reader, ``rpcwire.lsp``, ``--listen``.
+    transports (and through them ``rpcwire.lsp`` and ``--listen``), the asyncio client, the MCP reader.
     """
 
     def __init__(self, framing: Framing = "newline", *, max_message_bytes: int = ..., skip_blank: bool = True) -> None:
