@@ -2,9 +2,10 @@
 
 The rules of the native ``Decoder`` (``crates/rpcwire-protocol/src/framing.rs``; ``docs/semantics.md``,
 "Framing" and "Content-Length framing"), written once in Python: the pure transport reads through it, and
-so do ``rpcwire.lsp``, ``--listen`` and the MCP reader on the pure core; the asyncio client reads through its core's. The
-decoder does no I/O (in the style of h11): its owner reads and :meth:`~FrameDecoder.feed`\\ s what it read,
-then takes messages out with :meth:`~FrameDecoder.next` until it says ``None`` (more input needed).
+so do ``rpcwire.lsp``, ``--listen`` and the MCP reader on the pure core; the asyncio client reads through
+its core's. The decoder does no I/O (in the style of h11): its owner reads and
+:meth:`~FrameDecoder.feed`\\ s what it read, then takes messages out with :meth:`~FrameDecoder.next` until it
+says ``None`` (more input needed).
 
 A message dropped unread (over ``max_message_bytes``, or a frame that cannot be read) is handed out as a
 :class:`~rpcwire._types.Refused`: why, and the answer a server writes for it. Neither framing ever holds
