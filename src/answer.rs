@@ -8,7 +8,7 @@
 //! text reaches a remote client. A -32603 made here because an answer could not be built (a result or
 //! `data` that cannot be encoded, a `JsonRpcError` that cannot be read) is logged at ERROR with the
 //! exception, whatever `expose` is; a handler's own exception is logged by the caller, which knows the
-//! method (`dispatch`, `rpcwire._engine`).
+//! method (`dispatch`, `rpcwire._answer`).
 //!
 //! An answer's id is an [`Id`]: the one a request was parsed with on the hot path (echoed from the
 //! line's text, never through Python), or `Id::Json`, text already encoded (the `id_json` of a

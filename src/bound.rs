@@ -27,7 +27,9 @@ struct Objects {
 
 static OBJECTS: PyOnceLock<Objects> = PyOnceLock::new();
 
-/// Hand the native module the Python objects it calls back (once, at the package's import).
+/// Hand the native module the Python objects it calls back (at the package's import). The first binding
+/// stays: an extension module is initialised once per process, so a package imported again (a reload,
+/// `sys.modules` cleared) finds it bound already, as the lazily imported types of before stayed too.
 #[pyfunction]
 #[pyo3(signature = (*, serve, request, response, json_rpc_error, refused, log_failure, meta_traceparent))]
 #[allow(clippy::too_many_arguments)] // keyword-only: one per object, named at the one call
@@ -50,7 +52,9 @@ pub(crate) fn _bind(
         log_failure: log_failure.unbind(),
         meta_traceparent: meta_traceparent.unbind(),
     };
-    OBJECTS.set(py, objects).map_err(|_| PyRuntimeError::new_err("rpcwire._rpcwire is already bound"))
+    // Already bound: the first binding stays (see above); the new objects are dropped.
+    let _ = OBJECTS.set(py, objects);
+    Ok(())
 }
 
 #[inline]

@@ -34,7 +34,7 @@ pub(crate) fn _parse_incoming<'py>(py: Python<'py>, data: &[u8], max_depth: i64)
 pub(crate) enum Incoming<'py> {
     Message(Bound<'py, PyAny>),
     /// Not JSON, not UTF-8, nested deeper than `max_depth`, an integer `int()` refuses: the client
-    /// may still look for the id it names in the bytes (`rpcwire._client`).
+    /// may still look for the id it names in the bytes (`rpcwire._peer`).
     Unreadable(String),
 }
 

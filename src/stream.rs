@@ -114,7 +114,7 @@ impl Reader {
 
     /// Read once from the stream unless `next_line` can return without reading (`_read_available`).
     pub(crate) fn read_available(&mut self, py: Python<'_>) -> PyResult<()> {
-        if !self.has_line(false) && !self.fill(py)? {
+        if !self.has_line(true) && !self.fill(py)? {
             self.decoder.close();
         }
         Ok(())

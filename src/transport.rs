@@ -1,6 +1,6 @@
-//! Transport: the `StdioTransport` class and the `serve` loop.
+//! Transport: the `StdioTransport` class and the sequential loop (`_serve_sequential`).
 //!
-//! I/O model: one thread runs `serve`, which reads, dispatches and writes in turn; any thread may
+//! I/O model: one thread runs the loop, which reads, dispatches and writes in turn; any thread may
 //! call the `write_*` methods (a handler's progress notifications, for instance). The streams are read
 //! and written through the adapters of `stream` ([`Reader`], [`Writer`]).
 //!
@@ -329,11 +329,12 @@ impl StdioTransport {
         }
     }
 
-    /// Whether the next `_read_incoming` (or `read_line`) returns without reading the stream: a whole
-    /// line, or the end of input, is already buffered.
+    /// Whether the next `_read_incoming` (or `_read_message`) returns without reading the stream: a whole
+    /// message, or the end of input, is already buffered (blank lines before it are dropped: they are no
+    /// message to those readers, and one alone must not make a timed client block on the stream).
     #[pyo3(name = "_has_buffered_message")]
     fn has_buffered_message(&self, py: Python<'_>) -> PyResult<bool> {
-        Ok(self.reader.lock(py)?.has_line(false))
+        Ok(self.reader.lock(py)?.has_line(true))
     }
 
     /// Read once from the stream (what one `readinto1` gives, which waits only when nothing is there)

@@ -4,10 +4,10 @@ A message as a core reads it (``_read_message``, ``_read_text``) is its own answ
 request, or a batch's entries. :func:`each_request` is the one walk of it: it hands out each request with
 where its answer goes, writes a refusal at once and joins a batch's answers into one line when the last one
 is in, in whatever order and on whatever thread they arrive. Every serving path answers through it: the
-sequential loop of :mod:`rpcwire.pure`, ``dispatch`` and a client answering its server's requests through
-:func:`answer_message` (each request called in turn), the engine's threads and asyncio servers (requests
-run concurrently, answered as they finish) and the HTTP apps (a body's requests awaited in turn). The bytes
-come from the core's ``_answer_result`` / ``_answer_error``.
+sequential loop of :mod:`rpcwire.pure` and ``dispatch`` through :func:`answer_message` (each request called
+in turn), the engine's threads and asyncio servers (requests run concurrently, answered as they finish) and
+the HTTP apps (a body's requests awaited in turn). A client answers its server's requests one at a time
+through :func:`call`. The bytes come from the core's ``_answer_result`` / ``_answer_error``.
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ def failure_answer(
     *,
     expose_errors: bool = True,
 ) -> bytes | None:
-    """The answer to a handler that raised ``exc``; one that is not a ``JsonRpcError`` is logged (``_log_failure``).
+    """The answer to a handler that raised ``exc``; one that is not a ``JsonRpcError`` is logged (:func:`log_failure`).
     ``expose_errors=False``: a -32603 is "Internal error" alone, without the exception's name and text."""
     try:
         if context is not None:

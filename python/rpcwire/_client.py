@@ -430,7 +430,7 @@ class Client(_Peer):
     or :meth:`spawn` for a subprocess. Thread-safe: calls from many threads are pipelined on the one
     connection, each answered as soon as its answer arrives.
 
-    Who reads: over a spawned server's pipe (with the native core), the calling threads themselves, one
+    Who reads: over a spawned server's pipe (either core), the calling threads themselves, one
     at a time (leader/follower): a caller that finds nobody reading reads for everyone until its own answer
     arrives, then hands the reading to a caller still waiting. A lone caller so reads its own answer, with
     no thread switch. When the last caller leaves, a thread of the client's takes the reading over once

@@ -131,7 +131,8 @@ class Transport(AnswerBuilder, Protocol):
         ...
 
     def _has_buffered_message(self) -> bool:
-        """Whether the next read returns without reading the stream (a message, or the end, is buffered)."""
+        """Whether the next ``_read_incoming``/``_read_message`` returns without reading the stream (a message, or
+        the end, is buffered); the blank lines before it are dropped (a blank line alone is no message)."""
         ...
 
     def _read_value(self) -> Any:

@@ -63,8 +63,8 @@ class StdioTransport:
         order (notifications included: they are not answered).
         """
     def _has_buffered_message(self) -> bool:
-        """Whether the next ``_read_incoming`` (or ``read_line``) returns without reading the stream: a whole
-        line, or the end of input, is already buffered."""
+        """Whether the next ``_read_incoming`` (or ``_read_message``) returns without reading the stream: a whole
+        message, or the end of input, is already buffered (blank lines before it are dropped)."""
     def _read_available(self) -> None:
         """Read once from the stream unless a whole message is already buffered (a timed client's read)."""
     def _read_incoming(self) -> Response | Request | str | list[Response | Request | str] | tuple[str, bytes] | None:

@@ -127,7 +127,7 @@ class Response:
     ``id`` is the id as ``json.loads`` gives it; a success has its ``result`` and ``error`` ``None``;
     an error has ``error``, the error object as sent (a dict with an ``int`` ``code`` and a ``str``
     ``message``, maybe ``data``), and ``result`` ``None``. Not frozen: a frozen dataclass's ``__init__``
-    costs 2.6 µs here against 0.9, a fifth of a whole call's time on a pipe.
+    costs about three times as much, a large share of a whole call on a pipe (bench/README.md).
     """
 
     id: Any

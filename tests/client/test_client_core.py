@@ -13,6 +13,7 @@ import io
 import os
 import select
 import sys
+import time
 from types import ModuleType
 
 import pytest
@@ -60,3 +61,33 @@ def test_spawn_waits_on_the_pipe_with_either_core(impl: ModuleType) -> None:
     with impl.Client.spawn([sys.executable, "-c", script], timeout=20) as client:
         assert client._fd is not None
         client.notify("anything")
+
+
+def test_a_blank_line_alone_is_no_buffered_message(impl: ModuleType) -> None:
+    """A timed client reads only when ``_has_buffered_message`` says no: a blank line alone must say no (the
+    read that follows skips it and would block on the stream past the caller's deadline), and is dropped."""
+    read_end, write_end = os.pipe()
+    with open(read_end, "rb") as stdin:
+        transport = impl.StdioTransport(stdin, io.BytesIO())
+        os.write(write_end, b"\n \r\n\t\n")
+        transport._read_available()
+        assert transport._has_buffered_message() is False
+        os.write(write_end, b'{"jsonrpc":"2.0","id":1,"result":2}\n\n')
+        transport._read_available()
+        assert transport._has_buffered_message() is True
+        assert transport._read_incoming() == impl.Response(1, 2, None)
+        assert transport._has_buffered_message() is False
+        os.close(write_end)
+        transport._read_available()
+        assert transport._has_buffered_message() is True  # the end of input
+        assert transport._read_incoming() is None
+
+
+def test_a_timed_call_is_not_held_past_its_deadline_by_a_blank_line(impl: ModuleType) -> None:
+    """A server that writes a blank line and then nothing: the call times out at its deadline."""
+    script = "import sys, time; sys.stdin.readline(); sys.stdout.write('\\n'); sys.stdout.flush(); time.sleep(30)"
+    with impl.Client.spawn([sys.executable, "-c", script], timeout=1.0) as client:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):
+            client.call("ping")
+        assert time.monotonic() - started < 10  # a generous bound: before the fix it waited out the 30 s sleep

@@ -181,11 +181,20 @@ class FrameDecoder:
             if message.strip(_BLANK):
                 return message
 
-    def _buffered(self) -> bool:
-        """Whether ``_next_message(False)`` returns without more input: a message is buffered, or the input ended."""
-        if self._ready is None:
-            self._ready = self._take()
-        return self._ready is not None or self._closed
+    def _buffered(self, skip_blank: bool = False) -> bool:
+        """Whether ``_next_message(skip_blank)`` returns without more input: a message is buffered, or the input
+        ended. With ``skip_blank`` the whole blank lines before it are dropped, as that reader would drop them
+        (a blank line alone is no message to a reader that skips it: waiting on it would block)."""
+        while True:
+            if self._ready is None:
+                self._ready = self._take()
+            ready = self._ready
+            if ready is None:
+                return self._closed
+            if skip_blank and self._lines and type(ready) is bytes and not ready.strip(_BLANK):
+                self._ready = None
+                continue
+            return True
 
     def _held(self) -> int:
         """How many bytes of a message not handed out yet are held (the lines already cut aside)."""

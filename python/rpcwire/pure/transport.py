@@ -172,10 +172,11 @@ class StdioTransport(Answers):
             return message
 
     def _has_buffered_message(self) -> bool:
-        """Whether the next ``_read_incoming`` (or ``read_line``) returns without reading the stream: a whole
-        message (or line), or the end of input, is already buffered."""
+        """Whether the next ``_read_incoming`` (or ``_read_message``) returns without reading the stream: a whole
+        message, or the end of input, is already buffered (blank lines before it are dropped: they are no
+        message to those readers, and one alone must not make a timed client block on the stream)."""
         with self._reader:
-            return self._at_eof or self._decoder._buffered()
+            return self._at_eof or self._decoder._buffered(skip_blank=True)
 
     def _read_available(self) -> None:
         """Read once from the stream (what one ``read1`` gives, which waits only when nothing is there) unless a
@@ -183,7 +184,7 @@ class StdioTransport(Answers):
         with a timeout reads this way once ``select`` says the stream is readable, so that half a message never
         blocks it past its deadline."""
         with self._reader:
-            if not (self._at_eof or self._decoder._buffered()):
+            if not (self._at_eof or self._decoder._buffered(skip_blank=True)):
                 self._fill()
 
     def read_line(self) -> bytes | None:
