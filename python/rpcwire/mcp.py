@@ -189,9 +189,22 @@ class _Lines:
         return line
 
 
+def _fd_filler(fd: int) -> Callable[[bytearray], int | None]:
+    """One read of ``fd`` into a buffer; ``None`` when a non-blocking descriptor has nothing after all (a
+    spurious wake-up: the loop waits for it again)."""
+
+    def fill(buffer: bytearray) -> int | None:
+        try:
+            return os.readv(fd, [buffer])
+        except BlockingIOError:
+            return None
+
+    return fill
+
+
 async def _read_fd(fd: int, send: _Sender) -> None:
     """Serve the lines of ``fd`` to ``send``, reading it only when the loop saw it readable."""
-    lines = _Lines(lambda buffer: os.readv(fd, [buffer]))
+    lines = _Lines(_fd_filler(fd))
     watchable = True
     async with send:
         while True:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import io
+import os
 from types import ModuleType
 
 import pytest
@@ -84,3 +85,18 @@ def test_an_over_long_line_is_the_value_error_read_line_raises(
         if got[-1] is None:
             break
     assert [str(line) if isinstance(line, ValueError) else line for line in got] == expected
+
+
+def test_a_spurious_wake_up_on_a_non_blocking_descriptor_reads_nothing() -> None:
+    """``os.readv`` on a non-blocking descriptor with nothing in it raises ``BlockingIOError``: the reader takes
+    it as "no data" (and waits again), not as the end of its task."""
+    read_end, write_end = os.pipe()
+    try:
+        os.set_blocking(read_end, False)
+        fill = rpcwire.mcp._fd_filler(read_end)
+        assert fill(bytearray(16)) is None
+        os.write(write_end, b"ab")
+        assert fill(bytearray(16)) == 2
+    finally:
+        os.close(read_end)
+        os.close(write_end)
