@@ -42,7 +42,7 @@ pub(crate) fn _bind(
     refused: Bound<'_, PyType>,
     log_failure: Bound<'_, PyAny>,
     meta_traceparent: Bound<'_, PyAny>,
-) -> PyResult<()> {
+) {
     let objects = Objects {
         serve: serve.unbind(),
         request: request.unbind(),
@@ -54,7 +54,6 @@ pub(crate) fn _bind(
     };
     // Already bound: the first binding stays (see above); the new objects are dropped.
     let _ = OBJECTS.set(py, objects);
-    Ok(())
 }
 
 #[inline]
