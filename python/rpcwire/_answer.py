@@ -159,6 +159,8 @@ async def call_async(
 def result_answer(
     core: AnswerBuilder, request: Request, context: RequestContext | None, result: Any, *, expose_errors: bool = True
 ) -> bytes | None:
+    """The answer to a handler that returned ``result``: ``None`` for a notification or an answer the context
+    suppresses (MCP's cancelled request); the context is finished first (nothing of it is written after)."""
     if context is not None:
         context._finish()
         if context._answer_suppressed:
@@ -225,6 +227,8 @@ def failure_answer(
 
 
 def cancelled_answer(core: AnswerBuilder, request: Request, context: RequestContext) -> bytes | None:
+    """The answer to a request cancelled before its handler ran: -32800, or ``None`` for a notification or
+    when the dialect suppresses it (MCP)."""
     if request.is_notification or context._answer_suppressed:
         return None
     return bytes(core._answer_error(request.id_json, RequestCancelled()))

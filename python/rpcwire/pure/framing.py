@@ -183,18 +183,10 @@ class FrameDecoder:
 
     def _buffered(self, skip_blank: bool = False) -> bool:
         """Whether ``_next_message(skip_blank)`` returns without more input: a message is buffered, or the input
-        ended. With ``skip_blank`` the whole blank lines before it are dropped, as that reader would drop them
-        (a blank line alone is no message to a reader that skips it: waiting on it would block)."""
-        while True:
-            if self._ready is None:
-                self._ready = self._take()
-            ready = self._ready
-            if ready is None:
-                return self._closed
-            if skip_blank and self._lines and type(ready) is bytes and not ready.strip(_BLANK):
-                self._ready = None
-                continue
-            return True
+        ended. The message is taken out ahead (and handed out next), so with ``skip_blank`` the blank lines
+        before it are dropped, as that reader would drop them (a blank line alone is no message to it)."""
+        self._ready = self._next_message(skip_blank)
+        return self._ready is not None or self._closed
 
     def _held(self) -> int:
         """How many bytes of a message not handed out yet are held (the lines already cut aside)."""
