@@ -34,11 +34,11 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, overload
+from typing import Any, get_args, overload
 
 from rpcwire import _answer, _context
 from rpcwire._contract import Core, Incoming
-from rpcwire._dialects import LSP_CANCEL, LSP_PROGRESS, MCP_CANCEL, MCP_PROGRESS
+from rpcwire._dialects import LSP_CANCEL, LSP_PROGRESS, MCP_CANCEL, MCP_PROGRESS, Dialect
 from rpcwire._types import (
     DEFAULT_MAX_DEPTH,
     ERR_INTERNAL,
@@ -56,7 +56,6 @@ logger: logging.Logger = logging.getLogger("rpcwire.client")
 ProgressCallback = Callable[[float, "float | None", "str | None"], Any]
 """``on_progress(progress, total, message)``, as the MCP SDK's progress callbacks are called."""
 
-DIALECTS = ("mcp", "lsp")
 _STDERR_TAIL = 20  # lines of a spawned server's stderr kept for ConnectionClosed
 _STDERR_LINE = 64 * 1024  # a longer stderr line is kept cut to this
 _CALLBACKS_QUEUED = 1024  # notifications waiting for the dispatcher; beyond, one is dropped (and logged)
@@ -70,7 +69,7 @@ _CLOSE_JOIN_S = 2.0  # close: how long each of the client's threads is waited fo
 
 
 def _check_dialect(dialect: str) -> str:
-    if dialect not in DIALECTS:
+    if dialect not in get_args(Dialect):
         raise ValueError(f"dialect must be 'mcp' or 'lsp', not {dialect!r}")
     return dialect
 
