@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -133,10 +134,12 @@ def announced_server(
     one warning that the native module is absent); terminate it at the end, and check it exited 0, wrote nothing
     on stdout and no traceback. A watchdog kills it after ``timeout`` seconds. Its stdin is empty, or with
     ``open_stdin`` a pipe left open and unwritten (as a terminal's)."""
+    # faulthandler: a server that does not stop is sent SIGABRT, and its stderr then shows every thread's stack.
+    env = {**(child_env() if env is None else env), "PYTHONFAULTHANDLER": "1"}
     process = subprocess.Popen(
         command,
         cwd=cwd,
-        env=child_env() if env is None else env,
+        env=env,
         stdin=subprocess.PIPE if open_stdin else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -148,8 +151,14 @@ def announced_server(
         yield announced_port(process.stderr, announcement)
     finally:
         process.terminate()
-        stdout, stderr = process.communicate(timeout=30)
-        watchdog.cancel()
+        try:
+            stdout, stderr = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGABRT)
+            stdout, stderr = process.communicate(timeout=30)
+            pytest.fail("still running 30 s after SIGTERM; its threads then:\n" + stderr.decode(errors="replace"))
+        finally:
+            watchdog.cancel()
     assert process.returncode == 0, stderr.decode(errors="replace")
     assert stdout == b""
     assert b"Traceback" not in stderr, stderr.decode(errors="replace")
