@@ -1,7 +1,8 @@
 """The fixtures every folder shares: each behaviour test runs against both implementations.
 
 ``impl`` is ``rpcwire`` (``native``: the Rust module, or ``rpcwire.pure`` when it is not built, in which case
-``rpcwire.NATIVE`` is false and the header of the run says so) or ``rpcwire.pure`` (``pure``). The helpers the
+``rpcwire.NATIVE`` is false, the header of the run says so and the ``native`` case of a test marked
+``native_case`` is skipped) or ``rpcwire.pure`` (``pure``). The helpers the
 tests call (request lines, decoded answers, streams, servers) live in ``support/`` (tests/README.md).
 """
 

@@ -25,6 +25,7 @@ def needs_native(why: str) -> pytest.MarkDecorator:
     cores whose ``native`` case alone expects it, ``@pytest.mark.native_case(why)`` (``conftest.py``)."""
     return pytest.mark.skipif(not rpcwire.NATIVE, reason=f"rpcwire serves through rpcwire.pure here: {why}")
 
+
 Handler = Callable[[str, Any], Any]
 
 # How many digits int() accepts; 0 where there is no limit: CPython 3.10.0 to 3.10.6 have neither the limit
