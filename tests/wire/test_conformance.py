@@ -172,7 +172,6 @@ def test_native_coalesces_answers_no_handler_stands_between() -> None:
     assert out.events == [writes[0], "flush", writes[1], "flush"]
 
 
-@needs_native("how the native transport gathers answers into writes")
 def test_native_writes_gathered_answers_before_they_grow_past_64_kib() -> None:
     out = RecordingOutput()
     lines = b"".join(
