@@ -147,8 +147,9 @@ wheels: check-rust $(DIST_STAMP) ## dist/: a manylinux wheel per CPython found (
 	$(DIST_VENV)/bin/python packaging/check_dist.py $(DIST)
 
 # Each wheel of dist/ for a CPython of PYTHONS, and the pure wheel on PURE_PYTHON (default: the newest of PYTHONS),
-# installed into a fresh venv with no cargo on PATH, runs the suite from a copy of tests/ (packaging/test-wheel.sh,
-# which says what the pure wheel's run leaves out and why). WHEEL_KINDS="native" or "pure" for one kind only.
+# installed into a fresh venv with no cargo on PATH, runs the whole suite from a copy of tests/
+# (packaging/test-wheel.sh, which says how the pure wheel's run skips what only the native core does).
+# WHEEL_KINDS="native" or "pure" for one kind only.
 PURE_PYTHON ?= $(lastword $(PYTHONS))
 WHEEL_KINDS ?= native pure
 test-wheels: ## Install each wheel of dist/ (make wheels) in a fresh venv, no cargo on PATH, and run the suite there

@@ -7,6 +7,11 @@
 # tree on sys.path, so `import rpcwire` is the installed package. RPCWIRE_INSTALLED=native|pure tells
 # tests/integrations/test_installed.py which wheel it is, and it checks all of that from inside the run. The last
 # line of build/wheel-tests/<wheel>/result is the summary (make test-wheels prints them).
+#
+# Both kinds run the whole suite, nothing deselected. With the pure wheel `import rpcwire` serves through
+# rpcwire.pure: the tests of what only the native core does skip themselves there, each saying why
+# (support.messages.needs_native, and the native_case marker of tests/conftest.py for the native half of a pair),
+# and a child's stderr that must be quiet may hold exactly the fallback's one warning (support.processes.QUIET_STDERR).
 set -euo pipefail
 wheel=$(realpath "$1")
 python=$2
@@ -14,25 +19,9 @@ shift 2
 root=$(cd "$(dirname "$0")/.." && pwd)
 name=$(basename "$wheel" .whl)
 work="$root/build/wheel-tests/$name"
-# The pure wheel's run leaves out
-# - the tests whose id says native (`-k "not native"`): there `import rpcwire` is rpcwire.pure, so the `native`
-#   half of each pair is the `pure` half again, and the tests of the native transport's own behaviour (how it
-#   reads and coalesces, its encoder's snapshot of a dict, its stack floor) do not apply;
-# - the same for one test whose id names `rpcwire` rather than native (a 256 MiB raw stream, too slow for pure);
-# - the tests that expect a child's stderr to be empty or to start with an announcement: with the pure wheel,
-#   `import rpcwire` says once on stderr that it serves through rpcwire.pure.
-pure_deselect=(
-    "tests/wire/test_limits.py::test_over_long_line_is_dropped_as_it_arrives[rpcwire-raw]"
-    tests/http/test_listen.py
-    tests/http/test_cli.py::test_serve_over_stdio
-    tests/http/test_cli.py::test_serve_over_http
-    tests/http/test_cli.py::test_wsgiref_refuses_an_async_handler
-    tests/wire/test_faults.py::test_server_catching_broken_pipe_exits_quietly
-    tests/wire/test_memory.py::test_rss_stays_flat_while_serving_many_messages
-)
 case "$name" in
-    *-py3-none-any) kind=pure; deselect=(-k "not native" "${pure_deselect[@]/#/--deselect=}") ;;
-    *) kind=native; deselect=() ;;
+    *-py3-none-any) kind=pure ;;
+    *) kind=native ;;
 esac
 
 rm -rf "$work"
@@ -61,7 +50,7 @@ start=$(date +%s)
 cd "$work/suite"
 set +e
 env -u PYTHONPATH -u VIRTUAL_ENV PATH="$path" RPCWIRE_INSTALLED="$kind" \
-    "$bin/python" -m pytest -p no:cacheprovider "${deselect[@]}" "$@" 2>&1 | tee "$work/pytest.log"
+    "$bin/python" -m pytest -p no:cacheprovider "$@" 2>&1 | tee "$work/pytest.log"
 status=${PIPESTATUS[0]}
 set -e
 summary=$(grep -E '(passed|failed|errors?|no tests ran).* in [0-9.]+s' "$work/pytest.log" | tail -n 1 | sed -E 's/^=+ | =+$//g')

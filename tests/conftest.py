@@ -1,7 +1,8 @@
 """The fixtures every folder shares: each behaviour test runs against both implementations.
 
 ``impl`` is ``rpcwire`` (``native``: the Rust module, or ``rpcwire.pure`` when it is not built, in which case
-``rpcwire.NATIVE`` is false and the header of the run says so) or ``rpcwire.pure`` (``pure``). The helpers the
+``rpcwire.NATIVE`` is false, the header of the run says so and the ``native`` case of a test marked
+``native_case`` is skipped) or ``rpcwire.pure`` (``pure``). The helpers the
 tests call (request lines, decoded answers, streams, servers) live in ``support/`` (tests/README.md).
 """
 
@@ -14,11 +15,24 @@ import rpcwire
 from support.messages import IMPLEMENTATIONS
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "native_case(why): the native case of a test run against both cores expects the native core's own "
+        "behaviour (why): skipped where `import rpcwire` serves through rpcwire.pure (the pure wheel)",
+    )
+
+
 def pytest_report_header() -> str:
     return f"rpcwire.NATIVE = {rpcwire.NATIVE} (the 'native' tests run {rpcwire.StdioTransport.__module__})"
 
 
 @pytest.fixture(params=list(IMPLEMENTATIONS.values()), ids=list(IMPLEMENTATIONS))
 def impl(request: pytest.FixtureRequest) -> ModuleType:
-    """The module under test: ``rpcwire`` (native) or ``rpcwire.pure``."""
+    """The module under test: ``rpcwire`` (native) or ``rpcwire.pure``. Where ``rpcwire`` serves through
+    ``rpcwire.pure`` (the pure wheel), the ``native`` case of a test marked ``native_case`` is skipped: it expects
+    what only the native core does (a test of that alone: ``support.messages.needs_native``)."""
+    native_case = request.node.get_closest_marker("native_case")
+    if native_case is not None and request.param is rpcwire and not rpcwire.NATIVE:
+        pytest.skip(f"rpcwire serves through rpcwire.pure here: {native_case.args[0]}")
     return request.param

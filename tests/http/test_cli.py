@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.processes import announced_server, rpcwire_command, run_rpcwire
+from support.processes import QUIET_STDERR, announced_server, rpcwire_command, run_rpcwire
 
 HANDLERS = """
 import asyncio
@@ -71,7 +71,7 @@ def test_serve_over_stdio(app_dir: Path, args: tuple[str, ...], handler: str) ->
         **{i: {"jsonrpc": "2.0", "id": i, "result": 25} for i in range(20)},
         "x": {"jsonrpc": "2.0", "id": "x", "error": {"code": -32601, "message": "Method not found"}},
     }
-    assert served.stderr == b""
+    assert served.stderr == QUIET_STDERR.encode()
 
 
 @contextlib.contextmanager

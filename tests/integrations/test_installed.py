@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import rpcwire
 from support import ROOT
+from support.processes import FALLBACK_WARNING
 
 INSTALLED = os.environ.get("RPCWIRE_INSTALLED")
 CARGO_TOML = ROOT / "Cargo.toml"
@@ -81,10 +82,7 @@ def test_without_its_compiled_core_rpcwire_serves_through_pure_with_one_clear_wa
         "client_core": "rpcwire.pure",
         "answer": '{"jsonrpc":"2.0","id":1,"result":[1]}\n',
     }
-    assert done.stderr.splitlines() == [
-        "rpcwire: native module unavailable (No module named 'rpcwire._rpcwire'); "
-        "serving through the pure-Python rpcwire.pure"
-    ]
+    assert done.stderr == FALLBACK_WARNING
 
 
 @needs_installed_wheel

@@ -18,6 +18,14 @@ import rpcwire.pure
 
 IMPLEMENTATIONS = {"native": rpcwire, "pure": rpcwire.pure}
 
+
+def needs_native(why: str) -> pytest.MarkDecorator:
+    """Skip a test of the native core's own behaviour (``why``) where ``import rpcwire`` serves through
+    ``rpcwire.pure`` (the pure wheel, or a source tree without the built module); for a test run against both
+    cores whose ``native`` case alone expects it, ``@pytest.mark.native_case(why)`` (``conftest.py``)."""
+    return pytest.mark.skipif(not rpcwire.NATIVE, reason=f"rpcwire serves through rpcwire.pure here: {why}")
+
+
 Handler = Callable[[str, Any], Any]
 
 # How many digits int() accepts; 0 where there is no limit: CPython 3.10.0 to 3.10.6 have neither the limit

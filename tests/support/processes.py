@@ -24,6 +24,14 @@ from support import TESTS
 PACKAGE_ROOT = str(Path(rpcwire.__file__).resolve().parent.parent)
 CLIENT_SERVER = str(TESTS / "support" / "client_server.py")
 """The server the client tests talk to: ``python CLIENT_SERVER IMPL N`` (see its docstring)."""
+FALLBACK_WARNING = (
+    "rpcwire: native module unavailable (No module named 'rpcwire._rpcwire'); "
+    "serving through the pure-Python rpcwire.pure\n"
+)
+"""What ``import rpcwire`` (also as ``import rpcwire.pure``) writes on a child's stderr without the native module."""
+QUIET_STDERR = "" if rpcwire.NATIVE else FALLBACK_WARNING
+"""The whole stderr of a child that has nothing to say: empty, or where ``import rpcwire`` serves through
+``rpcwire.pure`` (the pure wheel), exactly its one warning."""
 
 
 def child_env(*, support: bool = False) -> dict[str, str]:

@@ -352,6 +352,7 @@ class ResizesItsParent(dict):
 PARENT: dict[str, Any] = {}
 
 
+@pytest.mark.native_case("the native encoder's snapshot of a dict (json walks it live from 3.12)")
 def test_plain_members_before_a_container_come_from_the_snapshot(impl: Any) -> None:
     """The native encoder writes plain members (str, int, float, bool, None) straight from a dict and takes its
     snapshot at the first other value: what is written is still the dict as it was before its first member."""

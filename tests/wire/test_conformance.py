@@ -23,6 +23,7 @@ from support.messages import (
     echo,
     err,
     needs_int_digit_limit,
+    needs_native,
     ok,
     request,
 )
@@ -159,6 +160,7 @@ def test_every_finished_answer_is_written_before_the_next_handler_runs(impl: Mod
     assert out.getvalue().count(b"\n") == 21
 
 
+@needs_native("how the native transport gathers answers into writes")
 def test_native_coalesces_answers_no_handler_stands_between() -> None:
     """A run of answers that need no handler (-32700, -32600) goes out in one write, before the next handler."""
     out = RecordingOutput()
@@ -1315,6 +1317,7 @@ def test_object_keys_and_method_names_are_right_however_many_there_are(impl: Mod
     assert seen == [f"m{i % 1500}" for i in range(len(keys))]
 
 
+@needs_native("the native encoder's own cap on nesting (json's C encoder has none past the recursion limit)")
 def test_native_refuses_results_nested_past_its_stack_whatever_the_recursion_limit() -> None:
     # With the recursion limit raised, only the encoder's own depth cap stands between a deep result
     # and a stack overflow; in a child process, so that a crash fails the test instead of pytest.

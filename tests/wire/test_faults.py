@@ -29,8 +29,8 @@ from typing import Any
 
 import pytest
 import rpcwire
-from support.messages import INT_MAX_STR_DIGITS, PARSE_ERROR, answers, echo, err, ok, request
-from support.processes import ServerProcess, child_env
+from support.messages import INT_MAX_STR_DIGITS, PARSE_ERROR, answers, echo, err, needs_native, ok, request
+from support.processes import QUIET_STDERR, ServerProcess, child_env
 from support.serving import served
 from support.streams import BrokenOutput, ReadlineOnly, RecordingOutput
 
@@ -352,7 +352,7 @@ def test_server_catching_broken_pipe_exits_quietly(spawn: Any) -> None:
     sender = flood(server)
     assert server.wait() == 3
     sender.join(timeout=CHILD_TIMEOUT)
-    assert server.errors() == ""
+    assert server.errors() == QUIET_STDERR
 
 
 # --- two serve calls on one transport ---------------------------------------------------------------------
@@ -496,6 +496,7 @@ class OverclaimingInput(io.BufferedIOBase):
         raise AssertionError("the native transport reads with readinto1")
 
 
+@needs_native("the native transport's reads with readinto1 into its own buffer")
 def test_native_never_serves_stale_bytes_of_a_reused_buffer() -> None:
     """A read that fills nothing but claims a line's worth: the line before is not served again."""
     line = request("m", ["once"], id=1)
@@ -507,6 +508,7 @@ def test_native_never_serves_stale_bytes_of_a_reused_buffer() -> None:
     assert answers(out.getvalue()) == [ok(1, None), PARSE_ERROR]  # the claimed bytes were not JSON
 
 
+@needs_native("the native transport's reads with readinto1 into its own buffer")
 @pytest.mark.parametrize("count", [64 * 1024 + 1, -1], ids=["beyond", "negative"])
 def test_native_refuses_a_read_count_outside_its_buffer(count: int) -> None:
     stream = OverclaimingInput([(request("m", [1]), count)])
@@ -1193,6 +1195,7 @@ def walks_dicts_live(impl: ModuleType) -> bool:
     return impl.__name__ == "rpcwire.pure" and sys.version_info >= (3, 12)
 
 
+@pytest.mark.native_case("the native encoder's snapshot of a dict (json walks it live from 3.12)")
 @pytest.mark.timeout(CHILD_TIMEOUT + 30)
 def test_dict_resized_while_encoded(impl: ModuleType) -> None:
     """The native module encodes a snapshot of a dict's items, taken before the first is written, as json did
@@ -1201,6 +1204,7 @@ def test_dict_resized_while_encoded(impl: ModuleType) -> None:
     assert serve_in_child(impl, MUTATE_OUTER_DICT) == [ok(0, expected)]
 
 
+@pytest.mark.native_case("the native encoder's snapshot of a dict (json walks it live from 3.12)")
 @pytest.mark.timeout(CHILD_TIMEOUT + 30)
 def test_dict_key_replaced_while_encoded(impl: ModuleType) -> None:
     """Same size, another key: the snapshot taken before encoding is what is written (live: the new key)."""
@@ -1214,6 +1218,7 @@ def test_list_emptied_while_encoded(impl: ModuleType) -> None:
     assert serve_in_child(impl, FREE_ITSELF) == [ok(0, [{"m": [1, 1, 1]}])]
 
 
+@pytest.mark.native_case("the native encoder's snapshot of a dict (json walks it live from 3.12)")
 @pytest.mark.timeout(CHILD_TIMEOUT + 30)
 def test_dict_emptied_while_encoded(impl: ModuleType) -> None:
     """The dict being encoded is emptied (its values freed): both go on with the snapshot, which holds its own

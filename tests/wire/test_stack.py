@@ -143,6 +143,7 @@ LIMITS = {"default-limit": 0, "raised-limit": 1_000_000}
 @pytest.mark.timeout(CHILD_TIMEOUT + 30)
 @pytest.mark.parametrize("stack", list(STACKS))
 @pytest.mark.parametrize("limit", list(LIMITS))
+@pytest.mark.native_case("the native encoder's stack floor (json's C encoder overflows a small stack)")
 def test_deep_results_and_params_on_any_stack(
     impl: ModuleType, stack: str, limit: str, request: pytest.FixtureRequest
 ) -> None:
