@@ -332,16 +332,20 @@ fn not_serializable(value: &Bound<'_, PyAny>) -> PyErr {
 /// replacement character (`CPython` 3.14: left out).
 ///
 /// Where pyo3 has no `PyTypeObject` (the limited API, `GraalPy`) or it is not `CPython`'s (`PyPy`):
-/// the type's `__name__`, as `json`'s Python encoder writes it.
+/// the type's `__name__`, as `json`'s Python encoder writes it, and on `PyPy`, whose `json` encoder is
+/// that Python code, the whole of it.
 fn bad_key(key: &Bound<'_, PyAny>) -> PyErr {
     #[cfg(not(any(PyPy, GraalPy, Py_LIMITED_API)))]
     // SAFETY: every live object has a type whose `tp_name` is a NUL-terminated string.
     let type_name = unsafe { std::ffi::CStr::from_ptr((*ffi::Py_TYPE(key.as_ptr())).tp_name) }.to_bytes();
     #[cfg(any(PyPy, GraalPy, Py_LIMITED_API))]
-    let type_name = match key.get_type().name() {
-        Ok(name) => name.to_string().into_bytes(),
+    let name = match key.get_type().name() {
+        Ok(name) => name.to_string(),
         Err(error) => return error,
     };
+    #[cfg(any(PyPy, GraalPy, Py_LIMITED_API))]
+    let type_name = name.as_bytes();
+    #[cfg(not(PyPy))]
     let type_name = &type_name[..type_name.len().min(100)];
     // `CPython` 3.14's `PyUnicode_FromFormat` drops the bytes of a character cut at the end.
     #[cfg(all(Py_3_14, not(any(PyPy, GraalPy))))]
