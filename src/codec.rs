@@ -328,21 +328,32 @@ fn not_serializable(value: &Bound<'_, PyAny>) -> PyErr {
 }
 
 /// `json`'s error for a key it cannot write. Its C code formats the type's `tp_name` with
-/// `%.100s`: the first 100 bytes of that UTF-8 name, decoded with replacement characters for a
-/// character cut in the middle.
+/// `%.100s`: the first 100 bytes of that UTF-8 name, a character cut in the middle becoming a
+/// replacement character (`CPython` 3.14: left out).
 ///
 /// Where pyo3 has no `PyTypeObject` (the limited API, `GraalPy`) or it is not `CPython`'s (`PyPy`):
-/// the type's `__name__`, as `json`'s Python encoder writes it.
+/// the type's `__name__`, as `json`'s Python encoder writes it, and on `PyPy`, whose `json` encoder is
+/// that Python code, the whole of it.
 fn bad_key(key: &Bound<'_, PyAny>) -> PyErr {
     #[cfg(not(any(PyPy, GraalPy, Py_LIMITED_API)))]
     // SAFETY: every live object has a type whose `tp_name` is a NUL-terminated string.
     let type_name = unsafe { std::ffi::CStr::from_ptr((*ffi::Py_TYPE(key.as_ptr())).tp_name) }.to_bytes();
     #[cfg(any(PyPy, GraalPy, Py_LIMITED_API))]
-    let type_name = match key.get_type().name() {
-        Ok(name) => name.to_string().into_bytes(),
+    let name = match key.get_type().name() {
+        Ok(name) => name.to_string(),
         Err(error) => return error,
     };
-    let type_name = String::from_utf8_lossy(&type_name[..type_name.len().min(100)]);
+    #[cfg(any(PyPy, GraalPy, Py_LIMITED_API))]
+    let type_name = name.as_bytes();
+    #[cfg(not(PyPy))]
+    let type_name = &type_name[..type_name.len().min(100)];
+    // `CPython` 3.14's `PyUnicode_FromFormat` drops the bytes of a character cut at the end.
+    #[cfg(all(Py_3_14, not(any(PyPy, GraalPy))))]
+    let type_name = match std::str::from_utf8(type_name) {
+        Err(error) if error.error_len().is_none() => &type_name[..error.valid_up_to()],
+        _ => type_name,
+    };
+    let type_name = String::from_utf8_lossy(type_name);
     PyTypeError::new_err(format!("keys must be str, int, float, bool or None, not {type_name}"))
 }
 

@@ -127,7 +127,12 @@ def _duplicate_above_std(fd: int) -> int:
             os.close(duplicate)
             raise OSError(f"a duplicate of fd {fd} landed on {duplicate}") from None
         return duplicate
-    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    if hasattr(fcntl, "F_DUPFD_CLOEXEC"):
+        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    # PyPy 7.3's fcntl has no F_DUPFD_CLOEXEC: the same in two steps.
+    duplicate = fcntl.fcntl(fd, fcntl.F_DUPFD, 3)
+    os.set_inheritable(duplicate, False)
+    return duplicate
 
 
 def _open_diversion() -> int:

@@ -393,15 +393,24 @@ def key_of_type_named(name: str) -> Any:
 
 
 # json's C encoder formats the key's type name with %.100s: its first 100 bytes of UTF-8, a character cut in
-# two becoming U+FFFD; "é" is 2 bytes, so 59 + 41 bytes cuts the 21st "é", 60 + 40 does not.
+# two becoming U+FFFD (CPython 3.14: left out); "é" is 2 bytes, so 59 + 41 bytes cuts the 21st "é", 60 + 40 does not.
+# PyPy's json encoder is Python code, which writes the whole name.
 LONG_TYPE_NAMES = {"cut-utf8": "K" * 59 + "é" * 30, "whole-utf8": "K" * 60 + "é" * 30, "ascii": "T" * 150}
+CUT_CHARACTER = "ignore" if sys.version_info >= (3, 14) else "replace"
+
+
+def json_type_name(name: str) -> str:
+    """A key's type name as json's error writes it."""
+    if sys.implementation.name == "pypy":
+        return name
+    return name.encode()[:100].decode(errors=CUT_CHARACTER)
 
 
 @pytest.mark.parametrize("name", list(LONG_TYPE_NAMES.values()), ids=list(LONG_TYPE_NAMES))
 def test_key_of_a_type_with_a_long_name(impl: Any, name: str) -> None:
     value = {"ok": 1, key_of_type_named(name): 2}
     exc = json_error(value)
-    assert str(exc).endswith(" not " + name.encode()[:100].decode(errors="replace"))
+    assert str(exc).endswith(" not " + json_type_name(name))
     assert serve_result(impl, value) == internal_error_line(exc)
 
 

@@ -27,7 +27,7 @@ def _members(protocol: type) -> dict[str, Any]:
         if klass is object or klass.__name__ in ("Protocol", "Generic"):
             continue
         for name, value in vars(klass).items():
-            if name.startswith("__") or name in ("_is_protocol", "_is_runtime_protocol", "_abc_impl"):
+            if name.startswith(("__", "_abc_")) or name in ("_is_protocol", "_is_runtime_protocol"):
                 continue
             found[name] = value
     return found

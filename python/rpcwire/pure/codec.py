@@ -198,13 +198,15 @@ def _with_member(envelope: dict[str, Any], payload: Any, view: Any) -> dict[str,
 
 
 def _type_name(cls: type) -> str:
-    """``tp_name`` as CPython's C code formats it with ``%.200s``: a static type's has its module."""
+    """``tp_name`` as CPython's C code formats it with ``%.200s``: a static type's has its module; a character
+    cut at the end becomes U+FFFD (3.14: is left out)."""
     name = (
         cls.__name__
         if cls.__flags__ & (1 << 9) or cls.__module__ == "builtins"
         else cls.__module__ + "." + cls.__name__
     )
-    return name.encode("utf-8", "surrogatepass")[:200].decode("utf-8", "replace")
+    cut = "ignore" if sys.version_info >= (3, 14) else "replace"
+    return name.encode("utf-8", "surrogatepass")[:200].decode("utf-8", cut)
 
 
 def _sequence_items(value: Any) -> Any:
