@@ -197,8 +197,9 @@ class _Output:
     with ``poll`` until its deadline. What a caller leaves half-written when its deadline passes (or an
     interrupt comes) is finished by a thread of the client's, as are the cancellations of timed-out calls,
     so that a message is never cut short (the stream would be broken) and a caller never waits past its
-    deadline. Over a transport's own stream (which cannot be waited on), a write with a deadline is made by
-    that thread, its caller waiting for it until the deadline. ``stop`` ends every write at once (``fd``'s
+    deadline. Over a transport's own stream (which cannot be waited on), and over a spawned server's stdin
+    where there is no ``poll`` (the portable path: Windows), a write with a deadline is made by that thread,
+    with a blocking write, its caller waiting for it until the deadline. ``stop`` ends every write at once (``fd``'s
     waits watch ``stop_fd``), so that ``close`` can close the pipe."""
 
     def __init__(self, transport: Transport, fd: int | None, stop_fd: int | None) -> None:
@@ -436,8 +437,9 @@ class Client(_Peer):
     no thread switch. When the last caller leaves, a thread of the client's takes the reading over once
     nobody has read for 5 ms, and blocks on the pipe until something comes or a caller needs it (so that
     notifications and the server's end are seen while nobody calls; an idle client never wakes on a
-    timer). Over any other stream (which cannot be waited on with a timeout), a thread of the client's
-    reads all the time. A thread of the client's waits for a spawned server's exit: when it ends, what it
+    timer). Over any other stream (which cannot be waited on with a timeout), and over a spawned server's
+    pipe where there is no ``select.poll`` (Windows: the portable path), a thread of the client's reads all
+    the time, blocked on the stream, and callers wait for their answers with their deadlines. A thread of the client's waits for a spawned server's exit: when it ends, what it
     left in its pipe is read and every call fails with :class:`ConnectionClosed`, even while a child of
     the server still holds the pipe open.
     """
@@ -465,14 +467,19 @@ class Client(_Peer):
         # (writers stop), _wake (the idle reader gives way to a caller). Written under _pipes_lock, closed once.
         self._pipes_lock = threading.Lock()
         self._pipes: dict[str, tuple[int, int]] = {}
+        self._fd = _pollable_fd(_process.stdout) if _process is not None else None
         out_fd = None
-        if _process is not None:
-            assert _process.stdin is not None
+        if self._fd is not None:  # waited on with poll: the pipes the waits also watch, a non-blocking stdin
+            assert _process is not None and _process.stdin is not None
             self._pipes["halt"] = os.pipe()
             self._pipes["stop"] = os.pipe()
             out_fd = _process.stdin.fileno()
             os.set_blocking(out_fd, False)
         self._output = _Output(transport, out_fd, self._pipes["stop"][0] if "stop" in self._pipes else None)
+        # The portable path (no poll): the streams whose blocking reader ended, and whether close() gave up
+        # waiting for the others (a child of the server holds them): each then closes its own as it ends.
+        self._read_to_end: list[Any] = []
+        self._left_to_readers = False
         self._signals = threading.Lock()  # guards each waiter's signalled flag, and _sleepers
         self._sleepers: dict[int, _Waiter] = {}  # followers blocked on their waiter (by id), to hand reading to
         self._start_threads()
@@ -481,7 +488,6 @@ class Client(_Peer):
         """The reader (the idle reader over a pipe it can wait on, else one that reads all the time), and
         for a spawned server the stderr reader and the exit watcher."""
         _process, _stderr_tail = self._process, self._stderr_tail
-        self._fd = _pollable_fd(_process.stdout) if _process is not None else None
         if self._fd is None:
             self._reader = threading.Thread(target=self._read_all, name="rpcwire-client-reader", daemon=True)
         else:
@@ -506,8 +512,8 @@ class Client(_Peer):
         if _process is not None:
             if _stderr_tail is not None and _process.stderr is not None:
                 drain = threading.Thread(
-                    target=_drain_stderr,
-                    args=(_stderr_tail, _process.stderr.fileno(), self._pipes["halt"][0]),
+                    target=self._read_stderr,
+                    args=(_stderr_tail, _process.stderr),
                     name="rpcwire-client-stderr",
                     daemon=True,
                 )
@@ -893,9 +899,13 @@ class Client(_Peer):
             self._process.wait()
         self._exited = True
         self._output.stop()
+        if self._fd is None:  # the reader blocks on the pipe: it reads what the server left, to the end
+            self._reader.join(_REMAINS_S)  # (unless a child of the server holds the pipe open)
+            self._close_with(self._connection_closed("the server process ended"))
+            return
         self._poke("stop")
         self._poke("halt")
-        if self._fd is not None and self._read_lock.acquire(blocking=False):
+        if self._read_lock.acquire(blocking=False):
             try:
                 if self._closed is None:
                     self._read_remains()
@@ -907,7 +917,7 @@ class Client(_Peer):
     def _read_all(self) -> None:
         cause = "the server closed its output"
         try:
-            while (message := self._transport._read_incoming()) is not None:
+            while self._closed is None and (message := self._transport._read_incoming()) is not None:
                 self._deliver(message)
         except Exception as exc:  # a stream that fails: the connection is as good as closed
             cause = f"reading from the server failed: {exc!r}"
@@ -915,6 +925,22 @@ class Client(_Peer):
         if self._exited:
             cause = "the server process ended"
         self._close_with(self._connection_closed(cause))
+        if self._process is not None:
+            self._stream_ended(self._process.stdout)
+
+    def _read_stderr(self, tail: _StderrTail, stream: Any) -> None:
+        try:
+            _drain_stderr(tail, stream.fileno(), self._pipes.get("halt", (None,))[0])
+        finally:
+            if self._fd is None:
+                self._stream_ended(stream)
+
+    def _stream_ended(self, stream: Any) -> None:
+        """The portable path: a blocking reader read ``stream`` to its end; it closes it if ``close`` could not."""
+        with self._pipes_lock:
+            self._read_to_end.append(stream)
+            if self._left_to_readers:
+                _close_quietly(stream)
 
     def _resolve(self, waiter: _Waiter, response: Response | ConnectionClosed) -> None:
         waiter.response = response
@@ -979,11 +1005,22 @@ class Client(_Peer):
         if process is None:
             return
         ended = True
-        for thread in self._threads:
+        until = time.monotonic() + _CLOSE_JOIN_S  # one bound for all: blocked on a pipe a child of the server
+        for thread in self._threads:  # holds, each would wait it out (threads that block in a read)
             if thread is not threading.current_thread():
-                thread.join(_CLOSE_JOIN_S)
+                thread.join(_left(until))
                 ended = ended and not thread.is_alive()
-        ended = self._output.join(_CLOSE_JOIN_S) and ended
+        written = self._output.join(_left(until))
+        ended = written and ended
+        if self._fd is None:  # the portable path: stdin, if no blocked write holds it (the first try failed)
+            with self._output.exclusive(0) as idle:
+                if idle and written:
+                    _close_quietly(process.stdin)
+            if not ended:  # blocked reads on pipes a child of the server holds open
+                with self._pipes_lock:
+                    self._left_to_readers = True  # each closes its stream as it ends (_stream_ended)
+                    for stream in self._read_to_end:
+                        _close_quietly(stream)
         if ended:  # nothing of the client's uses its descriptors any more
             _close_quietly(process.stdout)
             _close_quietly(process.stderr)
@@ -1013,8 +1050,12 @@ def _pollable_fd(stream: Any) -> int | None:
     """The descriptor under ``stream`` (the transport's input) that a reader can wait on with ``poll``. A
     core's ``_read_available`` leaves nothing in the stream's own buffer (each read asks for more than that
     buffer holds, which ``readinto1`` reads past it: see ``rpcwire._contract.Transport``), so whatever the
-    core has not buffered itself is still behind the descriptor."""
-    return stream.fileno() if isinstance(stream, io.BufferedReader) else None
+    core has not buffered itself is still behind the descriptor. ``None`` where there is no ``select.poll``
+    (Windows, whose ``select`` waits on sockets only): the client then reads and writes with blocking calls
+    on threads of its own (the portable path), its callers waiting on those with their deadlines."""
+    if not hasattr(select, "poll") or not isinstance(stream, io.BufferedReader):
+        return None
+    return stream.fileno()
 
 
 def _drain_pipe(fd: int) -> None:
@@ -1029,12 +1070,17 @@ def _close_quietly(stream: Any) -> None:
             stream.close()
 
 
-def _drain_stderr(tail: _StderrTail, fd: int, halt_fd: int) -> None:
+def _drain_stderr(tail: _StderrTail, fd: int, halt_fd: int | None) -> None:
     """Read a spawned server's stderr (``fd``) into ``tail`` to its end, or, once the client halts, what is
-    there (a child of the server may hold the pipe open)."""
+    there (a child of the server may hold the pipe open). Without ``halt_fd`` (the portable path: no
+    ``poll``), with blocking reads to the end."""
     partial = b""
     left: int | None = None
     try:
+        if halt_fd is None:
+            while chunk := os.read(fd, 1 << 16):
+                partial = tail.feed(partial, chunk)
+            return
         os.set_blocking(fd, False)
         poller = select.poll()
         poller.register(fd, select.POLLIN)
