@@ -439,9 +439,9 @@ class Client(_Peer):
     notifications and the server's end are seen while nobody calls; an idle client never wakes on a
     timer). Over any other stream (which cannot be waited on with a timeout), and over a spawned server's
     pipe where there is no ``select.poll`` (Windows: the portable path), a thread of the client's reads all
-    the time, blocked on the stream, and callers wait for their answers with their deadlines. A thread of the client's waits for a spawned server's exit: when it ends, what it
-    left in its pipe is read and every call fails with :class:`ConnectionClosed`, even while a child of
-    the server still holds the pipe open.
+    the time, blocked on the stream, and callers wait for their answers with their deadlines. A thread of
+    the client's waits for a spawned server's exit: when it ends, what it left in its pipe is read and every
+    call fails with :class:`ConnectionClosed`, even while a child of the server still holds the pipe open.
     """
 
     def __init__(
