@@ -30,6 +30,8 @@ from rpcwire._peer import (
     _CLOSE_JOIN_S,
     _HANDLERS,
     _HANDLERS_WAITING,
+    _READABLE_BYTES,
+    _READABLE_DEPTH,
     _REMAINS_S,
     ProgressCallback,
     _batch_outcome,
@@ -41,6 +43,7 @@ from rpcwire._peer import (
     _left,
     _outcome,
     _Peer,
+    _refusable,
     _run_callback,
     _Sent,
     _StderrTail,
@@ -197,8 +200,9 @@ class _Output:
     with ``poll`` until its deadline. What a caller leaves half-written when its deadline passes (or an
     interrupt comes) is finished by a thread of the client's, as are the cancellations of timed-out calls,
     so that a message is never cut short (the stream would be broken) and a caller never waits past its
-    deadline. Over a transport's own stream (which cannot be waited on), a write with a deadline is made by
-    that thread, its caller waiting for it until the deadline. ``stop`` ends every write at once (``fd``'s
+    deadline. Over a transport's own stream (which cannot be waited on), and over a spawned server's stdin
+    where there is no ``poll`` (the portable path: Windows), a write with a deadline is made by that thread,
+    with a blocking write, its caller waiting for it until the deadline. ``stop`` ends every write at once (``fd``'s
     waits watch ``stop_fd``), so that ``close`` can close the pipe."""
 
     def __init__(self, transport: Transport, fd: int | None, stop_fd: int | None) -> None:
@@ -236,10 +240,23 @@ class _Output:
             job = _Job(line, on_start, locked=True)
             self._hand(job)  # the lock goes with it
             return self._wait(job, deadline)
-        data = memoryview(self._framed(line))
-        done = [0]
+        framed = encode_frame(line) if self._frames else line + b"\n"
         try:
             on_start()
+            written = os.write(self._fd, framed)  # a pipe with room takes a message of up to its size whole
+        except BlockingIOError:
+            written = 0
+        except BaseException:
+            self._release_quick()
+            raise
+        if written == len(framed):
+            self._lock.release()  # (_release_quick, inline: every call comes here)
+            if self._jobs:
+                with self._cond:
+                    self._cond.notify_all()
+            return True
+        data, done = memoryview(framed), [written]
+        try:
             self._write_fd(data, deadline, done)
         finally:
             self._leave(data, done[0])
@@ -261,7 +278,7 @@ class _Output:
             self._write_fd(data, time.monotonic(), done)
         except OSError as exc:
             logger.debug("writing to the server failed: %r", exc)
-            self._release()
+            self._release_quick()
             return
         except BaseException:
             self._leave(data, done[0])
@@ -277,7 +294,7 @@ class _Output:
         if 0 < done < len(data) and not self.stopped:
             self._hand(_Job(data[done:], None, locked=True))
         else:
-            self._release()
+            self._release_quick()
 
     def _write_fd(self, data: memoryview, deadline: float | None, done: list[int]) -> None:
         """Write ``data`` to ``fd`` until it is all written or ``deadline`` passed (``done[0]``: how much was)."""
@@ -305,6 +322,15 @@ class _Output:
         self._lock.release()
         with self._cond:
             self._cond.notify_all()
+
+    def _release_quick(self) -> None:
+        """Release after a caller's own write: the only thread that waits for the lock's release on ``_cond`` is
+        the output's, when jobs are queued (it looks at them under ``_cond`` before it waits, and ``_queue``
+        notifies it), so without jobs nobody is to be told."""
+        self._lock.release()
+        if self._jobs:
+            with self._cond:
+                self._cond.notify_all()
 
     def _hand(self, job: _Job) -> None:
         """Give ``job`` (and the lock held for it) to the output's thread."""
@@ -413,16 +439,14 @@ class _Output:
 class _Waiter:
     """One sync call waiting for its answer. ``lock`` is held until the waiter is *signalled* (released
     once, under the client's ``_signals`` lock): when ``response`` is set, or when it is asked to ``lead``
-    (to read for every caller; see :class:`Client`)."""
+    (to read for every caller; see :class:`Client`). A caller that reads its own answer never sleeps, so
+    ``lock`` is made only when the waiter first goes to sleep (``Client._arm``), and the class has no
+    ``__init__``: the attributes start as the class's."""
 
-    __slots__ = ("lead", "lock", "response", "signalled")
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.lock.acquire()
-        self.response: Response | ConnectionClosed | None = None
-        self.lead = False
-        self.signalled = False
+    lock: threading.Lock | None = None
+    response: Response | ConnectionClosed | None = None
+    lead = False
+    signalled = False
 
 
 class Client(_Peer):
@@ -436,10 +460,11 @@ class Client(_Peer):
     no thread switch. When the last caller leaves, a thread of the client's takes the reading over once
     nobody has read for 5 ms, and blocks on the pipe until something comes or a caller needs it (so that
     notifications and the server's end are seen while nobody calls; an idle client never wakes on a
-    timer). Over any other stream (which cannot be waited on with a timeout), a thread of the client's
-    reads all the time. A thread of the client's waits for a spawned server's exit: when it ends, what it
-    left in its pipe is read and every call fails with :class:`ConnectionClosed`, even while a child of
-    the server still holds the pipe open.
+    timer). Over any other stream (which cannot be waited on with a timeout), and over a spawned server's
+    pipe where there is no ``select.poll`` (Windows: the portable path), a thread of the client's reads all
+    the time, blocked on the stream, and callers wait for their answers with their deadlines. A thread of
+    the client's waits for a spawned server's exit: when it ends, what it left in its pipe is read and every
+    call fails with :class:`ConnectionClosed`, even while a child of the server still holds the pipe open.
     """
 
     def __init__(
@@ -458,6 +483,8 @@ class Client(_Peer):
         self._stderr_tail = _stderr_tail
         self._limits: tuple[int, int, int | None] = transport._limits
         self._max_depth = self._limits[1]
+        self._quick_bytes = min(self._limits[0], _READABLE_BYTES)  # _checked
+        self._quick_depth = min(self._limits[1], _READABLE_DEPTH)
         self._dispatcher = _Dispatcher()
         self._handlers = _HandlerPool(self._answer_request)
         self._exited = False
@@ -465,15 +492,21 @@ class Client(_Peer):
         # (writers stop), _wake (the idle reader gives way to a caller). Written under _pipes_lock, closed once.
         self._pipes_lock = threading.Lock()
         self._pipes: dict[str, tuple[int, int]] = {}
+        self._fd = _pollable_fd(_process.stdout) if _process is not None else None
         out_fd = None
-        if _process is not None:
-            assert _process.stdin is not None
+        if self._fd is not None:  # waited on with poll: the pipes the waits also watch, a non-blocking stdin
+            assert _process is not None and _process.stdin is not None
             self._pipes["halt"] = os.pipe()
             self._pipes["stop"] = os.pipe()
             out_fd = _process.stdin.fileno()
             os.set_blocking(out_fd, False)
         self._output = _Output(transport, out_fd, self._pipes["stop"][0] if "stop" in self._pipes else None)
+        # The portable path (no poll): the streams whose blocking reader ended, and whether close() gave up
+        # waiting for the others (a child of the server holds them): each then closes its own as it ends.
+        self._read_to_end: list[Any] = []
+        self._left_to_readers = False
         self._signals = threading.Lock()  # guards each waiter's signalled flag, and _sleepers
+        self._leading: _Waiter | None = None  # the waiter of the caller reading now (set and cleared by it)
         self._sleepers: dict[int, _Waiter] = {}  # followers blocked on their waiter (by id), to hand reading to
         self._start_threads()
 
@@ -481,19 +514,20 @@ class Client(_Peer):
         """The reader (the idle reader over a pipe it can wait on, else one that reads all the time), and
         for a spawned server the stderr reader and the exit watcher."""
         _process, _stderr_tail = self._process, self._stderr_tail
-        self._fd = _pollable_fd(_process.stdout) if _process is not None else None
         if self._fd is None:
             self._reader = threading.Thread(target=self._read_all, name="rpcwire-client-reader", daemon=True)
         else:
             self._read_lock = threading.Lock()  # held by the one thread reading
             self._last_read = time.monotonic()
             self._idle_reading = False
-            self._idle = threading.Condition()  # the idle reader's turn (_idle_turn) and its parking
+            self._idle_lock = threading.Lock()
+            self._idle = threading.Condition(self._idle_lock)  # the idle reader's turn (_idle_turn) and its parking
             self._idle_turn = True
             self._idle_parked = False
             self._pipes["wake"] = os.pipe()
             for fd in self._pipes["wake"]:
                 os.set_blocking(fd, False)
+            self._wake_fd = self._pipes["wake"][0]
             self._poller = select.poll()  # a caller's, while it reads (one at a time: _read_lock)
             self._idle_poller = select.poll()  # the idle reader's
             for poller in (self._poller, self._idle_poller):
@@ -506,8 +540,8 @@ class Client(_Peer):
         if _process is not None:
             if _stderr_tail is not None and _process.stderr is not None:
                 drain = threading.Thread(
-                    target=_drain_stderr,
-                    args=(_stderr_tail, _process.stderr.fileno(), self._pipes["halt"][0]),
+                    target=self._read_stderr,
+                    args=(_stderr_tail, _process.stderr),
                     name="rpcwire-client-stderr",
                     daemon=True,
                 )
@@ -590,15 +624,16 @@ class Client(_Peer):
         client's own limits refuse raises ``ValueError`` and is not sent."""
         if self._closed is not None:
             raise self._closed
-        timeout = self._timeout if timeout is None else timeout
-        deadline = _deadline(timeout)
+        if timeout is None:
+            timeout = self._timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
         id_, line = self._request_line(method, params, on_progress)
         waiter = _Waiter()
         self._pending[id_] = waiter
         sent: list[_Sent] = []
         try:
-            _check_outgoing(line, self._limits)
-            answered = self._send(line, deadline, [id_], sent) and self._wait(waiter, id_, deadline)
+            suspect = self._checked(line)
+            answered = self._send(line, deadline, (id_,), sent, suspect) and self._wait(waiter, id_, deadline)
         except TimeoutError as exc:  # nothing was sent
             self._abandon([id_], sent, "timeout")
             raise TimeoutError(f"no answer to {method!r} (id {id_}) within {timeout} s ({exc})") from None
@@ -611,10 +646,21 @@ class Client(_Peer):
         if on_progress is not None:
             self._dispatcher.wait_for_progress(id_, deadline)
         response = waiter.response
+        if type(response) is Response and response.error is None:
+            return response.result
         if isinstance(response, ConnectionClosed):
             raise response
         assert response is not None
         return _outcome(response)
+
+    def _checked(self, line: bytes) -> bool:
+        """``_check_outgoing`` (``ValueError``: not to be sent) and ``_refusable`` (the answer: whether a server
+        could refuse it unread) for a call's line. A line shorter than both byte limits with fewer opening
+        brackets than both depths passes both without a look at its strings (each level takes a bracket)."""
+        if len(line) <= self._quick_bytes and line.count(b"[") + line.count(b"{") <= self._quick_depth:
+            return False
+        _check_outgoing(line, self._limits)
+        return _refusable(line, False)
 
     def notify(self, method: str, params: Any = None) -> None:
         """Send a notification (no answer); bounded by the client's ``timeout`` (``TimeoutError`` if none of
@@ -662,13 +708,21 @@ class Client(_Peer):
             self._abandon(late, sent, "timeout")
         return outcomes
 
-    def _send(self, line: bytes, deadline: float | None, ids: Sequence[int], sent: list[_Sent]) -> bool:
+    def _send(
+        self, line: bytes, deadline: float | None, ids: Sequence[int], sent: list[_Sent], suspect: bool | None = None
+    ) -> bool:
         """Write one message (as ``_Output.send``); ``sent`` gets its place in the ledger (``ids``: the calls
-        it makes) once it begins. When the server is gone, ``ConnectionClosed``."""
+        it makes) once it begins (``suspect``: whether a server could refuse it unread, if already known).
+        When the server is gone, ``ConnectionClosed``."""
         if self._closed is not None:
             raise self._closed
+        if suspect is None:
+            on_start = self._on_start(line, ids, sent)
+        else:
+            ledger = self._ledger
+            on_start = lambda: sent.append(ledger.written(ids, suspect))  # noqa: E731
         try:
-            return self._output.send(line, deadline, self._on_start(line, ids, sent))
+            return self._output.send(line, deadline, on_start)
         except TimeoutError:
             if sent:
                 self._ledger.withdrawn(sent.pop())
@@ -689,6 +743,12 @@ class Client(_Peer):
         """Until ``waiter`` has its response (``True``) or ``deadline`` passed (``False``: the call is no
         longer pending, and any reading handed to it was handed on). An exception (an interrupt) leaves
         nothing of the waiter behind either."""
+        if self._fd is not None and self._read_lock.acquire(blocking=False):  # nobody reads: this caller does
+            self._read_for(waiter, deadline)
+            if waiter.response is not None:
+                return True
+            if self._pending.pop(id_, None) is not None:
+                return False
         try:
             return self._wait_for(waiter, id_, deadline)
         except BaseException:
@@ -703,15 +763,13 @@ class Client(_Peer):
     def _wait_for(self, waiter: _Waiter, id_: int, deadline: float | None) -> bool:
         while waiter.response is None:
             if self._fd is not None and self._read_lock.acquire(blocking=False):
-                try:
-                    self._lead(waiter, deadline)
-                finally:
-                    self._release_read()
+                self._read_for(waiter, deadline)
                 if waiter.response is None and self._pending.pop(id_, None) is not None:
                     return False
                 continue
             if self._fd is not None:
                 with self._signals:
+                    self._arm(waiter)
                     self._sleepers[id(waiter)] = waiter
                 # Registered first, then looked: a reader that stops after this look hands on to a sleeper.
                 if not self._read_lock.locked():
@@ -719,6 +777,10 @@ class Client(_Peer):
                     continue
                 if self._idle_reading:
                     self._wake_idle_reader()
+            else:
+                with self._signals:
+                    self._arm(waiter)
+            assert waiter.lock is not None
             left = _left(deadline)
             woken = waiter.lock.acquire(timeout=-1 if left is None else left)
             if self._fd is not None:
@@ -740,10 +802,18 @@ class Client(_Peer):
                 waiter.signalled = False
         return True
 
+    @staticmethod
+    def _arm(waiter: _Waiter) -> None:
+        """Give ``waiter`` its lock before it first sleeps (under ``_signals``): held, unless it was signalled."""
+        if waiter.lock is None:
+            waiter.lock = threading.Lock()
+            if not waiter.signalled:
+                waiter.lock.acquire()
+
     def _unsleep(self, waiter: _Waiter) -> None:
         with self._signals:
             self._sleepers.pop(id(waiter), None)
-            if waiter.signalled:  # handed the reading meanwhile: re-arm (the lock is free)
+            if waiter.signalled and waiter.lock is not None:  # handed the reading meanwhile: re-arm (the lock is free)
                 waiter.lock.acquire()
                 waiter.signalled = False
                 waiter.lead = False
@@ -752,16 +822,31 @@ class Client(_Peer):
         with self._signals:
             if not waiter.signalled:
                 waiter.signalled = True
-                waiter.lock.release()
+                if waiter.lock is not None:  # (else it is made free: _arm)
+                    waiter.lock.release()
 
-    def _lead(self, waiter: _Waiter | None, deadline: float | None) -> None:
+    def _read_for(self, waiter: _Waiter, deadline: float | None) -> None:
+        """``_read_until`` by a caller that took the reading lock, then the reading handed on."""
+        self._leading = waiter
+        try:
+            self._read_until(waiter, deadline)
+        finally:
+            self._leading = None
+            self._read_lock.release()
+            self._after_reading()
+
+    def _read_until(self, waiter: _Waiter | None, deadline: float | None) -> None:
         """Read for everyone until ``waiter`` has its response (``None``: until a caller needs the reading,
         the idle reader) or ``deadline`` passed, or the client closed or the server ended. Waits with
         ``poll`` on the pipe and the client's halt pipe, and reads only what has come, a read at a time,
-        until a whole message is here: half a message never holds a reader past its time."""
+        until a whole message is here: half a message never holds a reader past its time.
+
+        The path of a lone caller (one poll, one read, its own answer) is the one a ping-pong takes on every
+        call: ``poll``'s timeout computed inline, the one event of the pipe taken without a look at the
+        others, an answer given to ``_take_answer`` without ``_deliver``'s dispatch."""
         transport = self._transport
         poller = self._poller if waiter is not None else self._idle_poller
-        fd, wake = self._fd, self._pipes.get("wake", (-1, -1))[0]
+        fd, wake = self._fd, self._wake_fd
         while waiter is None or waiter.response is None:
             if self._closed is not None:
                 return
@@ -770,12 +855,18 @@ class Client(_Peer):
                 return
             try:
                 if not transport._has_buffered_message():
-                    timeout = _poll_ms(deadline)
-                    if timeout == 0:
-                        return
-                    events = poller.poll(timeout)
-                    if not events:
-                        return
+                    if deadline is None:
+                        events = poller.poll()
+                    else:
+                        timeout = math.ceil(max(0.0, deadline - time.monotonic()) * 1000)  # never just before it
+                        if timeout == 0:
+                            return
+                        events = poller.poll(timeout)
+                        if not events:
+                            return
+                    if len(events) == 1 and events[0][0] == fd:
+                        transport._read_available()
+                        continue
                     readable = False
                     for ready, _ in events:
                         if ready == wake:
@@ -795,7 +886,10 @@ class Client(_Peer):
             if message is None:
                 self._close_with(self._connection_closed("the server closed its output"))
                 return
-            self._deliver(message)
+            if type(message) is Response:
+                self._take_answer(message)
+            else:
+                self._deliver(message)
 
     def _read_remains(self) -> None:
         """The server ended: deliver what it left in its pipe (for at most ``_REMAINS_S`` and about
@@ -828,10 +922,16 @@ class Client(_Peer):
         self._after_reading()
 
     def _after_reading(self) -> None:
-        """Nobody reads now: hand the reading to a caller still waiting, else to the idle reader."""
-        if self._hand_on():
+        """Nobody reads now: hand the reading to a caller still waiting, else to the idle reader.
+
+        Looked at without the locks first, as the one reader leaving: a caller that registers as a sleeper
+        after the look finds the reading lock free and reads itself (``_wait_for``); a turn still set (the idle
+        reader has not taken it: it reads once it does, after this release) needs setting no more."""
+        if self._sleepers and self._hand_on():
             return
-        with self._idle:
+        if self._idle_turn and not self._idle_parked:
+            return
+        with self._idle_lock:
             self._idle_turn = True
             if self._idle_parked:
                 self._idle.notify()
@@ -840,7 +940,7 @@ class Client(_Peer):
         """Ask one waiting caller to read; ``False`` if none waits."""
         with self._signals:
             for waiter in self._sleepers.values():
-                if not waiter.signalled:
+                if not waiter.signalled and waiter.lock is not None:
                     waiter.lead = True
                     waiter.signalled = True
                     waiter.lock.release()
@@ -878,7 +978,7 @@ class Client(_Peer):
                 continue  # a caller reads: it gives the turn back when it leaves
             self._idle_reading = True
             try:
-                self._lead(None, None)
+                self._read_until(None, None)
             except Exception as exc:  # a delivery that fails: the client cannot go on
                 logger.exception("the client's reader stopped")
                 self._close_with(self._connection_closed(f"reading from the server failed: {exc!r}"))
@@ -893,9 +993,13 @@ class Client(_Peer):
             self._process.wait()
         self._exited = True
         self._output.stop()
+        if self._fd is None:  # the reader blocks on the pipe: it reads what the server left, to the end
+            self._reader.join(_REMAINS_S)  # (unless a child of the server holds the pipe open)
+            self._close_with(self._connection_closed("the server process ended"))
+            return
         self._poke("stop")
         self._poke("halt")
-        if self._fd is not None and self._read_lock.acquire(blocking=False):
+        if self._read_lock.acquire(blocking=False):
             try:
                 if self._closed is None:
                     self._read_remains()
@@ -907,7 +1011,7 @@ class Client(_Peer):
     def _read_all(self) -> None:
         cause = "the server closed its output"
         try:
-            while (message := self._transport._read_incoming()) is not None:
+            while self._closed is None and (message := self._transport._read_incoming()) is not None:
                 self._deliver(message)
         except Exception as exc:  # a stream that fails: the connection is as good as closed
             cause = f"reading from the server failed: {exc!r}"
@@ -915,10 +1019,27 @@ class Client(_Peer):
         if self._exited:
             cause = "the server process ended"
         self._close_with(self._connection_closed(cause))
+        if self._process is not None:
+            self._stream_ended(self._process.stdout)
+
+    def _read_stderr(self, tail: _StderrTail, stream: Any) -> None:
+        try:
+            _drain_stderr(tail, stream.fileno(), self._pipes.get("halt", (None,))[0])
+        finally:
+            if self._fd is None:
+                self._stream_ended(stream)
+
+    def _stream_ended(self, stream: Any) -> None:
+        """The portable path: a blocking reader read ``stream`` to its end; it closes it if ``close`` could not."""
+        with self._pipes_lock:
+            self._read_to_end.append(stream)
+            if self._left_to_readers:
+                _close_quietly(stream)
 
     def _resolve(self, waiter: _Waiter, response: Response | ConnectionClosed) -> None:
-        waiter.response = response
-        self._signal(waiter)
+        waiter.response = response  # first: a caller that leads looks at it before it stops leading
+        if waiter is not self._leading:  # the caller reading now sees it when its read returns
+            self._signal(waiter)
 
     def _run_later(self, callback: Callable[..., Any], args: tuple[Any, ...], call: int | None) -> None:
         self._dispatcher.add(callback, args, call)
@@ -979,11 +1100,22 @@ class Client(_Peer):
         if process is None:
             return
         ended = True
-        for thread in self._threads:
+        until = time.monotonic() + _CLOSE_JOIN_S  # one bound for all: blocked on a pipe a child of the server
+        for thread in self._threads:  # holds, each would wait it out (threads that block in a read)
             if thread is not threading.current_thread():
-                thread.join(_CLOSE_JOIN_S)
+                thread.join(_left(until))
                 ended = ended and not thread.is_alive()
-        ended = self._output.join(_CLOSE_JOIN_S) and ended
+        written = self._output.join(_left(until))
+        ended = written and ended
+        if self._fd is None:  # the portable path: stdin, if no blocked write holds it (the first try failed)
+            with self._output.exclusive(0) as idle:
+                if idle and written:
+                    _close_quietly(process.stdin)
+            if not ended:  # blocked reads on pipes a child of the server holds open
+                with self._pipes_lock:
+                    self._left_to_readers = True  # each closes its stream as it ends (_stream_ended)
+                    for stream in self._read_to_end:
+                        _close_quietly(stream)
         if ended:  # nothing of the client's uses its descriptors any more
             _close_quietly(process.stdout)
             _close_quietly(process.stderr)
@@ -1013,8 +1145,12 @@ def _pollable_fd(stream: Any) -> int | None:
     """The descriptor under ``stream`` (the transport's input) that a reader can wait on with ``poll``. A
     core's ``_read_available`` leaves nothing in the stream's own buffer (each read asks for more than that
     buffer holds, which ``readinto1`` reads past it: see ``rpcwire._contract.Transport``), so whatever the
-    core has not buffered itself is still behind the descriptor."""
-    return stream.fileno() if isinstance(stream, io.BufferedReader) else None
+    core has not buffered itself is still behind the descriptor. ``None`` where there is no ``select.poll``
+    (Windows, whose ``select`` waits on sockets only): the client then reads and writes with blocking calls
+    on threads of its own (the portable path), its callers waiting on those with their deadlines."""
+    if not hasattr(select, "poll") or not isinstance(stream, io.BufferedReader):
+        return None
+    return stream.fileno()
 
 
 def _drain_pipe(fd: int) -> None:
@@ -1029,12 +1165,17 @@ def _close_quietly(stream: Any) -> None:
             stream.close()
 
 
-def _drain_stderr(tail: _StderrTail, fd: int, halt_fd: int) -> None:
+def _drain_stderr(tail: _StderrTail, fd: int, halt_fd: int | None) -> None:
     """Read a spawned server's stderr (``fd``) into ``tail`` to its end, or, once the client halts, what is
-    there (a child of the server may hold the pipe open)."""
+    there (a child of the server may hold the pipe open). Without ``halt_fd`` (the portable path: no
+    ``poll``), with blocking reads to the end."""
     partial = b""
     left: int | None = None
     try:
+        if halt_fd is None:
+            while chunk := os.read(fd, 1 << 16):
+                partial = tail.feed(partial, chunk)
+            return
         os.set_blocking(fd, False)
         poller = select.poll()
         poller.register(fd, select.POLLIN)

@@ -55,11 +55,13 @@ def test_a_read_leaves_nothing_in_the_streams_own_buffer(impl: ModuleType, frami
         stream.close()
 
 
-def test_spawn_waits_on_the_pipe_with_either_core(impl: ModuleType) -> None:
-    """Both cores take the same reading path (the descriptor waited on), none a fallback of its own."""
+def test_spawn_waits_on_the_pipe_with_either_core(impl: ModuleType, reading: str) -> None:
+    """Both cores take the same reading path (the descriptor waited on where there is ``poll``, else the
+    portable one), none a fallback of its own."""
     script = "import sys\nfor line in sys.stdin.buffer: pass\n"
     with impl.Client.spawn([sys.executable, "-c", script], timeout=20) as client:
-        assert client._fd is not None
+        assert (client._fd is not None) == (reading == "poll")
+        assert ("halt" in client._pipes) == (reading == "poll")  # the portable path makes no pipes of its own
         client.notify("anything")
 
 
@@ -83,6 +85,7 @@ def test_a_blank_line_alone_is_no_buffered_message(impl: ModuleType) -> None:
         assert transport._read_incoming() is None
 
 
+@pytest.mark.usefixtures("reading")
 def test_a_timed_call_is_not_held_past_its_deadline_by_a_blank_line(impl: ModuleType) -> None:
     """A server that writes a blank line and then nothing: the call times out at its deadline."""
     script = "import sys, time; sys.stdin.readline(); sys.stdout.write('\\n'); sys.stdout.flush(); time.sleep(30)"
