@@ -24,6 +24,7 @@ import io
 import logging
 import os
 import subprocess
+import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any
@@ -224,7 +225,7 @@ class AsyncClient(_Peer):
         if self._closed is not None:
             raise self._closed
         timeout = self._timeout if timeout is None else timeout
-        deadline = _deadline(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
         id_, line = self._request_line(method, params, on_progress)
         future: asyncio.Future[Response | ConnectionClosed] = self._loop.create_future()
         self._pending[id_] = future
@@ -232,7 +233,13 @@ class AsyncClient(_Peer):
         timer = None
         try:
             _check_outgoing(line, self._limits)
-            await self._send(line, deadline, [id_], sent)
+            if self._output.get_write_buffer_size() > _WRITE_BUFFER:
+                await self._send(line, deadline, [id_], sent)
+            else:  # the usual case, without a coroutine of its own
+                try:
+                    self._put(line, [id_], sent)
+                except (ConnectionError, RuntimeError) as exc:  # RuntimeError: a closed transport
+                    await self._input_closed(exc)
             if deadline is not None:  # a timer, not wait_for: that would take one more loop iteration
                 timer = self._loop.call_later(_left(deadline), _expire, future)
             response = await future
@@ -304,9 +311,13 @@ class AsyncClient(_Peer):
                 await self._drained(deadline)
             self._put(line, ids, sent)
         except (ConnectionError, RuntimeError) as exc:  # RuntimeError: a closed transport
-            self._close_with(await self._connection_closed(f"the server's input is closed ({exc})"))
-            assert self._closed is not None
-            raise self._closed from None
+            await self._input_closed(exc)
+
+    async def _input_closed(self, exc: BaseException) -> None:
+        """The server's input is gone: the client closes (with the server's exit, if it is one) and raises."""
+        self._close_with(await self._connection_closed(f"the server's input is closed ({exc})"))
+        assert self._closed is not None
+        raise self._closed from None
 
     async def _drained(self, deadline: float | None) -> None:
         """Until the transport's buffer drained (one wait shared by every waiter), or ``TimeoutError``; a
@@ -328,7 +339,7 @@ class AsyncClient(_Peer):
 
     def _put(self, line: bytes, ids: Sequence[int], sent: list[_Sent]) -> None:
         """Hand one message to the transport's buffer (never waits), after its place in the ledger."""
-        self._on_start(line, ids, sent)()
+        self._written(line, ids, sent)
         self._output.write(self._core._encode_frame(line) if self._framing == "content-length" else line + b"\n")
 
     # --- reading ---------------------------------------------------------------------------------
@@ -339,37 +350,34 @@ class AsyncClient(_Peer):
         out, at once: an answer resolves its call's future here. A failure to deliver ends the client."""
         if self._read_over:
             return
+        decoder = self._decoder
         try:
-            self._decoder.feed(chunk)
-            self._deliver_decoded()
+            if chunk:
+                decoder.feed(chunk)
+            else:
+                decoder.close()
+            while (message := decoder.next()) is not None:
+                if isinstance(message, Refused):  # over max_message_bytes, as it arrived; a frame unread
+                    logger.warning("dropped a message from the server: %s", message.reason)
+                    continue
+                parsed = self._core._parse_incoming(message, self._max_depth)
+                if type(parsed) is Response:
+                    self._take_answer(parsed)
+                else:
+                    self._deliver((parsed, message) if isinstance(parsed, str) else parsed)
         except Exception as exc:  # a delivery that fails: the client cannot go on
             logger.exception("the client's reader stopped")
             self._output_ended(f"reading from the server failed: {exc!r}")
 
-    def _deliver_decoded(self) -> None:
-        """Every message the decoder holds, delivered; one it drops (over ``max_message_bytes``, as it
-        arrives; a frame that cannot be read) is logged."""
-        decoder = self._decoder
-        core = self._core
-        while (message := decoder.next()) is not None:
-            if isinstance(message, Refused):
-                logger.warning("dropped a message from the server: %s", message.reason)
-                continue
-            parsed = core._parse_incoming(message, self._max_depth)
-            self._deliver((parsed, message) if isinstance(parsed, str) else parsed)
-
     def _output_ended(self, cause: str) -> None:
         """The server's output ended (``_EOF``) or reading it failed: what the decoder still holds is
-        delivered (at the end), then the client closes with ``cause``."""
+        delivered (the end fed as ``b""``), then the client closes with ``cause``."""
         if self._read_over:
             return
         if cause == _EOF:
-            try:
-                self._decoder.close()
-                self._deliver_decoded()
-            except Exception as exc:
-                logger.exception("the client's reader stopped")
-                cause = f"reading from the server failed: {exc!r}"
+            self._received(b"")
+            if self._read_over:  # that failed, and closed the client with why
+                return
         self._read_over = True
         self._keep(self._loop.create_task(self._close_reading(cause)))
 
