@@ -374,7 +374,8 @@ def baseline_run(baseline: str, kind: str, calls: int) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([baseline, pythonpath]), _SERVER_PYTHONPATH: pythonpath}
     command = [sys.executable, __file__, "--worker", kind, "--calls", str(calls)]
     done = subprocess.run(command, env=env, stdout=subprocess.PIPE, check=True, timeout=600)
-    return json.loads(done.stdout.splitlines()[-1])
+    figures: dict[str, float] = json.loads(done.stdout.splitlines()[-1])
+    return figures
 
 
 def bench_pipes(calls: int, repeats: int, baseline: str | None) -> None:

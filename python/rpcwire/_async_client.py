@@ -25,7 +25,7 @@ import logging
 import os
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -97,6 +97,9 @@ class AsyncClient(_Peer):
     reads (through the core's own framing decoder, ``FrameDecoder``: the transport's very rules), and what it
     checks its messages against before it sends them."""
 
+    _output: asyncio.WriteTransport  # where messages are written: the stream's transport, or the stdin pipe's
+    _output_drained: Callable[[], Coroutine[Any, Any, None]]  # until that transport's buffer drained
+
     def __init__(
         self,
         reader: asyncio.StreamReader,
@@ -141,8 +144,6 @@ class AsyncClient(_Peer):
         self._framing = framing
         self._decoder = self._core.FrameDecoder(framing, max_message_bytes=self._limits[0])
         self._loop = asyncio.get_running_loop()
-        self._output: asyncio.WriteTransport
-        self._output_drained: Callable[[], Awaitable[None]]
         self._process: asyncio.subprocess.Process | None = None
         self._exited: asyncio.Future[None] | None = None
         self._stderr_tail: _StderrTail | None = None

@@ -50,11 +50,13 @@ from rpcwire._types import (
     error_from_object,
 )
 
-try:  # the native core's, so that importing rpcwire imports no module of rpcwire.pure; the same answers
-    from rpcwire._rpcwire import _encode_frame as encode_frame  # noqa: F401 - for _client, _async_client, lsp
-    from rpcwire._rpcwire import _nests_deeper as nests_deeper
+try:  # the native core's, so that importing rpcwire imports no module of rpcwire.pure (the same answers)
+    from rpcwire._rpcwire import _encode_frame, _nests_deeper
 except ImportError:  # pragma: no cover - a build without the native module
-    from rpcwire.pure.codec import nests_deeper
+    from rpcwire.pure import _encode_frame, _nests_deeper
+
+encode_frame = _encode_frame  # a message's Content-Length frame, for Client and rpcwire.lsp
+nests_deeper = _nests_deeper
 
 logger: logging.Logger = logging.getLogger("rpcwire.client")
 

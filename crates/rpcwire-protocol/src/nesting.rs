@@ -89,11 +89,7 @@ fn take_innermost(brackets: &mut Vec<u8>) {
 }
 
 fn longest_opening_run(brackets: &[u8]) -> usize {
-    brackets
-        .split(|&bracket| bracket == b']')
-        .map(<[u8]>::len)
-        .max()
-        .unwrap_or(0)
+    brackets.split(|&bracket| bracket == b']').map(<[u8]>::len).max().unwrap_or(0)
 }
 
 #[cfg(test)]
