@@ -175,7 +175,13 @@ class AsyncClient(_Peer):
     ) -> AsyncClient:
         """Start ``argv`` and talk to it over its stdin and stdout (see :meth:`Client.spawn`)."""
         _check_dialect(dialect)
-        _checked_limits(cls._core, max_message_bytes, max_depth, max_batch, framing)
+        limits: dict[str, Any] = {
+            "max_message_bytes": max_message_bytes,
+            "max_depth": max_depth,
+            "max_batch": max_batch,
+            "framing": framing,
+        }
+        _checked_limits(cls._core, **limits)
         loop = asyncio.get_running_loop()
         tail = _StderrTail()
         transport, pipes = await loop.subprocess_exec(
@@ -187,16 +193,8 @@ class AsyncClient(_Peer):
             cwd=cwd,
             env=env,
         )
-        client = cls.__new__(cls)
-        client._prepare(
-            handler,
-            dialect,
-            timeout,
-            max_message_bytes=max_message_bytes,
-            max_depth=max_depth,
-            max_batch=max_batch,
-            framing=framing,
-        )
+        client = cls.__new__(cls)  # not __init__: no streams, the pipes below instead
+        client._prepare(handler, dialect, timeout, **limits)
         client._process = asyncio.subprocess.Process(transport, pipes, loop)  # its wait(), kill(), returncode
         client._exited = pipes.exited
         client._stderr_tail = tail
