@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import functools
 import http.client
+import json
 import os
 import socket
 import statistics
@@ -160,6 +161,48 @@ class RpcwireClient:
         self.client.close()
 
 
+class AsyncOrjsonClient:
+    """A hand-written asyncio client: the server's stdout read by a protocol (``data_received`` splits lines,
+    ``orjson.loads``, resolves the call's future), ``orjson.dumps`` written to the stdin pipe's transport:
+    what asyncio itself costs a call, the floor of any asyncio client."""
+
+    def __init__(self, process: subprocess.Popen[bytes], write: Any, pending: dict[int, Any]) -> None:
+        self._process = process
+        self._write = write
+        self._pending = pending
+        self._ids = iter(range(1, 1 << 62))
+
+    @classmethod
+    async def spawn(cls, argv: list[str]) -> AsyncOrjsonClient:
+        loop = asyncio.get_running_loop()
+        process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        pending: dict[int, asyncio.Future[Any]] = {}
+
+        class Answers(asyncio.Protocol):
+            rest = b""
+
+            def data_received(self, data: bytes) -> None:
+                lines = (self.rest + data).split(b"\n")
+                self.rest = lines.pop()
+                for line in lines:
+                    answer = orjson.loads(line)
+                    pending.pop(answer["id"]).set_result(answer["result"])
+
+        await loop.connect_read_pipe(Answers, process.stdout)
+        stdin, _ = await loop.connect_write_pipe(asyncio.Protocol, process.stdin)
+        return cls(process, stdin.write, pending)
+
+    async def call(self, method: str, params: Any) -> Any:
+        id_ = next(self._ids)
+        future = self._pending[id_] = asyncio.get_running_loop().create_future()
+        self._write(orjson.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": params}) + b"\n")
+        return await future
+
+    async def close(self) -> None:
+        self._process.kill()
+        await asyncio.to_thread(self._process.wait)
+
+
 PIPE_CLIENTS: dict[str, Callable[[], Any]] = {
     "floor (os.read/os.write)": FloorClient,
     "orjson, hand-written": OrjsonClient,
@@ -173,7 +216,11 @@ PIPELINED_CLIENTS: dict[str, Callable[[], Any]] = {
     "rpcwire.Client": lambda: RpcwireClient(rpcwire),
     "rpcwire.pure.Client": lambda: RpcwireClient(rpcwire.pure),
 }
-ASYNC_CLIENTS = {"rpcwire.AsyncClient": rpcwire.AsyncClient, "rpcwire.pure.AsyncClient": rpcwire.pure.AsyncClient}
+ASYNC_CLIENTS = {
+    "asyncio + orjson, hand-written": AsyncOrjsonClient,
+    "rpcwire.AsyncClient": rpcwire.AsyncClient,
+    "rpcwire.pure.AsyncClient": rpcwire.pure.AsyncClient,
+}
 
 
 # --- measuring -----------------------------------------------------------------------------------
@@ -296,7 +343,42 @@ def print_tables(
         print(f"| {name} | {m['calls/s']:,.0f} | {m['cpu']:.1f} |")
 
 
-def bench_pipes(calls: int, repeats: int) -> None:
+# --- the baseline build (--baseline DIR): its clients in a process of their own -------------------------
+
+BASELINE_RUNS = ("sync-ping-pong", "async-ping-pong", "sync-pipelined", "async-concurrent")
+_SERVER_PYTHONPATH = "CLIENT_BENCH_SERVER_PYTHONPATH"  # the worker's servers import this checkout's rpcwire
+
+
+def worker_run(kind: str, calls: int) -> dict[str, float]:
+    """One measurement of ``kind`` (``BASELINE_RUNS``) with the ``rpcwire`` this process imported."""
+    if kind == "sync-ping-pong":
+        client = RpcwireClient(rpcwire)
+        try:
+            with one_cpu(client.process.pid):
+                return ping_pong(client, calls)
+        finally:
+            client.close()
+    if kind == "sync-pipelined":
+        client = RpcwireClient(rpcwire)
+        try:
+            return pipelined(client.call, calls)
+        finally:
+            client.close()
+    return asyncio.run(async_run(rpcwire.AsyncClient, calls, concurrent=kind == "async-concurrent"))
+
+
+def baseline_run(baseline: str, kind: str, calls: int) -> dict[str, float]:
+    """``worker_run`` in a process that imports the baseline build (two native modules cannot share one); its
+    server is this checkout's, as every other client's."""
+    pythonpath = os.environ.get("PYTHONPATH", "")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([baseline, pythonpath]), _SERVER_PYTHONPATH: pythonpath}
+    command = [sys.executable, __file__, "--worker", kind, "--calls", str(calls)]
+    done = subprocess.run(command, env=env, stdout=subprocess.PIPE, check=True, timeout=600)
+    figures: dict[str, float] = json.loads(done.stdout.splitlines()[-1])
+    return figures
+
+
+def bench_pipes(calls: int, repeats: int, baseline: str | None) -> None:
     rows: dict[str, list[dict[str, float]]] = {}
     concurrent: dict[str, list[dict[str, float]]] = {}
     for _ in range(repeats):  # interleaved: each repeat runs every client once
@@ -307,16 +389,28 @@ def bench_pipes(calls: int, repeats: int) -> None:
                     rows.setdefault(name, []).append(ping_pong(client, calls))
             finally:
                 client.close()
+            if baseline and name == "rpcwire.Client":
+                rows.setdefault(f"{name}@baseline", []).append(baseline_run(baseline, "sync-ping-pong", calls))
         for name, cls in ASYNC_CLIENTS.items():
             rows.setdefault(name, []).append(asyncio.run(async_run(cls, calls, concurrent=False)))
+            if baseline and name == "rpcwire.AsyncClient":
+                rows.setdefault(f"{name}@baseline", []).append(baseline_run(baseline, "async-ping-pong", calls))
         for name, make in PIPELINED_CLIENTS.items():
             client = make()
             try:
                 concurrent.setdefault(name, []).append(pipelined(client.call, calls * 2))
             finally:
                 client.close()
+            if baseline and name == "rpcwire.Client":
+                concurrent.setdefault(f"{name}@baseline", []).append(
+                    baseline_run(baseline, "sync-pipelined", calls * 2)
+                )
         for name, cls in ASYNC_CLIENTS.items():
             concurrent.setdefault(name, []).append(asyncio.run(async_run(cls, calls * 2, concurrent=True)))
+            if baseline and name == "rpcwire.AsyncClient":
+                concurrent.setdefault(f"{name}@baseline", []).append(
+                    baseline_run(baseline, "async-concurrent", calls * 2)
+                )
     print_tables(
         f"Pipes: ping-pong ({calls} calls, one CPU), median of {repeats}",
         rows,
@@ -499,10 +593,23 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=5_000, help="calls per measurement (default 5,000)")
     parser.add_argument("--repeats", type=int, default=3, help="repeats, interleaved (default 3)")
     parser.add_argument("--only", default="pipes,http,mcp", help="any of pipes, http, mcp (default: all)")
+    parser.add_argument(
+        "--baseline",
+        metavar="DIR",
+        help="another build (DIR holds its rpcwire package with its native module): its Client and AsyncClient "
+        "measured beside the others over pipes, as rpcwire.Client@baseline and rpcwire.AsyncClient@baseline",
+    )
+    parser.add_argument("--worker", choices=BASELINE_RUNS, help=argparse.SUPPRESS)  # baseline_run's process
     args = parser.parse_args()
+    if args.worker:
+        os.environ["PYTHONPATH"] = os.environ.pop(_SERVER_PYTHONPATH, "")
+        print(json.dumps(worker_run(args.worker, args.calls)))
+        return
     print(f"rpcwire {rpcwire.__file__} native={rpcwire.NATIVE}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    if args.baseline:
+        print(f"baseline: {Path(args.baseline).resolve()}")
     if "pipes" in args.only:
-        bench_pipes(args.calls, args.repeats)
+        bench_pipes(args.calls, args.repeats, args.baseline and str(Path(args.baseline).resolve()))
     if "http" in args.only:
         with tempfile.TemporaryDirectory() as tmp:
             bench_http(max(500, args.calls // 5), args.repeats, Path(tmp))

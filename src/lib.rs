@@ -42,6 +42,8 @@ fn _rpcwire(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(dispatch::dispatch, module)?)?;
     module.add_function(wrap_pyfunction!(request::read_text_object, module)?)?;
     module.add_function(wrap_pyfunction!(outgoing::_encode_request, module)?)?;
+    module.add_function(wrap_pyfunction!(outgoing::_encode_frame, module)?)?;
+    module.add_function(wrap_pyfunction!(outgoing::_nests_deeper, module)?)?;
     module.add_function(wrap_pyfunction!(reply::_parse_incoming, module)?)?;
     Ok(())
 }

@@ -1,5 +1,9 @@
 //! The messages rpcwire starts, as opposed to the answers it gives (`answer`): a client's requests and
-//! notifications (`_encode_request`) and a server's notifications (`StdioTransport.write_notification`).
+//! notifications (`_encode_request`) and a server's notifications (`StdioTransport.write_notification`);
+//! and what the clients (and `rpcwire.lsp`) do to a message before they send it: its `Content-Length`
+//! frame (`_encode_frame`) and the check of its nesting against the server's `max_depth`
+//! (`_nests_deeper`), the protocol crate's own rules bound here so that importing `rpcwire` needs no
+//! module of `rpcwire.pure`.
 //!
 //! Each is `json.dumps(..., separators=(",", ":"))` of the same dict, member by member, as
 //! `rpcwire.pure` writes it; what cannot be encoded is the encoder's error, and the buffer is left as it
@@ -7,6 +11,9 @@
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+
+use rpcwire_protocol::framing::Framing;
+use rpcwire_protocol::nesting;
 
 use crate::answer::{whole, RESPONSE_END, RESPONSE_START};
 use crate::codec;
@@ -67,4 +74,20 @@ pub(crate) fn call(
         out.extend_from_slice(RESPONSE_END);
         Ok(())
     })
+}
+
+/// One `Content-Length` frame: the header (`Content-Length: N\r\n\r\n`, `N` counting bytes) and `body`,
+/// as the transport frames what it writes.
+#[pyfunction]
+pub(crate) fn _encode_frame<'py>(py: Python<'py>, body: &[u8]) -> Bound<'py, PyBytes> {
+    let mut frame = Vec::with_capacity(body.len() + 32);
+    Framing::ContentLength.frame_into(body, &mut frame);
+    PyBytes::new(py, &frame)
+}
+
+/// Whether arrays and objects nest deeper than `max_depth` in the JSON text `line` (its strings'
+/// brackets not counted), as a server counts them: the envelope and a batch's array included.
+#[pyfunction]
+pub(crate) fn _nests_deeper(line: &[u8], max_depth: i64) -> bool {
+    nesting::nests_deeper(line, max_depth)
 }

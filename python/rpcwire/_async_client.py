@@ -2,10 +2,17 @@
 
 What every client shares (ids, matching answers, the server's own traffic, the dialects) is the
 :class:`~rpcwire._peer._Peer` it builds on; here is how a client on an event loop writes and reads. Any number
-of calls may be in flight at once: each message goes into the stream's buffer whole (a call waits, within its
-deadline, while the buffer is full); one task reads every message and delivers it. Notification callbacks run
-on a dispatcher task (an ``async def`` callback awaited), the server's own requests on tasks, a bounded number
-at once. ``rpcwire.AsyncClient`` and ``rpcwire.pure.AsyncClient`` are this class bound to either core.
+of calls may be in flight at once: each message goes into the transport's buffer whole (a call waits, within
+its deadline, while the buffer is full). Notification callbacks run on a dispatcher task (an ``async def``
+callback awaited), the server's own requests on tasks, a bounded number at once. ``rpcwire.AsyncClient`` and
+``rpcwire.pure.AsyncClient`` are this class bound to either core.
+
+A spawned server is read where its output arrives: the protocol of its stdout pipe (:class:`_Stdout`) feeds
+each chunk to the core's framing decoder and delivers every message in it at once, so an answer resolves its
+call's future in the event loop's iteration that read it, and the call's task resumes in the next one (two
+iterations a call; asyncio's subprocess protocol would hand each chunk on one iteration later, and a reader
+task reading a ``StreamReader`` takes one more). Over a caller's own streams a task reads the
+``StreamReader`` and feeds the same routine (:meth:`AsyncClient._received`).
 """
 
 from __future__ import annotations
@@ -17,7 +24,8 @@ import io
 import logging
 import os
 import subprocess
-from collections.abc import Callable, Iterable, Sequence
+import time
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -53,13 +61,13 @@ from rpcwire._types import (
     Request,
     Response,
 )
-from rpcwire.pure.framing import encode_frame
 
 __all__ = ["AsyncClient"]
 
 logger: logging.Logger = logging.getLogger("rpcwire.client")
 
 _WRITE_BUFFER = 64 * 1024  # AsyncClient: a call waits (within its deadline) for the buffer to drain below this
+_EOF = "the server closed its output"
 
 
 def _checked_limits(
@@ -76,12 +84,21 @@ def _checked_limits(
     )._limits
 
 
+def _expire(waiter: asyncio.Future[Any]) -> None:
+    """A call's deadline passed: its waiter ends with ``TimeoutError`` (unless it was answered)."""
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())
+
+
 class AsyncClient(_Peer):
     """The asyncio client: ``AsyncClient(reader, writer)`` over asyncio streams, or :meth:`spawn`. Calls
     are coroutines; any number may be in flight at once. ``max_message_bytes``, ``max_depth``, ``max_batch``
     and ``framing`` are those of ``StdioTransport`` (checked alike, with the same errors): what the client
     reads (through the core's own framing decoder, ``FrameDecoder``: the transport's very rules), and what it
     checks its messages against before it sends them."""
+
+    _output: asyncio.WriteTransport  # where messages are written: the stream's transport, or the stdin pipe's
+    _output_drained: Callable[[], Coroutine[Any, Any, None]]  # until that transport's buffer drained
 
     def __init__(
         self,
@@ -95,21 +112,42 @@ class AsyncClient(_Peer):
         max_depth: int = DEFAULT_MAX_DEPTH,
         max_batch: int | None = DEFAULT_MAX_BATCH,
         framing: Framing = "newline",
-        _process: asyncio.subprocess.Process | None = None,
-        _exited: asyncio.Future[None] | None = None,
-        _stderr_tail: _StderrTail | None = None,
     ) -> None:
+        self._prepare(
+            handler,
+            dialect,
+            timeout,
+            max_message_bytes=max_message_bytes,
+            max_depth=max_depth,
+            max_batch=max_batch,
+            framing=framing,
+        )
+        self._output = writer.transport
+        self._output_drained = writer.drain
+        self._keep(self._loop.create_task(self._read_stream(reader)))
+
+    def _prepare(
+        self,
+        handler: Handler | None,
+        dialect: str,
+        timeout: float | None,
+        *,
+        max_message_bytes: int,
+        max_depth: int,
+        max_batch: int | None,
+        framing: Framing,
+    ) -> None:
+        """What every client on a loop starts with, before it is given its way to write and read."""
         super().__init__(handler, dialect, timeout)
-        self._exited = _exited
         self._limits = _checked_limits(self._core, max_message_bytes, max_depth, max_batch, framing)
         self._max_depth = self._limits[1]
         self._framing = framing
-        self._stream_reader = reader
-        self._writer = writer
-        self._process = _process
-        self._stderr_tail = _stderr_tail
-        self._stderr_task: asyncio.Task[None] | None = None
+        self._decoder = self._core.FrameDecoder(framing, max_message_bytes=self._limits[0])
         self._loop = asyncio.get_running_loop()
+        self._process: asyncio.subprocess.Process | None = None
+        self._exited: asyncio.Future[None] | None = None
+        self._stderr_tail: _StderrTail | None = None
+        self._stderr_ended: asyncio.Future[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._callbacks = _Callbacks()
         self._dispatching: asyncio.Task[None] | None = None
@@ -117,9 +155,8 @@ class AsyncClient(_Peer):
         self._handler_slots = asyncio.Semaphore(_HANDLERS)
         self._serving = 0  # the server's requests handled or waiting for a slot
         self._draining: asyncio.Task[None] | None = None
-        self._reading = self._loop.create_task(self._read_all())
-        if _exited is not None:
-            self._keep(self._loop.create_task(self._watch_exit()))
+        self._read_over = False  # the server's output ended (or reading it failed): what comes is ignored
+        self._reading: asyncio.Future[None] = self._loop.create_future()  # done once that end closed the client
 
     @classmethod
     async def spawn(
@@ -138,10 +175,17 @@ class AsyncClient(_Peer):
     ) -> AsyncClient:
         """Start ``argv`` and talk to it over its stdin and stdout (see :meth:`Client.spawn`)."""
         _check_dialect(dialect)
-        _checked_limits(cls._core, max_message_bytes, max_depth, max_batch, framing)
+        limits: dict[str, Any] = {
+            "max_message_bytes": max_message_bytes,
+            "max_depth": max_depth,
+            "max_batch": max_batch,
+            "framing": framing,
+        }
+        _checked_limits(cls._core, **limits)
         loop = asyncio.get_running_loop()
-        transport, protocol = await loop.subprocess_exec(
-            lambda: _ProcessProtocol(loop),
+        tail = _StderrTail()
+        transport, pipes = await loop.subprocess_exec(
+            lambda: _ServerPipes(loop, tail),
             *argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -149,25 +193,18 @@ class AsyncClient(_Peer):
             cwd=cwd,
             env=env,
         )
-        process = asyncio.subprocess.Process(transport, protocol, loop)  # what create_subprocess_exec makes
-        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
-        tail = _StderrTail()
-        client = cls(
-            process.stdout,
-            process.stdin,
-            handler=handler,
-            dialect=dialect,
-            timeout=timeout,
-            max_message_bytes=max_message_bytes,
-            max_depth=max_depth,
-            max_batch=max_batch,
-            framing=framing,
-            _process=process,
-            _exited=protocol.exited,
-            _stderr_tail=tail,
-        )
-        client._stderr_task = loop.create_task(_drain_stderr(tail, process.stderr))
-        client._keep(client._stderr_task)
+        client = cls.__new__(cls)  # not __init__: no streams, the pipes below instead
+        client._prepare(handler, dialect, timeout, **limits)
+        client._process = asyncio.subprocess.Process(transport, pipes, loop)  # its wait(), kill(), returncode
+        client._exited = pipes.exited
+        client._stderr_tail = tail
+        client._stderr_ended = pipes.stderr_ended
+        stdin = transport.get_pipe_transport(0)
+        assert isinstance(stdin, asyncio.WriteTransport)
+        client._output = stdin
+        client._output_drained = pipes.drained
+        pipes.attach(client, transport.get_pipe_transport(1))
+        client._keep(loop.create_task(client._watch_exit()))
         return client
 
     def _keep(self, task: asyncio.Task[Any]) -> None:
@@ -187,15 +224,24 @@ class AsyncClient(_Peer):
         if self._closed is not None:
             raise self._closed
         timeout = self._timeout if timeout is None else timeout
-        deadline = _deadline(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
         id_, line = self._request_line(method, params, on_progress)
         future: asyncio.Future[Response | ConnectionClosed] = self._loop.create_future()
         self._pending[id_] = future
         sent: list[_Sent] = []
+        timer = None
         try:
             _check_outgoing(line, self._limits)
-            await self._send(line, deadline, [id_], sent)
-            response = await asyncio.wait_for(future, _left(deadline))
+            if self._output.get_write_buffer_size() > _WRITE_BUFFER:
+                await self._send(line, deadline, [id_], sent)
+            else:  # the usual case, without a coroutine of its own
+                try:
+                    self._put(line, [id_], sent)
+                except (ConnectionError, RuntimeError) as exc:  # RuntimeError: a closed transport
+                    await self._input_closed(exc)
+            if deadline is not None:  # a timer, not wait_for: that would take one more loop iteration
+                timer = self._loop.call_later(_left(deadline), _expire, future)
+            response = await future
         except BaseException as exc:
             timed_out = isinstance(exc, (asyncio.TimeoutError, TimeoutError))
             self._abandon([id_], sent, "timeout" if timed_out else "cancelled")
@@ -203,6 +249,9 @@ class AsyncClient(_Peer):
                 detail = f" ({exc})" if str(exc) else ""
                 raise TimeoutError(f"no answer to {method!r} (id {id_}) within {timeout} s{detail}") from None
             raise
+        finally:
+            if timer is not None:
+                timer.cancel()
         if on_progress is not None:
             await self._progress_reported(id_, deadline)
         if isinstance(response, ConnectionClosed):
@@ -252,75 +301,106 @@ class AsyncClient(_Peer):
         return outcomes
 
     async def _send(self, line: bytes, deadline: float | None, ids: Sequence[int], sent: list[_Sent]) -> None:
-        """Hand one message to the stream, once its buffer holds less than ``_WRITE_BUFFER`` (waiting for
+        """Hand one message to the transport, once its buffer holds less than ``_WRITE_BUFFER`` (waiting for
         that until ``deadline``: ``TimeoutError``, nothing sent); ``ids``: the calls it makes."""
         if self._closed is not None:
             raise self._closed
         try:
-            if self._writer.transport.get_write_buffer_size() > _WRITE_BUFFER:
+            if self._output.get_write_buffer_size() > _WRITE_BUFFER:
                 await self._drained(deadline)
             self._put(line, ids, sent)
         except (ConnectionError, RuntimeError) as exc:  # RuntimeError: a closed transport
-            self._close_with(await self._connection_closed(f"the server's input is closed ({exc})"))
-            assert self._closed is not None
-            raise self._closed from None
+            await self._input_closed(exc)
+
+    async def _input_closed(self, exc: BaseException) -> None:
+        """The server's input is gone: the client closes (with the server's exit, if it is one) and raises."""
+        self._close_with(await self._connection_closed(f"the server's input is closed ({exc})"))
+        assert self._closed is not None
+        raise self._closed from None
 
     async def _drained(self, deadline: float | None) -> None:
-        """Until the stream's buffer drained (one ``drain`` shared by every waiter), or ``TimeoutError``."""
+        """Until the transport's buffer drained (one wait shared by every waiter), or ``TimeoutError``; a
+        server whose input is gone closes the client (``ConnectionClosed``)."""
         if self._draining is None or self._draining.done():
-            self._draining = self._loop.create_task(self._writer.drain())
+            self._draining = self._loop.create_task(self._output_drained())
             self._draining.add_done_callback(lambda task: task.cancelled() or task.exception())
         try:
             await asyncio.wait_for(asyncio.shield(self._draining), _left(deadline))
         except asyncio.TimeoutError:
             raise TimeoutError("not sent: the server read nothing until the deadline") from None
+        if self._closed is not None:
+            raise self._closed
 
     def _send_cancel(self, line: bytes) -> None:
-        """Into the stream's buffer: it never waits."""
+        """Into the transport's buffer: it never waits."""
         with contextlib.suppress(Exception):
             self._put(line, [], [])
 
     def _put(self, line: bytes, ids: Sequence[int], sent: list[_Sent]) -> None:
-        """Hand one message to the stream's buffer (never waits), after its place in the ledger."""
-        self._on_start(line, ids, sent)()
-        self._writer.write(encode_frame(line) if self._framing == "content-length" else line + b"\n")
+        """Hand one message to the transport's buffer (never waits), after its place in the ledger."""
+        self._written(line, ids, sent)
+        self._output.write(self._core._encode_frame(line) if self._framing == "content-length" else line + b"\n")
 
     # --- reading ---------------------------------------------------------------------------------
 
-    async def _read_all(self) -> None:
-        cause = "the server closed its output"
+    def _received(self, chunk: bytes) -> None:
+        """Feed a chunk of the server's output to the core's framing decoder (``StdioTransport``'s rules:
+        lines, or ``framing="content-length"`` frames read tolerantly) and deliver every message it hands
+        out, at once: an answer resolves its call's future here. A failure to deliver ends the client."""
+        if self._read_over:
+            return
+        decoder = self._decoder
         try:
-            await self._read_messages()
-        except Exception as exc:  # a stream that fails, or a delivery that does: the client cannot go on
-            cause = f"reading from the server failed: {exc!r}"
-            logger.exception("the client's reader stopped")
-        self._close_with(await self._connection_closed(cause))
-
-    async def _read_messages(self) -> None:
-        """Feed what the stream gives to the core's framing decoder (``StdioTransport``'s rules: lines, or
-        ``framing="content-length"`` frames read tolerantly) and deliver every message it hands out: one
-        wake-up of this task per chunk, not per message, which is what many answers in flight at once cost.
-        A message the decoder drops (over ``max_message_bytes``, as it arrives; a frame that cannot be read)
-        is logged."""
-        decoder = self._core.FrameDecoder(self._framing, max_message_bytes=self._limits[0])
-        while True:
-            chunk = await self._stream_reader.read(1 << 16)
             if chunk:
                 decoder.feed(chunk)
             else:
                 decoder.close()
             while (message := decoder.next()) is not None:
-                if isinstance(message, Refused):
+                if isinstance(message, Refused):  # over max_message_bytes, as it arrived; a frame unread
                     logger.warning("dropped a message from the server: %s", message.reason)
                     continue
                 parsed = self._core._parse_incoming(message, self._max_depth)
-                self._deliver((parsed, message) if isinstance(parsed, str) else parsed)
-            if not chunk:
+                if type(parsed) is Response:
+                    self._take_answer(parsed)
+                else:
+                    self._deliver((parsed, message) if isinstance(parsed, str) else parsed)
+        except Exception as exc:  # a delivery that fails: the client cannot go on
+            logger.exception("the client's reader stopped")
+            self._output_ended(f"reading from the server failed: {exc!r}")
+
+    def _output_ended(self, cause: str) -> None:
+        """The server's output ended (``_EOF``) or reading it failed: what the decoder still holds is
+        delivered (the end fed as ``b""``), then the client closes with ``cause``."""
+        if self._read_over:
+            return
+        if cause == _EOF:
+            self._received(b"")
+            if self._read_over:  # that failed, and closed the client with why
                 return
+        self._read_over = True
+        self._keep(self._loop.create_task(self._close_reading(cause)))
+
+    async def _close_reading(self, cause: str) -> None:
+        try:
+            self._close_with(await self._connection_closed(cause))
+        finally:
+            if not self._reading.done():
+                self._reading.set_result(None)
+
+    async def _read_stream(self, reader: asyncio.StreamReader) -> None:
+        """A caller's own stream: its chunks as they come, to :meth:`_received`."""
+        try:
+            while not self._read_over and (chunk := await reader.read(1 << 16)):
+                self._received(chunk)
+        except Exception as exc:  # a stream that fails
+            logger.exception("the client's reader stopped")
+            self._output_ended(f"reading from the server failed: {exc!r}")
+        else:
+            self._output_ended(_EOF)
 
     async def _watch_exit(self) -> None:
         """A spawned server's exit: what it left in its pipes is read (for at most ``_REMAINS_S``), then its
-        pipes are closed, so that the reader ends even while a child of the server still holds them."""
+        pipes are closed, so that the reading ends even while a child of the server still holds them."""
         assert self._process is not None and self._exited is not None
         await asyncio.shield(self._exited)
         await asyncio.wait({self._reading}, timeout=_REMAINS_S)
@@ -406,14 +486,14 @@ class AsyncClient(_Peer):
                     returncode = await asyncio.wait_for(self._process.wait(), 0.5)
             elif await self._exit(0.5):
                 returncode = self._process.returncode
-        if returncode is not None and self._stderr_task is not None:
-            await asyncio.wait({self._stderr_task}, timeout=0.5)  # its last lines, written as it exited
+        if returncode is not None and self._stderr_ended is not None:
+            await asyncio.wait({self._stderr_ended}, timeout=0.5)  # its last lines, written as it exited
         return _closed_error(cause, returncode, self._stderr_tail)
 
     async def close(self, grace: float = 5.0) -> None:
         """As :meth:`Client.close`, awaited."""
         with contextlib.suppress(Exception):
-            self._writer.close()
+            self._output.close()
         process = self._process
         if process is not None and not await self._ended(process, grace):
             with contextlib.suppress(ProcessLookupError):
@@ -429,8 +509,7 @@ class AsyncClient(_Peer):
             dispatching.cancel()  # one still running after that
         if process is not None:
             _end_pipes(process)
-        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-            await asyncio.wait_for(self._reading, _CLOSE_JOIN_S)
+        await asyncio.wait({self._reading}, timeout=_CLOSE_JOIN_S)
         for task in list(self._tasks):
             if task is not asyncio.current_task():
                 task.cancel()
@@ -457,19 +536,115 @@ class AsyncClient(_Peer):
         await self.close()
 
 
-class _ProcessProtocol(asyncio.subprocess.SubprocessStreamProtocol):
-    """asyncio's protocol for a spawned server (what ``create_subprocess_exec`` uses), which also tells when
-    the process exited (``exited``): ``Process.wait()`` waits for its pipes to close too, and a child of
-    the server may hold them open."""
+class _ServerPipes(asyncio.SubprocessProtocol):
+    """A spawned server's process and pipes, as asyncio reports them: its stdout to the client (what comes
+    before the client is made, kept for it), its stderr into the tail, the room in its stdin (``drained``),
+    and its exit (``exited``: ``Process.wait()`` waits for its pipes to close too, and a child of the server
+    may hold them)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(limit=1 << 16, loop=loop)
+    stdin = stdout = stderr = None  # what asyncio.subprocess.Process takes from its protocol: no streams
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, tail: _StderrTail) -> None:
         self.exited: asyncio.Future[None] = loop.create_future()
+        self.stderr_ended: asyncio.Future[None] = loop.create_future()
+        self._loop = loop
+        self._tail = tail
+        self._partial = b""  # the start of a stderr line
+        self._client: AsyncClient | None = None
+        self._early: list[bytes] = []  # stdout before the client was made
+        self._stdout_ended = False
+        self._paused = False
+        self._room: list[asyncio.Future[None]] = []  # writers waiting for the stdin pipe's buffer to drain
+        self._stdin_lost: str | None = None
+
+    def attach(self, client: AsyncClient, stdout: asyncio.BaseTransport | None) -> None:
+        """From now on the server's output goes to ``client``, read by the stdout pipe's own protocol
+        (:class:`_Stdout`) where the loop's pipe transport lets it be replaced."""
+        self._client = client
+        for chunk in self._early:
+            client._received(chunk)
+        self._early.clear()
+        if self._stdout_ended:
+            client._output_ended(_EOF)
+        elif stdout is not None and not stdout.is_closing():
+            with contextlib.suppress(AttributeError, NotImplementedError):
+                stdout.set_protocol(_Stdout(client, stdout.get_protocol()))
+
+    def stdout_received(self, chunk: bytes) -> None:
+        if self._client is None:
+            self._early.append(chunk)
+        else:
+            self._client._received(chunk)
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd == 1:
+            self.stdout_received(data)
+        elif fd == 2:
+            self._partial = self._tail.feed(self._partial, data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 0:
+            self._stdin_lost = f"its stdin closed ({exc})" if exc is not None else "its stdin closed"
+            self._wake(ConnectionResetError(self._stdin_lost))
+        elif fd == 1:
+            self._stdout_ended = True
+            if self._client is not None:
+                self._client._output_ended(_EOF if exc is None else f"reading from the server failed: {exc!r}")
+        elif fd == 2:
+            self._tail.end(self._partial)
+            if not self.stderr_ended.done():
+                self.stderr_ended.set_result(None)
 
     def process_exited(self) -> None:
-        super().process_exited()
         if not self.exited.done():
             self.exited.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        self._wake(None)
+
+    def _wake(self, error: BaseException | None) -> None:
+        for waiter in self._room:
+            if not waiter.done():
+                if error is None:
+                    waiter.set_result(None)
+                else:
+                    waiter.set_exception(error)
+        self._room.clear()
+
+    async def drained(self) -> None:
+        """Until the stdin pipe's buffer drained below its high-water mark; ``ConnectionResetError`` once
+        the pipe is gone."""
+        if self._stdin_lost is not None:
+            raise ConnectionResetError(self._stdin_lost)
+        if not self._paused:
+            return
+        waiter = self._loop.create_future()
+        self._room.append(waiter)
+        await waiter
+
+
+class _Stdout(asyncio.Protocol):
+    """The protocol of a spawned server's stdout pipe: each chunk goes to the client as the loop reads it
+    (asyncio's own pipe protocol hands it to the process protocol one loop iteration later); the end goes
+    to asyncio's protocol, which keeps the process transport's account of its pipes and tells
+    :meth:`_ServerPipes.pipe_connection_lost`."""
+
+    def __init__(self, client: AsyncClient, inner: asyncio.BaseProtocol) -> None:
+        self._client = client
+        self._inner = inner
+
+    def data_received(self, data: bytes) -> None:
+        self._client._received(data)
+
+    def eof_received(self) -> bool | None:
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._inner.connection_lost(exc)
 
 
 def _end_pipes(process: asyncio.subprocess.Process) -> None:
@@ -479,14 +654,3 @@ def _end_pipes(process: asyncio.subprocess.Process) -> None:
     if transport is not None:
         with contextlib.suppress(Exception):
             transport.close()
-
-
-async def _drain_stderr(tail: _StderrTail, stderr: asyncio.StreamReader) -> None:
-    """Read a spawned server's stderr into ``tail`` to its end."""
-    partial = b""
-    try:
-        with contextlib.suppress(Exception):
-            while chunk := await stderr.read(1 << 16):
-                partial = tail.feed(partial, chunk)
-    finally:
-        tail.end(partial)

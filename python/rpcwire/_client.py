@@ -47,6 +47,7 @@ from rpcwire._peer import (
     _run_callback,
     _Sent,
     _StderrTail,
+    encode_frame,
 )
 from rpcwire._types import (
     DEFAULT_MAX_BATCH,
@@ -58,7 +59,6 @@ from rpcwire._types import (
     Request,
     Response,
 )
-from rpcwire.pure.framing import encode_frame
 
 __all__ = ["Client"]
 

@@ -220,6 +220,15 @@ class Core(Protocol):
         """One message a client read."""
         ...
 
+    def _encode_frame(self, body: bytes) -> bytes:
+        """One ``Content-Length`` frame of ``body`` (header and body), as the transport writes it."""
+        ...
+
+    def _nests_deeper(self, line: bytes, max_depth: int) -> bool:
+        """Whether arrays and objects nest deeper than ``max_depth`` in the JSON text ``line``, as a server
+        counts them (strings' brackets not counted): what a client checks before it sends."""
+        ...
+
 
 if TYPE_CHECKING:  # `make lint` runs mypy over this module: both cores must type-check as a Core.
     import rpcwire._rpcwire

@@ -49,7 +49,14 @@ from rpcwire._types import (
     Response,
     error_from_object,
 )
-from rpcwire.pure.codec import nests_deeper
+
+try:  # the native core's, so that importing rpcwire imports no module of rpcwire.pure (the same answers)
+    from rpcwire._rpcwire import _encode_frame, _nests_deeper
+except ImportError:  # pragma: no cover - a build without the native module
+    from rpcwire.pure import _encode_frame, _nests_deeper
+
+encode_frame = _encode_frame  # a message's Content-Length frame, for Client and rpcwire.lsp
+nests_deeper = _nests_deeper
 
 logger: logging.Logger = logging.getLogger("rpcwire.client")
 
@@ -436,7 +443,9 @@ class _Peer:
 
     def _request_line(self, method: str, params: Any, on_progress: ProgressCallback | None) -> tuple[int, bytes]:
         id_ = next(self._ids)
-        params = _with_meta(params, self._dialect, None if on_progress is None else id_, _outgoing_traceparent())
+        traceparent = _outgoing_traceparent()
+        if on_progress is not None or traceparent is not None:
+            params = _with_meta(params, self._dialect, None if on_progress is None else id_, traceparent)
         line = self._core._encode_request(method, params, id_)
         if on_progress is not None:
             self._progress[id_] = on_progress
@@ -448,6 +457,10 @@ class _Peer:
         suspect = _refusable(line, bool(ids) and line[:1] == b"[")
         ledger = self._ledger
         return lambda: sent.append(ledger.written(ids, suspect))
+
+    def _written(self, line: bytes, ids: Sequence[int], sent: list[_Sent]) -> None:
+        """``_on_start(line, ids, sent)()``, for a client that writes the message at once."""
+        sent.append(self._ledger.written(ids, _refusable(line, bool(ids) and line[:1] == b"[")))
 
     def _abandon(self, ids: Sequence[int], sent: list[_Sent], reason: str) -> None:
         """Calls whose caller stopped waiting: no longer pending; the server is told to cancel those that

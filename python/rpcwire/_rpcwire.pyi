@@ -11,7 +11,9 @@ __all__ = [
     "_bind",
     "_current_call",
     "_current_context",
+    "_encode_frame",
     "_encode_request",
+    "_nests_deeper",
     "_parse_incoming",
     "_read_text",
     "_set_current_context",
@@ -173,6 +175,14 @@ def _read_text(
 
 def _encode_request(method: str, params: Any = None, id: Any = None) -> bytes:
     """The line of a request (``id`` given) or a notification (``id`` is ``None``), without ``\\n``."""
+
+def _encode_frame(body: bytes) -> bytes:
+    """One ``Content-Length`` frame: the header (``Content-Length: N\\r\\n\\r\\n``, ``N`` counting bytes), then
+    ``body``."""
+
+def _nests_deeper(line: bytes, max_depth: int) -> bool:
+    """Whether arrays and objects nest deeper than ``max_depth`` in the JSON text ``line`` (its strings'
+    brackets not counted), as a server counts them: the envelope and a batch's array included."""
 
 def _parse_incoming(data: bytes, max_depth: int = 128) -> Response | Request | str | list[Response | Request | str]:
     """One message a client read: a ``Response``, a ``Request``, a ``list`` of these, or why it is neither

@@ -26,8 +26,8 @@ from concurrent.futures import Executor
 from typing import Any, BinaryIO
 
 import rpcwire
+from rpcwire._peer import encode_frame
 from rpcwire._types import DEFAULT_MAX_MESSAGE_BYTES, MAX_MAX_DEPTH
-from rpcwire.pure.framing import encode_frame
 
 __all__ = ["AsyncReader", "JsonRpcStreamReader", "JsonRpcStreamWriter", "Writer", "start_io"]
 

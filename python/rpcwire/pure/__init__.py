@@ -40,14 +40,17 @@ from rpcwire._types import (
     RequestCancelled,
     Response,
 )
-from rpcwire.pure.envelope import dispatch, parse_request
 
-# The rest of the core's contract (rpcwire._contract.Core), beside the public names: imported, not assigned
-# (mypy matches a module against the contract by its imported names and functions, not by aliases).
+# The rest of the core's contract (rpcwire._contract.Core), beside the public names (the underscored ones):
+# imported, not assigned (mypy matches a module against the contract by its imported names and functions,
+# not by aliases).
+from rpcwire.pure.codec import nests_deeper as _nests_deeper
+from rpcwire.pure.envelope import dispatch, parse_request
 from rpcwire.pure.envelope import encode_request as _encode_request
 from rpcwire.pure.envelope import parse_incoming as _parse_incoming
 from rpcwire.pure.envelope import read_text as _read_text
 from rpcwire.pure.framing import FrameDecoder
+from rpcwire.pure.framing import encode_frame as _encode_frame
 from rpcwire.pure.transport import StdioTransport
 
 if TYPE_CHECKING:
@@ -80,7 +83,9 @@ __all__ = [
     "RequestContext",
     "Response",
     "StdioTransport",
-    "_encode_request",  # the rest of the core's contract, as the native module's stub lists it
+    "_encode_frame",  # the rest of the core's contract, as the native module's stub lists it
+    "_encode_request",
+    "_nests_deeper",
     "_parse_incoming",
     "_read_text",
     "current_request",
