@@ -1,9 +1,14 @@
 """``serve_async`` (and ``serve`` with an ``async def`` handler): requests as tasks on the running event loop.
 
-A reader thread hands each message to the loop, which never blocks on input. A request runs as a task: an
-``async def`` handler is awaited on the loop (at most N at once), a sync one runs on one of N worker threads
-(notifications on a worker of their own). Notifications are awaited before anything after them is
-dispatched, once every answer finished before them is written. At most 2N requests are read and unanswered.
+A reader thread hands messages to the loop, which never blocks on input: what is already buffered when one
+message is read (up to ``_READ_AHEAD``) goes over in one hand-off, which wakes the loop only if it waits for
+input. A request runs as a task: an ``async def`` handler is awaited on the loop (at most N at once; on Python
+3.12+ the task starts eagerly, so a handler that never waits is answered before the next message is looked
+at, without a turn of the loop), a sync one runs on one of N worker threads (notifications on a worker of
+their own). Notifications are awaited before anything after them is dispatched, once every answer finished
+before them is written. At most 2N requests are read and unanswered. The answers finished in one turn of the
+loop go to the writer thread together, so that a burst of requests costs one wake-up of each thread, not
+one per request.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ import contextvars
 import functools
 import sys
 import threading
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from rpcwire._answer import Deliver, call, call_async, each_request, failure_answer
@@ -28,32 +34,57 @@ from rpcwire._workers import Workers, leave_signals_to_the_main_thread
 __all__ = ["AsyncServer"]
 
 _ENDED = object()  # the reader's item at end of input
-_WOKEN = object()  # wake()'s item: the serving coroutine looks at why
 _READ_AHEAD = 16  # messages the reader thread reads ahead of the loop
+_EAGER_TASKS = sys.version_info >= (3, 12)  # asyncio.Task(..., eager_start=True)
 
 
 class AsyncServer:
-    """:func:`serve_async`: the loop dispatches what a reader thread hands it, one message at a time."""
+    """:func:`serve_async`: the loop dispatches what a reader thread hands it, one message at a time.
+
+    Everything but the hand-offs between threads lives on the loop's thread and needs no lock: the counts
+    of requests admitted and running, the answers not yet handed to the writer (``outbox``).
+    """
 
     def __init__(self, handler: Handler, transport: Transport, max_concurrency: int, *, is_async: bool) -> None:
         self.handler = handler
         self.transport = transport
         self.loop = asyncio.get_running_loop()
         self.is_async = is_async  # an async def handler is awaited here, a sync one runs on the workers
-        self.admitted = asyncio.Semaphore(2 * max_concurrency)  # read and not yet answered
-        self.running = asyncio.Semaphore(max_concurrency)  # async handlers running
+        self.max_admitted = 2 * max_concurrency  # read and not yet answered
+        self.admitted = 0
+        self.admission: asyncio.Future[None] | None = None  # the serving coroutine waits for a request to end
+        self.max_running = max_concurrency  # async handlers running
+        self.running = 0
+        self.turns: deque[asyncio.Future[None]] = deque()  # requests waiting to run, in arrival order
         self.in_flight = InFlight()
         self.tasks: set[asyncio.Task[None]] = set()
         self.workers = None if self.is_async else Workers(max_concurrency)
         # Notifications on a thread of their own: never behind requests that may wait for one of them.
         self.notification_worker = None if self.is_async else Workers(1)
-        # Read ahead of the loop by a few messages: a handoff per message would cost a round trip between the
-        # threads for each one.
-        self.messages: asyncio.Queue[Any] = asyncio.Queue()
-        self.read_ahead = threading.Semaphore(_READ_AHEAD)
+        # The reader's hand-off, under ``handoff``: ``inbox`` holds what it read and the loop has not taken,
+        # ``ahead`` what it read and the loop has not dispatched (at most _READ_AHEAD). It wakes the loop only
+        # when the loop waits for input (``inbox_waiter``); the loop wakes it only when it waits for room.
+        self.handoff = threading.Lock()
+        self.room = threading.Condition(self.handoff)
+        self.inbox: list[Any] = []
+        self.ahead = 0
+        self.reader_waits = False
+        self.inbox_waiter: asyncio.Future[None] | None = None
+        self.messages: deque[Any] = deque()  # taken from the inbox, not yet dispatched
+        self.taken = 0  # dispatched since the loop last took the inbox (``ahead`` is lowered then)
+        # Sync handlers' outcomes, handed back by the worker threads in bursts, as the reader's messages.
+        self.finished: list[tuple[asyncio.Future[bytes | None], bytes | None, BaseException | None]] = []
+        # Answers finished and not yet handed to the writer: handed together, at the end of the loop's turn or
+        # before the serving coroutine waits.
+        self.outbox: list[bytes] = []
+        self.outbox_bytes = 0
+        self.flush_scheduled = False
         self.writer = AnswerWriter(transport, on_failure=functools.partial(self.soon, self.wake))
         self.failure: BaseException | None = None  # a handler's BaseException: the server stops with it
         self.waiting: asyncio.Future[None] | None = None  # what the serving coroutine awaits, for wake()
+        self.start_task: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]] = self.loop.create_task
+        if _EAGER_TASKS and self.loop.get_task_factory() is None:
+            self.start_task = functools.partial(asyncio.Task, loop=self.loop, eager_start=True)
 
     @property
     def stopping(self) -> bool:
@@ -66,10 +97,16 @@ class AsyncServer:
 
     def wake(self) -> None:
         """On the loop: the serving coroutine stops waiting, wherever it waits, and sees why."""
-        self.messages.put_nowait(_WOKEN)
-        self.admitted.release()
         if self.waiting is not None and not self.waiting.done():
             self.waiting.set_result(None)
+
+    async def wait(self, future: asyncio.Future[None]) -> None:
+        """Until ``future`` is done, or :meth:`wake`."""
+        self.waiting = future
+        try:
+            await future
+        finally:
+            self.waiting = None
 
     async def serve(self) -> None:
         reader = threading.Thread(target=self.read, name="rpcwire-reader", daemon=True)
@@ -77,21 +114,7 @@ class AsyncServer:
         try:
             stopped: BaseException | None = None
             try:
-                while not self.stopping:
-                    if not self.writer.has_room():  # too many answers not yet written: reading pauses
-                        await self.until(self.writer.when_room)
-                    message = await self.messages.get()
-                    if message is _ENDED:
-                        break
-                    if message is _WOKEN:
-                        continue
-                    self.read_ahead.release()
-                    if isinstance(message, BaseException):
-                        raise message
-                    for request, deliver in each_request(message, self.writer.put):
-                        await self.dispatch(request, deliver)
-                if not self.stopping:  # end of input: the requests in flight finish and are answered
-                    await self.settle(None)
+                await self.serve_messages()
             except BaseException as exc:  # an interrupt or cancellation, a notification's handler, the reader
                 stopped = exc
             await self.end(stopped)
@@ -99,6 +122,30 @@ class AsyncServer:
             for workers in (self.workers, self.notification_worker):
                 if workers is not None:
                     workers.stop()
+
+    async def serve_messages(self) -> None:
+        messages = self.messages
+        while not self.stopping:
+            if not messages:
+                self.flush()  # what finished goes out before the loop waits
+                waiter = self.take_inbox()
+                if waiter is not None:
+                    await self.wait(waiter)
+                continue
+            if not self.writer.has_room(len(self.outbox), self.outbox_bytes):  # answers not yet written: pause
+                self.flush()
+                await self.until(self.writer.when_room)
+                continue
+            message = messages.popleft()
+            self.taken += 1
+            if message is _ENDED:
+                break
+            if isinstance(message, BaseException):
+                raise message
+            for request, deliver in each_request(message, self.put):
+                await self.dispatch(request, deliver)
+        if not self.stopping:  # end of input: the requests in flight finish and are answered
+            await self.settle(None)
 
     async def end(self, stopped: BaseException | None) -> None:
         """Stop: raise what stopped the server, if anything, once the answers it allows are written."""
@@ -109,6 +156,7 @@ class AsyncServer:
             writer.close(0)
             raise stopped if stopped is not None else writer.failure  # an interrupt is still one
         if stop is None:
+            self.flush()
             await self.loop.run_in_executor(None, writer.close)
             if writer.failure is not None:
                 raise writer.failure
@@ -116,6 +164,7 @@ class AsyncServer:
         if not isinstance(stop, (KeyboardInterrupt, asyncio.CancelledError)):
             await self.settle(EXIT_GRACE)  # SystemExit and the like: what is in flight may finish
         self.cancel_in_flight()
+        self.flush()
         writer.close(EXIT_GRACE)  # on the loop's thread: the server is stopping
         raise stop
 
@@ -123,11 +172,7 @@ class AsyncServer:
         """Until the writer calls back (``when`` registers the callback; ``False``: no need), or :meth:`wake`."""
         future = self.loop.create_future()
         if when(functools.partial(self.soon, _settle, future, None, None)):
-            self.waiting = future
-            try:
-                await future
-            finally:
-                self.waiting = None
+            await self.wait(future)
 
     async def settle(self, timeout: float | None) -> None:
         """Until every task is done, ``timeout`` seconds at most; without a timeout, only until a handler
@@ -150,28 +195,91 @@ class AsyncServer:
         for context in self.in_flight.contexts():
             context._cancel("lsp")
 
+    # --- the reader's hand-off ---------------------------------------------------------------------------
+
     def read(self) -> None:
-        """On the reader thread: at most ``_READ_AHEAD`` messages ahead of what the loop has taken."""
+        """On the reader thread: at most ``_READ_AHEAD`` messages ahead of what the loop has dispatched."""
         # Interrupted (Ctrl-C), the process exits while this thread is still blocked in a read, holding
         # the input's buffer lock; the interpreter would then abort ("could not acquire lock for
         # <stdin> at interpreter shutdown") closing sys.stdin on its way out. Holding the standard
         # streams here keeps them alive, so they are never closed under this thread.
         standard_streams = (sys.stdin, sys.__stdin__)  # noqa: F841
         leave_signals_to_the_main_thread()  # the loop's thread handles SIGINT
+        transport = self.transport
+        batch: list[Any] = []
         try:
             while True:
-                self.read_ahead.acquire()
-                message = self.transport._read_message()
-                self.loop.call_soon_threadsafe(self.messages.put_nowait, _ENDED if message is None else message)
-                if message is None:
-                    return
+                with self.handoff:
+                    while self.ahead >= _READ_AHEAD:
+                        self.reader_waits = True
+                        self.room.wait()
+                    self.reader_waits = False
+                    room = _READ_AHEAD - self.ahead
+                # The first read may wait for input; the others only take what is already buffered.
+                while True:
+                    message = transport._read_message()
+                    if message is None:
+                        batch.append(_ENDED)
+                        self.hand(batch)
+                        return
+                    batch.append(message)
+                    if len(batch) >= room or not transport._has_buffered_message():
+                        break
+                self.hand(batch)
+                batch = []
         except BaseException as exc:
-            with contextlib.suppress(RuntimeError):  # the loop is gone
-                self.loop.call_soon_threadsafe(self.messages.put_nowait, exc)
+            batch.append(exc)
+            self.hand(batch)
+
+    def hand(self, batch: list[Any]) -> None:
+        """On the reader thread: ``batch`` to the loop, which is woken if it waits for input."""
+        with self.handoff:
+            self.inbox += batch
+            self.ahead += len(batch)
+            waiter, self.inbox_waiter = self.inbox_waiter, None
+        if waiter is not None:
+            self.soon(_settle, waiter, None, None)
+
+    def take_inbox(self) -> asyncio.Future[None] | None:
+        """On the loop, every message taken dispatched: take what the reader handed over since, or, if nothing,
+        return a future that its next hand-off completes. The reader, if it waits for room, may read again."""
+        with self.handoff:
+            self.ahead -= self.taken
+            self.taken = 0
+            if self.reader_waits:
+                self.room.notify()
+            if self.inbox:
+                self.messages.extend(self.inbox)
+                self.inbox.clear()
+                return None
+            self.inbox_waiter = self.loop.create_future()
+            return self.inbox_waiter
+
+    # --- answers to the writer ----------------------------------------------------------------------------
+
+    def put(self, answer: bytes | None) -> None:
+        """On the loop: an answer line for the writer, handed over with the others of this turn of the loop."""
+        if answer is None:
+            return
+        self.outbox.append(answer)
+        self.outbox_bytes += len(answer)
+        if not self.flush_scheduled:
+            self.flush_scheduled = True
+            self.loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Hand the answers finished so far to the writer, in one hand-off."""
+        self.flush_scheduled = False
+        if self.outbox:
+            answers, self.outbox, self.outbox_bytes = self.outbox, [], 0
+            self.writer.put_many(answers)
+
+    # --- requests -----------------------------------------------------------------------------------------
 
     async def dispatch(self, request: Request, deliver: Deliver) -> None:
         if request.is_notification:  # awaited here, before anything after it is dispatched
             if not self.in_flight.cancel(request):
+                self.flush()
                 if not self.writer.all_written():  # every answer finished before it is out before its handler runs
                     await self.until(self.writer.when_written)
                 if self.stopping:  # a handler raised, or the output failed, meanwhile: nothing more is run
@@ -179,16 +287,19 @@ class AsyncServer:
                 await self.call(request, RequestContext(request, self.transport))
             deliver(None)
             return
-        await self.admitted.acquire()
+        while self.admitted >= self.max_admitted and not self.stopping:
+            self.flush()
+            self.admission = self.loop.create_future()
+            await self.wait(self.admission)
         if self.stopping:  # a handler raised, or the output failed, meanwhile: nothing more is run
-            self.admitted.release()
             return
+        self.admitted += 1
         context = RequestContext(request, self.transport)
         self.in_flight.add(context)
-        task = self.loop.create_task(self.run(request, context, deliver))
-        context._task = task if self.is_async else None
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        task = self.start_task(self.run(request, context, deliver))
+        if not task.done():  # an eager task may be done already: nothing is left to cancel or wait for
+            context._task = task if self.is_async else None
+            self.tasks.add(task)
 
     async def run(self, request: Request, context: RequestContext, deliver: Deliver) -> None:
         try:
@@ -202,7 +313,13 @@ class AsyncServer:
             self.wake()
         finally:
             self.in_flight.remove(context)
-            self.admitted.release()
+            task = asyncio.current_task(self.loop)
+            if task is not None:
+                self.tasks.discard(task)  # (an eager task not added yet is never added: it is done)
+            self.admitted -= 1
+            admission, self.admission = self.admission, None
+            if admission is not None and not admission.done():
+                admission.set_result(None)
 
     async def call(self, request: Request, context: RequestContext) -> bytes | None:
         if not self.is_async:
@@ -210,10 +327,39 @@ class AsyncServer:
         try:
             if request.is_notification:  # not held back by the requests running
                 return await call_async(self.transport, request, self.handler, context)
-            async with self.running:  # a task cancelled while it waits here never runs its handler
+            if self.running < self.max_running and not self.turns:
+                self.running += 1
+            else:
+                await self.turn()  # a task cancelled while it waits here never runs its handler
+            try:
                 return await call_async(self.transport, request, self.handler, context)
+            finally:
+                self.running -= 1
+                self.next_turn()
         except (Exception, asyncio.CancelledError) as exc:  # cancelled: answered -32800 (MCP: not at all)
             return failure_answer(self.transport, request, context, exc)
+
+    async def turn(self) -> None:
+        """Until one of the N async handlers running ends and this request's turn comes (``running`` counts it)."""
+        turn: asyncio.Future[None] = self.loop.create_future()
+        self.turns.append(turn)
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.cancelled():
+                with contextlib.suppress(ValueError):
+                    self.turns.remove(turn)
+            else:  # the turn came, and the cancellation with it: the turn goes to the next request
+                self.running -= 1
+                self.next_turn()
+            raise
+
+    def next_turn(self) -> None:
+        while self.turns and self.running < self.max_running:
+            turn = self.turns.popleft()
+            if not turn.done():
+                self.running += 1
+                turn.set_result(None)
 
     def in_worker(self, request: Request, context: RequestContext) -> asyncio.Future[bytes | None]:
         """A sync handler's call on a worker thread (notifications on their own), never on the loop."""
@@ -224,16 +370,29 @@ class AsyncServer:
             try:
                 answer = call_context.run(call, self.transport, request, self.handler, context)
             except BaseException as exc:
-                self.soon(_settle, done, None, exc)
+                self.finish(done, None, exc)
             else:
-                self.soon(
-                    _settle, done, answer, None
-                )  # nothing once the loop is closed (a handler that outlived serve)
+                self.finish(done, answer, None)
 
         workers = self.notification_worker if request.is_notification else self.workers
         assert workers is not None
         workers.submit(job)
         return done
+
+    def finish(self, done: asyncio.Future[bytes | None], answer: bytes | None, error: BaseException | None) -> None:
+        """On a worker thread: a handler's outcome to the loop; the first of a burst wakes it for all of them
+        (nothing once the loop is closed: a handler that outlived serve)."""
+        with self.handoff:
+            self.finished.append((done, answer, error))
+            first = len(self.finished) == 1
+        if first:
+            self.soon(self.take_finished)
+
+    def take_finished(self) -> None:
+        with self.handoff:
+            finished, self.finished = self.finished, []
+        for done, answer, error in finished:
+            _settle(done, answer, error)
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
