@@ -106,8 +106,8 @@ class AnswerWriter:
                 self._on_failure()
 
     def _over_bound(self, answers: int = 0, size: int = 0) -> bool:  # with the lock held, or as a hint
-        unwritten = self._handed - self._written + answers
-        return self.failure is None and (unwritten > UNWRITTEN_ANSWERS or self._unwritten_bytes + size > UNWRITTEN_BYTES)
+        unwritten, unwritten_bytes = self._handed - self._written + answers, self._unwritten_bytes + size
+        return self.failure is None and (unwritten > UNWRITTEN_ANSWERS or unwritten_bytes > UNWRITTEN_BYTES)
 
     def all_written(self) -> bool:
         """Whether every answer handed over is written (read without the lock: a hint, for a fast path)."""

@@ -1,14 +1,13 @@
 """``serve_async`` (and ``serve`` with an ``async def`` handler): requests as tasks on the running event loop.
 
-A reader thread hands messages to the loop, which never blocks on input: what is already buffered when one
-message is read (up to ``_READ_AHEAD``) goes over in one hand-off, which wakes the loop only if it waits for
-input. A request runs as a task: an ``async def`` handler is awaited on the loop (at most N at once; on Python
-3.12+ the task starts eagerly, so a handler that never waits is answered before the next message is looked
-at, without a turn of the loop), a sync one runs on one of N worker threads (notifications on a worker of
-their own). Notifications are awaited before anything after them is dispatched, once every answer finished
-before them is written. At most 2N requests are read and unanswered. The answers finished in one turn of the
-loop go to the writer thread together, so that a burst of requests costs one wake-up of each thread, not
-one per request.
+The loop never blocks on input: a message already buffered is taken on the loop itself, and a read that may
+wait is made by a reader thread, when the loop asks for it, so the two threads meet once per read of the stream
+(a whole pipe's worth of pipelined requests), not once per message. A request runs as a task: an ``async def``
+handler is awaited on the loop (at most N at once; on Python 3.12+ the task starts eagerly, so a handler that
+never waits is answered without a turn of the loop), a sync one runs on one of N worker threads (notifications
+on a worker of their own). Notifications are awaited before anything after them is dispatched, once every
+answer finished before them is written. At most 2N requests are read and unanswered. The answers finished in
+one turn of the loop go to the writer thread together: one wake-up of it per burst, not per answer.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ from rpcwire._workers import Workers, leave_signals_to_the_main_thread
 __all__ = ["AsyncServer"]
 
 _ENDED = object()  # the reader's item at end of input
-_READ_AHEAD = 16  # messages the reader thread reads ahead of the loop
+_OUTBOX = 64  # answers held for the writer before they are handed over in the middle of a turn
 _EAGER_TASKS = sys.version_info >= (3, 12)  # asyncio.Task(..., eager_start=True)
 
 
@@ -56,22 +55,17 @@ class AsyncServer:
         self.max_running = max_concurrency  # async handlers running
         self.running = 0
         self.turns: deque[asyncio.Future[None]] = deque()  # requests waiting to run, in arrival order
-        self.in_flight = InFlight()
+        self.in_flight = InFlight(locked=False)  # used on the loop's thread only
         self.tasks: set[asyncio.Task[None]] = set()
         self.workers = None if self.is_async else Workers(max_concurrency)
         # Notifications on a thread of their own: never behind requests that may wait for one of them.
         self.notification_worker = None if self.is_async else Workers(1)
-        # The reader's hand-off, under ``handoff``: ``inbox`` holds what it read and the loop has not taken,
-        # ``ahead`` what it read and the loop has not dispatched (at most _READ_AHEAD). It wakes the loop only
-        # when the loop waits for input (``inbox_waiter``); the loop wakes it only when it waits for room.
+        # The reader thread reads only when the loop asks (``read_asked``, under ``handoff``): a message already
+        # buffered is taken on the loop, so the threads meet once per read that may wait, not once per message.
         self.handoff = threading.Lock()
-        self.room = threading.Condition(self.handoff)
-        self.inbox: list[Any] = []
-        self.ahead = 0
-        self.reader_waits = False
-        self.inbox_waiter: asyncio.Future[None] | None = None
-        self.messages: deque[Any] = deque()  # taken from the inbox, not yet dispatched
-        self.taken = 0  # dispatched since the loop last took the inbox (``ahead`` is lowered then)
+        self.reader_turn = threading.Condition(self.handoff)
+        self.read_asked: asyncio.Future[Any] | None = None
+        self.reader_released = False
         # Sync handlers' outcomes, handed back by the worker threads in bursts, as the reader's messages.
         self.finished: list[tuple[asyncio.Future[bytes | None], bytes | None, BaseException | None]] = []
         # Answers finished and not yet handed to the writer: handed together, at the end of the loop's turn or
@@ -83,8 +77,9 @@ class AsyncServer:
         self.failure: BaseException | None = None  # a handler's BaseException: the server stops with it
         self.waiting: asyncio.Future[None] | None = None  # what the serving coroutine awaits, for wake()
         self.start_task: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]] = self.loop.create_task
-        if _EAGER_TASKS and self.loop.get_task_factory() is None:
-            self.start_task = functools.partial(asyncio.Task, loop=self.loop, eager_start=True)
+        if self.loop.get_task_factory() is None:  # the task the loop would make, without its method's checks
+            eager = {"eager_start": True} if _EAGER_TASKS else {}
+            self.start_task = functools.partial(asyncio.Task, loop=self.loop, **eager)
 
     @property
     def stopping(self) -> bool:
@@ -119,29 +114,35 @@ class AsyncServer:
                 stopped = exc
             await self.end(stopped)
         finally:
+            self.release_reader()
             for workers in (self.workers, self.notification_worker):
                 if workers is not None:
                     workers.stop()
 
     async def serve_messages(self) -> None:
-        messages = self.messages
+        transport, writer = self.transport, self.writer
         while not self.stopping:
-            if not messages:
-                self.flush()  # what finished goes out before the loop waits
-                waiter = self.take_inbox()
-                if waiter is not None:
-                    await self.wait(waiter)
-                continue
-            if not self.writer.has_room(len(self.outbox), self.outbox_bytes):  # answers not yet written: pause
+            if not writer.has_room(len(self.outbox), self.outbox_bytes):  # answers not yet written: reading pauses
                 self.flush()
-                await self.until(self.writer.when_room)
+                await self.until(writer.when_room)
                 continue
-            message = messages.popleft()
-            self.taken += 1
-            if message is _ENDED:
-                break
-            if isinstance(message, BaseException):
-                raise message
+            if len(self.outbox) >= _OUTBOX:
+                self.flush()
+            if transport._has_buffered_message():  # taken on the loop (the reader thread reads only when asked)
+                message = transport._read_message()
+                if message is None:
+                    break
+            else:
+                message = await self.read_next()
+                if message is None:  # woken: stopping
+                    continue
+                if message is _ENDED:
+                    break
+                if isinstance(message, BaseException):
+                    raise message
+            if type(message) is Request and not message.is_notification and self.admitted < self.max_admitted:
+                self.start(message, self.put)  # the common case, without a coroutine of its own
+                continue
             for request, deliver in each_request(message, self.put):
                 await self.dispatch(request, deliver)
         if not self.stopping:  # end of input: the requests in flight finish and are answered
@@ -195,65 +196,50 @@ class AsyncServer:
         for context in self.in_flight.contexts():
             context._cancel("lsp")
 
-    # --- the reader's hand-off ---------------------------------------------------------------------------
+    # --- reading --------------------------------------------------------------------------------------------
+
+    async def read_next(self) -> Any:
+        """The next message, read by the reader thread (a read that may wait for input): ``_ENDED`` at end of
+        input, what the read raised, or ``None`` if :meth:`wake` came first."""
+        self.flush()  # what finished goes out before the loop waits for input
+        read: asyncio.Future[Any] = self.loop.create_future()
+        with self.handoff:
+            self.read_asked = read
+            self.reader_turn.notify()
+        await self.wait(read)
+        return read.result()
 
     def read(self) -> None:
-        """On the reader thread: at most ``_READ_AHEAD`` messages ahead of what the loop has dispatched."""
+        """On the reader thread: each time the loop asks, one message, read as it comes (the loop's turn again)."""
         # Interrupted (Ctrl-C), the process exits while this thread is still blocked in a read, holding
         # the input's buffer lock; the interpreter would then abort ("could not acquire lock for
         # <stdin> at interpreter shutdown") closing sys.stdin on its way out. Holding the standard
         # streams here keeps them alive, so they are never closed under this thread.
         standard_streams = (sys.stdin, sys.__stdin__)  # noqa: F841
         leave_signals_to_the_main_thread()  # the loop's thread handles SIGINT
-        transport = self.transport
-        batch: list[Any] = []
-        try:
-            while True:
-                with self.handoff:
-                    while self.ahead >= _READ_AHEAD:
-                        self.reader_waits = True
-                        self.room.wait()
-                    self.reader_waits = False
-                    room = _READ_AHEAD - self.ahead
-                # The first read may wait for input; the others only take what is already buffered.
-                while True:
-                    message = transport._read_message()
-                    if message is None:
-                        batch.append(_ENDED)
-                        self.hand(batch)
-                        return
-                    batch.append(message)
-                    if len(batch) >= room or not transport._has_buffered_message():
-                        break
-                self.hand(batch)
-                batch = []
-        except BaseException as exc:
-            batch.append(exc)
-            self.hand(batch)
+        while True:
+            with self.handoff:
+                while self.read_asked is None and not self.reader_released:
+                    self.reader_turn.wait()
+                read = self.read_asked
+                if read is None:  # serve has returned
+                    return
+            message: Any
+            try:
+                message = self.transport._read_message()
+            except BaseException as exc:  # raised on the loop
+                message = exc
+            with self.handoff:
+                self.read_asked = None
+            self.soon(_settle, read, _ENDED if message is None else message, None)
+            if message is None or isinstance(message, BaseException):
+                return
 
-    def hand(self, batch: list[Any]) -> None:
-        """On the reader thread: ``batch`` to the loop, which is woken if it waits for input."""
+    def release_reader(self) -> None:
+        """The reader thread ends, unless it is blocked in a read (it is a daemon thread)."""
         with self.handoff:
-            self.inbox += batch
-            self.ahead += len(batch)
-            waiter, self.inbox_waiter = self.inbox_waiter, None
-        if waiter is not None:
-            self.soon(_settle, waiter, None, None)
-
-    def take_inbox(self) -> asyncio.Future[None] | None:
-        """On the loop, every message taken dispatched: take what the reader handed over since, or, if nothing,
-        return a future that its next hand-off completes. The reader, if it waits for room, may read again."""
-        with self.handoff:
-            self.ahead -= self.taken
-            self.taken = 0
-            if self.reader_waits:
-                self.room.notify()
-            if self.inbox:
-                self.messages.extend(self.inbox)
-                self.inbox.clear()
-                return None
-            self.inbox_waiter = self.loop.create_future()
-            return self.inbox_waiter
+            self.reader_released = True
+            self.reader_turn.notify()
 
     # --- answers to the writer ----------------------------------------------------------------------------
 
@@ -284,7 +270,7 @@ class AsyncServer:
                     await self.until(self.writer.when_written)
                 if self.stopping:  # a handler raised, or the output failed, meanwhile: nothing more is run
                     return
-                await self.call(request, RequestContext(request, self.transport))
+                await self.call_notification(request, RequestContext(request, self.transport))
             deliver(None)
             return
         while self.admitted >= self.max_admitted and not self.stopping:
@@ -293,6 +279,10 @@ class AsyncServer:
             await self.wait(self.admission)
         if self.stopping:  # a handler raised, or the output failed, meanwhile: nothing more is run
             return
+        self.start(request, deliver)
+
+    def start(self, request: Request, deliver: Deliver) -> None:
+        """A request admitted: its task, started (eagerly where the interpreter can)."""
         self.admitted += 1
         context = RequestContext(request, self.transport)
         self.in_flight.add(context)
@@ -303,7 +293,23 @@ class AsyncServer:
 
     async def run(self, request: Request, context: RequestContext, deliver: Deliver) -> None:
         try:
-            deliver(await self.call(request, context))
+            if not self.is_async:
+                answer = await self.in_worker(request, context)  # N worker threads: at most N run at once
+            else:
+                try:
+                    if self.running < self.max_running and not self.turns:
+                        self.running += 1
+                    else:
+                        await self.turn()  # a task cancelled while it waits here never runs its handler
+                    try:
+                        answer = await call_async(self.transport, request, self.handler, context)
+                    finally:
+                        self.running -= 1
+                        if self.turns:
+                            self.next_turn()
+                except (Exception, asyncio.CancelledError) as exc:  # cancelled: answered -32800 (MCP: not at all)
+                    answer = failure_answer(self.transport, request, context, exc)
+            deliver(answer)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # the handler's own BaseException: the server stops with it
@@ -321,23 +327,15 @@ class AsyncServer:
             if admission is not None and not admission.done():
                 admission.set_result(None)
 
-    async def call(self, request: Request, context: RequestContext) -> bytes | None:
+    async def call_notification(self, request: Request, context: RequestContext) -> None:
+        """A notification's handler, awaited (not held back by the requests running)."""
         if not self.is_async:
-            return await self.in_worker(request, context)  # N worker threads: at most N run at once
+            await self.in_worker(request, context)
+            return
         try:
-            if request.is_notification:  # not held back by the requests running
-                return await call_async(self.transport, request, self.handler, context)
-            if self.running < self.max_running and not self.turns:
-                self.running += 1
-            else:
-                await self.turn()  # a task cancelled while it waits here never runs its handler
-            try:
-                return await call_async(self.transport, request, self.handler, context)
-            finally:
-                self.running -= 1
-                self.next_turn()
-        except (Exception, asyncio.CancelledError) as exc:  # cancelled: answered -32800 (MCP: not at all)
-            return failure_answer(self.transport, request, context, exc)
+            await call_async(self.transport, request, self.handler, context)
+        except (Exception, asyncio.CancelledError) as exc:
+            failure_answer(self.transport, request, context, exc)
 
     async def turn(self) -> None:
         """Until one of the N async handlers running ends and this request's turn comes (``running`` counts it)."""
