@@ -34,7 +34,6 @@ __all__ = ["AsyncServer"]
 
 _ENDED = object()  # the reader's item at end of input
 _OUTBOX = 64  # answers held for the writer before they are handed over in the middle of a turn
-_EAGER_TASKS = sys.version_info >= (3, 12)  # asyncio.Task(..., eager_start=True)
 
 
 class AsyncServer:
@@ -78,8 +77,10 @@ class AsyncServer:
         self.waiting: asyncio.Future[None] | None = None  # what the serving coroutine awaits, for wake()
         self.start_task: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]] = self.loop.create_task
         if self.loop.get_task_factory() is None:  # the task the loop would make, without its method's checks
-            eager = {"eager_start": True} if _EAGER_TASKS else {}
-            self.start_task = functools.partial(asyncio.Task, loop=self.loop, **eager)
+            if sys.version_info >= (3, 12):  # the handler runs up to its first wait when the task is made
+                self.start_task = functools.partial(asyncio.Task, loop=self.loop, eager_start=True)
+            else:
+                self.start_task = functools.partial(asyncio.Task, loop=self.loop)
 
     @property
     def stopping(self) -> bool:
