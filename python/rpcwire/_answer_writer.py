@@ -65,6 +65,18 @@ class AnswerWriter:
             if len(self._pending) == 1:
                 self._work.notify()
 
+    def put_many(self, answers: list[bytes]) -> None:
+        """:meth:`put` of several answers at once (none of them ``None``): one hand-off, at most one wake-up."""
+        with self._lock:
+            if self._closed:
+                return
+            idle = not self._pending
+            self._pending += answers
+            self._handed += len(answers)
+            self._unwritten_bytes += sum(map(len, answers))
+            if idle:
+                self._work.notify()
+
     def _run(self) -> None:
         leave_signals_to_the_main_thread()
         while True:
@@ -93,17 +105,18 @@ class AnswerWriter:
             if failed and self._on_failure is not None:
                 self._on_failure()
 
-    def _over_bound(self) -> bool:  # with the lock held
-        unwritten = self._handed - self._written
-        return self.failure is None and (unwritten > UNWRITTEN_ANSWERS or self._unwritten_bytes > UNWRITTEN_BYTES)
+    def _over_bound(self, answers: int = 0, size: int = 0) -> bool:  # with the lock held, or as a hint
+        unwritten, unwritten_bytes = self._handed - self._written + answers, self._unwritten_bytes + size
+        return self.failure is None and (unwritten > UNWRITTEN_ANSWERS or unwritten_bytes > UNWRITTEN_BYTES)
 
     def all_written(self) -> bool:
         """Whether every answer handed over is written (read without the lock: a hint, for a fast path)."""
         return self._written >= self._handed
 
-    def has_room(self) -> bool:
-        """Whether the answers not yet written are within the bounds (a hint, as :meth:`all_written`)."""
-        return not self._over_bound()
+    def has_room(self, answers: int = 0, size: int = 0) -> bool:
+        """Whether the answers not yet written, with ``answers`` more of ``size`` bytes together that the caller
+        holds for a :meth:`put_many`, are within the bounds (a hint, as :meth:`all_written`)."""
+        return not self._over_bound(answers, size)
 
     def wait_written(self, stopping: Callable[[], bool]) -> None:
         """Until every answer handed over so far is written (or dropped after a failure), or ``stopping()``

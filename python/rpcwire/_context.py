@@ -11,7 +11,7 @@ import asyncio
 import contextvars
 import logging
 import re
-import threading
+from _thread import RLock as _RLock  # threading.RLock's own class, without its factory's call
 from typing import Any
 
 from rpcwire._dialects import LSP_PROGRESS, MCP_PROGRESS, Dialect
@@ -73,7 +73,7 @@ class RequestContext:
         # Held while a line about this request is written and while it is finished, so that no line of
         # it can follow its answer (reentrant: a stream that reports its own writes reaches the
         # transport's refusal of a reentrant write, not a deadlock).
-        self._lock = threading.RLock()
+        self._lock = _RLock()
         self._done = False
         self._task: asyncio.Task[Any] | None = None
 

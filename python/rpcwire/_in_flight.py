@@ -7,6 +7,7 @@ ignored. The sequential loop needs none: nothing is read while its one request r
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
@@ -28,20 +29,32 @@ def _id_key(id_: Any) -> tuple[bool, Any]:
 
 
 class InFlight:
-    """The requests read and not yet answered, by id, for cancellations to find."""
+    """The requests read and not yet answered, by id, for cancellations to find. ``locked=False``: for a server
+    that uses it on one thread only (the event loop's), which needs no lock."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
+    def __init__(self, *, locked: bool = True) -> None:
+        self._lock: threading.Lock | contextlib.nullcontext[None] = (
+            threading.Lock() if locked else contextlib.nullcontext()
+        )
         self._by_id: dict[tuple[bool, Any], RequestContext] = {}
+        if not locked:
+            self.add, self.remove = self._add, self._remove  # type: ignore[method-assign]
 
     def add(self, context: RequestContext) -> None:
         with self._lock:
-            self._by_id[_id_key(context.id)] = context
+            self._add(context)
 
     def remove(self, context: RequestContext) -> None:
         with self._lock:
-            if self._by_id.get(_id_key(context.id)) is context:
-                del self._by_id[_id_key(context.id)]
+            self._remove(context)
+
+    def _add(self, context: RequestContext) -> None:
+        self._by_id[_id_key(context.id)] = context
+
+    def _remove(self, context: RequestContext) -> None:
+        key = _id_key(context.id)
+        if self._by_id.get(key) is context:
+            del self._by_id[key]
 
     def contexts(self) -> list[RequestContext]:
         with self._lock:

@@ -8,6 +8,7 @@ stream set, never for time to pass. A wait that times out (5 s) is a failure, no
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import logging
@@ -361,6 +362,38 @@ def test_a_request_cancelled_before_it_started_is_never_run(impl: ModuleType, mo
         expected["q"] = err("q", -32800, "Request cancelled")
     assert by_id(out) == expected
     assert ran == ["first", "first"]
+
+
+def test_an_async_handler_runs_in_a_task_of_its_own(impl: ModuleType) -> None:
+    """Whether it waits or not (an eager start included), an async handler's ``current_task()`` is its own,
+    not the server's, so that cancelling it (as a timeout or a task group it opens would) cancels it alone;
+    a task it spawns sees its ``current_request()``."""
+    server_tasks: list[Any] = []
+
+    async def spawned() -> Any:
+        return impl.current_request().id
+
+    async def handler(method: str, params: Any) -> Any:
+        mine = asyncio.current_task()
+        if method == "cancel-self":  # before its first wait: an eager start has it run inline by then
+            asyncio.get_running_loop().call_soon(mine.cancel)  # type: ignore[union-attr]
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(WAIT)
+        spawned_id = await asyncio.create_task(spawned()) if method == "spawn" else None
+        return [mine is not None and mine not in server_tasks, mine is asyncio.current_task(), spawned_id]
+
+    async def main() -> io.BytesIO:
+        server_tasks.append(asyncio.current_task())
+        out = io.BytesIO()
+        data = request("quick", id=1) + request("cancel-self", id=2) + request("spawn", id=3)
+        await impl.serve_async(handler, impl.StdioTransport(io.BytesIO(data), out))
+        return out
+
+    assert by_id(asyncio.run(main())) == {
+        1: ok(1, [True, True, None]),
+        2: ok(2, [True, True, None]),
+        3: ok(3, [True, True, 3]),
+    }
 
 
 def test_an_async_handler_is_cancelled_as_a_task(impl: ModuleType) -> None:
