@@ -19,7 +19,7 @@ use smallvec::SmallVec;
 #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
 use rpcwire_protocol::json::write_escaped_code_points;
 use rpcwire_protocol::json::{
-    unescape_into, write_ascii_str, write_escaped_str, write_float_repr, JsonStr, Number, Scanner,
+    unescape_into, write_ascii_str, write_escaped_str, write_float_repr, JsonStr, Number, Scanner, StrText,
 };
 use rpcwire_protocol::stack::StackFloor;
 
@@ -92,17 +92,29 @@ fn str_from_json<'py>(py: Python<'py>, text: JsonStr<'_>, scratch: &mut Vec<u8>)
         return Ok(PyString::new(py, text.raw));
     }
     scratch.clear();
-    if !unescape_into(text.raw.as_bytes(), scratch) {
-        let decoded = std::str::from_utf8(scratch).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        return Ok(PyString::new(py, decoded));
-    }
+    let has_surrogate = unescape_into(text.raw.as_bytes(), scratch);
+    str_from_wtf8(py, scratch, has_surrogate)
+}
+
+/// The `str` whose WTF-8 form is `text` (UTF-8 unless `has_surrogate`: the scanner's output).
+fn str_from_wtf8<'py>(py: Python<'py>, text: &[u8], has_surrogate: bool) -> PyResult<Bound<'py, PyString>> {
+    let length = ffi::Py_ssize_t::try_from(text.len()).map_err(|e| PyValueError::new_err(e.to_string()))?;
     // Lone surrogates: only Python's "surrogatepass" handler turns their WTF-8 form into a `str`.
-    let length = ffi::Py_ssize_t::try_from(scratch.len()).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    // SAFETY: the pointer and length describe `scratch`, which outlives the call; the handler
-    // name is a NUL-terminated literal. The result is a new reference or NULL with an exception.
+    let errors = if has_surrogate { c"surrogatepass".as_ptr() } else { std::ptr::null() };
+    // SAFETY: the pointer and length describe `text`, which outlives the call; the handler name is
+    // NULL (strict) or a NUL-terminated literal. The result is a new reference or NULL with an exception.
     unsafe {
-        let decoded = ffi::PyUnicode_DecodeUTF8(scratch.as_ptr().cast(), length, c"surrogatepass".as_ptr());
+        let decoded = ffi::PyUnicode_DecodeUTF8(text.as_ptr().cast(), length, errors);
         Ok(Bound::from_owned_ptr_or_err(py, decoded)?.cast_into_unchecked())
+    }
+}
+
+/// A string the scanner read with [`Scanner::string_text`] (its text in `scratch` unless it had no
+/// escape) as a `str`.
+fn str_from_text<'py>(py: Python<'py>, text: StrText<'_>, scratch: &[u8]) -> PyResult<Bound<'py, PyString>> {
+    match text.unescaped {
+        Some(raw) => Ok(PyString::new(py, raw)),
+        None => str_from_wtf8(py, scratch, text.has_surrogate),
     }
 }
 
@@ -136,8 +148,10 @@ impl<'py> Decoder<'_, '_, 'py, '_> {
         let py = self.py;
         Ok(match self.scanner.peek() {
             Some(b'"') => {
-                let text = self.scanner.string()?;
-                str_from_json(py, text, &mut self.scratch)?.into_any()
+                // One walk over the string: validated, unescaped and measured together.
+                self.scratch.clear();
+                let text = self.scanner.string_text(&mut self.scratch)?;
+                str_from_text(py, text, &self.scratch)?.into_any()
             }
             Some(b'[') => {
                 // Inline for short arrays: no heap `Vec` for the usual small ones. (Building ASCII

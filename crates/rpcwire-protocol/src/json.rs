@@ -91,16 +91,149 @@ fn skip_ordinary<const STOP_AT_ED: bool>(bytes: &[u8], mut pos: usize) -> usize 
     bytes[pos..].iter().position(|&byte| is_special(byte)).map_or(bytes.len(), |offset| pos + offset)
 }
 
+/// As `skip_ordinary::<false>`, and raises `widest` to the largest byte skipped (the bytes before the one
+/// it stops at, never one after it): that byte says how Python stores the text ([`Width::of_utf8`]).
+///
+/// The decoder walks each string once, resolving its escapes as it goes and learning its width, so
+/// that the `str` is built without another pass to validate or measure it.
+#[inline]
+fn skip_ordinary_widest(bytes: &[u8], mut pos: usize, widest: &mut u8) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{__m128i, _mm_and_si128, _mm_loadu_si128, _mm_max_epu8, _mm_setzero_si128};
+        /// Sixteen 0xFF then sixteen 0x00: from offset `16 - n`, a mask that keeps the first `n` bytes.
+        static PREFIX: [u8; 32] = {
+            let mut mask = [0; 32];
+            let mut i = 0;
+            while i < 16 {
+                mask[i] = 0xFF;
+                i += 1;
+            }
+            mask
+        };
+        // SAFETY: SSE2 is part of the x86_64 baseline; each load reads 16 bytes inside `bytes` (the
+        // chunk) or inside `PREFIX` (`16 - n` is in 0..=16, so 16 bytes from it stay in its 32).
+        unsafe {
+            let mut most: __m128i = _mm_setzero_si128();
+            while let Some(chunk) = bytes.get(pos..pos + 16) {
+                let chunk = _mm_loadu_si128(chunk.as_ptr().cast());
+                let mask = special_mask_of::<false>(chunk);
+                if mask != 0 {
+                    let n = mask.trailing_zeros() as usize;
+                    let keep = _mm_loadu_si128(PREFIX[16 - n..].as_ptr().cast());
+                    *widest = (*widest).max(largest_byte(_mm_max_epu8(most, _mm_and_si128(chunk, keep))));
+                    return pos + n;
+                }
+                most = _mm_max_epu8(most, chunk);
+                pos += 16;
+            }
+            *widest = (*widest).max(largest_byte(most));
+        }
+    }
+    for (offset, &byte) in bytes[pos..].iter().enumerate() {
+        if !ORDINARY_IN_STRING[usize::from(byte)] {
+            return pos + offset;
+        }
+        *widest = (*widest).max(byte);
+    }
+    bytes.len()
+}
+
+/// The largest of the 16 bytes; 0 for ASCII ones without looking further (the usual case).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn largest_byte(bytes: std::arch::x86_64::__m128i) -> u8 {
+    use std::arch::x86_64::{_mm_cvtsi128_si32, _mm_max_epu8, _mm_movemask_epi8, _mm_srli_si128};
+    // SAFETY: SSE2 is part of the x86_64 baseline; these work on registers only.
+    unsafe {
+        if _mm_movemask_epi8(bytes) == 0 {
+            return 0;
+        }
+        let most = _mm_max_epu8(bytes, _mm_srli_si128::<8>(bytes));
+        let most = _mm_max_epu8(most, _mm_srli_si128::<4>(most));
+        let most = _mm_max_epu8(most, _mm_srli_si128::<2>(most));
+        let most = _mm_max_epu8(most, _mm_srli_si128::<1>(most));
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // the low byte
+        let byte = _mm_cvtsi128_si32(most) as u8;
+        byte
+    }
+}
+
+/// How Python stores a text: the widest character's kind, which its largest code point decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Width {
+    /// Every character below U+0080.
+    Ascii,
+    /// Below U+0100: one byte a character.
+    Latin1,
+    /// Below U+10000 (surrogates included): two bytes a character.
+    Ucs2,
+    /// Four bytes a character.
+    Ucs4,
+}
+
+impl Width {
+    /// The width of a (WTF-8) text whose largest byte is `byte`: a lead byte's value orders the code
+    /// points it starts (0xC2-0xC3 up to U+00FF, up to 0xEF within the BMP), and continuation bytes
+    /// (0x80-0xBF) are below every lead byte of more than one byte.
+    pub fn of_utf8(byte: u8) -> Self {
+        match byte {
+            0..=0x7F => Self::Ascii,
+            0x80..=0xC3 => Self::Latin1,
+            0xC4..=0xEF => Self::Ucs2,
+            _ => Self::Ucs4,
+        }
+    }
+
+    /// The width of a text holding code point `cp`.
+    pub fn of_code_point(cp: u32) -> Self {
+        match cp {
+            0..=0x7F => Self::Ascii,
+            0x80..=0xFF => Self::Latin1,
+            0x100..=0xFFFF => Self::Ucs2,
+            _ => Self::Ucs4,
+        }
+    }
+
+    /// The largest code point of this width (what `PyUnicode_New` takes).
+    pub fn max_char(self) -> u32 {
+        match self {
+            Self::Ascii => 0x7F,
+            Self::Latin1 => 0xFF,
+            Self::Ucs2 => 0xFFFF,
+            Self::Ucs4 => 0x10_FFFF,
+        }
+    }
+}
+
+/// A string as [`Scanner::string_text`] read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StrText<'a> {
+    /// The content between the quotes when it held no escape (it is then the text); `None` when the
+    /// escapes were resolved into the caller's buffer.
+    pub unescaped: Option<&'a str>,
+    /// How Python stores the text (exact: the narrowest kind that holds it).
+    pub width: Width,
+    /// Whether the text holds a lone surrogate (only an escape writes one; its WTF-8 form is not UTF-8).
+    pub has_surrogate: bool,
+}
+
 /// Bit `i` set when `chunk[i]` is a byte `skip_ordinary` stops at.
 #[cfg(target_arch = "x86_64")]
 fn special_mask_sse2<const STOP_AT_ED: bool>(chunk: &[u8; 16]) -> i32 {
-    use std::arch::x86_64::{
-        _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
-    };
+    use std::arch::x86_64::_mm_loadu_si128;
     // SAFETY: SSE2 is part of the x86_64 baseline, and the load reads exactly the 16 bytes of
     // `chunk` (`loadu` needs no alignment).
+    special_mask_of::<STOP_AT_ED>(unsafe { _mm_loadu_si128(chunk.as_ptr().cast()) })
+}
+
+/// Bit `i` set when byte `i` of `bytes` is one `skip_ordinary` stops at.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn special_mask_of<const STOP_AT_ED: bool>(bytes: std::arch::x86_64::__m128i) -> i32 {
+    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8};
+    // SAFETY: SSE2 is part of the x86_64 baseline; these work on registers only.
     unsafe {
-        let bytes = _mm_loadu_si128(chunk.as_ptr().cast());
         let below_0x20 = {
             // max(byte, 0x1F) == 0x1F exactly when byte <= 0x1F (unsigned).
             let last_control = _mm_set1_epi8(0x1F);
@@ -272,6 +405,82 @@ impl<'a> Scanner<'a> {
         let raw = &self.text[start..pos];
         self.pos = pos + 1;
         Ok(JsonStr { raw, escaped })
+    }
+
+    /// A string, its escapes resolved: the cursor is at its opening quote. A string without escapes is
+    /// handed out as it is written; otherwise its text (WTF-8) is appended to `out`. Accepts exactly what
+    /// [`string`](Self::string) accepts, with the same errors, in one walk over the bytes that validates,
+    /// unescapes and finds the text's [`Width`] (the decoder's path: no second pass over any string).
+    pub fn string_text(&mut self, out: &mut Vec<u8>) -> Result<StrText<'a>> {
+        let bytes = self.bytes();
+        let start = self.pos + 1;
+        let mut widest = 0;
+        // A local cursor (not `self.pos`) lets the loops keep it in a register.
+        let mut pos = skip_ordinary_widest(bytes, start, &mut widest);
+        match bytes.get(pos) {
+            Some(b'"') => {
+                self.pos = pos + 1;
+                return Ok(StrText {
+                    unescaped: Some(&self.text[start..pos]),
+                    width: Width::of_utf8(widest),
+                    has_surrogate: false,
+                });
+            }
+            Some(b'\\') => {}
+            None => return Err(SyntaxError { what: "unterminated string", position: pos }),
+            Some(_) => return Err(SyntaxError { what: "control character in string", position: pos }),
+        }
+        out.extend_from_slice(&bytes[start..pos]);
+        let mut width = Width::Ascii;
+        let mut has_surrogate = false;
+        loop {
+            // At a backslash.
+            pos += 1;
+            let simple = match bytes.get(pos) {
+                Some(b'"') => b'"',
+                Some(b'\\') => b'\\',
+                Some(b'/') => b'/',
+                Some(b'b') => 0x08,
+                Some(b'f') => 0x0C,
+                Some(b'n') => b'\n',
+                Some(b'r') => b'\r',
+                Some(b't') => b'\t',
+                Some(b'u') if bytes.get(pos + 1..pos + 5).is_some_and(is_hex4) => {
+                    let mut cp = hex4(&bytes[pos + 1..pos + 5]);
+                    pos += 5;
+                    if (0xD800..0xDC00).contains(&cp)
+                        && bytes.get(pos..pos + 2) == Some(b"\\u")
+                        && bytes.get(pos + 2..pos + 6).is_some_and(is_hex4)
+                    {
+                        let low = hex4(&bytes[pos + 2..pos + 6]);
+                        if (0xDC00..0xE000).contains(&low) {
+                            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+                            pos += 6;
+                        }
+                    }
+                    has_surrogate |= (0xD800..0xE000).contains(&cp);
+                    width = width.max(Width::of_code_point(cp));
+                    push_code_point(out, cp);
+                    0
+                }
+                _ => return Err(SyntaxError { what: "invalid escape in string", position: pos }),
+            };
+            if simple != 0 {
+                out.push(simple);
+                pos += 1;
+            }
+            let run = pos;
+            pos = skip_ordinary_widest(bytes, run, &mut widest);
+            out.extend_from_slice(&bytes[run..pos]);
+            match bytes.get(pos) {
+                Some(b'"') => break,
+                Some(b'\\') => {}
+                None => return Err(SyntaxError { what: "unterminated string", position: pos }),
+                Some(_) => return Err(SyntaxError { what: "control character in string", position: pos }),
+            }
+        }
+        self.pos = pos + 1;
+        Ok(StrText { unescaped: None, width: width.max(Width::of_utf8(widest)), has_surrogate })
     }
 
     /// A number; returns its text and whether it is an integer (no fraction, no exponent).
