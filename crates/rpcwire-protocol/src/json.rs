@@ -206,6 +206,140 @@ impl Width {
     }
 }
 
+/// The characters of a WTF-8 text (its bytes that do not continue a character: 0x80-0xBF).
+pub fn count_chars(text: &[u8]) -> usize {
+    let mut continuations = 0;
+    let mut pos = 0;
+    #[cfg(target_arch = "x86_64")]
+    while let Some(chunk) = text.get(pos..pos + 16) {
+        use std::arch::x86_64::{_mm_cmplt_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
+        // SAFETY: SSE2 is part of the x86_64 baseline; the load reads the 16 bytes of `chunk`.
+        let mask = unsafe {
+            // As signed bytes, 0x80-0xBF are exactly those below -64 (0xC0).
+            _mm_movemask_epi8(_mm_cmplt_epi8(_mm_loadu_si128(chunk.as_ptr().cast()), _mm_set1_epi8(-64)))
+        };
+        continuations += mask.count_ones() as usize;
+        pos += 16;
+    }
+    continuations += text[pos..].iter().filter(|&&byte| (0x80..0xC0).contains(&byte)).count();
+    text.len() - continuations
+}
+
+/// A code unit of a Python string's storage: 1 (Latin-1), 2 (UCS-2) or 4 bytes (UCS-4).
+pub trait StrUnit: Copy {
+    /// The unit holding `cp` (which fits: the caller chose the width from the text's widest character).
+    fn of(cp: u32) -> Self;
+
+    /// Copy the ASCII bytes at the front of `text` into `units`, as units; how many.
+    fn copy_ascii(text: &[u8], units: &mut [Self]) -> usize {
+        let mut count = 0;
+        for (unit, &byte) in units.iter_mut().zip(text).take_while(|(_, byte)| byte.is_ascii()) {
+            *unit = Self::of(u32::from(byte));
+            count += 1;
+        }
+        count
+    }
+}
+
+impl StrUnit for u8 {
+    #[allow(clippy::cast_possible_truncation)] // fits, by the caller's choice of width
+    fn of(cp: u32) -> Self {
+        cp as u8
+    }
+
+    fn copy_ascii(text: &[u8], units: &mut [Self]) -> usize {
+        let count = ascii_prefix(text).min(units.len());
+        units[..count].copy_from_slice(&text[..count]);
+        count
+    }
+}
+
+impl StrUnit for u16 {
+    #[allow(clippy::cast_possible_truncation)] // fits, by the caller's choice of width
+    fn of(cp: u32) -> Self {
+        cp as u16
+    }
+
+    /// Sixteen bytes at a time, each widened to its unit (SSE2).
+    #[cfg(target_arch = "x86_64")]
+    fn copy_ascii(text: &[u8], units: &mut [Self]) -> usize {
+        use std::arch::x86_64::{
+            _mm_loadu_si128, _mm_movemask_epi8, _mm_setzero_si128, _mm_storeu_si128, _mm_unpackhi_epi8,
+            _mm_unpacklo_epi8,
+        };
+        let mut count = 0;
+        while let (Some(chunk), Some(out)) = (text.get(count..count + 16), units.get_mut(count..count + 16)) {
+            // SAFETY: SSE2 is part of the x86_64 baseline; the load reads the 16 bytes of `chunk` and
+            // the two stores write the 16 units (32 bytes) of `out`.
+            let ascii = unsafe {
+                let bytes = _mm_loadu_si128(chunk.as_ptr().cast());
+                let zero = _mm_setzero_si128();
+                _mm_storeu_si128(out.as_mut_ptr().cast(), _mm_unpacklo_epi8(bytes, zero));
+                _mm_storeu_si128(out.as_mut_ptr().add(8).cast(), _mm_unpackhi_epi8(bytes, zero));
+                _mm_movemask_epi8(bytes)
+            };
+            if ascii != 0 {
+                // The units past the first non-ASCII byte are written over next.
+                return count + ascii.trailing_zeros() as usize;
+            }
+            count += 16;
+        }
+        for (unit, &byte) in units[count..].iter_mut().zip(&text[count..]).take_while(|(_, byte)| byte.is_ascii()) {
+            *unit = u16::from(byte);
+            count += 1;
+        }
+        count
+    }
+}
+
+impl StrUnit for u32 {
+    fn of(cp: u32) -> Self {
+        cp
+    }
+}
+
+/// How many bytes at the front of `text` are ASCII.
+fn ascii_prefix(text: &[u8]) -> usize {
+    let mut pos = 0;
+    #[cfg(target_arch = "x86_64")]
+    while let Some(chunk) = text.get(pos..pos + 16) {
+        use std::arch::x86_64::{_mm_loadu_si128, _mm_movemask_epi8};
+        // SAFETY: SSE2 is part of the x86_64 baseline; the load reads the 16 bytes of `chunk`.
+        let high = unsafe { _mm_movemask_epi8(_mm_loadu_si128(chunk.as_ptr().cast())) };
+        if high != 0 {
+            return pos + high.trailing_zeros() as usize;
+        }
+        pos += 16;
+    }
+    pos + text[pos..].iter().take_while(|byte| byte.is_ascii()).count()
+}
+
+/// Write the characters of the WTF-8 `text` into `units` (`count_chars(text)` of them), one unit each:
+/// a Python string's storage filled straight from the decoder's bytes, without Python's UTF-8 decoder
+/// (which finds the width again, and widens what it wrote when a wider character comes). Runs of
+/// ASCII go through `T::copy_ascii`; a lone surrogate's WTF-8 form becomes its code unit.
+pub fn widen_wtf8<T: StrUnit>(text: &[u8], units: &mut [T]) {
+    let (mut pos, mut at) = (0, 0);
+    while pos < text.len() && at < units.len() {
+        let ascii = T::copy_ascii(&text[pos..], &mut units[at..]);
+        pos += ascii;
+        at += ascii;
+        let Some(&lead) = text.get(pos) else { break };
+        let continuation = |offset: usize| u32::from(text.get(pos + offset).copied().unwrap_or(0x80) & 0x3F);
+        let (cp, length) = match lead {
+            0..=0x7F => (u32::from(lead), 1),
+            0x80..=0xDF => ((u32::from(lead & 0x1F) << 6) | continuation(1), 2),
+            0xE0..=0xEF => ((u32::from(lead & 0x0F) << 12) | (continuation(1) << 6) | continuation(2), 3),
+            _ => ((u32::from(lead & 0x07) << 18) | (continuation(1) << 12) | (continuation(2) << 6) | continuation(3), 4),
+        };
+        if let Some(unit) = units.get_mut(at) {
+            *unit = T::of(cp);
+        }
+        pos += length;
+        at += 1;
+    }
+}
+
 /// A string as [`Scanner::string_text`] read it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StrText<'a> {
@@ -1233,6 +1367,84 @@ mod tests {
         let mut scanner = Scanner::new("[12345, -1.5e300, 1234567, 0.12345678901234]", 8);
         scanner.value().unwrap();
         assert_eq!(scanner.longest_integer, 7);
+    }
+
+    /// `string_text` against `string` and `unescape_into`, on strings whose escapes, controls and
+    /// non-ASCII bytes sit anywhere around the 16-byte chunks.
+    #[test]
+    fn string_text_reads_what_string_and_unescape_read() {
+        use super::{StrText, Width};
+        let pieces = [
+            "a", "\\n", "\\\\", "\\\"", "\\/", "\\t", "\\u00e9", "\\u2014", "\\ud83d\\ude00", "\\ud800", "\\udc00x",
+            "\u{e9}", "\u{2014}", "\u{1f600}", "\u{7f}", "\\u0000", "0123456789abcdef", "\\x", "\t", "\\u12",
+        ];
+        let mut texts = vec![String::new()];
+        for first in pieces {
+            for second in pieces {
+                for pad in [0, 3, 13, 15, 16, 17] {
+                    texts.push(format!("{}{first}{}{second}", "p".repeat(pad), "q".repeat(pad / 2)));
+                }
+            }
+        }
+        for body in texts {
+            for tail in ["\"", "", "\"]"] {
+                let text = format!("\"{body}{tail}");
+                let expected = Scanner::new(&text, 8).string().map(|string| {
+                    let (decoded, has_surrogate) = string.decode();
+                    (decoded.into_owned(), has_surrogate, string.escaped)
+                });
+                let mut out = Vec::new();
+                let mut scanner = Scanner::new(&text, 8);
+                let got = scanner.string_text(&mut out);
+                match (expected, got) {
+                    (Ok((decoded, has_surrogate, escaped)), Ok(StrText { unescaped, width, has_surrogate: got_surrogate })) => {
+                        let got_text = unescaped.map_or(out.clone(), |raw| raw.as_bytes().to_vec());
+                        assert_eq!(got_text, decoded, "{text:?}");
+                        assert_eq!(unescaped.is_none(), escaped, "{text:?}");
+                        assert_eq!(got_surrogate, has_surrogate, "{text:?}");
+                        let widest = String::from_utf8_lossy(&decoded).chars().map(u32::from).max().unwrap_or(0);
+                        let widest = if has_surrogate { widest.max(0xD800) } else { widest };
+                        assert_eq!(width, Width::of_code_point(widest), "{text:?}");
+                    }
+                    (Err(expected), Err(got)) => assert_eq!(got, expected, "{text:?}"),
+                    (expected, got) => panic!("{text:?}: {expected:?} against {got:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn wtf8_is_widened_to_its_code_points() {
+        use super::{count_chars, widen_wtf8};
+        let mut texts: Vec<Vec<u8>> = ["", "abc", "caf\u{e9}", "\u{2014} \u{e9}\u{1f600}x", "\u{10ffff}"]
+            .iter()
+            .map(|text| text.as_bytes().to_vec())
+            .collect();
+        for pad in 0..40 {
+            texts.push(format!("{}\u{e9}{}\u{2014}{}", "a".repeat(pad), "b".repeat(pad % 17), "c".repeat(pad)).into_bytes());
+        }
+        texts.push(vec![b'a', 0xED, 0xA0, 0x80, b'b']); // a lone surrogate's WTF-8 form
+        for text in texts {
+            let expected: Vec<u32> = if text.contains(&0xED) {
+                vec![u32::from(b'a'), 0xD800, u32::from(b'b')]
+            } else {
+                std::str::from_utf8(&text).unwrap().chars().map(u32::from).collect()
+            };
+            assert_eq!(count_chars(&text), expected.len(), "{text:?}");
+            let mut wide = vec![0u32; expected.len()];
+            widen_wtf8(&text, &mut wide);
+            assert_eq!(wide, expected, "{text:?}");
+            if expected.iter().all(|&cp| cp <= 0xFFFF) {
+                let mut units = vec![0u16; expected.len()];
+                widen_wtf8(&text, &mut units);
+                assert_eq!(units.iter().map(|&unit| u32::from(unit)).collect::<Vec<_>>(), expected, "{text:?}");
+            }
+            if expected.iter().all(|&cp| cp <= 0xFF) {
+                let mut units = vec![0u8; expected.len()];
+                widen_wtf8(&text, &mut units);
+                assert_eq!(units.iter().map(|&unit| u32::from(unit)).collect::<Vec<_>>(), expected, "{text:?}");
+            }
+        }
     }
 
     #[test]
