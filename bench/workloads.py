@@ -136,11 +136,11 @@ SOURCE_LINES = (
     "import re\n",
     "from pathlib import Path\n",
     "\n",
-    "PATTERN = re.compile(r'^(?P<name>\\w+)\\s*=\\s*\"(?P<value>[^\"]*)\"$')\n",
-    "WINDOWS = \"C:\\\\Users\\\\d\u00e9veloppeur\\\\proj\"  # a path with backslashes\n",
+    'PATTERN = re.compile(r\'^(?P<name>\\w+)\\s*=\\s*"(?P<value>[^"]*)"$\')\n',
+    'WINDOWS = "C:\\\\Users\\\\d\u00e9veloppeur\\\\proj"  # a path with backslashes\n',
     "\n",
     "class Config:\n",
-    '    """Settings read from a file: `key = \"value\"` per line."""\n',
+    '    """Settings read from a file: `key = "value"` per line."""\n',
     "\n",
     "    def __init__(self, path: Path) -> None:\n",
     "        self.path = path\n",
@@ -149,11 +149,11 @@ SOURCE_LINES = (
     "    def load(self) -> None:\n",
     "\tfor number, line in enumerate(self.path.read_text().splitlines(), 1):\n",
     "\t\tif (match := PATTERN.match(line)) is None:\n",
-    "\t\t\traise ValueError(f\"{self.path}:{number}: not 'key = \\\"value\\\"'\")\n",
+    '\t\t\traise ValueError(f"{self.path}:{number}: not \'key = \\"value\\"\'")\n',
     "\t\tself.values[match['name']] = match['value']  # r\u00e9sum\u00e9 \u2014 na\u00efve\n",
     "\n",
     "    def __repr__(self) -> str:\n",
-    "        return f\"Config({self.path!r}, {len(self.values)} values)\"  # \u2192 repr\n",
+    '        return f"Config({self.path!r}, {len(self.values)} values)"  # \u2192 repr\n',
     "\n",
 )
 
@@ -162,8 +162,8 @@ def source_document(size: int) -> str:
     """`size` characters of source-like text (SOURCE_LINES over and over, each round numbered)."""
     parts, length, k = [], 0, 0
     while length < size:
-        for line in SOURCE_LINES:
-            line = line.replace("Config", f"Config{k}")
+        for template in SOURCE_LINES:
+            line = template.replace("Config", f"Config{k}")
             parts.append(line)
             length += len(line)
         k += 1
@@ -173,7 +173,9 @@ def source_document(size: int) -> str:
 def did_open_payload() -> dict:
     """An LSP `textDocument/didOpen`'s params: a 64 KiB source file (see SOURCE_LINES)."""
     text = source_document(64 * 1024)
-    return {"textDocument": {"uri": "file:///workspace/src/config.py", "languageId": "python", "version": 1, "text": text}}
+    return {
+        "textDocument": {"uri": "file:///workspace/src/config.py", "languageId": "python", "version": 1, "text": text}
+    }
 
 
 def items_payload() -> dict:

@@ -330,7 +330,9 @@ pub fn widen_wtf8<T: StrUnit>(text: &[u8], units: &mut [T]) {
             0..=0x7F => (u32::from(lead), 1),
             0x80..=0xDF => ((u32::from(lead & 0x1F) << 6) | continuation(1), 2),
             0xE0..=0xEF => ((u32::from(lead & 0x0F) << 12) | (continuation(1) << 6) | continuation(2), 3),
-            _ => ((u32::from(lead & 0x07) << 18) | (continuation(1) << 12) | (continuation(2) << 6) | continuation(3), 4),
+            _ => {
+                ((u32::from(lead & 0x07) << 18) | (continuation(1) << 12) | (continuation(2) << 6) | continuation(3), 4)
+            }
         };
         if let Some(unit) = units.get_mut(at) {
             *unit = T::of(cp);
@@ -1375,8 +1377,26 @@ mod tests {
     fn string_text_reads_what_string_and_unescape_read() {
         use super::{StrText, Width};
         let pieces = [
-            "a", "\\n", "\\\\", "\\\"", "\\/", "\\t", "\\u00e9", "\\u2014", "\\ud83d\\ude00", "\\ud800", "\\udc00x",
-            "\u{e9}", "\u{2014}", "\u{1f600}", "\u{7f}", "\\u0000", "0123456789abcdef", "\\x", "\t", "\\u12",
+            "a",
+            "\\n",
+            "\\\\",
+            "\\\"",
+            "\\/",
+            "\\t",
+            "\\u00e9",
+            "\\u2014",
+            "\\ud83d\\ude00",
+            "\\ud800",
+            "\\udc00x",
+            "\u{e9}",
+            "\u{2014}",
+            "\u{1f600}",
+            "\u{7f}",
+            "\\u0000",
+            "0123456789abcdef",
+            "\\x",
+            "\t",
+            "\\u12",
         ];
         let mut texts = vec![String::new()];
         for first in pieces {
@@ -1397,7 +1417,10 @@ mod tests {
                 let mut scanner = Scanner::new(&text, 8);
                 let got = scanner.string_text(&mut out);
                 match (expected, got) {
-                    (Ok((decoded, has_surrogate, escaped)), Ok(StrText { unescaped, width, has_surrogate: got_surrogate })) => {
+                    (
+                        Ok((decoded, has_surrogate, escaped)),
+                        Ok(StrText { unescaped, width, has_surrogate: got_surrogate }),
+                    ) => {
                         let got_text = unescaped.map_or(out.clone(), |raw| raw.as_bytes().to_vec());
                         assert_eq!(got_text, decoded, "{text:?}");
                         assert_eq!(unescaped.is_none(), escaped, "{text:?}");
@@ -1421,7 +1444,9 @@ mod tests {
             .map(|text| text.as_bytes().to_vec())
             .collect();
         for pad in 0..40 {
-            texts.push(format!("{}\u{e9}{}\u{2014}{}", "a".repeat(pad), "b".repeat(pad % 17), "c".repeat(pad)).into_bytes());
+            texts.push(
+                format!("{}\u{e9}{}\u{2014}{}", "a".repeat(pad), "b".repeat(pad % 17), "c".repeat(pad)).into_bytes(),
+            );
         }
         texts.push(vec![b'a', 0xED, 0xA0, 0x80, b'b']); // a lone surrogate's WTF-8 form
         for text in texts {
