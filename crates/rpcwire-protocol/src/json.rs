@@ -210,16 +210,28 @@ impl Width {
 pub fn count_chars(text: &[u8]) -> usize {
     let mut continuations = 0;
     let mut pos = 0;
+    // Sixteen byte counters (SSE2), summed every 255 chunks before one can wrap: no popcount per chunk.
     #[cfg(target_arch = "x86_64")]
-    while let Some(chunk) = text.get(pos..pos + 16) {
-        use std::arch::x86_64::{_mm_cmplt_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
-        // SAFETY: SSE2 is part of the x86_64 baseline; the load reads the 16 bytes of `chunk`.
-        let mask = unsafe {
-            // As signed bytes, 0x80-0xBF are exactly those below -64 (0xC0).
-            _mm_movemask_epi8(_mm_cmplt_epi8(_mm_loadu_si128(chunk.as_ptr().cast()), _mm_set1_epi8(-64)))
+    while pos + 16 <= text.len() {
+        use std::arch::x86_64::{
+            _mm_add_epi64, _mm_cmplt_epi8, _mm_cvtsi128_si64, _mm_loadu_si128, _mm_sad_epu8, _mm_set1_epi8,
+            _mm_setzero_si128, _mm_srli_si128, _mm_sub_epi8,
         };
-        continuations += mask.count_ones() as usize;
-        pos += 16;
+        let chunks = ((text.len() - pos) / 16).min(255);
+        // SAFETY: SSE2 is part of the x86_64 baseline; each load reads 16 bytes of `text` at `pos`,
+        // which `chunks` keeps within it.
+        unsafe {
+            let mut counts = _mm_setzero_si128();
+            for _ in 0..chunks {
+                let bytes = _mm_loadu_si128(text.as_ptr().add(pos).cast());
+                // As signed bytes, 0x80-0xBF are exactly those below -64 (0xC0); a match is -1.
+                counts = _mm_sub_epi8(counts, _mm_cmplt_epi8(bytes, _mm_set1_epi8(-64)));
+                pos += 16;
+            }
+            let sums = _mm_sad_epu8(counts, _mm_setzero_si128());
+            let total = _mm_cvtsi128_si64(_mm_add_epi64(sums, _mm_srli_si128::<8>(sums)));
+            continuations += usize::try_from(total).unwrap_or(0);
+        }
     }
     continuations += text[pos..].iter().filter(|&&byte| (0x80..0xC0).contains(&byte)).count();
     text.len() - continuations
@@ -1448,6 +1460,7 @@ mod tests {
                 format!("{}\u{e9}{}\u{2014}{}", "a".repeat(pad), "b".repeat(pad % 17), "c".repeat(pad)).into_bytes(),
             );
         }
+        texts.push("\u{e9}\u{2014}a".repeat(2000).into_bytes()); // past 255 chunks of 16 bytes
         texts.push(vec![b'a', 0xED, 0xA0, 0x80, b'b']); // a lone surrogate's WTF-8 form
         for text in texts {
             let expected: Vec<u32> = if text.contains(&0xED) {
