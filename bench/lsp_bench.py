@@ -10,7 +10,10 @@ both. Workloads (every answer is counted; the first and last are checked):
 - ping-pong: one small request (`echo`), wait for its answer; client and server pinned to one CPU;
 - pipelined: a thread writes N requests while the main thread reads the N answers;
 - completion: ping-pong with an answer of 200 completion items (~26 KB), the writer's work;
-- did-open: ping-pong with a 64 KiB document in the params, the reader's work.
+- did-open: ping-pong with a 64 KiB document in the params, the reader's work;
+- did-open-source-64k, did-open-source-1m: the same with a source file's text (`workloads.source_document`:
+  escapes on every line, quotes, backslashes, tabs, some non-ASCII) of 64 KiB and 1 MiB, its body written as
+  editors write it (UTF-8, not escaped to ASCII).
 Figures: wall time per call, the median round trip (p50), and the server process's CPU time per call
 (`time.process_time()` asked of the server before and after: what the streams cost, apart from waiting for
 a shared CPU). Each is a median over the repeats, runs of the two stacks interleaved.
@@ -33,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import rpcwire
+from workloads import source_document
 
 STACKS = ("pylsp", "rpcwire")
 ITEMS = [
@@ -40,6 +44,8 @@ ITEMS = [
     for i in range(200)
 ]
 DOCUMENT = ("def f(x):\n    return x * 2  # é\n" * 2048)[: 64 * 1024]
+SOURCE_64K = source_document(64 * 1024)
+SOURCE_1M = source_document(1024 * 1024)
 
 
 # --- the server ----------------------------------------------------------------------------------
@@ -66,8 +72,9 @@ def serve(stack: str) -> None:
 # --- the driver ----------------------------------------------------------------------------------
 
 
-def frame_body(id_: int, method: str, params: Any) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": params}, separators=(",", ":")).encode()
+def frame_body(id_: int, method: str, params: Any, *, ensure_ascii: bool = True) -> bytes:
+    message = {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=ensure_ascii).encode()
 
 
 class Server:
@@ -110,9 +117,11 @@ def server_cpu(server: Server) -> float:
     return float(json.loads(answer)["result"])
 
 
-def ping_pong(server: Server, calls: int, method: str, params: Any, expected: Any) -> dict[str, float]:
+def ping_pong(
+    server: Server, calls: int, method: str, params: Any, expected: Any, *, ensure_ascii: bool = True
+) -> dict[str, float]:
     write, read = server.transport._write_line, server.transport.read_line
-    bodies = [frame_body(i, method, params) for i in range(calls + 1)]
+    bodies = [frame_body(i, method, params, ensure_ascii=ensure_ascii) for i in range(calls + 1)]
     write(bodies[0])  # warm up
     check(read(), 0, expected)
     latencies = []
@@ -169,7 +178,14 @@ WORKLOADS: dict[str, Callable[[Server, int], dict[str, float]]] = {
     "did-open": lambda server, n: ping_pong(
         server, n // 10, "didOpen", {"textDocument": {"uri": "file:///x.py", "text": DOCUMENT}}, len(DOCUMENT)
     ),
+    "did-open-source-64k": lambda server, n: did_open_source(server, n // 10, SOURCE_64K),
+    "did-open-source-1m": lambda server, n: did_open_source(server, max(5, n // 100), SOURCE_1M),
 }
+
+
+def did_open_source(server: Server, calls: int, text: str) -> dict[str, float]:
+    params = {"textDocument": {"uri": "file:///src/config.py", "languageId": "python", "version": 1, "text": text}}
+    return ping_pong(server, calls, "didOpen", params, len(text), ensure_ascii=False)
 
 
 def main() -> int:
@@ -179,14 +195,16 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="a tenth of the calls, one repeat")
     parser.add_argument("--json", type=Path, help="also write every run and the medians to this file")
+    parser.add_argument("--only", help=f"workloads, comma-separated, of: {','.join(WORKLOADS)}")
     args = parser.parse_args()
     if args.serve:
         serve(args.serve)
         return 0
     calls, repeats = (args.calls // 10, 1) if args.quick else (args.calls, args.repeats)
-    runs: dict[str, dict[str, list[dict[str, float]]]] = {w: {s: [] for s in STACKS} for w in WORKLOADS}
+    chosen = {name: WORKLOADS[name] for name in (args.only.split(",") if args.only else WORKLOADS)}
+    runs: dict[str, dict[str, list[dict[str, float]]]] = {w: {s: [] for s in STACKS} for w in chosen}
     for repeat in range(repeats):
-        for name, workload in WORKLOADS.items():
+        for name, workload in chosen.items():
             for stack in STACKS if repeat % 2 == 0 else reversed(STACKS):
                 server = Server(stack)
                 try:
@@ -197,7 +215,7 @@ def main() -> int:
     medians = {
         name: {stack: {key: statistics.median(run[key] for run in runs[name][stack]) for key in runs[name][stack][0]}
                for stack in STACKS}
-        for name in WORKLOADS
+        for name in chosen
     }  # fmt: skip
     versions = f"python-lsp-jsonrpc {version('python-lsp-jsonrpc')}, rpcwire native={rpcwire.NATIVE}"
     print(f"\n### python-lsp-jsonrpc's Endpoint: its reader/writer vs rpcwire.lsp's ({versions})")

@@ -129,6 +129,55 @@ PAYLOAD_MODES = ("decode", "encode", "echo")
 MCP_TEXT_LINE = 'def search(query: str) -> list[dict]:  # "fast" path\tsee docs \u2014 returns hits\n'
 
 
+# Lines of a source file as editors send it in `didOpen`/`didChange` (and MCP tools receive as arguments): every
+# line ends in a newline, most are indented (spaces or a tab), many hold quotes or backslashes (string literals,
+# regular expressions, Windows paths), and some non-ASCII text (Latin-1 and beyond it) sits in comments and strings.
+SOURCE_LINES = (
+    "import re\n",
+    "from pathlib import Path\n",
+    "\n",
+    'PATTERN = re.compile(r\'^(?P<name>\\w+)\\s*=\\s*"(?P<value>[^"]*)"$\')\n',
+    'WINDOWS = "C:\\\\Users\\\\d\u00e9veloppeur\\\\proj"  # a path with backslashes\n',
+    "\n",
+    "class Config:\n",
+    '    """Settings read from a file: `key = "value"` per line."""\n',
+    "\n",
+    "    def __init__(self, path: Path) -> None:\n",
+    "        self.path = path\n",
+    "        self.values: dict[str, str] = {}\n",
+    "\n",
+    "    def load(self) -> None:\n",
+    "\tfor number, line in enumerate(self.path.read_text().splitlines(), 1):\n",
+    "\t\tif (match := PATTERN.match(line)) is None:\n",
+    '\t\t\traise ValueError(f"{self.path}:{number}: not \'key = \\"value\\"\'")\n',
+    "\t\tself.values[match['name']] = match['value']  # r\u00e9sum\u00e9 \u2014 na\u00efve\n",
+    "\n",
+    "    def __repr__(self) -> str:\n",
+    '        return f"Config({self.path!r}, {len(self.values)} values)"  # \u2192 repr\n',
+    "\n",
+)
+
+
+def source_document(size: int) -> str:
+    """`size` characters of source-like text (SOURCE_LINES over and over, each round numbered)."""
+    parts, length, k = [], 0, 0
+    while length < size:
+        for template in SOURCE_LINES:
+            line = template.replace("Config", f"Config{k}")
+            parts.append(line)
+            length += len(line)
+        k += 1
+    return "".join(parts)[:size]
+
+
+def did_open_payload() -> dict:
+    """An LSP `textDocument/didOpen`'s params: a 64 KiB source file (see SOURCE_LINES)."""
+    text = source_document(64 * 1024)
+    return {
+        "textDocument": {"uri": "file:///workspace/src/config.py", "languageId": "python", "version": 1, "text": text}
+    }
+
+
 def items_payload() -> dict:
     """The issue's own example: 50 small objects with an int, a string, a list of strings and a float."""
     return {"items": [{"id": k, "name": f"item {k}", "tags": ["a", "b"], "price": 1.5 * k} for k in range(50)]}
@@ -196,6 +245,7 @@ PAYLOADS = {
     "lsp-completion": (lsp_payload, 100),
     "floats": (floats_payload, 100),
     "ints": (ints_payload, 100),
+    "did-open": (did_open_payload, 100),
 }
 
 

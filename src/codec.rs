@@ -18,8 +18,10 @@ use smallvec::SmallVec;
 
 #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
 use rpcwire_protocol::json::write_escaped_code_points;
+#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
+use rpcwire_protocol::json::{count_chars, widen_wtf8, Width};
 use rpcwire_protocol::json::{
-    unescape_into, write_ascii_str, write_escaped_str, write_float_repr, JsonStr, Number, Scanner,
+    unescape_into, write_ascii_str, write_escaped_str, write_float_repr, JsonStr, Number, Scanner, StrText,
 };
 use rpcwire_protocol::stack::StackFloor;
 
@@ -92,17 +94,61 @@ fn str_from_json<'py>(py: Python<'py>, text: JsonStr<'_>, scratch: &mut Vec<u8>)
         return Ok(PyString::new(py, text.raw));
     }
     scratch.clear();
-    if !unescape_into(text.raw.as_bytes(), scratch) {
-        let decoded = std::str::from_utf8(scratch).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        return Ok(PyString::new(py, decoded));
-    }
+    let has_surrogate = unescape_into(text.raw.as_bytes(), scratch);
+    str_from_wtf8(py, scratch, has_surrogate)
+}
+
+/// The `str` whose WTF-8 form is `text` (UTF-8 unless `has_surrogate`: the scanner's output).
+fn str_from_wtf8<'py>(py: Python<'py>, text: &[u8], has_surrogate: bool) -> PyResult<Bound<'py, PyString>> {
+    let length = ffi::Py_ssize_t::try_from(text.len()).map_err(|e| PyValueError::new_err(e.to_string()))?;
     // Lone surrogates: only Python's "surrogatepass" handler turns their WTF-8 form into a `str`.
-    let length = ffi::Py_ssize_t::try_from(scratch.len()).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    // SAFETY: the pointer and length describe `scratch`, which outlives the call; the handler
-    // name is a NUL-terminated literal. The result is a new reference or NULL with an exception.
+    let errors = if has_surrogate { c"surrogatepass".as_ptr() } else { std::ptr::null() };
+    // SAFETY: the pointer and length describe `text`, which outlives the call; the handler name is
+    // NULL (strict) or a NUL-terminated literal. The result is a new reference or NULL with an exception.
     unsafe {
-        let decoded = ffi::PyUnicode_DecodeUTF8(scratch.as_ptr().cast(), length, c"surrogatepass".as_ptr());
+        let decoded = ffi::PyUnicode_DecodeUTF8(text.as_ptr().cast(), length, errors);
         Ok(Bound::from_owned_ptr_or_err(py, decoded)?.cast_into_unchecked())
+    }
+}
+
+/// A string the scanner read with [`Scanner::string_text`] (its text in `scratch` unless it had no
+/// escape) as a `str`.
+fn str_from_text<'py>(py: Python<'py>, text: StrText<'_>, scratch: &[u8]) -> PyResult<Bound<'py, PyString>> {
+    #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
+    if text.width != Width::Ascii && scratch.len().max(text.unescaped.map_or(0, str::len)) >= WIDE_DIRECT_MIN {
+        return new_wide_str(py, text.unescaped.map_or(scratch, str::as_bytes), text.width);
+    }
+    match text.unescaped {
+        Some(raw) => Ok(PyString::new(py, raw)),
+        None => str_from_wtf8(py, scratch, text.has_surrogate),
+    }
+}
+
+/// Texts of at least this many bytes with a character beyond ASCII are stored by [`new_wide_str`];
+/// shorter ones by Python's decoder, which hands out its cached one-character strings.
+#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
+const WIDE_DIRECT_MIN: usize = 32;
+
+/// The `str` of the WTF-8 `text`, whose widest character has `width` (not ASCII): made with
+/// `PyUnicode_New` at that width and filled by `widen_wtf8`, without Python's UTF-8 decoder (which
+/// would find the width again, and copy what it wrote each time a wider character comes).
+#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
+fn new_wide_str<'py>(py: Python<'py>, text: &[u8], width: Width) -> PyResult<Bound<'py, PyString>> {
+    let chars = count_chars(text);
+    let length = ffi::Py_ssize_t::try_from(chars).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    // SAFETY: `PyUnicode_New` returns a new, compact, not yet shared string of `chars` characters
+    // whose kind holds `width.max_char()`, or NULL with an exception. Its data is `chars` units of
+    // that kind, each written below before the string is handed out (`widen_wtf8` writes one unit
+    // per character of `text`, and `width` is the exact widest, as Python's canonical form needs).
+    unsafe {
+        let string = Bound::from_owned_ptr_or_err(py, ffi::PyUnicode_New(length, width.max_char()))?;
+        let data = ffi::PyUnicode_DATA(string.as_ptr());
+        match width {
+            Width::Ascii | Width::Latin1 => widen_wtf8(text, std::slice::from_raw_parts_mut(data.cast::<u8>(), chars)),
+            Width::Ucs2 => widen_wtf8(text, std::slice::from_raw_parts_mut(data.cast::<u16>(), chars)),
+            Width::Ucs4 => widen_wtf8(text, std::slice::from_raw_parts_mut(data.cast::<u32>(), chars)),
+        }
+        Ok(string.cast_into_unchecked())
     }
 }
 
@@ -136,8 +182,10 @@ impl<'py> Decoder<'_, '_, 'py, '_> {
         let py = self.py;
         Ok(match self.scanner.peek() {
             Some(b'"') => {
-                let text = self.scanner.string()?;
-                str_from_json(py, text, &mut self.scratch)?.into_any()
+                // One walk over the string: validated, unescaped and measured together.
+                self.scratch.clear();
+                let text = self.scanner.string_text(&mut self.scratch)?;
+                str_from_text(py, text, &self.scratch)?.into_any()
             }
             Some(b'[') => {
                 // Inline for short arrays: no heap `Vec` for the usual small ones. (Building ASCII

@@ -256,22 +256,29 @@ pub(crate) fn parse_request<'py>(
     raw: &Bound<'py, PyAny>,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let none = || py.None().into_bound(py);
+    // `str` and `bytes` are read where they are (a `str`'s UTF-8 form is the one it keeps); a
+    // `bytearray` can change while Python code runs, so it is copied.
+    let copied;
     let bytes = if let Ok(text) = raw.cast::<PyString>() {
         // A `str` holding lone surrogates has no UTF-8 form: it is not a JSON text on any wire.
-        text.to_str().map(|text| text.as_bytes().to_vec()).ok()
+        text.to_str().map(str::as_bytes).ok()
     } else if let Ok(bytes) = raw.cast::<PyBytes>() {
-        Some(bytes.as_bytes().to_vec())
+        Some(bytes.as_bytes())
     } else if let Ok(array) = raw.cast::<PyByteArray>() {
-        Some(array.to_vec())
+        copied = array.to_vec();
+        Some(copied.as_slice())
     } else {
         return Err(pyo3::exceptions::PyTypeError::new_err("parse_request takes str or bytes"));
     };
-    let parsed = bytes
-        .as_deref()
-        .and_then(|bytes| std::str::from_utf8(bytes).ok())
-        .and_then(|text| envelope::parse_message(text, Limits { max_batch: None, ..Limits::default() }).ok());
+    // The params are decoded in the envelope's pass (one walk over the text): a syntax error
+    // anywhere is a parse error, as when they were decoded after the check.
+    let limits = Limits { max_batch: None, ..Limits::default() };
+    let parsed = bytes.and_then(|bytes| std::str::from_utf8(bytes).ok()).map(|text| {
+        envelope::parse_message_with(text, limits, |scanner: &mut Scanner<'_>| codec::decode_value(py, scanner, None))
+    });
     let parsed = match parsed {
-        Some(parsed) if !codec::exceeds_int_digit_limit(py, parsed.longest_integer)? => parsed,
+        Some(Err(Error::Python(error))) => return Err(error),
+        Some(Ok(parsed)) if !codec::exceeds_int_digit_limit(py, parsed.longest_integer)? => parsed,
         _ => return Ok((none(), answer::error_object(py, none(), StandardError::Parse)?)),
     };
     let entry = match parsed.message {
@@ -286,13 +293,7 @@ pub(crate) fn parse_request<'py>(
             let id = id.as_ref().map_or_else(|| Ok(none()), |id| id_to_python(py, id))?;
             Ok((none(), answer::error_object(py, id, StandardError::InvalidRequest)?))
         }
-        Entry::Call(Call { method, params, id }) => {
-            let params = match params {
-                Some(text) => Some(codec::decode(py, text, usize::from(envelope::DEFAULT_MAX_DEPTH), None)?),
-                None => None,
-            };
-            Ok((request_object(py, Call { method, params, id }, None)?, none()))
-        }
+        Entry::Call(call) => Ok((request_object(py, call, None)?, none())),
         Entry::Response { .. } => unreachable!("a server's reader makes no responses"),
     }
 }

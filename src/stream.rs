@@ -61,6 +61,15 @@ pub(crate) enum Next {
     End,
 }
 
+/// What `Reader::with_next_message` found.
+pub(crate) enum Found<R> {
+    /// What the caller made of a line (or a frame's body).
+    Message(R),
+    /// A message the framing dropped (over `max_message_bytes`, or a frame that cannot be read).
+    Dropped(Dropped),
+    End,
+}
+
 /// The input stream and the decoder its bytes go to.
 pub(crate) struct Reader {
     stream: Py<PyAny>,
@@ -88,18 +97,34 @@ impl Reader {
     /// Copy the next line (without `\n`/`\r\n`), or the next frame's body, into `line`; `skip_blank`:
     /// as [`Decoder::next`].
     pub(crate) fn next_line(&mut self, py: Python<'_>, line: &mut Vec<u8>, skip_blank: bool) -> PyResult<Next> {
+        let copy = |message: &[u8]| {
+            line.clear();
+            line.extend_from_slice(message);
+        };
+        Ok(match self.with_next_message(py, skip_blank, copy)? {
+            Found::Message(()) => Next::Line,
+            Found::Dropped(dropped) => Next::Dropped(dropped),
+            Found::End => Next::End,
+        })
+    }
+
+    /// As [`next_line`](Self::next_line), handing the message to `use_message` where it lies in the
+    /// buffer, without a copy (a large frame's body is decoded where it was read). No Python code
+    /// may read this stream from `use_message`: the reader is borrowed.
+    pub(crate) fn with_next_message<R>(
+        &mut self,
+        py: Python<'_>,
+        skip_blank: bool,
+        mut use_message: impl FnMut(&[u8]) -> R,
+    ) -> PyResult<Found<R>> {
         loop {
             match self.decoder.next(skip_blank) {
-                Some(Decoded::Message(message)) => {
-                    line.clear();
-                    line.extend_from_slice(message);
-                    return Ok(Next::Line);
-                }
-                Some(Decoded::Dropped(dropped)) => return Ok(Next::Dropped(dropped)),
+                Some(Decoded::Message(message)) => return Ok(Found::Message(use_message(message))),
+                Some(Decoded::Dropped(dropped)) => return Ok(Found::Dropped(dropped)),
                 None => {}
             }
             if self.decoder.is_closed() {
-                return Ok(Next::End);
+                return Ok(Found::End);
             }
             if !self.fill(py)? {
                 self.decoder.close();

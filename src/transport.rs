@@ -37,7 +37,7 @@ use crate::dispatch;
 use crate::outgoing;
 use crate::reply;
 use crate::request;
-use crate::stream::{binary_stream, with_bytes, Next, Reader, Writer};
+use crate::stream::{binary_stream, with_bytes, Found, Next, Reader, Writer};
 use crate::stream_lock::StreamLock;
 use crate::strings::StringCache;
 
@@ -250,15 +250,16 @@ impl StdioTransport {
     /// on after it). Blank lines are skipped (newline framing).
     #[pyo3(name = "_read_value")]
     fn read_value<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let mut line = Vec::new();
-        match self.next_message(py, &mut line)? {
-            Next::End => Ok(None),
-            Next::Line => {
-                let text = std::str::from_utf8(&line).map_err(|error| PyValueError::new_err(error.to_string()))?;
-                let mut strings = self.strings.try_lock();
-                Ok(Some(codec::decode(py, text, self.limits.max_depth, strings.as_deref_mut())?))
-            }
-            Next::Dropped(dropped) => {
+        let mut strings = self.strings.try_lock();
+        // Decoded where it lies in the read buffer (no copy of a large body first).
+        let decode = |message: &[u8]| -> PyResult<Bound<'py, PyAny>> {
+            let text = std::str::from_utf8(message).map_err(|error| PyValueError::new_err(error.to_string()))?;
+            Ok(codec::decode(py, text, self.limits.max_depth, strings.as_deref_mut())?)
+        };
+        match self.reader.lock(py)?.with_next_message(py, true, decode)? {
+            Found::End => Ok(None),
+            Found::Message(value) => value.map(Some),
+            Found::Dropped(dropped) => {
                 Err(PyValueError::new_err(format!("{} was discarded", dropped.reason(self.max_message_bytes))))
             }
         }

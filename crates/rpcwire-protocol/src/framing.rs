@@ -289,6 +289,11 @@ impl FrameBuffer {
                 *end -= keep;
             }
         }
+        if let State::Body(length) = self.state {
+            // The rest of a body whose length is known: room for all of it at once, rather than
+            // doubling (and copying) the buffer as its pieces arrive.
+            self.data.reserve_exact((self.consumed + length).saturating_sub(self.data.len()));
+        }
         self.data.extend_from_slice(bytes);
     }
 

@@ -91,16 +91,297 @@ fn skip_ordinary<const STOP_AT_ED: bool>(bytes: &[u8], mut pos: usize) -> usize 
     bytes[pos..].iter().position(|&byte| is_special(byte)).map_or(bytes.len(), |offset| pos + offset)
 }
 
+/// As `skip_ordinary::<false>`, and raises `widest` to the largest byte skipped (the bytes before the one
+/// it stops at, never one after it): that byte says how Python stores the text ([`Width::of_utf8`]).
+///
+/// The decoder walks each string once, resolving its escapes as it goes and learning its width, so
+/// that the `str` is built without another pass to validate or measure it.
+#[inline]
+fn skip_ordinary_widest(bytes: &[u8], mut pos: usize, widest: &mut u8) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{__m128i, _mm_and_si128, _mm_loadu_si128, _mm_max_epu8, _mm_setzero_si128};
+        /// Sixteen 0xFF then sixteen 0x00: from offset `16 - n`, a mask that keeps the first `n` bytes.
+        static PREFIX: [u8; 32] = {
+            let mut mask = [0; 32];
+            let mut i = 0;
+            while i < 16 {
+                mask[i] = 0xFF;
+                i += 1;
+            }
+            mask
+        };
+        // SAFETY: SSE2 is part of the x86_64 baseline; each load reads 16 bytes inside `bytes` (the
+        // chunk) or inside `PREFIX` (`16 - n` is in 0..=16, so 16 bytes from it stay in its 32).
+        unsafe {
+            let mut most: __m128i = _mm_setzero_si128();
+            while let Some(chunk) = bytes.get(pos..pos + 16) {
+                let chunk = _mm_loadu_si128(chunk.as_ptr().cast());
+                let mask = special_mask_of::<false>(chunk);
+                if mask != 0 {
+                    let n = mask.trailing_zeros() as usize;
+                    let keep = _mm_loadu_si128(PREFIX[16 - n..].as_ptr().cast());
+                    *widest = (*widest).max(largest_byte(_mm_max_epu8(most, _mm_and_si128(chunk, keep))));
+                    return pos + n;
+                }
+                most = _mm_max_epu8(most, chunk);
+                pos += 16;
+            }
+            *widest = (*widest).max(largest_byte(most));
+        }
+    }
+    for (offset, &byte) in bytes[pos..].iter().enumerate() {
+        if !ORDINARY_IN_STRING[usize::from(byte)] {
+            return pos + offset;
+        }
+        *widest = (*widest).max(byte);
+    }
+    bytes.len()
+}
+
+/// The largest of the 16 bytes; 0 for ASCII ones without looking further (the usual case).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn largest_byte(bytes: std::arch::x86_64::__m128i) -> u8 {
+    use std::arch::x86_64::{_mm_cvtsi128_si32, _mm_max_epu8, _mm_movemask_epi8, _mm_srli_si128};
+    // SAFETY: SSE2 is part of the x86_64 baseline; these work on registers only.
+    unsafe {
+        if _mm_movemask_epi8(bytes) == 0 {
+            return 0;
+        }
+        let most = _mm_max_epu8(bytes, _mm_srli_si128::<8>(bytes));
+        let most = _mm_max_epu8(most, _mm_srli_si128::<4>(most));
+        let most = _mm_max_epu8(most, _mm_srli_si128::<2>(most));
+        let most = _mm_max_epu8(most, _mm_srli_si128::<1>(most));
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // the low byte
+        let byte = _mm_cvtsi128_si32(most) as u8;
+        byte
+    }
+}
+
+/// How Python stores a text: the widest character's kind, which its largest code point decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Width {
+    /// Every character below U+0080.
+    Ascii,
+    /// Below U+0100: one byte a character.
+    Latin1,
+    /// Below U+10000 (surrogates included): two bytes a character.
+    Ucs2,
+    /// Four bytes a character.
+    Ucs4,
+}
+
+impl Width {
+    /// The width of a (WTF-8) text whose largest byte is `byte`: a lead byte's value orders the code
+    /// points it starts (0xC2-0xC3 up to U+00FF, up to 0xEF within the BMP), and continuation bytes
+    /// (0x80-0xBF) are below every lead byte of more than one byte.
+    pub fn of_utf8(byte: u8) -> Self {
+        match byte {
+            0..=0x7F => Self::Ascii,
+            0x80..=0xC3 => Self::Latin1,
+            0xC4..=0xEF => Self::Ucs2,
+            _ => Self::Ucs4,
+        }
+    }
+
+    /// The width of a text holding code point `cp`.
+    pub fn of_code_point(cp: u32) -> Self {
+        match cp {
+            0..=0x7F => Self::Ascii,
+            0x80..=0xFF => Self::Latin1,
+            0x100..=0xFFFF => Self::Ucs2,
+            _ => Self::Ucs4,
+        }
+    }
+
+    /// The largest code point of this width (what `PyUnicode_New` takes).
+    pub fn max_char(self) -> u32 {
+        match self {
+            Self::Ascii => 0x7F,
+            Self::Latin1 => 0xFF,
+            Self::Ucs2 => 0xFFFF,
+            Self::Ucs4 => 0x10_FFFF,
+        }
+    }
+}
+
+/// The characters of a WTF-8 text (its bytes that do not continue a character: 0x80-0xBF).
+pub fn count_chars(text: &[u8]) -> usize {
+    let mut continuations = 0;
+    let mut pos = 0;
+    // Sixteen byte counters (SSE2), summed every 255 chunks before one can wrap: no popcount per chunk.
+    #[cfg(target_arch = "x86_64")]
+    while pos + 16 <= text.len() {
+        use std::arch::x86_64::{
+            _mm_add_epi64, _mm_cmplt_epi8, _mm_cvtsi128_si64, _mm_loadu_si128, _mm_sad_epu8, _mm_set1_epi8,
+            _mm_setzero_si128, _mm_srli_si128, _mm_sub_epi8,
+        };
+        let chunks = ((text.len() - pos) / 16).min(255);
+        // SAFETY: SSE2 is part of the x86_64 baseline; each load reads 16 bytes of `text` at `pos`,
+        // which `chunks` keeps within it.
+        unsafe {
+            let mut counts = _mm_setzero_si128();
+            for _ in 0..chunks {
+                let bytes = _mm_loadu_si128(text.as_ptr().add(pos).cast());
+                // As signed bytes, 0x80-0xBF are exactly those below -64 (0xC0); a match is -1.
+                counts = _mm_sub_epi8(counts, _mm_cmplt_epi8(bytes, _mm_set1_epi8(-64)));
+                pos += 16;
+            }
+            let sums = _mm_sad_epu8(counts, _mm_setzero_si128());
+            let total = _mm_cvtsi128_si64(_mm_add_epi64(sums, _mm_srli_si128::<8>(sums)));
+            continuations += usize::try_from(total).unwrap_or(0);
+        }
+    }
+    continuations += text[pos..].iter().filter(|&&byte| (0x80..0xC0).contains(&byte)).count();
+    text.len() - continuations
+}
+
+/// A code unit of a Python string's storage: 1 (Latin-1), 2 (UCS-2) or 4 bytes (UCS-4).
+pub trait StrUnit: Copy {
+    /// The unit holding `cp` (which fits: the caller chose the width from the text's widest character).
+    fn of(cp: u32) -> Self;
+
+    /// Copy the ASCII bytes at the front of `text` into `units`, as units; how many.
+    fn copy_ascii(text: &[u8], units: &mut [Self]) -> usize {
+        let mut count = 0;
+        for (unit, &byte) in units.iter_mut().zip(text).take_while(|(_, byte)| byte.is_ascii()) {
+            *unit = Self::of(u32::from(byte));
+            count += 1;
+        }
+        count
+    }
+}
+
+impl StrUnit for u8 {
+    #[allow(clippy::cast_possible_truncation)] // fits, by the caller's choice of width
+    fn of(cp: u32) -> Self {
+        cp as u8
+    }
+
+    fn copy_ascii(text: &[u8], units: &mut [Self]) -> usize {
+        let count = ascii_prefix(text).min(units.len());
+        units[..count].copy_from_slice(&text[..count]);
+        count
+    }
+}
+
+impl StrUnit for u16 {
+    #[allow(clippy::cast_possible_truncation)] // fits, by the caller's choice of width
+    fn of(cp: u32) -> Self {
+        cp as u16
+    }
+
+    /// Sixteen bytes at a time, each widened to its unit (SSE2).
+    #[cfg(target_arch = "x86_64")]
+    fn copy_ascii(text: &[u8], units: &mut [Self]) -> usize {
+        use std::arch::x86_64::{
+            _mm_loadu_si128, _mm_movemask_epi8, _mm_setzero_si128, _mm_storeu_si128, _mm_unpackhi_epi8,
+            _mm_unpacklo_epi8,
+        };
+        let mut count = 0;
+        while let (Some(chunk), Some(out)) = (text.get(count..count + 16), units.get_mut(count..count + 16)) {
+            // SAFETY: SSE2 is part of the x86_64 baseline; the load reads the 16 bytes of `chunk` and
+            // the two stores write the 16 units (32 bytes) of `out`.
+            let ascii = unsafe {
+                let bytes = _mm_loadu_si128(chunk.as_ptr().cast());
+                let zero = _mm_setzero_si128();
+                _mm_storeu_si128(out.as_mut_ptr().cast(), _mm_unpacklo_epi8(bytes, zero));
+                _mm_storeu_si128(out.as_mut_ptr().add(8).cast(), _mm_unpackhi_epi8(bytes, zero));
+                _mm_movemask_epi8(bytes)
+            };
+            if ascii != 0 {
+                // The units past the first non-ASCII byte are written over next.
+                return count + ascii.trailing_zeros() as usize;
+            }
+            count += 16;
+        }
+        for (unit, &byte) in units[count..].iter_mut().zip(&text[count..]).take_while(|(_, byte)| byte.is_ascii()) {
+            *unit = u16::from(byte);
+            count += 1;
+        }
+        count
+    }
+}
+
+impl StrUnit for u32 {
+    fn of(cp: u32) -> Self {
+        cp
+    }
+}
+
+/// How many bytes at the front of `text` are ASCII.
+fn ascii_prefix(text: &[u8]) -> usize {
+    let mut pos = 0;
+    #[cfg(target_arch = "x86_64")]
+    while let Some(chunk) = text.get(pos..pos + 16) {
+        use std::arch::x86_64::{_mm_loadu_si128, _mm_movemask_epi8};
+        // SAFETY: SSE2 is part of the x86_64 baseline; the load reads the 16 bytes of `chunk`.
+        let high = unsafe { _mm_movemask_epi8(_mm_loadu_si128(chunk.as_ptr().cast())) };
+        if high != 0 {
+            return pos + high.trailing_zeros() as usize;
+        }
+        pos += 16;
+    }
+    pos + text[pos..].iter().take_while(|byte| byte.is_ascii()).count()
+}
+
+/// Write the characters of the WTF-8 `text` into `units` (`count_chars(text)` of them), one unit each:
+/// a Python string's storage filled straight from the decoder's bytes, without Python's UTF-8 decoder
+/// (which finds the width again, and widens what it wrote when a wider character comes). Runs of
+/// ASCII go through `T::copy_ascii`; a lone surrogate's WTF-8 form becomes its code unit.
+pub fn widen_wtf8<T: StrUnit>(text: &[u8], units: &mut [T]) {
+    let (mut pos, mut at) = (0, 0);
+    while pos < text.len() && at < units.len() {
+        let ascii = T::copy_ascii(&text[pos..], &mut units[at..]);
+        pos += ascii;
+        at += ascii;
+        let Some(&lead) = text.get(pos) else { break };
+        let continuation = |offset: usize| u32::from(text.get(pos + offset).copied().unwrap_or(0x80) & 0x3F);
+        let (cp, length) = match lead {
+            0..=0x7F => (u32::from(lead), 1),
+            0x80..=0xDF => ((u32::from(lead & 0x1F) << 6) | continuation(1), 2),
+            0xE0..=0xEF => ((u32::from(lead & 0x0F) << 12) | (continuation(1) << 6) | continuation(2), 3),
+            _ => {
+                ((u32::from(lead & 0x07) << 18) | (continuation(1) << 12) | (continuation(2) << 6) | continuation(3), 4)
+            }
+        };
+        if let Some(unit) = units.get_mut(at) {
+            *unit = T::of(cp);
+        }
+        pos += length;
+        at += 1;
+    }
+}
+
+/// A string as [`Scanner::string_text`] read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StrText<'a> {
+    /// The content between the quotes when it held no escape (it is then the text); `None` when the
+    /// escapes were resolved into the caller's buffer.
+    pub unescaped: Option<&'a str>,
+    /// How Python stores the text (exact: the narrowest kind that holds it).
+    pub width: Width,
+    /// Whether the text holds a lone surrogate (only an escape writes one; its WTF-8 form is not UTF-8).
+    pub has_surrogate: bool,
+}
+
 /// Bit `i` set when `chunk[i]` is a byte `skip_ordinary` stops at.
 #[cfg(target_arch = "x86_64")]
 fn special_mask_sse2<const STOP_AT_ED: bool>(chunk: &[u8; 16]) -> i32 {
-    use std::arch::x86_64::{
-        _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
-    };
+    use std::arch::x86_64::_mm_loadu_si128;
     // SAFETY: SSE2 is part of the x86_64 baseline, and the load reads exactly the 16 bytes of
     // `chunk` (`loadu` needs no alignment).
+    special_mask_of::<STOP_AT_ED>(unsafe { _mm_loadu_si128(chunk.as_ptr().cast()) })
+}
+
+/// Bit `i` set when byte `i` of `bytes` is one `skip_ordinary` stops at.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn special_mask_of<const STOP_AT_ED: bool>(bytes: std::arch::x86_64::__m128i) -> i32 {
+    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8};
+    // SAFETY: SSE2 is part of the x86_64 baseline; these work on registers only.
     unsafe {
-        let bytes = _mm_loadu_si128(chunk.as_ptr().cast());
         let below_0x20 = {
             // max(byte, 0x1F) == 0x1F exactly when byte <= 0x1F (unsigned).
             let last_control = _mm_set1_epi8(0x1F);
@@ -272,6 +553,82 @@ impl<'a> Scanner<'a> {
         let raw = &self.text[start..pos];
         self.pos = pos + 1;
         Ok(JsonStr { raw, escaped })
+    }
+
+    /// A string, its escapes resolved: the cursor is at its opening quote. A string without escapes is
+    /// handed out as it is written; otherwise its text (WTF-8) is appended to `out`. Accepts exactly what
+    /// [`string`](Self::string) accepts, with the same errors, in one walk over the bytes that validates,
+    /// unescapes and finds the text's [`Width`] (the decoder's path: no second pass over any string).
+    pub fn string_text(&mut self, out: &mut Vec<u8>) -> Result<StrText<'a>> {
+        let bytes = self.bytes();
+        let start = self.pos + 1;
+        let mut widest = 0;
+        // A local cursor (not `self.pos`) lets the loops keep it in a register.
+        let mut pos = skip_ordinary_widest(bytes, start, &mut widest);
+        match bytes.get(pos) {
+            Some(b'"') => {
+                self.pos = pos + 1;
+                return Ok(StrText {
+                    unescaped: Some(&self.text[start..pos]),
+                    width: Width::of_utf8(widest),
+                    has_surrogate: false,
+                });
+            }
+            Some(b'\\') => {}
+            None => return Err(SyntaxError { what: "unterminated string", position: pos }),
+            Some(_) => return Err(SyntaxError { what: "control character in string", position: pos }),
+        }
+        out.extend_from_slice(&bytes[start..pos]);
+        let mut width = Width::Ascii;
+        let mut has_surrogate = false;
+        loop {
+            // At a backslash.
+            pos += 1;
+            let simple = match bytes.get(pos) {
+                Some(b'"') => b'"',
+                Some(b'\\') => b'\\',
+                Some(b'/') => b'/',
+                Some(b'b') => 0x08,
+                Some(b'f') => 0x0C,
+                Some(b'n') => b'\n',
+                Some(b'r') => b'\r',
+                Some(b't') => b'\t',
+                Some(b'u') if bytes.get(pos + 1..pos + 5).is_some_and(is_hex4) => {
+                    let mut cp = hex4(&bytes[pos + 1..pos + 5]);
+                    pos += 5;
+                    if (0xD800..0xDC00).contains(&cp)
+                        && bytes.get(pos..pos + 2) == Some(b"\\u")
+                        && bytes.get(pos + 2..pos + 6).is_some_and(is_hex4)
+                    {
+                        let low = hex4(&bytes[pos + 2..pos + 6]);
+                        if (0xDC00..0xE000).contains(&low) {
+                            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+                            pos += 6;
+                        }
+                    }
+                    has_surrogate |= (0xD800..0xE000).contains(&cp);
+                    width = width.max(Width::of_code_point(cp));
+                    push_code_point(out, cp);
+                    0
+                }
+                _ => return Err(SyntaxError { what: "invalid escape in string", position: pos }),
+            };
+            if simple != 0 {
+                out.push(simple);
+                pos += 1;
+            }
+            let run = pos;
+            pos = skip_ordinary_widest(bytes, run, &mut widest);
+            out.extend_from_slice(&bytes[run..pos]);
+            match bytes.get(pos) {
+                Some(b'"') => break,
+                Some(b'\\') => {}
+                None => return Err(SyntaxError { what: "unterminated string", position: pos }),
+                Some(_) => return Err(SyntaxError { what: "control character in string", position: pos }),
+            }
+        }
+        self.pos = pos + 1;
+        Ok(StrText { unescaped: None, width: width.max(Width::of_utf8(widest)), has_surrogate })
     }
 
     /// A number; returns its text and whether it is an integer (no fraction, no exponent).
@@ -1024,6 +1381,108 @@ mod tests {
         let mut scanner = Scanner::new("[12345, -1.5e300, 1234567, 0.12345678901234]", 8);
         scanner.value().unwrap();
         assert_eq!(scanner.longest_integer, 7);
+    }
+
+    /// `string_text` against `string` and `unescape_into`, on strings whose escapes, controls and
+    /// non-ASCII bytes sit anywhere around the 16-byte chunks.
+    #[test]
+    fn string_text_reads_what_string_and_unescape_read() {
+        use super::{StrText, Width};
+        let pieces = [
+            "a",
+            "\\n",
+            "\\\\",
+            "\\\"",
+            "\\/",
+            "\\t",
+            "\\u00e9",
+            "\\u2014",
+            "\\ud83d\\ude00",
+            "\\ud800",
+            "\\udc00x",
+            "\u{e9}",
+            "\u{2014}",
+            "\u{1f600}",
+            "\u{7f}",
+            "\\u0000",
+            "0123456789abcdef",
+            "\\x",
+            "\t",
+            "\\u12",
+        ];
+        let mut texts = vec![String::new()];
+        for first in pieces {
+            for second in pieces {
+                for pad in [0, 3, 13, 15, 16, 17] {
+                    texts.push(format!("{}{first}{}{second}", "p".repeat(pad), "q".repeat(pad / 2)));
+                }
+            }
+        }
+        for body in texts {
+            for tail in ["\"", "", "\"]"] {
+                let text = format!("\"{body}{tail}");
+                let expected = Scanner::new(&text, 8).string().map(|string| {
+                    let (decoded, has_surrogate) = string.decode();
+                    (decoded.into_owned(), has_surrogate, string.escaped)
+                });
+                let mut out = Vec::new();
+                let mut scanner = Scanner::new(&text, 8);
+                let got = scanner.string_text(&mut out);
+                match (expected, got) {
+                    (
+                        Ok((decoded, has_surrogate, escaped)),
+                        Ok(StrText { unescaped, width, has_surrogate: got_surrogate }),
+                    ) => {
+                        let got_text = unescaped.map_or(out.clone(), |raw| raw.as_bytes().to_vec());
+                        assert_eq!(got_text, decoded, "{text:?}");
+                        assert_eq!(unescaped.is_none(), escaped, "{text:?}");
+                        assert_eq!(got_surrogate, has_surrogate, "{text:?}");
+                        let widest = String::from_utf8_lossy(&decoded).chars().map(u32::from).max().unwrap_or(0);
+                        let widest = if has_surrogate { widest.max(0xD800) } else { widest };
+                        assert_eq!(width, Width::of_code_point(widest), "{text:?}");
+                    }
+                    (Err(expected), Err(got)) => assert_eq!(got, expected, "{text:?}"),
+                    (expected, got) => panic!("{text:?}: {expected:?} against {got:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn wtf8_is_widened_to_its_code_points() {
+        use super::{count_chars, widen_wtf8};
+        let mut texts: Vec<Vec<u8>> = ["", "abc", "caf\u{e9}", "\u{2014} \u{e9}\u{1f600}x", "\u{10ffff}"]
+            .iter()
+            .map(|text| text.as_bytes().to_vec())
+            .collect();
+        for pad in 0..40 {
+            texts.push(
+                format!("{}\u{e9}{}\u{2014}{}", "a".repeat(pad), "b".repeat(pad % 17), "c".repeat(pad)).into_bytes(),
+            );
+        }
+        texts.push("\u{e9}\u{2014}a".repeat(2000).into_bytes()); // past 255 chunks of 16 bytes
+        texts.push(vec![b'a', 0xED, 0xA0, 0x80, b'b']); // a lone surrogate's WTF-8 form
+        for text in texts {
+            let expected: Vec<u32> = if text.contains(&0xED) {
+                vec![u32::from(b'a'), 0xD800, u32::from(b'b')]
+            } else {
+                std::str::from_utf8(&text).unwrap().chars().map(u32::from).collect()
+            };
+            assert_eq!(count_chars(&text), expected.len(), "{text:?}");
+            let mut wide = vec![0u32; expected.len()];
+            widen_wtf8(&text, &mut wide);
+            assert_eq!(wide, expected, "{text:?}");
+            if expected.iter().all(|&cp| cp <= 0xFFFF) {
+                let mut units = vec![0u16; expected.len()];
+                widen_wtf8(&text, &mut units);
+                assert_eq!(units.iter().map(|&unit| u32::from(unit)).collect::<Vec<_>>(), expected, "{text:?}");
+            }
+            if expected.iter().all(|&cp| cp <= 0xFF) {
+                let mut units = vec![0u8; expected.len()];
+                widen_wtf8(&text, &mut units);
+                assert_eq!(units.iter().map(|&unit| u32::from(unit)).collect::<Vec<_>>(), expected, "{text:?}");
+            }
+        }
     }
 
     #[test]
