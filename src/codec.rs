@@ -414,6 +414,72 @@ struct Plain<'o> {
     stack: StackFloor,
     /// The containers open deeper than `UNCHECKED_CYCLE_DEPTH`, outermost first.
     deep: Vec<*mut ffi::PyObject>,
+    keys: KeyCache,
+}
+
+/// Slots of the `KeyCache`, and the longest text (quotes included) one holds.
+const KEY_SLOTS: usize = 64;
+const KEY_TEXT: usize = 32;
+
+/// The JSON text of `str` keys written before in one `Plain` pass, found by the key's address.
+///
+/// The members of a list of dicts share their keys (the same `str` objects, interned or made once):
+/// a key met again is copied from here instead of being checked and escaped again. An address
+/// stands for one `str` for the whole pass, since nothing is freed while `Plain` runs.
+struct KeyCache {
+    addresses: [usize; KEY_SLOTS],
+    lengths: [u8; KEY_SLOTS],
+    /// Written up to the slot's length; the rest is never read as text (only copied with it).
+    texts: [std::mem::MaybeUninit<[u8; KEY_TEXT]>; KEY_SLOTS],
+}
+
+impl KeyCache {
+    fn new() -> Self {
+        Self { addresses: [0; KEY_SLOTS], lengths: [0; KEY_SLOTS], texts: [std::mem::MaybeUninit::uninit(); KEY_SLOTS] }
+    }
+
+    /// The slot of the key at `address` (objects are 16-byte aligned).
+    fn slot(address: usize) -> usize {
+        (address >> 4) % KEY_SLOTS
+    }
+
+    /// Append the text of the key at `address` if it is here.
+    #[inline(always)]
+    fn write(&self, out: &mut Vec<u8>, address: usize) -> bool {
+        let slot = Self::slot(address);
+        if self.addresses[slot] != address {
+            return false;
+        }
+        let length = usize::from(self.lengths[slot]);
+        out.reserve(KEY_TEXT);
+        // SAFETY: `reserve` made room for `KEY_TEXT` bytes past the length; the whole slot is
+        // copied (a fixed size, no call), and only its first `length` bytes, which `keep` wrote,
+        // become part of `out`.
+        unsafe {
+            let end = out.len();
+            std::ptr::copy_nonoverlapping(self.texts[slot].as_ptr().cast::<u8>(), out.as_mut_ptr().add(end), KEY_TEXT);
+            out.set_len(end + length);
+        }
+        true
+    }
+
+    /// Keep `text`, the text just written for the key at `address`, if it is short enough.
+    #[inline]
+    fn keep(&mut self, address: usize, text: &[u8]) {
+        if text.len() > KEY_TEXT {
+            return;
+        }
+        let slot = Self::slot(address);
+        self.addresses[slot] = address;
+        // `text.len()` is at most `KEY_TEXT`.
+        #[allow(clippy::cast_possible_truncation)]
+        let length = text.len() as u8;
+        self.lengths[slot] = length;
+        // SAFETY: `text` holds at most `KEY_TEXT` bytes, the size of the slot.
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr(), self.texts[slot].as_mut_ptr().cast::<u8>(), text.len());
+        }
+    }
 }
 
 #[cfg(any(PyPy, GraalPy, Py_LIMITED_API))]
@@ -429,7 +495,7 @@ impl Plain<'_> {
 impl<'o> Plain<'o> {
     /// Append `value` if it is plain; on `Err`, part of it may have been appended.
     fn write(out: &'o mut Vec<u8>, value: &Bound<'_, PyAny>) -> Result<(), Stop> {
-        let mut plain = Plain { out, depth: 0, stack: StackFloor::new(), deep: Vec::new() };
+        let mut plain = Plain { out, depth: 0, stack: StackFloor::new(), deep: Vec::new(), keys: KeyCache::new() };
         // SAFETY: the GIL is held (`value` is bound) for the whole walk, and the walk runs no Python
         // code: every object reached stays alive and unchanged, and its borrowed references valid.
         unsafe { plain.value(value.as_ptr()) }
@@ -578,7 +644,7 @@ impl<'o> Plain<'o> {
         unsafe {
             while ffi::PyDict_Next(dict, &raw mut position, &raw mut key, &raw mut value) != 0 {
                 if ffi::Py_TYPE(key) == &raw mut ffi::PyUnicode_Type {
-                    self.str(key)?;
+                    self.str_key(key)?;
                 } else {
                     self.key(key)?;
                 }
@@ -589,6 +655,23 @@ impl<'o> Plain<'o> {
         }
         self.close(b'}');
         self.leave();
+        Ok(())
+    }
+
+    /// An exact `str` key, from the `KeyCache` when it was written before.
+    ///
+    /// # Safety
+    /// As `value`, and `key` is a `str`.
+    #[inline(always)]
+    unsafe fn str_key(&mut self, key: *mut ffi::PyObject) -> Result<(), Stop> {
+        let address = key as usize;
+        if self.keys.write(self.out, address) {
+            return Ok(());
+        }
+        let start = self.out.len();
+        // SAFETY: (the caller's)
+        unsafe { self.str(key)? };
+        self.keys.keep(address, &self.out[start..]);
         Ok(())
     }
 
