@@ -414,7 +414,8 @@ struct Plain<'o> {
     stack: StackFloor,
     /// The containers open deeper than `UNCHECKED_CYCLE_DEPTH`, outermost first.
     deep: Vec<*mut ffi::PyObject>,
-    keys: KeyCache,
+    /// This thread's `KeyCache`, for this pass alone (null until a key nested in a container is met).
+    keys: *mut KeyCache,
 }
 
 /// Slots of the `KeyCache`, and the longest text (quotes included) one holds.
@@ -425,36 +426,71 @@ const KEY_TEXT: usize = 32;
 ///
 /// The members of a list of dicts share their keys (the same `str` objects, interned or made once):
 /// a key met again is copied from here instead of being checked and escaped again. An address
-/// stands for one `str` for the whole pass, since nothing is freed while `Plain` runs.
+/// stands for one `str` for the whole pass, since nothing is freed while `Plain` runs; a slot
+/// written in an earlier pass is told apart by the pass number kept in its tag's top 16 bits
+/// (above any user-space address), and every slot is emptied when that number wraps around.
+///
+/// One per thread, so that a pass neither makes nor moves it: passes never nest on a thread, since
+/// no Python code (which could encode again) runs during one.
 struct KeyCache {
-    addresses: [usize; KEY_SLOTS],
+    /// The key's address, with the pass number in the top 16 bits; 0 for an empty slot.
+    tags: [usize; KEY_SLOTS],
     lengths: [u8; KEY_SLOTS],
     /// Written up to the slot's length; the rest is never read as text (only copied with it).
     texts: [std::mem::MaybeUninit<[u8; KEY_TEXT]>; KEY_SLOTS],
+    /// The number of the pass running (or last run), in the top 16 bits.
+    pass: usize,
+}
+
+const PASS_SHIFT: usize = 48;
+
+thread_local! {
+    static KEY_CACHE: std::cell::UnsafeCell<KeyCache> = const {
+        std::cell::UnsafeCell::new(KeyCache {
+            tags: [0; KEY_SLOTS],
+            lengths: [0; KEY_SLOTS],
+            texts: [std::mem::MaybeUninit::uninit(); KEY_SLOTS],
+            pass: 0,
+        })
+    };
 }
 
 impl KeyCache {
-    fn new() -> Self {
-        Self { addresses: [0; KEY_SLOTS], lengths: [0; KEY_SLOTS], texts: [std::mem::MaybeUninit::uninit(); KEY_SLOTS] }
+    /// This thread's cache, for a new pass. The pointer is valid for as long as the thread lives;
+    /// the caller uses it for one pass alone.
+    fn for_new_pass() -> *mut KeyCache {
+        KEY_CACHE.with(|cache| {
+            let cache = cache.get();
+            // SAFETY: this thread's own cache, and no other pass runs on this thread (see above).
+            unsafe {
+                (*cache).pass = (*cache).pass.wrapping_add(1 << PASS_SHIFT);
+                if (*cache).pass == 0 {
+                    (*cache).pass = 1 << PASS_SHIFT;
+                    (*cache).tags = [0; KEY_SLOTS];
+                }
+            }
+            cache
+        })
     }
 
-    /// The slot of the key at `address` (objects are 16-byte aligned).
-    fn slot(address: usize) -> usize {
-        (address >> 4) % KEY_SLOTS
+    /// The slot of the key at `address` (objects are 16-byte aligned), and its tag in this pass.
+    #[inline(always)]
+    fn slot(&self, address: usize) -> (usize, usize) {
+        ((address >> 4) % KEY_SLOTS, address | self.pass)
     }
 
     /// Append the text of the key at `address` if it is here.
     #[inline(always)]
     fn write(&self, out: &mut Vec<u8>, address: usize) -> bool {
-        let slot = Self::slot(address);
-        if self.addresses[slot] != address {
+        let (slot, tag) = self.slot(address);
+        if self.tags[slot] != tag {
             return false;
         }
         let length = usize::from(self.lengths[slot]);
         out.reserve(KEY_TEXT);
         // SAFETY: `reserve` made room for `KEY_TEXT` bytes past the length; the whole slot is
-        // copied (a fixed size, no call), and only its first `length` bytes, which `keep` wrote,
-        // become part of `out`.
+        // copied (a fixed size, no call), and only its first `length` bytes, which `keep` wrote in
+        // this pass, become part of `out`.
         unsafe {
             let end = out.len();
             std::ptr::copy_nonoverlapping(self.texts[slot].as_ptr().cast::<u8>(), out.as_mut_ptr().add(end), KEY_TEXT);
@@ -466,11 +502,11 @@ impl KeyCache {
     /// Keep `text`, the text just written for the key at `address`, if it is short enough.
     #[inline]
     fn keep(&mut self, address: usize, text: &[u8]) {
-        if text.len() > KEY_TEXT {
+        if text.len() > KEY_TEXT || address >> PASS_SHIFT != 0 {
             return;
         }
-        let slot = Self::slot(address);
-        self.addresses[slot] = address;
+        let (slot, tag) = self.slot(address);
+        self.tags[slot] = tag;
         // `text.len()` is at most `KEY_TEXT`.
         #[allow(clippy::cast_possible_truncation)]
         let length = text.len() as u8;
@@ -495,7 +531,7 @@ impl Plain<'_> {
 impl<'o> Plain<'o> {
     /// Append `value` if it is plain; on `Err`, part of it may have been appended.
     fn write(out: &'o mut Vec<u8>, value: &Bound<'_, PyAny>) -> Result<(), Stop> {
-        let mut plain = Plain { out, depth: 0, stack: StackFloor::new(), deep: Vec::new(), keys: KeyCache::new() };
+        let mut plain = Plain { out, depth: 0, stack: StackFloor::new(), deep: Vec::new(), keys: std::ptr::null_mut() };
         // SAFETY: the GIL is held (`value` is bound) for the whole walk, and the walk runs no Python
         // code: every object reached stays alive and unchanged, and its borrowed references valid.
         unsafe { plain.value(value.as_ptr()) }
@@ -664,14 +700,25 @@ impl<'o> Plain<'o> {
     /// As `value`, and `key` is a `str`.
     #[inline(always)]
     unsafe fn str_key(&mut self, key: *mut ffi::PyObject) -> Result<(), Stop> {
-        let address = key as usize;
-        if self.keys.write(self.out, address) {
-            return Ok(());
+        // The keys of the outermost dict are seldom met again: the cache is for those nested deeper,
+        // and is looked up the first time one is met.
+        if self.depth < 2 {
+            // SAFETY: (the caller's)
+            return unsafe { self.str(key) };
         }
-        let start = self.out.len();
-        // SAFETY: (the caller's)
-        unsafe { self.str(key)? };
-        self.keys.keep(address, &self.out[start..]);
+        if self.keys.is_null() {
+            self.keys = KeyCache::for_new_pass();
+        }
+        let address = key as usize;
+        // SAFETY: (the caller's) `keys` is this thread's cache, used by this pass alone.
+        unsafe {
+            if (*self.keys).write(self.out, address) {
+                return Ok(());
+            }
+            let start = self.out.len();
+            self.str(key)?;
+            (*self.keys).keep(address, &self.out[start..]);
+        }
         Ok(())
     }
 
