@@ -255,93 +255,129 @@ const OUT_OF_RANGE_FLOAT: &str = "Out of range float values are not JSON complia
 const MAX_ENCODE_DEPTH: usize = 2_000;
 
 /// Append `value` as compact JSON, exactly as `json.dumps` (see the module doc) would write it.
+///
+/// Two encoders: [`Plain`] first, which writes what needs no Python code and no guard but a depth
+/// counter, and stops at anything else; then, only if it stopped, [`Encoder`] from the start again,
+/// with `json`'s guards and errors. Since the first runs no Python code, starting again changes
+/// nothing but the time taken.
 pub(crate) fn encode(out: &mut Vec<u8>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    let mark = out.len();
+    if Plain::write(out, value).is_ok() {
+        return Ok(());
+    }
+    out.truncate(mark);
     Encoder { out, containers: SmallVec::new(), stack: StackFloor::new() }.value(value)
 }
 
 /// Append a Python `str` as a JSON string.
+pub(crate) fn encode_str(out: &mut Vec<u8>, text: &Bound<'_, PyString>) -> PyResult<()> {
+    // SAFETY: GIL held (`text` is bound) and `text` is a live `str`.
+    if unsafe { write_str(out, text.as_ptr()) } {
+        return Ok(());
+    }
+    encode_str_public(out, text)
+}
+
+/// Append the `str` (or `str` subclass) `text` as a JSON string if that needs no Python code: `false`
+/// (nothing written) for a string that needs `encode_str_public`.
 ///
 /// Inline, the test for the usual `str` (compact ASCII: keys, names, most values) and its
 /// writing; out of line, everything else (bench/README.md).
 ///
 /// This reads `CPython`'s `str` layout (`PyUnicode_IS_COMPACT`, `_IS_ASCII`, `_KIND`, `_DATA`),
 /// which pyo3 exposes for `CPython` 3.10 to 3.13 only: 3.14 (whose bitfields pyo3 no longer reads),
-/// `PyPy`, `GraalPy` and the limited API get `encode_str_public` instead, as does the
+/// `PyPy`, `GraalPy` and the limited API get the public C API's path instead, as does the
 /// `public-str-api` feature (to measure and test that path on `CPython`).
+///
+/// # Safety
+/// The GIL is held and `text` points to a live `str`.
 #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
 #[inline]
-pub(crate) fn encode_str(out: &mut Vec<u8>, text: &Bound<'_, PyString>) -> PyResult<()> {
-    let text_ptr = text.as_ptr();
-    // SAFETY: GIL held and `text` is a live `str`, which is immutable: a compact ASCII string's
-    // length and data pointer describe its bytes for as long as the reference lives.
+unsafe fn write_str(out: &mut Vec<u8>, text: *mut ffi::PyObject) -> bool {
+    // SAFETY: (the caller's) a `str` is immutable: a compact ASCII string's length and data
+    // pointer describe its bytes for as long as the reference lives.
     unsafe {
-        if ffi::PyUnicode_IS_READY(text_ptr) != 0
-            && ffi::PyUnicode_IS_COMPACT(text_ptr) != 0
-            && ffi::PyUnicode_IS_ASCII(text_ptr) != 0
+        if ffi::PyUnicode_IS_READY(text) != 0
+            && ffi::PyUnicode_IS_COMPACT(text) != 0
+            && ffi::PyUnicode_IS_ASCII(text) != 0
         {
-            let length = usize::try_from(ffi::PyUnicode_GET_LENGTH(text_ptr)).unwrap_or(0);
-            write_ascii_str(out, std::slice::from_raw_parts(ffi::PyUnicode_DATA(text_ptr).cast::<u8>(), length));
-            return Ok(());
+            let length = usize::try_from(ffi::PyUnicode_GET_LENGTH(text)).unwrap_or(0);
+            write_ascii_str(out, std::slice::from_raw_parts(ffi::PyUnicode_DATA(text).cast::<u8>(), length));
+            return true;
         }
+        write_any_str(out, text)
     }
-    encode_any_str(out, text)
 }
 
-/// `encode_str` for any `str`.
+/// `write_str` for any `str`: `false` for one that is not ready (a legacy string before 3.12).
+///
+/// # Safety
+/// As `write_str`.
 #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
 #[inline(never)]
-fn encode_any_str(out: &mut Vec<u8>, text: &Bound<'_, PyString>) -> PyResult<()> {
-    let text_ptr = text.as_ptr();
-    // SAFETY: GIL held and `text` is a live `str`, which is immutable: a ready string's kind,
-    // length and data pointer describe its code points for as long as the reference lives.
+unsafe fn write_any_str(out: &mut Vec<u8>, text: *mut ffi::PyObject) -> bool {
+    // SAFETY: (the caller's) a ready string's kind, length and data pointer describe its code
+    // points for as long as the reference lives.
     unsafe {
-        if ffi::PyUnicode_IS_READY(text_ptr) != 0 {
-            let length = usize::try_from(ffi::PyUnicode_GET_LENGTH(text_ptr)).unwrap_or(0);
-            let data = ffi::PyUnicode_DATA(text_ptr);
-            match ffi::PyUnicode_KIND(text_ptr) {
-                ffi::PyUnicode_1BYTE_KIND if ffi::PyUnicode_IS_ASCII(text_ptr) != 0 => {
-                    write_ascii_str(out, std::slice::from_raw_parts(data.cast::<u8>(), length));
-                }
-                ffi::PyUnicode_1BYTE_KIND => {
-                    write_escaped_code_points(out, std::slice::from_raw_parts(data.cast::<u8>(), length));
-                }
-                ffi::PyUnicode_2BYTE_KIND => {
-                    write_escaped_code_points(out, std::slice::from_raw_parts(data.cast::<u16>(), length));
-                }
-                _ => write_escaped_code_points(out, std::slice::from_raw_parts(data.cast::<u32>(), length)),
+        if ffi::PyUnicode_IS_READY(text) == 0 {
+            return false;
+        }
+        let length = usize::try_from(ffi::PyUnicode_GET_LENGTH(text)).unwrap_or(0);
+        let data = ffi::PyUnicode_DATA(text);
+        match ffi::PyUnicode_KIND(text) {
+            ffi::PyUnicode_1BYTE_KIND if ffi::PyUnicode_IS_ASCII(text) != 0 => {
+                write_ascii_str(out, std::slice::from_raw_parts(data.cast::<u8>(), length));
             }
-            return Ok(());
+            ffi::PyUnicode_1BYTE_KIND => {
+                write_escaped_code_points(out, std::slice::from_raw_parts(data.cast::<u8>(), length));
+            }
+            ffi::PyUnicode_2BYTE_KIND => {
+                write_escaped_code_points(out, std::slice::from_raw_parts(data.cast::<u16>(), length));
+            }
+            _ => write_escaped_code_points(out, std::slice::from_raw_parts(data.cast::<u32>(), length)),
         }
     }
-    encode_str_public(out, text)
+    true
 }
 
-/// Append a Python `str` as a JSON string.
+/// `write_str` through the public C API: `PyUnicode_AsUTF8AndSize` gives a compact ASCII string's
+/// own bytes, and for any other string its UTF-8 form, made once and kept by the `str` (as
+/// `str.encode` would make it, held as long as the string lives). `false` for a string with lone
+/// surrogates, which has no UTF-8 form.
 ///
-/// The public C API's path (see the internals' `encode_str` for when it is taken):
-/// `PyUnicode_AsUTF8AndSize` gives a compact ASCII string's own bytes, and for any other string
-/// its UTF-8 form, made once and kept by the `str` (as `str.encode` would make it, held as long
-/// as the string lives).
+/// # Safety
+/// As the internals' `write_str`.
 #[cfg(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api"))]
 #[inline]
-pub(crate) fn encode_str(out: &mut Vec<u8>, text: &Bound<'_, PyString>) -> PyResult<()> {
-    encode_str_public(out, text)
-}
-
-/// `encode_str` through the public C API: UTF-8, or WTF-8 for a string with lone surrogates.
-#[inline]
-fn encode_str_public(out: &mut Vec<u8>, text: &Bound<'_, PyString>) -> PyResult<()> {
-    if let Ok(utf8) = text.to_str() {
-        let bytes = utf8.as_bytes();
+unsafe fn write_str(out: &mut Vec<u8>, text: *mut ffi::PyObject) -> bool {
+    let mut length: ffi::Py_ssize_t = 0;
+    // SAFETY: (the caller's) the result is NULL with an exception set, or the string's UTF-8
+    // bytes, kept by the string for as long as it lives.
+    unsafe {
+        let data = ffi::PyUnicode_AsUTF8AndSize(text, &raw mut length);
+        if data.is_null() {
+            ffi::PyErr_Clear();
+            return false;
+        }
+        let bytes = std::slice::from_raw_parts(data.cast::<u8>(), usize::try_from(length).unwrap_or(0));
         // `write_ascii_str` is the short ASCII strings' fast path; it sends longer ones to `write_escaped_str`.
         if bytes.len() <= 32 && bytes.is_ascii() {
             write_ascii_str(out, bytes);
         } else {
             write_escaped_str(out, bytes);
         }
+    }
+    true
+}
+
+/// `encode_str` for a string `write_str` did not write: its WTF-8 form, lone surrogates escaped as
+/// `\udxxx`.
+#[cold]
+fn encode_str_public(out: &mut Vec<u8>, text: &Bound<'_, PyString>) -> PyResult<()> {
+    if let Ok(utf8) = text.to_str() {
+        write_escaped_str(out, utf8.as_bytes());
         return Ok(());
     }
-    // Lone surrogates have no UTF-8 form; their WTF-8 form is escaped as `\udxxx`.
     let wtf8 = text.call_method1(intern!(text.py(), "encode"), ("utf-8", "surrogatepass"))?;
     write_escaped_str(out, wtf8.cast::<pyo3::types::PyBytes>()?.as_bytes());
     Ok(())
@@ -403,6 +439,419 @@ fn bad_key(key: &Bound<'_, PyAny>) -> PyErr {
     };
     let type_name = String::from_utf8_lossy(type_name);
     PyTypeError::new_err(format!("keys must be str, int, float, bool or None, not {type_name}"))
+}
+
+/// `Plain` stopped: what it met needs [`Encoder`] (Python code may run, or an error is to be raised,
+/// or the nesting is deep or circular).
+struct Stop;
+
+/// How deep `Plain` nests containers; deeper, [`Encoder`] writes the whole value again. As deep as
+/// both cores promise the same bytes (docs/semantics.md, "Nesting and the stack"), far deeper than
+/// usual results, and well inside `Encoder`'s own cap, so that `Plain` never writes what `Encoder`
+/// would refuse for its depth alone.
+const PLAIN_MAX_DEPTH: usize = 900;
+
+/// Containers nested deeper than this are looked for among the containers around them: a circular
+/// container would otherwise be written over and over until `PLAIN_MAX_DEPTH`. Found, `Encoder`
+/// writes the value again and raises `json`'s error; shallower, the usual results pay nothing for
+/// the check, and at most this many rounds of a circular container are written and taken back.
+const UNCHECKED_CYCLE_DEPTH: usize = 16;
+
+/// The encoder of plain values: exact `dict`, `list` and `tuple` holding `str`, `int` (of at most
+/// 64 bits), finite `float` (their subclasses too, whose values are read without Python code),
+/// `bool` and `None`, with keys that `json` accepts.
+///
+/// It runs no Python code and makes no Python object, so nothing can change or free what it reads
+/// while it writes: it walks lists and dicts as they are, with borrowed references and no snapshot,
+/// and needs neither Python's recursion check (Python code is what that bounds) nor a set of the
+/// containers open (a depth counter bounds its recursion, and circular containers are looked for
+/// only deep down). Anything else stops it, and `encode` hands the value to [`Encoder`].
+struct Plain<'o> {
+    out: &'o mut Vec<u8>,
+    /// How many containers are open.
+    depth: usize,
+    stack: StackFloor,
+    /// The containers open deeper than `UNCHECKED_CYCLE_DEPTH`, outermost first.
+    deep: Vec<*mut ffi::PyObject>,
+    /// This thread's `KeyCache`, for this pass alone (null until a key nested in a container is met).
+    keys: *mut KeyCache,
+}
+
+/// Slots of the `KeyCache`, and the longest text (quotes included) one holds.
+const KEY_SLOTS: usize = 64;
+const KEY_TEXT: usize = 32;
+
+/// The JSON text of `str` keys written before in one `Plain` pass, found by the key's address.
+///
+/// The members of a list of dicts share their keys (the same `str` objects, interned or made once):
+/// a key met again is copied from here instead of being checked and escaped again. An address
+/// stands for one `str` for the whole pass, since nothing is freed while `Plain` runs; a slot
+/// written in an earlier pass is told apart by the pass number kept in its tag's top 16 bits
+/// (above any user-space address), and every slot is emptied when that number wraps around.
+///
+/// One per thread, so that a pass neither makes nor moves it: passes never nest on a thread, since
+/// no Python code (which could encode again) runs during one.
+struct KeyCache {
+    /// The key's address, with the pass number in the top 16 bits; 0 for an empty slot.
+    tags: [usize; KEY_SLOTS],
+    lengths: [u8; KEY_SLOTS],
+    /// Written up to the slot's length; the rest is never read as text (only copied with it).
+    texts: [std::mem::MaybeUninit<[u8; KEY_TEXT]>; KEY_SLOTS],
+    /// The number of the pass running (or last run), in the top 16 bits.
+    pass: usize,
+}
+
+const PASS_SHIFT: usize = 48;
+
+thread_local! {
+    static KEY_CACHE: std::cell::UnsafeCell<KeyCache> = const {
+        std::cell::UnsafeCell::new(KeyCache {
+            tags: [0; KEY_SLOTS],
+            lengths: [0; KEY_SLOTS],
+            texts: [std::mem::MaybeUninit::uninit(); KEY_SLOTS],
+            pass: 0,
+        })
+    };
+}
+
+// The hot path of every key and value is written inline on purpose: measured with callgrind
+// (bench/README.md), a call per key or value is what this encoder saves.
+#[allow(clippy::inline_always)]
+impl KeyCache {
+    /// This thread's cache, for a new pass. The pointer is valid for as long as the thread lives;
+    /// the caller uses it for one pass alone.
+    fn for_new_pass() -> *mut KeyCache {
+        KEY_CACHE.with(|cache| {
+            let cache = cache.get();
+            // SAFETY: this thread's own cache, and no other pass runs on this thread (see above).
+            unsafe {
+                (*cache).pass = (*cache).pass.wrapping_add(1 << PASS_SHIFT);
+                if (*cache).pass == 0 {
+                    (*cache).pass = 1 << PASS_SHIFT;
+                    (*cache).tags = [0; KEY_SLOTS];
+                }
+            }
+            cache
+        })
+    }
+
+    /// The slot of the key at `address` (objects are 16-byte aligned), and its tag in this pass.
+    #[inline(always)]
+    fn slot(&self, address: usize) -> (usize, usize) {
+        ((address >> 4) % KEY_SLOTS, address | self.pass)
+    }
+
+    /// Append the text of the key at `address` if it is here.
+    #[inline(always)]
+    fn write(&self, out: &mut Vec<u8>, address: usize) -> bool {
+        let (slot, tag) = self.slot(address);
+        if self.tags[slot] != tag {
+            return false;
+        }
+        let length = usize::from(self.lengths[slot]);
+        out.reserve(KEY_TEXT);
+        // SAFETY: `reserve` made room for `KEY_TEXT` bytes past the length; the whole slot is
+        // copied (a fixed size, no call), and only its first `length` bytes, which `keep` wrote in
+        // this pass, become part of `out`.
+        unsafe {
+            let end = out.len();
+            std::ptr::copy_nonoverlapping(self.texts[slot].as_ptr().cast::<u8>(), out.as_mut_ptr().add(end), KEY_TEXT);
+            out.set_len(end + length);
+        }
+        true
+    }
+
+    /// Keep `text`, the text just written for the key at `address`, if it is short enough.
+    #[inline]
+    fn keep(&mut self, address: usize, text: &[u8]) {
+        if text.len() > KEY_TEXT || address >> PASS_SHIFT != 0 {
+            return;
+        }
+        let (slot, tag) = self.slot(address);
+        self.tags[slot] = tag;
+        // `text.len()` is at most `KEY_TEXT`.
+        #[allow(clippy::cast_possible_truncation)]
+        let length = text.len() as u8;
+        self.lengths[slot] = length;
+        // SAFETY: `text` holds at most `KEY_TEXT` bytes, the size of the slot.
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr(), self.texts[slot].as_mut_ptr().cast::<u8>(), text.len());
+        }
+    }
+}
+
+#[cfg(any(PyPy, GraalPy, Py_LIMITED_API))]
+impl Plain<'_> {
+    /// Where `Plain` cannot read the interpreter's objects directly, `Encoder` writes everything.
+    #[allow(clippy::unnecessary_wraps)]
+    fn write(_out: &mut Vec<u8>, _value: &Bound<'_, PyAny>) -> Result<(), Stop> {
+        Err(Stop)
+    }
+}
+
+#[cfg(not(any(PyPy, GraalPy, Py_LIMITED_API)))]
+#[allow(clippy::inline_always)]
+impl<'o> Plain<'o> {
+    /// Append `value` if it is plain; on `Err`, part of it may have been appended.
+    fn write(out: &'o mut Vec<u8>, value: &Bound<'_, PyAny>) -> Result<(), Stop> {
+        let mut plain = Plain { out, depth: 0, stack: StackFloor::new(), deep: Vec::new(), keys: std::ptr::null_mut() };
+        // SAFETY: the GIL is held (`value` is bound) for the whole walk, and the walk runs no Python
+        // code: every object reached stays alive and unchanged, and its borrowed references valid.
+        unsafe { plain.value(value.as_ptr()) }
+    }
+
+    /// # Safety
+    /// The GIL is held, `value` is alive, and no Python code runs until `Plain` is done.
+    #[inline(always)]
+    unsafe fn value(&mut self, value: *mut ffi::PyObject) -> Result<(), Stop> {
+        // The usual types first, each known by its type pointer alone; for them `json`'s order of
+        // checks (`other`) does not matter, no object being two of them.
+        // SAFETY: (the caller's) a live object's type, and these types' own fields.
+        unsafe {
+            let kind = ffi::Py_TYPE(value);
+            if kind == &raw mut ffi::PyUnicode_Type {
+                self.str(value)
+            } else if kind == &raw mut ffi::PyLong_Type {
+                self.int(value)
+            } else if kind == &raw mut ffi::PyFloat_Type {
+                self.float(ffi::PyFloat_AS_DOUBLE(value))
+            } else if kind == &raw mut ffi::PyDict_Type {
+                self.dict(value)
+            } else if kind == &raw mut ffi::PyList_Type {
+                self.list(value)
+            } else {
+                self.other(value)
+            }
+        }
+    }
+
+    /// The less usual plain values, checked in `json`'s order (subclasses of `str`, `int` and
+    /// `float` are written as their values).
+    ///
+    /// # Safety
+    /// As `value`.
+    #[inline(never)]
+    unsafe fn other(&mut self, value: *mut ffi::PyObject) -> Result<(), Stop> {
+        // SAFETY: (the caller's) type checks of a live object, and the fields of its type.
+        unsafe {
+            let kind = ffi::Py_TYPE(value);
+            if value == ffi::Py_None() {
+                self.out.extend_from_slice(b"null");
+            } else if kind == &raw mut ffi::PyBool_Type {
+                self.out.extend_from_slice(if value == ffi::Py_True() { b"true" } else { b"false" });
+            } else if kind == &raw mut ffi::PyTuple_Type {
+                return self.tuple(value);
+            } else if ffi::PyUnicode_Check(value) != 0 {
+                return self.str(value);
+            } else if ffi::PyLong_Check(value) != 0 {
+                return self.int(value);
+            } else if ffi::PyFloat_Check(value) != 0 {
+                return self.float(ffi::PyFloat_AS_DOUBLE(value));
+            } else {
+                return Err(Stop);
+            }
+        }
+        Ok(())
+    }
+
+    /// # Safety
+    /// As `value`, and `text` is a `str`.
+    #[inline(always)]
+    unsafe fn str(&mut self, text: *mut ffi::PyObject) -> Result<(), Stop> {
+        // SAFETY: (the caller's)
+        if unsafe { write_str(self.out, text) } {
+            Ok(())
+        } else {
+            Err(Stop)
+        }
+    }
+
+    /// An `int` that fits 64 bits; a larger one stops `Plain` (its digits need a Python `str`).
+    ///
+    /// # Safety
+    /// As `value`, and `int` is an `int`.
+    #[inline]
+    unsafe fn int(&mut self, int: *mut ffi::PyObject) -> Result<(), Stop> {
+        let mut overflow = 0;
+        // SAFETY: (the caller's) `int` is an `int`, so its value is read without Python code and
+        // without an error (the error check is there for the rule, not for a case that occurs).
+        let small = unsafe { ffi::PyLong_AsLongLongAndOverflow(int, &raw mut overflow) };
+        if overflow != 0 || (small == -1 && unsafe { !ffi::PyErr_Occurred().is_null() }) {
+            return Err(Stop);
+        }
+        self.out.extend_from_slice(itoa::Buffer::new().format(small).as_bytes());
+        Ok(())
+    }
+
+    #[inline]
+    fn float(&mut self, value: f64) -> Result<(), Stop> {
+        if !value.is_finite() {
+            return Err(Stop);
+        }
+        write_float_repr(self.out, value);
+        Ok(())
+    }
+
+    /// # Safety
+    /// As `value`, and `list` is an exact `list`.
+    #[inline(never)]
+    unsafe fn list(&mut self, list: *mut ffi::PyObject) -> Result<(), Stop> {
+        // SAFETY: (the caller's) nothing changes the list while it is written.
+        unsafe { self.array(list, ffi::PyList_GET_SIZE(list), |index| ffi::PyList_GET_ITEM(list, index)) }
+    }
+
+    /// # Safety
+    /// As `value`, and `tuple` is an exact `tuple`.
+    #[inline(never)]
+    unsafe fn tuple(&mut self, tuple: *mut ffi::PyObject) -> Result<(), Stop> {
+        // SAFETY: (the caller's)
+        unsafe { self.array(tuple, ffi::PyTuple_GET_SIZE(tuple), |index| ffi::PyTuple_GET_ITEM(tuple, index)) }
+    }
+
+    /// # Safety
+    /// As `value`; `item(i)` is the live item `i` of `container`, for `i` below `len`.
+    #[inline(always)]
+    unsafe fn array(
+        &mut self,
+        container: *mut ffi::PyObject,
+        len: ffi::Py_ssize_t,
+        item: impl Fn(ffi::Py_ssize_t) -> *mut ffi::PyObject,
+    ) -> Result<(), Stop> {
+        self.enter(container)?;
+        self.out.push(b'[');
+        for index in 0..len {
+            // SAFETY: (the caller's)
+            unsafe { self.value(item(index))? };
+            self.out.push(b',');
+        }
+        self.close(b']');
+        self.leave();
+        Ok(())
+    }
+
+    /// # Safety
+    /// As `value`, and `dict` is an exact `dict`.
+    #[inline(never)]
+    unsafe fn dict(&mut self, dict: *mut ffi::PyObject) -> Result<(), Stop> {
+        self.enter(dict)?;
+        self.out.push(b'{');
+        let mut position: ffi::Py_ssize_t = 0;
+        let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+        // SAFETY: (the caller's) no Python code runs, so the dict does not change under
+        // `PyDict_Next`, and the references it lends stay valid.
+        unsafe {
+            while ffi::PyDict_Next(dict, &raw mut position, &raw mut key, &raw mut value) != 0 {
+                if ffi::Py_TYPE(key) == &raw mut ffi::PyUnicode_Type {
+                    self.str_key(key)?;
+                } else {
+                    self.key(key)?;
+                }
+                self.out.push(b':');
+                self.value(value)?;
+                self.out.push(b',');
+            }
+        }
+        self.close(b'}');
+        self.leave();
+        Ok(())
+    }
+
+    /// An exact `str` key, from the `KeyCache` when it was written before.
+    ///
+    /// # Safety
+    /// As `value`, and `key` is a `str`.
+    #[inline(always)]
+    unsafe fn str_key(&mut self, key: *mut ffi::PyObject) -> Result<(), Stop> {
+        // The keys of the outermost dict are seldom met again: the cache is for those nested deeper,
+        // and is looked up the first time one is met.
+        if self.depth < 2 {
+            // SAFETY: (the caller's)
+            return unsafe { self.str(key) };
+        }
+        if self.keys.is_null() {
+            self.keys = KeyCache::for_new_pass();
+        }
+        let address = key as usize;
+        // SAFETY: (the caller's) `keys` is this thread's cache, used by this pass alone.
+        unsafe {
+            if (*self.keys).write(self.out, address) {
+                return Ok(());
+            }
+            let start = self.out.len();
+            self.str(key)?;
+            (*self.keys).keep(address, &self.out[start..]);
+        }
+        Ok(())
+    }
+
+    /// A key other than an exact `str`, coerced as `json` does (see `Encoder::key`).
+    ///
+    /// # Safety
+    /// As `value`.
+    #[inline(never)]
+    unsafe fn key(&mut self, key: *mut ffi::PyObject) -> Result<(), Stop> {
+        // SAFETY: (the caller's) type checks of a live object, and the fields of its type.
+        unsafe {
+            if ffi::PyUnicode_Check(key) != 0 {
+                return self.str(key);
+            }
+            self.out.push(b'"');
+            if ffi::PyFloat_Check(key) != 0 {
+                self.float(ffi::PyFloat_AS_DOUBLE(key))?;
+            } else if ffi::Py_TYPE(key) == &raw mut ffi::PyBool_Type {
+                self.out.extend_from_slice(if key == ffi::Py_True() { b"true" } else { b"false" });
+            } else if key == ffi::Py_None() {
+                self.out.extend_from_slice(b"null");
+            } else if ffi::PyLong_Check(key) != 0 {
+                self.int(key)?;
+            } else {
+                return Err(Stop);
+            }
+        }
+        self.out.push(b'"');
+        Ok(())
+    }
+
+    /// The closing bracket, in place of the comma written after the last member (a value never
+    /// ends with a comma, so one there is that comma).
+    #[inline(always)]
+    fn close(&mut self, bracket: u8) {
+        match self.out.last_mut() {
+            Some(last) if *last == b',' => *last = bracket,
+            _ => self.out.push(bracket),
+        }
+    }
+
+    /// One more container open: within `PLAIN_MAX_DEPTH`, with room on the stack, and not circular.
+    #[inline(always)]
+    fn enter(&mut self, container: *mut ffi::PyObject) -> Result<(), Stop> {
+        if self.depth >= UNCHECKED_CYCLE_DEPTH {
+            self.enter_deep(container)?;
+        }
+        if !self.stack.has_room(self.depth) {
+            return Err(Stop);
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    #[inline(never)]
+    fn enter_deep(&mut self, container: *mut ffi::PyObject) -> Result<(), Stop> {
+        if self.depth >= PLAIN_MAX_DEPTH || self.deep.contains(&container) {
+            return Err(Stop);
+        }
+        self.deep.push(container);
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn leave(&mut self) {
+        self.depth -= 1;
+        if self.depth >= UNCHECKED_CYCLE_DEPTH {
+            self.deep.pop();
+        }
+    }
 }
 
 /// A container's opening and closing bytes.

@@ -1165,6 +1165,38 @@ def test_write_methods_raise_on_circular_reference(impl: ModuleType) -> None:
     assert out.getvalue() == b""
 
 
+def test_a_circular_container_deep_in_plain_values_is_refused_without_growing(impl: ModuleType) -> None:
+    # Plain lists and dicts around it, 20 levels down (the native encoder looks for circular
+    # containers only that deep), and a big plain sibling at each round of the circle.
+    inner: dict[str, Any] = {"big": list(range(100_000))}
+    inner["self"] = [inner]
+    outer: Any = inner
+    for _ in range(20):
+        outer = {"level": [outer, 1.5, "x"]}
+    transport, out = transport_for(impl, b"")
+    with pytest.raises(ValueError, match="Circular reference detected"):
+        transport.write_response(1, outer)
+    assert out.getvalue() == b""
+
+
+def test_keys_shared_by_many_dicts_are_written_as_json_writes_them(impl: ModuleType) -> None:
+    keys = [f"k{i}" for i in range(200)] + ["", 'a"b', "\u00e9", "é", "long " * 10, "\x00"]
+    value = [{keys[(i * 7 + j) % len(keys)]: [i, {keys[j]: j}] for j in range(30)} for i in range(60)]
+    transport, out = transport_for(impl, b"")
+    transport.write_response(1, value)
+    expected = json.dumps({"jsonrpc": "2.0", "id": 1, "result": value}, ensure_ascii=False, separators=(",", ":"))
+    assert out.getvalue() == expected.encode() + b"\n"
+
+
+def test_a_plain_result_900_levels_deep_is_written(impl: ModuleType) -> None:
+    value: Any = "end"
+    for level in range(899):
+        value = [value] if level % 2 else {"k": value}
+    transport, out = transport_for(impl, b"")
+    transport.write_response(1, value)
+    assert json.loads(out.getvalue())["result"] == value
+
+
 # --- parse_request ------------------------------------------------------------------------------
 
 
