@@ -27,6 +27,7 @@ import dataclasses
 import enum
 import inspect
 import re
+import sys
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
@@ -326,12 +327,30 @@ def _strip_qualifiers(hint: Any) -> Any:
 
 
 def _hints(obj: Any) -> dict[str, Any]:
-    """``obj``'s resolved annotations (extras kept); the unresolvable ones as ``Any``."""
+    """``obj``'s resolved annotations (extras kept); one that does not resolve is ``Any``, the others still count."""
     try:
         return typing.get_type_hints(obj, include_extras=True)
-    except Exception:  # a name that does not resolve: each annotation alone, the broken ones as any value
-        raw = getattr(obj, "__annotations__", {}) or {}
-        return {name: (hint if not isinstance(hint, str) else Any) for name, hint in raw.items()}
+    except Exception:
+        pass
+    module = sys.modules.get(getattr(obj, "__module__", ""), None)
+    namespace = dict(getattr(obj, "__globals__", None) or (vars(module) if module is not None else {}))
+    if isinstance(obj, type):
+        namespace.setdefault(obj.__name__, obj)
+    hints = {}
+    for name, hint in (getattr(obj, "__annotations__", None) or {}).items():
+        try:
+            # What get_type_hints does to each string annotation, one at a time.
+            hints[name] = typing.get_type_hints(_Annotations({"x": hint}), namespace, include_extras=True)["x"]
+        except Exception:
+            hints[name] = Any
+    return hints
+
+
+class _Annotations:
+    """An object with the given ``__annotations__`` (and nothing else), for ``typing.get_type_hints``."""
+
+    def __init__(self, annotations: dict[str, Any]) -> None:
+        self.__annotations__ = annotations
 
 
 def _own_doc(cls: type) -> str | None:
@@ -349,11 +368,8 @@ def schema_of(annotation: Any, *, ref_prefix: str = "#/$defs/") -> dict[str, Any
 
 
 def _with_defs(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
-    if not defs:
-        return schema
-    if "$ref" in schema:
-        schema = {"allOf": [schema]}
-    return {**schema, "$defs": defs}
+    # Beside a $ref too: draft-07 ignores a $ref's siblings for validation, but its pointer still finds $defs.
+    return {**schema, "$defs": defs} if defs else schema
 
 
 # --- docstrings ------------------------------------------------------------------------------------------
