@@ -22,6 +22,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
+from rpcwire._schema import mcp_tool, openrpc_document
 from rpcwire._types import InvalidParams, MethodNotFound
 
 __all__ = ["Methods", "methods"]
@@ -124,7 +125,6 @@ class Methods:
                 _bind(signature, args, kwargs)
             raise
 
-
     def openrpc(self, *, title: str | None = None, version: str | None = None, **info: Any) -> dict[str, Any]:
         """This registry as an OpenRPC 1.3 document (a dict, ready for ``json.dumps``).
 
@@ -136,8 +136,6 @@ class Methods:
         ``title``, ``version`` and any other member of OpenRPC's Info Object (``description``, ``contact``...)
         make ``info``; by default those given as ``discover=``, else "JSON-RPC service" and "0.0.0".
         """
-        from rpcwire._schema import openrpc_document
-
         given = {"title": title, "version": version, **info}
         merged = {"title": "JSON-RPC service", "version": "0.0.0", **(self._discover_info or {})}
         merged.update({key: value for key, value in given.items() if value is not None})
@@ -145,8 +143,6 @@ class Methods:
 
     def mcp_tools(self) -> list[dict[str, Any]]:
         """The functions as MCP tools, as ``tools/list`` lists them (see ``rpcwire.mcp.tools``)."""
-        from rpcwire._schema import mcp_tool
-
         return [mcp_tool(name, function) for name, function in self._functions.items() if name != "rpc.discover"]
 
     def _rpc_discover(self) -> dict[str, Any]:

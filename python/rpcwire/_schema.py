@@ -26,11 +26,12 @@ from __future__ import annotations
 import dataclasses
 import enum
 import inspect
+import math
 import re
 import sys
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from typing import Any
 
 __all__ = ["OPENRPC_VERSION", "describe_method", "mcp_tool", "openrpc_document", "schema_of"]
@@ -60,7 +61,7 @@ _ARRAYS = (list, tuple, set, frozenset)
 
 def _pydantic() -> Any:
     try:
-        import pydantic
+        import pydantic  # noqa: PLC0415 - optional, and slow to import: only once an annotation needs it
     except ImportError:
         return None
     return pydantic
@@ -99,9 +100,6 @@ class _Schemas:
         return self._fallback(annotation)
 
     def _generic(self, annotation: Any, origin: type, args: tuple[Any, ...]) -> dict[str, Any]:
-        from collections.abc import Mapping as AbcMapping
-        from collections.abc import Sequence, Set
-
         if issubclass(origin, tuple):
             if len(args) == 2 and args[1] is Ellipsis:
                 return {"type": "array", "items": self.of(args[0])}
@@ -112,7 +110,7 @@ class _Schemas:
             if self.draft07:
                 return {**fixed, "items": items, "additionalItems": False}
             return {**fixed, "prefixItems": items, "items": False}
-        if issubclass(origin, AbcMapping):
+        if issubclass(origin, Mapping):
             schema: dict[str, Any] = {"type": "object"}
             if len(args) == 2:
                 if args[0] is not str and self.of(args[0]).get("type") != "string":
@@ -229,7 +227,9 @@ class _Schemas:
         if named and annotation in self._names:
             return {"$ref": self.ref_prefix + self._names[annotation]}
         try:
-            schema = pydantic.TypeAdapter(annotation).json_schema(ref_template=self.ref_prefix + "{model}")
+            schema: dict[str, Any] = pydantic.TypeAdapter(annotation).json_schema(
+                ref_template=self.ref_prefix + "{model}"
+            )
         except Exception:  # not a type pydantic knows (or a schema it cannot write): any value
             return None
         defs = schema.pop("$defs", {})
@@ -252,7 +252,7 @@ def _json_default(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
-        return value if value == value and value not in (float("inf"), float("-inf")) else _NO_DEFAULT
+        return value if math.isfinite(value) else _NO_DEFAULT
     if isinstance(value, enum.Enum):
         return _json_default(value.value)
     if isinstance(value, (list, tuple)):
@@ -374,8 +374,10 @@ def _with_defs(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
 
 # --- docstrings ------------------------------------------------------------------------------------------
 
-_SECTION = re.compile(r"^(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Returns|Return|Raises|Yields)"
-                      r":\s*$")
+_SECTION = re.compile(
+    r"^(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Returns|Return|Raises|Yields)"
+    r":\s*$"
+)
 _SPHINX_FIELD = re.compile(r"^:(param|parameter|arg|argument|key|keyword)\s+(?:[^:]*\s)?(\w+):\s*(.*)$")
 _SPHINX_RETURNS = re.compile(r"^:(returns?|return):\s*(.*)$")
 _SPHINX_OTHER = re.compile(r"^:\w[^:]*:")
@@ -536,7 +538,9 @@ def openrpc_document(
     function, described as the specification describes the service discovery method."""
     schemas = _Schemas("#/components/schemas/", draft07=True)
     methods = [
-        dict(_DISCOVER_METHOD) if discover is not None and function == discover else describe_method(name, function, schemas)
+        dict(_DISCOVER_METHOD)
+        if discover is not None and function == discover
+        else describe_method(name, function, schemas)
         for name, function in functions
     ]
     document: dict[str, Any] = {"openrpc": OPENRPC_VERSION, "info": dict(info), "methods": methods}

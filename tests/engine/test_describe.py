@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal, Optional, TypedDict, Union
 import pytest
 import rpcwire
 from rpcwire import _schema
+from rpcwire._methods import Methods
 from rpcwire._schema import schema_of
 from support.messages import answers, err, ok, request
 from support.serving import served
@@ -87,10 +88,10 @@ class Pair:
         (dict[str, int], {"type": "object", "additionalProperties": {"type": "integer"}}),
         (dict, {"type": "object"}),
         (dict[str, Any], {"type": "object"}),
-        (Optional[int], {"type": ["integer", "null"]}),
+        (Optional[int], {"type": ["integer", "null"]}),  # noqa: UP045 - the typing spelling, on purpose
         (int | str, {"type": ["integer", "string"]}),
-        (Union[int, list[str]], {"anyOf": [{"type": "integer"}, {"type": "array", "items": {"type": "string"}}]}),
-        (Optional[Any], {}),
+        (Union[int, list[str]], {"anyOf": [{"type": "integer"}, {"type": "array", "items": {"type": "string"}}]}),  # noqa: UP007
+        (Optional[Any], {}),  # noqa: UP045
         (Literal["a"], {"const": "a", "type": "string"}),
         (Literal[1, 2], {"enum": [1, 2], "type": "integer"}),
         (Literal[1, "a"], {"enum": [1, "a"]}),
@@ -210,7 +211,7 @@ FUNCTIONS = {"add": add, "walk": walk, "locate": locate, "untyped": untyped, "no
 
 
 def openrpc_validator() -> Any:
-    """A draft-07 validator of the OpenRPC 1.3 meta-schema, its JSON Schema meta-schema served from the vendored copy."""
+    """A draft-07 validator of the OpenRPC 1.3 meta-schema (its JSON Schema meta-schema: the vendored copy)."""
     meta = json.loads((SCHEMAS / "openrpc-1.3.json").read_text(encoding="utf-8"))
     json_schema_meta = json.loads((SCHEMAS / "json-schema-tools-meta-schema.json").read_text(encoding="utf-8"))
     draft7 = referencing.jsonschema.DRAFT7
@@ -395,7 +396,7 @@ def totals(values: list[float]) -> dict[str, float]:
     return {"sum": sum(values)}
 
 
-def tool_registry() -> rpcwire.Methods:
+def tool_registry() -> Methods:
     return rpcwire.methods({"add": add, "walk": walk, "forecast": forecast, "totals": totals, "untyped": untyped})
 
 
