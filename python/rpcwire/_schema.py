@@ -93,6 +93,9 @@ class _Schemas:
             return _literal(args)
         if origin is typing.Union or origin is types.UnionType:
             return _union([self.of(arg) for arg in args])
+        supertype = getattr(annotation, "__supertype__", None)  # typing.NewType
+        if supertype is not None:
+            return self.of(supertype)
         if isinstance(annotation, type) and origin is None:
             return self._class(annotation)
         if origin is not None and isinstance(origin, type):
@@ -154,7 +157,7 @@ class _Schemas:
             return self._named(cls, lambda: self._dataclass(cls))
         if issubclass(cls, Mapping):
             return {"type": "object"}
-        if issubclass(cls, (str, bytes)):
+        if issubclass(cls, bytes):  # no JSON type (pydantic's adapter says how it would take it)
             return self._fallback(cls)
         if issubclass(cls, _ARRAYS):
             return {"type": "array", "uniqueItems": True} if issubclass(cls, (set, frozenset)) else {"type": "array"}
