@@ -13,6 +13,9 @@ as any handler's (a ``TypeError`` there is -32603, never -32602). An unknown met
 engine reads, as ``inspect.iscoroutinefunction`` cannot be told so before Python 3.12): ``serve`` runs it on
 an event loop and every call returns an awaitable, an ``async def`` function's coroutine, or for a plain
 function ``asyncio.to_thread`` of it (never run on the loop).
+
+The registry describes itself from its functions (``_schema.py``): ``openrpc()`` (with ``discover=True`` also
+the answer to ``rpc.discover``) and ``mcp_tools()``.
 """
 
 from __future__ import annotations
@@ -143,7 +146,8 @@ class Methods:
 
     def mcp_tools(self) -> list[dict[str, Any]]:
         """The functions as MCP tools, as ``tools/list`` lists them (see ``rpcwire.mcp.tools``)."""
-        return [mcp_tool(name, function) for name, function in self._functions.items() if name != "rpc.discover"]
+        # rpc.* names are JSON-RPC's system extensions (rpc.discover), not tools.
+        return [mcp_tool(name, function) for name, function in self._functions.items() if not name.startswith("rpc.")]
 
     def _rpc_discover(self) -> dict[str, Any]:
         # rpc.discover (discover=True): the OpenRPC document, built anew (functions may have been added since).
