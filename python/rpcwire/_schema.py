@@ -186,37 +186,22 @@ class _Schemas:
 
     def _typeddict(self, cls: type) -> dict[str, Any]:
         hints = _hints(cls)
-        schema: dict[str, Any] = {"type": "object", "title": cls.__name__}
-        schema["properties"] = {name: self.of(_strip_qualifiers(hint)) for name, hint in hints.items()}
-        required = [name for name in hints if name in getattr(cls, "__required_keys__", hints)]
-        if required:
-            schema["required"] = required
-        doc = _own_doc(cls)
-        if doc:
-            schema["description"] = doc
-        return schema
+        properties = {name: self.of(_strip_qualifiers(hint)) for name, hint in hints.items()}
+        return _object(cls, properties, [name for name in hints if name in getattr(cls, "__required_keys__", hints)])
 
     def _dataclass(self, cls: type) -> dict[str, Any]:
         hints = _hints(cls)
-        fields = [field for field in dataclasses.fields(cls) if field.init]
-        schema: dict[str, Any] = {"type": "object", "title": cls.__name__}
-        schema["properties"] = {field.name: self.of(hints.get(field.name, Any)) for field in fields}
-        for field in fields:
-            if field.default is not dataclasses.MISSING:
-                default = _json_default(field.default)
-                if default is not _NO_DEFAULT:
-                    schema["properties"][field.name] = {**schema["properties"][field.name], "default": default}
-        required = [
-            field.name
-            for field in fields
-            if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
-        ]
-        if required:
-            schema["required"] = required
-        doc = _own_doc(cls)
-        if doc:
-            schema["description"] = doc
-        return schema
+        properties = {}
+        required = []
+        for field in dataclasses.fields(cls):
+            if not field.init:
+                continue
+            schema = self.of(hints.get(field.name, Any))
+            default = _NO_DEFAULT if field.default is dataclasses.MISSING else _json_default(field.default)
+            properties[field.name] = schema if default is _NO_DEFAULT else {**schema, "default": default}
+            if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+                required.append(field.name)
+        return _object(cls, properties, required)
 
     def _fallback(self, annotation: Any) -> dict[str, Any]:
         schema = self._pydantic(annotation)
@@ -293,6 +278,18 @@ def _enum(cls: type[enum.Enum]) -> dict[str, Any]:
     schema = _literal(tuple(member.value for member in cls))
     if "const" in schema:
         schema = {"enum": [schema.pop("const")], **schema}
+    return _titled(cls, schema)
+
+
+def _object(cls: type, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """The object schema of a class: its ``properties``, the ``required`` ones, its title and docstring."""
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return _titled(cls, schema)
+
+
+def _titled(cls: type, schema: dict[str, Any]) -> dict[str, Any]:
     schema["title"] = cls.__name__
     doc = _own_doc(cls)
     if doc:
