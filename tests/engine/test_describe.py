@@ -8,6 +8,7 @@ import dataclasses
 import datetime
 import enum
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -19,6 +20,7 @@ from rpcwire import _schema
 from rpcwire._methods import Methods
 from rpcwire._schema import schema_of
 from support.messages import answers, err, ok, request
+from support.processes import child_env
 from support.serving import served
 
 jsonschema = pytest.importorskip("jsonschema", reason="jsonschema (requirements-dev.txt) checks the schemas")
@@ -356,6 +358,47 @@ def test_rpc_discover_answers_the_document(impl: ModuleType) -> None:
     assert openrpc_validator().is_valid(document)
     # The MCP tools leave it out.
     assert [tool["name"] for tool in registry.mcp_tools()] == ["add", "later"]
+
+
+DISCOVER_SERVER = """
+import dataclasses, importlib, sys
+
+impl = importlib.import_module(sys.argv[1])
+
+
+@dataclasses.dataclass
+class Total:
+    value: float
+    count: int
+
+
+def total(values: list[float]) -> Total:
+    \"\"\"Add numbers up.\"\"\"
+    return dataclasses.asdict(Total(sum(values), len(values)))
+
+
+impl.serve(impl.methods({"total": total}, discover={"title": "totals", "version": "3.1.0"}), impl.StdioTransport())
+"""
+
+
+def test_a_client_discovers_a_server_process(impl: ModuleType, tmp_path: Path) -> None:
+    """A real server process (``serve`` over its stdio) asked ``rpc.discover`` by ``Client``: the document it
+    answers validates, and describes the method the client then calls."""
+    script = tmp_path / "server.py"
+    script.write_text(DISCOVER_SERVER, encoding="utf-8")
+    with impl.Client.spawn([sys.executable, str(script), impl.__name__], env=child_env(), timeout=60) as client:
+        document = client.call("rpc.discover")
+        assert client.call("total", [[1.5, 2.5]]) == {"value": 4.0, "count": 2}
+    assert openrpc_validator().is_valid(document)
+    assert document["info"] == {"title": "totals", "version": "3.1.0"}
+    assert [method["name"] for method in document["methods"]] == ["rpc.discover", "total"]
+    total = document["methods"][1]
+    assert total["summary"] == "Add numbers up."
+    assert total["params"] == [
+        {"name": "values", "schema": {"type": "array", "items": {"type": "number"}}, "required": True}
+    ]
+    assert total["result"]["schema"] == {"$ref": "#/components/schemas/Total"}
+    assert document["components"]["schemas"]["Total"]["required"] == ["value", "count"]
 
 
 def test_without_discover_rpc_discover_is_not_found(impl: ModuleType) -> None:
