@@ -106,7 +106,9 @@ class _Schemas:
         if issubclass(origin, tuple):
             if len(args) == 2 and args[1] is Ellipsis:
                 return {"type": "array", "items": self.of(args[0])}
-            if args == ((),):  # tuple[()]
+            if not args:  # typing.Tuple bare (and tuple[()] from 3.11 on: the two cannot be told apart)
+                return {"type": "array"}
+            if args == ((),):  # tuple[()] before 3.11
                 return {"type": "array", "maxItems": 0}
             items = [self.of(arg) for arg in args]
             fixed: dict[str, Any] = {"type": "array", "minItems": len(items), "maxItems": len(items)}
