@@ -29,6 +29,7 @@ from types import TracebackType
 from typing import Any
 
 from rpcwire import _async_client
+from rpcwire._http_client import HttpError
 from rpcwire._peer import _Sent
 from rpcwire._types import DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES, Handler, Response
 
@@ -132,7 +133,8 @@ class AsyncWebSocketClient(_async_client.AsyncClient):
     ) -> _Connecting:
         """Open a connection to ``url`` (awaited, or used as ``async with``). ``headers``: sent with the handshake
         (``Authorization``...); ``origin``: the ``Origin`` header (a browser's; none by default); ``subprotocols``:
-        offered (``jsonrpc``); ``open_timeout``: for the handshake. ``handler`` answers the server's own requests
+        offered (``jsonrpc``); ``open_timeout``: for the handshake (a refused one raises
+        :class:`~rpcwire.HttpError` with the server's status). ``handler`` answers the server's own requests
         (-32601 without one). The limits are :class:`AsyncClient`'s; a frame over ``max_message_bytes`` from the
         server closes the connection. Other keywords go to ``websockets.asyncio.client.connect`` (``ssl``,
         ``ping_interval``, ``compression``...)."""
@@ -184,15 +186,21 @@ class AsyncWebSocketClient(_async_client.AsyncClient):
             max_batch=max_batch,
             framing="newline",
         )
-        connection = await connect(
-            url,
-            additional_headers=headers,
-            origin=origin,  # type: ignore[arg-type]
-            subprotocols=list(subprotocols) or None,  # type: ignore[arg-type]
-            open_timeout=open_timeout,
-            max_size=client._limits[0],
-            **options,
-        )
+        from websockets.exceptions import InvalidStatus  # noqa: PLC0415  (the extra)
+
+        try:
+            connection = await connect(
+                url,
+                additional_headers=headers,
+                origin=origin,  # type: ignore[arg-type]
+                subprotocols=list(subprotocols) or None,  # type: ignore[arg-type]
+                open_timeout=open_timeout,
+                max_size=client._limits[0],
+                **options,
+            )
+        except InvalidStatus as refused:  # the handshake refused (403, 421...): as the HTTP clients report a status
+            response = refused.response
+            raise HttpError(response.status_code, response.reason_phrase, response.body or b"") from None
         client._connection = connection
         client._frames = _Frames(connection, client._loop, _async_client._WRITE_BUFFER)
         client._output = client._frames  # type: ignore[assignment]
