@@ -37,6 +37,9 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+import rpcwire
+from websockets.asyncio.client import connect
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 APP = """
@@ -136,8 +139,6 @@ def bare_http(port: int) -> Runner:
 
 def bare_websocket(port: int) -> Runner:
     async def run(method: str, calls: int, window: int) -> None:
-        from websockets.asyncio.client import connect
-
         async with connect(f"ws://127.0.0.1:{port}/", compression=None) as ws:
             sent = 0
             for _ in range(min(window, calls)):
@@ -177,8 +178,6 @@ def rpcwire_client(make: Callable[[], Awaitable[Any]]) -> Runner:
 
 
 def rpcwire_http(port: int) -> Runner:
-    import rpcwire
-
     async def make() -> Any:
         return rpcwire.AsyncHttpClient(f"http://127.0.0.1:{port}/")
 
@@ -186,8 +185,6 @@ def rpcwire_http(port: int) -> Runner:
 
 
 def rpcwire_websocket(port: int) -> Runner:
-    import rpcwire
-
     async def make() -> Any:
         return await rpcwire.AsyncWebSocketClient.connect(f"ws://127.0.0.1:{port}/", compression=None)
 

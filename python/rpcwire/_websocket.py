@@ -80,10 +80,17 @@ class _Hosts(Protocol):
 class _Endpoint(Protocol):
     """What the websocket path uses of ``rpcwire.http``'s endpoint: the handler, the checks and the reader."""
 
-    handler: Callable[[str, Any], Any]
-    hosts: _Hosts
-    expose_errors: bool
-    is_async: Callable[[], bool]
+    @property
+    def handler(self) -> Callable[[str, Any], Any]: ...
+
+    @property
+    def hosts(self) -> _Hosts: ...
+
+    @property
+    def expose_errors(self) -> bool: ...
+
+    @property
+    def is_async(self) -> Callable[[], bool]: ...
 
     def origin_allowed(self, origin: str, host: str | None, scheme: str) -> bool: ...
 
@@ -210,7 +217,8 @@ class _Connection:
         reader = self.loop.create_task(self.read())
         sender = self.loop.create_task(self.write())
         try:
-            await asyncio.wait({reader, sender, self.stop}, return_when=asyncio.FIRST_COMPLETED)
+            ends: set[asyncio.Future[Any]] = {reader, sender, self.stop}
+            await asyncio.wait(ends, return_when=asyncio.FIRST_COMPLETED)
         finally:
             code = self.stop.result() if self.stop.done() else None
             if not self.stop.done():
@@ -309,7 +317,7 @@ class _Connection:
                 self.stop.set_result(None)
         finally:
             self.in_flight.remove(context)
-            self.tasks.discard(asyncio.current_task())  # type: ignore[arg-type]
+            self.tasks.discard(asyncio.current_task())
             self.admitted -= 1
             self.room.set()
 

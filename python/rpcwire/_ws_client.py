@@ -200,7 +200,7 @@ class AsyncWebSocketClient(_async_client.AsyncClient):
             )
         except InvalidStatus as refused:  # the handshake refused (403, 421...): as the HTTP clients report a status
             response = refused.response
-            raise HttpError(response.status_code, response.reason_phrase, response.body or b"") from None
+            raise HttpError(response.status_code, response.reason_phrase, bytes(response.body or b"")) from None
         client._connection = connection
         client._frames = _Frames(connection, client._loop, _async_client._WRITE_BUFFER)
         client._output = client._frames  # type: ignore[assignment]

@@ -127,7 +127,9 @@ def count():
 
 
 app = ASGIApp(
-    methods({"waits": waits, "release": release, "report": report, "fast": fast, "add": add, "echo": echo, "text": text}),
+    methods(
+        {"waits": waits, "release": release, "report": report, "fast": fast, "add": add, "echo": echo, "text": text}
+    ),
     max_body_bytes=1000,
     max_batch=3,
 )
@@ -223,7 +225,11 @@ def test_calls_batches_notifications_and_frames_that_cannot_be_read(server: tupl
             ]
             await ws.send(message("add", [1, 2]))  # a notification: no answer, the next frame answers the next call
             await ws.send("{bad")
-            assert await receive(ws) == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+            assert await receive(ws) == {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {"code": -32700, "message": "Parse error"},
+            }
             await ws.send("[]")
             assert (await receive(ws))["error"]["code"] == -32600
             await ws.send(json.dumps([json.loads(message("add", [1, 1], n)) for n in range(4)]))  # over max_batch

@@ -9,9 +9,9 @@ module each: :mod:`~rpcwire.pure.transport` reads the stream, :mod:`~rpcwire.pur
 messages, :mod:`~rpcwire.pure.codec` decodes each, :mod:`~rpcwire.pure.envelope` says what it is and
 builds its answer, which the transport frames and writes.
 
-The clients (``Client``, ``AsyncClient``, ``HttpClient``, ``AsyncHttpClient``, ``AsyncWebSocketClient``) and ``HttpError`` are
-made on first use, so that importing this package (or its ``framing`` and ``codec``, which the clients
-use) never imports the clients.
+The clients (``Client``, ``AsyncClient``, ``HttpClient``, ``AsyncHttpClient``, ``AsyncWebSocketClient``) and
+``HttpError`` are made on first use, so that importing this package (or its ``framing`` and ``codec``, which
+the clients use) never imports the clients.
 """
 
 from __future__ import annotations

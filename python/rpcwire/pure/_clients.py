@@ -1,7 +1,7 @@
 """The clients bound to the pure core: :mod:`rpcwire._client`'s, :mod:`rpcwire._async_client`'s,
-:mod:`rpcwire._http_client`'s and :mod:`rpcwire._ws_client`'s classes, whose ``_core`` is :mod:`rpcwire.pure`. ``rpcwire.pure`` imports this
-module on first use of one of them (the clients import ``rpcwire.pure.framing``, so the package may not import
-them while it is made)."""
+:mod:`rpcwire._http_client`'s and :mod:`rpcwire._ws_client`'s classes, whose ``_core`` is :mod:`rpcwire.pure`.
+``rpcwire.pure`` imports this module on first use of one of them (the clients import ``rpcwire.pure.framing``, so
+the package may not import them while it is made)."""
 
 from __future__ import annotations
 
