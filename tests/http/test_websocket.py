@@ -403,6 +403,48 @@ def test_a_client_that_does_not_read_while_a_handler_keeps_notifying_is_closed(s
     run(main())
 
 
+def test_without_the_http_response_extension_a_refusal_is_a_close_before_the_accept() -> None:
+    """In process: a server that offers no ``websocket.http.response`` gets ``websocket.close``, which it answers
+    403; the handshake it accepts offers ``jsonrpc`` only when the client asked for it."""
+    from rpcwire.http import ASGIApp
+
+    def sent_for(headers: list[tuple[bytes, bytes]], subprotocols: list[str]) -> list[dict[str, Any]]:
+        sent: list[dict[str, Any]] = []
+        events = iter([{"type": "websocket.connect"}, {"type": "websocket.disconnect", "code": 1000}])
+
+        async def receive() -> dict[str, Any]:
+            return next(events)
+
+        async def send(event: dict[str, Any]) -> None:
+            sent.append(event)
+
+        scope = {"type": "websocket", "path": "/", "headers": headers, "subprotocols": subprotocols}
+        scope |= {"server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 50000), "scheme": "ws"}
+        asyncio.run(ASGIApp(rpcwire.methods({}))(scope, receive, send))
+        return sent
+
+    host = (b"host", b"127.0.0.1:8000")
+    assert sent_for([host, (b"origin", b"http://evil.example")], []) == [{"type": "websocket.close", "code": 1008}]
+    assert sent_for([(b"host", b"evil.example")], []) == [{"type": "websocket.close", "code": 1008}]
+    accepted = {"type": "websocket.accept", "subprotocol": "jsonrpc"}
+    assert sent_for([host, (b"origin", b"http://127.0.0.1:8000")], ["other", "jsonrpc"]) == [accepted]
+    assert sent_for([host], ["other"]) == [{"type": "websocket.accept", "subprotocol": None}]
+
+
+def test_the_websocket_keywords_are_checked() -> None:
+    from rpcwire.http import ASGIApp
+
+    handler = rpcwire.methods({})
+    with pytest.raises(ValueError, match="max_concurrency"):
+        ASGIApp(handler, max_concurrency=0)
+    with pytest.raises(TypeError, match="max_queued_bytes"):
+        ASGIApp(handler, max_queued_bytes=1.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="websocket"):
+        ASGIApp(handler, websocket="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="connect"):
+        rpcwire.AsyncWebSocketClient()
+
+
 # --- AsyncWebSocketClient -----------------------------------------------------------------------------------
 
 
