@@ -253,13 +253,8 @@ class AsyncWebSocketClient(_async_client.AsyncClient):
             await asyncio.wait_for(self._connection.close(), grace)
         await super().close(grace)
 
-    async def __aenter__(self) -> AsyncWebSocketClient:
+    async def __aenter__(self) -> AsyncWebSocketClient:  # (the type; AsyncClient's __aexit__ closes)
         return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
-    ) -> None:
-        await self.close()
 
 
 class _Connecting(Awaitable[AsyncWebSocketClient]):
