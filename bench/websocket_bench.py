@@ -15,8 +15,9 @@ this process, one asyncio loop:
 Each with a bare client (HTTP/1.1 bytes on an asyncio stream; the ``websockets`` library) and with rpcwire's own
 (``AsyncHttpClient``, ``AsyncWebSocketClient``), for an ``async def`` handler (on the loop) and a sync one (a worker
 thread per call, ``ASGIApp``'s default). The cells are run in turn, R times, interleaved, so that the machine's
-noise falls on all alike; the table gives each cell's median µs per call and the WebSocket/HTTP ratio of the same
-client and handler. Every answer is checked. Writes bench/websocket_results.json. No assertion on time.
+noise falls on all alike; the table gives each cell's median µs per call (the time taken, and the server process's
+CPU time from /proc, which a loaded machine disturbs less) and the WebSocket/HTTP ratios of the same client and
+handler. Every answer is checked. Writes bench/websocket_results.json. No assertion on time.
 """
 
 from __future__ import annotations
@@ -97,6 +98,11 @@ class Server:
                 if time.monotonic() > deadline or self.process.poll() is not None:
                     raise RuntimeError("uvicorn did not start") from None
                 time.sleep(0.1)
+
+    def cpu(self) -> float:
+        """The server process's CPU time so far (user and system, all its threads), in seconds."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         self.process.terminate()
@@ -194,12 +200,14 @@ def rpcwire_websocket(port: int) -> Runner:
 # --- the run --------------------------------------------------------------------------------------------
 
 
-async def measure(runner: Runner, method: str, calls: int, window: int) -> float:
-    """µs per call of ``calls`` calls, after an untimed warm-up of a tenth as many."""
+async def measure(server: Server, runner: Runner, method: str, calls: int, window: int) -> tuple[float, float]:
+    """µs per call of ``calls`` calls, after an untimed warm-up of a tenth as many: the time taken, and the
+    server's CPU time (which other processes on the machine disturb less)."""
     await runner(method, max(50, calls // 10), window)
+    cpu = server.cpu()
     started = time.perf_counter()
     await runner(method, calls, window)
-    return (time.perf_counter() - started) / calls * 1e6
+    return (time.perf_counter() - started) / calls * 1e6, (server.cpu() - cpu) / calls * 1e6
 
 
 def main() -> None:
@@ -226,29 +234,40 @@ def main() -> None:
                 for transport in ("HTTP", "WebSocket")
             ]
             samples: dict[tuple[str, str, str, str], list[float]] = {cell: [] for cell in cells}
+            cpu: dict[tuple[str, str, str, str], list[float]] = {cell: [] for cell in cells}
             for repeat in range(options.repeats):
                 for cell in cells:
                     client, transport, handler, mode = cell
                     window = 1 if mode == "ping-pong" else options.window
                     method = "add" if handler == "async" else "add_sync"
                     runner = clients[client, transport]
-                    samples[cell].append(asyncio.run(measure(runner, method, options.calls, window)))
+                    wall, server_cpu = asyncio.run(measure(server, runner, method, options.calls, window))
+                    samples[cell].append(wall)
+                    cpu[cell].append(server_cpu)
                 print(f"repeat {repeat + 1}/{options.repeats} done", file=sys.stderr)
         finally:
             server.stop()
     medians = {cell: statistics.median(values) for cell, values in samples.items()}
+    cpu_medians = {cell: statistics.median(values) for cell, values in cpu.items()}
     print(f"\nrpcwire ASGIApp under uvicorn {version('uvicorn')} (websockets {version('websockets')}), ")
     print(f"{options.calls} calls per cell, median of {options.repeats}; Python {platform.python_version()}\n")
-    print("| handler | mode | client | HTTP POST µs/call | WebSocket µs/call | WebSocket / HTTP |")
-    print("| --- | --- | --- | ---: | ---: | ---: |")
+    print("| handler | mode | client | HTTP POST µs/call | WebSocket µs/call | WS / HTTP ", end="")
+    print("| server CPU µs/call, HTTP | server CPU µs/call, WS | WS / HTTP |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     rows = []
     for handler in ("async", "sync"):
         for mode in ("ping-pong", f"{options.window} in flight"):
             for client in ("bare", "rpcwire"):
                 http = medians[client, "HTTP", handler, mode]
                 ws = medians[client, "WebSocket", handler, mode]
-                print(f"| {handler} | {mode} | {client} | {http:.1f} | {ws:.1f} | {ws / http:.2f} |")
-                rows.append({"handler": handler, "mode": mode, "client": client, "http_us": http, "websocket_us": ws})
+                http_cpu = cpu_medians[client, "HTTP", handler, mode]
+                ws_cpu = cpu_medians[client, "WebSocket", handler, mode]
+                print(f"| {handler} | {mode} | {client} | {http:.1f} | {ws:.1f} | {ws / http:.2f} ", end="")
+                print(f"| {http_cpu:.1f} | {ws_cpu:.1f} | {ws_cpu / http_cpu if http_cpu else float('nan'):.2f} |")
+                rows.append(
+                    {"handler": handler, "mode": mode, "client": client, "http_us": http, "websocket_us": ws}
+                    | {"http_server_cpu_us": http_cpu, "websocket_server_cpu_us": ws_cpu}
+                )
     options.json.write_text(
         json.dumps({"rows": rows, "samples": {" / ".join(cell): values for cell, values in samples.items()}}, indent=1)
         + "\n"

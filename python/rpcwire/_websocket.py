@@ -207,6 +207,7 @@ class _Connection:
         self.queued_bytes = 0
         self.queued = 0  # messages ever queued...
         self.sent = 0  # ...and ever sent (handed to the server's send)
+        self.sending = False  # a message is in the server's send: by the sender task, or by a request's own
         self.wake_sender = asyncio.Event()
         self.room = asyncio.Event()  # the reader waits on it while reading is paused
         self.sent_up_to: list[tuple[int, asyncio.Future[None]]] = []  # notifications waiting for earlier answers
@@ -307,7 +308,10 @@ class _Connection:
                 if self.stop.done():  # the connection is closing: nothing is answered
                     raise
                 answer = failure_answer(StdioTransport, request, context, exc, expose_errors=self.expose_errors)
-            deliver(answer)
+            if deliver == self.put and answer is not None and not self.sending and not self.outbox:
+                await self.send_now(answer)  # nothing before it to wait for: no hop to the sender task
+            else:
+                deliver(answer)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # a handler's SystemExit and the like: the connection ends, the app raises it
@@ -370,20 +374,45 @@ class _Connection:
 
     async def write(self) -> None:
         """The sender: each queued message in turn, as a text frame (the server's ``send`` waits while its
-        transport's buffer is full)."""
+        transport's buffer is full), never while a request's task sends its answer itself (:meth:`send_now`)."""
         outbox, send = self.outbox, self.send
         while True:
-            while not outbox:
+            while not outbox or self.sending:
                 self.wake_sender.clear()
                 await self.wake_sender.wait()
             line = outbox.popleft()
             self.queued_bytes -= len(line)
             if self.queued_bytes <= self.pause_bytes:
                 self.room.set()
-            await send({"type": "websocket.send", "text": line.decode()})
-            self.sent += 1
-            if self.sent_up_to:
-                self.sent_up_to = _release(self.sent_up_to, self.sent)
+            self.sending = True
+            try:
+                await send({"type": "websocket.send", "text": line.decode()})
+            finally:
+                self.sending = False
+            self.sent_one()
+
+    async def send_now(self, line: bytes) -> None:
+        """A request's task sends its answer itself, when nothing waits to be sent and nothing is being sent: the
+        common case of a client that reads, one hop of the loop fewer than through the sender task. A ``send``
+        that fails (the client is gone) ends the connection, as the sender's would."""
+        self.sending = True
+        self.queued += 1
+        try:
+            await self.send({"type": "websocket.send", "text": line.decode()})
+        except Exception:
+            if not self.stop.done():
+                self.stop.set_result(None)
+            return
+        finally:
+            self.sending = False
+            if self.outbox:
+                self.wake_sender.set()
+        self.sent_one()
+
+    def sent_one(self) -> None:
+        self.sent += 1
+        if self.sent_up_to:
+            self.sent_up_to = _release(self.sent_up_to, self.sent)
 
 
 def _release(waiting: Iterable[tuple[int, asyncio.Future[None]]], sent: int) -> list[tuple[int, asyncio.Future[None]]]:
