@@ -154,7 +154,7 @@ class WebSocketServer:
             return
         subprotocol = SUBPROTOCOL if SUBPROTOCOL in scope.get("subprotocols", ()) else None
         await send({"type": "websocket.accept", "subprotocol": subprotocol})
-        await _Connection(self, receive, send).serve()
+        await _Connection(self, scope, receive, send).serve()
 
 
 async def refuse(scope: dict[str, Any], send: Send, refusal: _Refusal | None) -> None:
@@ -185,7 +185,8 @@ class _Connection:
     """One accepted connection: a reader task, a sender task and a task per request, all on the loop's thread
     (sync handlers' notifications reach it with ``call_soon_threadsafe``, in the order they were written)."""
 
-    def __init__(self, server: WebSocketServer, receive: Receive, send: Send) -> None:
+    def __init__(self, server: WebSocketServer, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        self.scope = scope  # the handshake's (path, headers, client): what a request's context may tell of it
         self.endpoint = server.endpoint
         self.handler = server.endpoint.handler
         self.expose_errors = server.endpoint.expose_errors
@@ -273,7 +274,7 @@ class _Connection:
         if request.is_notification:
             if not self.in_flight.cancel(request):  # a cancellation is applied at once, and never run
                 await self.until_sent()
-                await self.run_notification(request, RequestContext(request, self.notifications))
+                await self.run_notification(request, self.context(request))
             deliver(None)
             return
         while self.admitted >= self.max_admitted:  # a batch's requests, each admitted in turn
@@ -290,9 +291,13 @@ class _Connection:
 
     # --- requests -----------------------------------------------------------------------------------------
 
+    def context(self, request: Request) -> RequestContext:
+        """The context of a request of this connection (``current_request()``): the one place that makes it."""
+        return RequestContext(request, self.notifications)
+
     def start(self, request: Request, deliver: Deliver) -> None:
         self.admitted += 1
-        context = RequestContext(request, self.notifications)
+        context = self.context(request)
         self.in_flight.add(context)
         task = self.loop.create_task(self.run(request, context, deliver))
         if self.is_async:
