@@ -487,7 +487,7 @@ def test_the_client_cancels_on_the_server_a_call_it_gives_up(server: tuple[str, 
             started: list[Any] = []
             client.on_notification("started", started.append)
             with pytest.raises(TimeoutError):
-                await client.call("waits", {"name": timed_out}, timeout=0.5)
+                await client.call("waits", {"name": timed_out}, timeout=1.5)
             task = asyncio.ensure_future(client.call("waits", {"name": dropped}))
             await until(lambda: asyncio.sleep(0, {"name": dropped} in started))
             task.cancel()
