@@ -313,6 +313,7 @@ class _Connection:
                 if self.stop.done():  # the connection is closing: nothing is answered
                     raise
                 answer = failure_answer(StdioTransport, request, context, exc, expose_errors=self.expose_errors)
+            context._task = None  # answered: a cancellation that comes now must not cancel the sending of it
             if deliver == self.put and answer is not None and not self.sending and not self.outbox:
                 await self.send_now(answer)  # nothing before it to wait for: no hop to the sender task
             else:
