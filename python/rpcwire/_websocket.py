@@ -36,9 +36,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import logging
+import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, Protocol
 
 from rpcwire import StdioTransport, _core
@@ -214,6 +216,11 @@ class _Connection:
         self.sent_up_to: list[tuple[int, asyncio.Future[None]]] = []  # notifications waiting for earlier answers
         self.stop: asyncio.Future[int | None] = self.loop.create_future()  # a close code, or None: the client left
         self.failure: BaseException | None = None  # a handler's BaseException: raised once the connection is closed
+        self.start_task: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]] = self.loop.create_task
+        if sys.version_info >= (3, 12) and self.loop.get_task_factory() is None:
+            # The handler runs up to its first wait when its task is made: a handler that never waits is answered
+            # (and its answer sent) in the turn of the loop that read its frame, as the engine's asyncio mode does.
+            self.start_task = functools.partial(asyncio.Task, loop=self.loop, eager_start=True)
 
     async def serve(self) -> None:
         reader = self.loop.create_task(self.read())
@@ -299,10 +306,11 @@ class _Connection:
         self.admitted += 1
         context = self.context(request)
         self.in_flight.add(context)
-        task = self.loop.create_task(self.run(request, context, deliver))
-        if self.is_async:
-            context._task = task  # a cancellation cancels it
-        self.tasks.add(task)
+        task = self.start_task(self.run(request, context, deliver))
+        if not task.done():  # an eager task may be done already: nothing is left to cancel or wait for
+            if self.is_async:
+                context._task = task  # a cancellation cancels it
+            self.tasks.add(task)
 
     async def run(self, request: Request, context: RequestContext, deliver: Deliver) -> None:
         try:
