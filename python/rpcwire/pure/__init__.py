@@ -20,7 +20,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from rpcwire._engine import RequestContext, current_request, serve, serve_async
+from rpcwire._http_info import HTTPHeaders, HTTPRequestInfo
 from rpcwire._methods import methods
+from rpcwire._observe import CallInfo, observe
 from rpcwire._types import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_DEPTH,
@@ -69,9 +71,12 @@ __all__ = [
     "ERR_REQUEST_CANCELLED",
     "AsyncClient",
     "AsyncHttpClient",
+    "CallInfo",
     "Client",
     "ConnectionClosed",
     "FrameDecoder",
+    "HTTPHeaders",
+    "HTTPRequestInfo",
     "HttpClient",
     "HttpError",
     "InvalidParams",
@@ -91,6 +96,7 @@ __all__ = [
     "current_request",
     "dispatch",
     "methods",
+    "observe",
     "parse_request",
     "serve",
     "serve_async",
