@@ -82,7 +82,8 @@ class _Around(Generic[S]):
         self._after = after
         # A registry (rpcwire.methods) may become async later: asked each time. Else fixed now.
         self._fixed_async: bool | None = (
-            None if hasattr(handler, "rpcwire_async") and not inspect.iscoroutinefunction(handler)
+            None
+            if hasattr(handler, "rpcwire_async") and not inspect.iscoroutinefunction(handler)
             else inspect.iscoroutinefunction(handler)
         )
 

@@ -18,9 +18,12 @@ One POST carries one JSON text (a request, a notification or a batch) answered b
 
 - A client that goes away mid-stream: the requests still running are cancelled (``current_request().cancelled``).
 
-The checks run in that order (421, 405, 403, 415, 413/411). Every handler call has a request context
-(``current_request()``), whose ``traceparent`` is the ``traceparent`` header's when it is valid, else
-``params._meta``'s. Mounting: ``WSGIApp`` is a WSGI application (gunicorn, granian, ``wsgiref``; in Flask,
+The checks run in that order (421, 405, 403, 415, 413/411), then ``authenticate`` if the app has one (still
+before the body is read: a :class:`Refusal` it raises, ``Unauthorized`` 401 or ``Forbidden`` 403, or ``False``
+it returns, refuses the request; what else it returns is ``current_request().http.user``). Every handler call
+has a request context (``current_request()``), whose ``traceparent`` is the ``traceparent`` header's when it
+is valid, else ``params._meta``'s, and whose ``http`` is the request (``rpcwire.HTTPRequestInfo``, built when
+read). Mounting: ``WSGIApp`` is a WSGI application (gunicorn, granian, ``wsgiref``; in Flask,
 :func:`flask_view`), ``ASGIApp`` an ASGI one (uvicorn, granian; Starlette and FastAPI
 ``app.mount("/rpc", ASGIApp(handler))``); where a sync handler runs under ASGI: ``run_sync_inline``.
 See docs/guides/http.md (the guide) and docs/semantics.md, "HTTP" (every rule).
@@ -181,7 +184,9 @@ class Refusal(Exception):
         pairs = list(headers.items() if isinstance(headers, Mapping) else headers or ())
         for name, value in pairs:
             if not isinstance(name, str) or not isinstance(value, str) or any(c in name + value for c in "\r\n\0"):
-                raise ValueError(f"a refusal's header is a (str, str) pair without CR, LF or NUL, not {(name, value)!r}")
+                raise ValueError(
+                    f"a refusal's header is a (str, str) pair without CR, LF or NUL, not {(name, value)!r}"
+                )
         self.headers: list[tuple[str, str]] = pairs
         super().__init__(message or _status_line(status))
 
@@ -757,7 +762,9 @@ class WSGIApp:
     ``rpcwire``). The handler is called on the server's thread, as ``dispatch`` calls it, with a request
     context (``current_request()``; its notifications go nowhere without server-sent events). A handler that
     is async when the app is made is a ``TypeError``; one that becomes async later (an ``rpcwire.methods``
-    registry that gains an ``async def`` function) is refused at each call: -32603, logged.
+    registry that gains an ``async def`` function) is refused at each call: -32603, logged. ``authenticate``:
+    called with the request's ``rpcwire.HTTPRequestInfo`` before the body is read (see the module doc and
+    docs/guides/hooks.md); sync here.
     """
 
     def __init__(
@@ -926,7 +933,8 @@ class ASGIApp:
     in-memory look-ups): the loop serves nothing else while one runs. An ``async def`` handler (or
     ``rpcwire.methods`` holding one, asked at each request) is awaited on the loop, with no thread. Every call
     has a request context (``current_request()``; its notifications go nowhere without server-sent events).
-    Lifespan events are acknowledged; other scope types are refused.
+    Lifespan events are acknowledged; other scope types are refused. ``authenticate`` may be ``async def`` here
+    (a sync one runs on the loop: it must not block).
     """
 
     def __init__(
@@ -986,7 +994,7 @@ class ASGIApp:
         endpoint = self._endpoint
         is_async = endpoint.is_async()
         if _wants_events(accept):
-            streamed = await self._stream(body, send, receive, is_async, traceparent, scope)
+            streamed = await self._stream(body, send, receive, is_async, traceparent, scope=scope)
             if streamed is not None:
                 await _send(streamed, send)
             return
@@ -1011,6 +1019,7 @@ class ASGIApp:
         receive: Callable[[], Awaitable[dict[str, Any]]],
         is_async: bool,
         traceparent: str | None,
+        *,
         scope: dict[str, Any] | None = None,
     ) -> _Response | None:
         """With ``Accept: text/event-stream``: if a notification comes before the answer, send the events as
@@ -1023,7 +1032,7 @@ class ASGIApp:
         endpoint = self._endpoint
         worker: asyncio.Future[Any]
         if is_async:
-            worker = loop.create_task(_run_async(endpoint, body, items.put_nowait, running, traceparent, scope))
+            worker = loop.create_task(_run_async(endpoint, body, items.put_nowait, running, traceparent, scope=scope))
         else:
 
             def emit(kind: str, value: Any) -> None:
@@ -1129,6 +1138,7 @@ async def _run_async(
     put: Callable[[tuple[str, Any]], None],
     running: _Running,
     traceparent: str | None,
+    *,
     scope: dict[str, Any] | None = None,
 ) -> None:
     """``run_streamed`` for an async handler, as a task on the loop."""

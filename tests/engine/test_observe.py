@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import logging
 from types import ModuleType
 from typing import Any
 
 import pytest
+import rpcwire
 from rpcwire import ERR_INTERNAL, ERR_INVALID_PARAMS, ERR_METHOD_NOT_FOUND, CallInfo, current_request
 from rpcwire.http import ASGIApp, WSGIApp
 from support.messages import answers, request
@@ -39,7 +41,7 @@ EXPECTED = [  # (method, id, error code) of each call, as on_response sees it
 
 def add(a: int, b: int = 0) -> int:
     if not isinstance(a, int):
-        from rpcwire import InvalidParams  # noqa: PLC0415
+        from rpcwire import InvalidParams
 
         raise InvalidParams("a is not an int")
     return a + b
@@ -97,7 +99,9 @@ def test_the_sequential_loop_of_each_core(impl: ModuleType) -> None:
 def test_the_concurrent_engines(impl: ModuleType, mode: str) -> None:
     recorder = Recorder()
     transport, out = transport_for(impl, INPUT)
-    serve_in_mode(mode, impl, _handler(impl, recorder), transport, async_handler=_handler(impl, recorder, is_async=True))
+    serve_in_mode(
+        mode, impl, _handler(impl, recorder), transport, async_handler=_handler(impl, recorder, is_async=True)
+    )
     recorder.check()
     assert len(answers(out.getvalue())) == 6
 
@@ -126,46 +130,55 @@ def test_dispatch_has_no_context_but_is_observed(impl: ModuleType) -> None:
     assert (info.method, info.error_code) == ("add", None)
 
 
-def test_the_wsgi_and_asgi_apps() -> None:
+BATCH = b"[" + b",".join(INPUT.splitlines()[:5]) + b"]"  # the calls alone: a body is one JSON text
+
+
+def _asgi(handler: Any) -> list[dict[str, Any]]:
+    """What ``ASGIApp(handler)`` sends for a POST of ``BATCH``."""
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": BATCH}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "method": "POST",
+        "path": "/",
+        "headers": [(b"content-type", b"application/json"), (b"host", b"127.0.0.1")],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+    }
+    asyncio.run(ASGIApp(handler)(scope, receive, send))
+    return sent
+
+
+def test_the_wsgi_app() -> None:
     recorder = Recorder()
-    batch = b"[" + b",".join(line.rstrip(b"\n") for line in INPUT.splitlines(keepends=True)[:5]) + b"]"
     environ = {
         "REQUEST_METHOD": "POST",
         "CONTENT_TYPE": "application/json",
-        "CONTENT_LENGTH": str(len(batch)),
+        "CONTENT_LENGTH": str(len(BATCH)),
         "HTTP_HOST": "127.0.0.1",
         "REMOTE_ADDR": "127.0.0.1",
-        "wsgi.input": io.BytesIO(batch),
+        "wsgi.input": io.BytesIO(BATCH),
     }
-    from rpcwire import methods, observe  # noqa: PLC0415
-
-    handler = observe(methods({"add": add, "fail": fail}), on_request=recorder.on_request, on_response=recorder.on_response)
-    body = b"".join(WSGIApp(handler)(environ, lambda status, headers: None))
+    body = b"".join(WSGIApp(_handler(rpcwire, recorder))(environ, lambda status, headers: None))
     assert len(answers(body + b"\n")[0]) == 4
     recorder.check()
+    assert all(info.context is not None and info.context.http is not None for info in recorder.finished)
 
-    for app_handler in (handler, _handler(__import__("rpcwire"), recorder, is_async=True)):
-        recorder.__init__()  # type: ignore[misc]
-        sent: list[dict[str, Any]] = []
 
-        async def receive() -> dict[str, Any]:
-            return {"type": "http.request", "body": batch}
-
-        async def send(message: dict[str, Any]) -> None:
-            sent.append(message)
-
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "method": "POST",
-            "path": "/",
-            "headers": [(b"content-type", b"application/json"), (b"host", b"127.0.0.1")],
-            "client": ("127.0.0.1", 1),
-            "server": ("127.0.0.1", 80),
-        }
-        asyncio.run(ASGIApp(app_handler)(scope, receive, send))
-        assert sent[0]["status"] == 200
-        recorder.check()
+@pytest.mark.parametrize("is_async", [False, True])
+def test_the_asgi_app(is_async: bool) -> None:
+    recorder = Recorder()
+    sent = _asgi(_handler(rpcwire, recorder, is_async=is_async))
+    assert sent[0]["status"] == 200
+    assert len(json.loads(sent[1]["body"])) == 4
+    recorder.check()
 
 
 def test_a_hook_that_raises_is_logged_and_the_call_goes_on(impl: ModuleType, caplog: pytest.LogCaptureFixture) -> None:

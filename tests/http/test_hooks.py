@@ -198,7 +198,7 @@ def _wsgi_server(app: Any) -> tuple[str, wsgiref.simple_server.WSGIServer]:
 
 
 class _QuietHandler(wsgiref.simple_server.WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002  (the base class's name)
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
@@ -226,7 +226,7 @@ def test_http_info_under_wsgiref_with_no_authenticate() -> None:
 
 
 def test_no_http_info_over_stdio(impl: Any) -> None:
-    import io  # noqa: PLC0415
+    import io
 
     seen: list[Any] = []
 
@@ -271,7 +271,13 @@ def test_the_info_of_a_websocket_scope_and_authenticate_on_it() -> None:
     app = ASGIApp(lambda method, params: None, authenticate=authenticate)
     assert asyncio.run(app._endpoint.authenticated_async(scope)) is None
     info = request_info(scope)
-    assert (info.method, info.scheme, info.path, info.query, info.client) == ("GET", "wss", "/ws", "t=1", ("10.0.0.1", 5000))
+    assert (info.method, info.scheme, info.path, info.query, info.client) == (
+        "GET",
+        "wss",
+        "/ws",
+        "t=1",
+        ("10.0.0.1", 5000),
+    )
     assert info.user == "alice"
 
 

@@ -73,7 +73,9 @@ def test_stdio_serve_in_each_core(impl: ModuleType, spans: tuple[TracerProvider,
         ]
     )
     out = io.BytesIO()
-    impl.serve(otel.instrument(_handler(provider), tracer_provider=provider), impl.StdioTransport(io.BytesIO(data), out))
+    impl.serve(
+        otel.instrument(_handler(provider), tracer_provider=provider), impl.StdioTransport(io.BytesIO(data), out)
+    )
     assert [answer.get("error", {}).get("code") for answer in answers(out.getvalue())] == [None, -32601, -32603]
     finished = exporter.get_finished_spans()
     assert [span.name for span in finished] == ["inner", "add", "missing", "fail", "inner", "add"]
@@ -102,7 +104,9 @@ def test_stdio_serve_in_each_core(impl: ModuleType, spans: tuple[TracerProvider,
     assert trace.get_current_span() is trace.INVALID_SPAN  # nothing left attached after the calls
 
 
-def test_wsgi_under_wsgiref_continues_the_traceparent_header(spans: tuple[TracerProvider, InMemorySpanExporter]) -> None:
+def test_wsgi_under_wsgiref_continues_the_traceparent_header(
+    spans: tuple[TracerProvider, InMemorySpanExporter],
+) -> None:
     provider, exporter = spans
     app = WSGIApp(otel.instrument(_handler(provider), tracer_provider=provider))
     server = wsgiref.simple_server.make_server("127.0.0.1", 0, app, handler_class=_Quiet)
@@ -125,7 +129,7 @@ def test_wsgi_under_wsgiref_continues_the_traceparent_header(spans: tuple[Tracer
 
 
 class _Quiet(wsgiref.simple_server.WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002  (the base class's name)
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
