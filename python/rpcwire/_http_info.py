@@ -88,7 +88,9 @@ def request_info(source: dict[str, Any]) -> HTTPRequestInfo:
     """The info of the request whose WSGI ``environ`` or ASGI ``scope`` is ``source``, built once and kept in it."""
     info: HTTPRequestInfo | None = source.get(INFO_KEY)
     if info is None:
-        info = from_asgi(source) if "asgi" in source and "type" in source else from_wsgi(source)
+        # An environ always has REQUEST_METHOD (PEP 3333); a scope never does (nor always "asgi": Starlette's
+        # TestClient leaves it out).
+        info = from_wsgi(source) if "REQUEST_METHOD" in source else from_asgi(source)
         source[INFO_KEY] = info
     return info
 

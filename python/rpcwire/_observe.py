@@ -31,6 +31,7 @@ __all__ = ["CallInfo", "around", "error_code", "observe"]
 logger: logging.Logger = logging.getLogger("rpcwire")
 
 S = TypeVar("S")
+_NO_STATE: Any = object()
 
 
 @dataclass(frozen=True)
@@ -98,11 +99,12 @@ class _Around(Generic[S]):
 
     def __call__(self, method: str, params: Any) -> Any:
         context = request_context()
+        state: Any
         try:
             state = self._before(method, context)
         except Exception:
             logger.exception("a hook before %s failed", method)
-            state = None  # type: ignore[assignment]
+            state = _NO_STATE  # its after hook is not called: it would find nothing of what before made
         start = time.perf_counter()
         try:
             result = self.handler(method, params)
@@ -115,7 +117,7 @@ class _Around(Generic[S]):
         return result
 
     async def _awaited(
-        self, result: Awaitable[Any], state: S, method: str, context: RequestContext | None, start: float
+        self, result: Awaitable[Any], state: Any, method: str, context: RequestContext | None, start: float
     ) -> Any:
         try:
             value = await result
@@ -126,9 +128,11 @@ class _Around(Generic[S]):
         return value
 
     def _report(
-        self, state: S, method: str, context: RequestContext | None, start: float, exc: BaseException | None
+        self, state: Any, method: str, context: RequestContext | None, start: float, exc: BaseException | None
     ) -> None:
         duration = time.perf_counter() - start
+        if state is _NO_STATE:
+            return
         info = CallInfo(
             method,
             None if context is None else context.id,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import sys
 import threading
@@ -15,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rpcwire import HTTPHeaders, HTTPRequestInfo, current_request
+from rpcwire import HTTPHeaders, HTTPRequestInfo, current_request, methods
 from rpcwire._http_info import request_info
 from rpcwire.http import ASGIApp, Forbidden, Refusal, Unauthorized, WSGIApp
+from support import ROOT
 from support.messages import compact
 from support.servers import real_server
 
@@ -300,3 +302,57 @@ def test_wsgi_refuses_an_async_authenticate_and_a_non_callable() -> None:
         WSGIApp(lambda method, params: None, authenticate=authenticate)
     with pytest.raises(TypeError, match="callable"):
         ASGIApp(lambda method, params: None, authenticate="yes")  # type: ignore[arg-type]
+
+
+# --- the guide's recipes, as written ----------------------------------------------------------------------
+
+GUIDE = ROOT / "docs" / "guides" / "hooks.md"
+
+
+def _recipe(name: str, **names: Any) -> dict[str, Any]:
+    """The guide's fenced block after ``<!-- test: NAME -->``, run with ``names`` defined (what it leaves out)."""
+    pattern = re.compile(r"<!-- test: (?P<name>[^>]+?) -->\n```python\n(?P<body>.*?)\n```", re.DOTALL)
+    blocks = {match["name"]: match["body"] for match in pattern.finditer(GUIDE.read_text(encoding="utf-8"))}
+    namespace = dict(names)
+    exec(compile(blocks[name], f"{GUIDE}:{name}", "exec"), namespace)
+    return namespace
+
+
+def _whoami() -> Any:
+    return current_request().http.user  # type: ignore[union-attr]
+
+
+WHOAMI = compact({"jsonrpc": "2.0", "method": "whoami", "id": 1})
+
+
+def test_the_guides_authenticate_recipe_under_wsgiref() -> None:
+    recipe = _recipe("authenticate", handler=methods({"whoami": _whoami}))
+    url, server = _wsgi_server(recipe["app"])
+    try:
+        assert _post(url, WHOAMI, "s3cret-token").json()["result"] == "alice"
+        refused = _post(url, WHOAMI, "guess")
+        assert refused.status_code == 401
+        assert refused.headers["WWW-Authenticate"] == 'Bearer realm="rpc", error="invalid_token"'
+        assert _post(url, WHOAMI).text == "401 Unauthorized: a bearer token is required\n"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_guides_starlette_recipe() -> None:
+    testclient = pytest.importorskip("starlette.testclient")
+    recipe = _recipe("starlette", handler=methods({"whoami": _whoami}))
+    with testclient.TestClient(recipe["app"]) as client:
+        refused = client.post("/rpc/", content=WHOAMI, headers=JSON)
+        assert (refused.status_code, refused.headers["www-authenticate"]) == (401, "ApiKey")
+        accepted = client.post("/rpc/", content=WHOAMI, headers={**JSON, "X-Api-Key": "k-123"})
+        assert accepted.json()["result"] == "alice"
+
+
+def test_the_guides_flask_recipe() -> None:
+    pytest.importorskip("flask")
+    recipe = _recipe("flask", TOKENS={"s3cret-token": "alice"}, __name__=__name__)  # Flask finds its root by it
+    client = recipe["app"].test_client()
+    assert client.post("/rpc", data=WHOAMI, headers=JSON).status_code == 401
+    accepted = client.post("/rpc", data=WHOAMI, headers={**JSON, "Authorization": "Bearer s3cret-token"})
+    assert accepted.get_json()["result"] == "alice"
