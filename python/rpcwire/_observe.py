@@ -18,10 +18,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from time import perf_counter
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from rpcwire._context import RequestContext, request_context
 from rpcwire._types import ERR_INTERNAL, ERR_REQUEST_CANCELLED, Handler, JsonRpcError
@@ -34,10 +33,9 @@ S = TypeVar("S")
 _NO_STATE: Any = object()
 
 
-@dataclass(frozen=True)
-class CallInfo:
-    """One handler call, as :func:`observe`'s hooks see it. ``on_request`` gets it before the call, with
-    ``duration`` and ``error_code`` ``None``; ``on_response`` after, complete."""
+class CallInfo(NamedTuple):
+    """One handler call, as :func:`observe`'s hooks see it (read-only). ``on_request`` gets it before the call,
+    with ``duration`` and ``error_code`` ``None``; ``on_response`` after, complete."""
 
     method: str
     """The method called."""
@@ -105,13 +103,14 @@ class _Around(Generic[S]):
         except Exception:
             logger.exception("a hook before %s failed", method)
             state = _NO_STATE  # its after hook is not called: it would find nothing of what before made
-        start = time.perf_counter()
+        start = perf_counter()
         try:
             result = self.handler(method, params)
         except BaseException as exc:
             self._report(state, method, context, start, exc)
             raise
-        if inspect.isawaitable(result):
+        # A plain sync function's result is not awaited by anyone: no need to ask.
+        if self._fixed_async is not False and inspect.isawaitable(result):
             return self._awaited(result, state, method, context, start)
         self._report(state, method, context, start, None)
         return result
@@ -130,7 +129,7 @@ class _Around(Generic[S]):
     def _report(
         self, state: Any, method: str, context: RequestContext | None, start: float, exc: BaseException | None
     ) -> None:
-        duration = time.perf_counter() - start
+        duration = perf_counter() - start
         if state is _NO_STATE:
             return
         info = CallInfo(

@@ -356,3 +356,15 @@ def test_the_guides_flask_recipe() -> None:
     assert client.post("/rpc", data=WHOAMI, headers=JSON).status_code == 401
     accepted = client.post("/rpc", data=WHOAMI, headers={**JSON, "Authorization": "Bearer s3cret-token"})
     assert accepted.get_json()["result"] == "alice"
+
+
+def test_flask_view_takes_authenticate() -> None:
+    flask = pytest.importorskip("flask")
+    from rpcwire.http import flask_view
+
+    app = flask.Flask(__name__)
+    view = flask_view(methods({"whoami": _whoami}), authenticate=lambda http: http.headers.get("x-user") or False)
+    app.add_url_rule("/rpc", view_func=view, methods=["POST"])
+    client = app.test_client()
+    assert client.post("/rpc", data=WHOAMI, headers=JSON).status_code == 403
+    assert client.post("/rpc", data=WHOAMI, headers={**JSON, "X-User": "bob"}).get_json()["result"] == "bob"
