@@ -685,6 +685,12 @@ class _LazyContext(RequestContext):
         self._index = -1
         return object.__getattribute__(self, name)
 
+    @property
+    def http(self) -> HTTPRequestInfo | None:
+        """As :attr:`RequestContext.http`, without making the context (the request is the body's, not a call's)."""
+        source = self._plain.source if self._index >= 0 else self._http
+        return None if source is None else request_info(source)
+
 
 _CONTEXT_SLOTS = frozenset(RequestContext.__slots__)
 
