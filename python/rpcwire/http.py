@@ -163,6 +163,9 @@ _AUTH_FAILED = _refusal(500, "500 Internal Server Error")
 # --- authenticate: refusing a caller before the body is read ---------------------------------------------
 
 
+_HEADER = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+:[^\x00\r\n\u0100-\U0010ffff]*")  # RFC 9110 token: latin-1 value
+
+
 class Refusal(Exception):
     """Raised by an app's ``authenticate`` to refuse the request with an HTTP ``status`` (4xx or 5xx) before its
     body is read: the answer is ``text/plain``, ``"<status> <reason>: <message>"``, with ``headers`` added (a
@@ -183,9 +186,9 @@ class Refusal(Exception):
         self.message = message
         pairs = list(headers.items() if isinstance(headers, Mapping) else headers or ())
         for name, value in pairs:
-            if not isinstance(name, str) or not isinstance(value, str) or any(c in name + value for c in "\r\n\0"):
+            if not (isinstance(name, str) and isinstance(value, str) and _HEADER.fullmatch(name + ":" + value)):
                 raise ValueError(
-                    f"a refusal's header is a (str, str) pair without CR, LF or NUL, not {(name, value)!r}"
+                    f"a refusal's header is a (str, str) pair of latin-1 without CR, LF or NUL, not {(name, value)!r}"
                 )
         self.headers: list[tuple[str, str]] = pairs
         super().__init__(message or _status_line(status))
