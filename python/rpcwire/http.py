@@ -966,6 +966,7 @@ class ASGIApp:
             raise TypeError(f"run_sync_inline must be a bool, not {type(run_sync_inline).__name__}")
         self._inline = run_sync_inline
         self._max = max_body_bytes
+        self._authenticate = authenticate
 
     async def __call__(
         self,
@@ -981,7 +982,7 @@ class ASGIApp:
                 return
             raise ValueError(f"rpcwire.http.ASGIApp serves HTTP, not {scope['type']!r}")
         refusal, accept, traceparent = self._check(scope)
-        if refusal is None and self._endpoint.authenticate is not None:
+        if refusal is None and self._authenticate is not None:
             refusal = await self._endpoint.authenticated_async(scope)
         if refusal is None:
             message = await receive()  # most bodies come whole, in one message (no coroutine in between)
