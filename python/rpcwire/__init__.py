@@ -12,7 +12,9 @@ from types import ModuleType
 from rpcwire import _answer, _async_client, _client, _http_client, _ws_client
 from rpcwire._engine import RequestContext, current_request, serve, serve_async
 from rpcwire._http_client import HttpError
+from rpcwire._http_info import HTTPHeaders, HTTPRequestInfo
 from rpcwire._methods import methods
+from rpcwire._observe import CallInfo, observe
 from rpcwire._types import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_DEPTH,
@@ -106,9 +108,12 @@ __all__ = [
     "AsyncClient",
     "AsyncHttpClient",
     "AsyncWebSocketClient",
+    "CallInfo",
     "Client",
     "ConnectionClosed",
     "FrameDecoder",
+    "HTTPHeaders",
+    "HTTPRequestInfo",
     "HttpClient",
     "HttpError",
     "InvalidParams",
@@ -123,6 +128,7 @@ __all__ = [
     "current_request",
     "dispatch",
     "methods",
+    "observe",
     "parse_request",
     "serve",
     "serve_async",

@@ -15,6 +15,7 @@ from _thread import RLock as _RLock  # threading.RLock's own class, without its 
 from typing import Any
 
 from rpcwire._dialects import LSP_PROGRESS, MCP_PROGRESS, Dialect
+from rpcwire._http_info import HTTPRequestInfo, request_info
 from rpcwire._types import Request, RequestCancelled
 
 __all__ = ["RequestContext", "current_request", "request_context", "running_request", "valid_traceparent"]
@@ -45,6 +46,7 @@ class RequestContext:
     __slots__ = (
         "_cancel_dialect",
         "_done",
+        "_http",
         "_lock",
         "_lsp_begun",
         "_request",
@@ -76,6 +78,8 @@ class RequestContext:
         self._lock = _RLock()
         self._done = False
         self._task: asyncio.Task[Any] | None = None
+        # The WSGI environ or ASGI scope of the HTTP request (None elsewhere): the info is built when asked.
+        self._http: dict[str, Any] | None = None
 
     @property
     def id(self) -> Any:
@@ -104,6 +108,13 @@ class RequestContext:
     def traceparent(self) -> str | None:
         """The W3C ``traceparent`` of ``params._meta.traceparent`` when it is valid, else ``None``."""
         return self._traceparent
+
+    @property
+    def http(self) -> HTTPRequestInfo | None:
+        """The HTTP request this call came in (:class:`~rpcwire.HTTPRequestInfo`: method, path, headers, client
+        address, the authenticated ``user``), built on the first look; ``None`` over stdio, pipes and sockets."""
+        source = self._http
+        return None if source is None else request_info(source)
 
     def raise_if_cancelled(self) -> None:
         """Raise :class:`RequestCancelled` if a cancellation for this request arrived."""

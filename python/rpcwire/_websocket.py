@@ -94,7 +94,12 @@ class _Endpoint(Protocol):
     @property
     def is_async(self) -> Callable[[], bool]: ...
 
+    @property
+    def authenticate(self) -> Callable[[Any], Any] | None: ...
+
     def origin_allowed(self, origin: str, host: str | None, scheme: str) -> bool: ...
+
+    async def authenticated_async(self, source: dict[str, Any]) -> _Refusal | None: ...
 
     def read(self, body: bytes) -> Any: ...
 
@@ -151,6 +156,8 @@ class WebSocketServer:
         if (await receive())["type"] != "websocket.connect":  # the client went away before the handshake
             return
         refusal = handshake_refusal(self.endpoint, scope, *self.refusals)
+        if refusal is None and self.endpoint.authenticate is not None:  # as a POST's: before anything is read
+            refusal = await self.endpoint.authenticated_async(scope)
         if refusal is not None:
             await refuse(scope, send, refusal)
             return
@@ -299,8 +306,11 @@ class _Connection:
     # --- requests -----------------------------------------------------------------------------------------
 
     def context(self, request: Request) -> RequestContext:
-        """The context of a request of this connection (``current_request()``): the one place that makes it."""
-        return RequestContext(request, self.notifications)
+        """The context of a request of this connection (``current_request()``): the one place that makes it.
+        Its ``http`` is the handshake's (with the ``user`` that ``authenticate`` gave)."""
+        context = RequestContext(request, self.notifications)
+        context._http = self.scope
+        return context
 
     def start(self, request: Request, deliver: Deliver) -> None:
         self.admitted += 1

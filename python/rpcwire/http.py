@@ -18,9 +18,12 @@ One POST carries one JSON text (a request, a notification or a batch) answered b
 
 - A client that goes away mid-stream: the requests still running are cancelled (``current_request().cancelled``).
 
-The checks run in that order (421, 405, 403, 415, 413/411). Every handler call has a request context
-(``current_request()``), whose ``traceparent`` is the ``traceparent`` header's when it is valid, else
-``params._meta``'s. Mounting: ``WSGIApp`` is a WSGI application (gunicorn, granian, ``wsgiref``; in Flask,
+The checks run in that order (421, 405, 403, 415, 413/411), then ``authenticate`` if the app has one (still
+before the body is read: a :class:`Refusal` it raises, ``Unauthorized`` 401 or ``Forbidden`` 403, or ``False``
+it returns, refuses the request; what else it returns is ``current_request().http.user``). Every handler call
+has a request context (``current_request()``), whose ``traceparent`` is the ``traceparent`` header's when it
+is valid, else ``params._meta``'s, and whose ``http`` is the request (``rpcwire.HTTPRequestInfo``, built when
+read). Mounting: ``WSGIApp`` is a WSGI application (gunicorn, granian, ``wsgiref``; in Flask,
 :func:`flask_view`), ``ASGIApp`` an ASGI one (uvicorn, granian; Starlette and FastAPI
 ``app.mount("/rpc", ASGIApp(handler))``); where a sync handler runs under ASGI: ``run_sync_inline``.
 See docs/guides/http.md (the guide) and docs/semantics.md, "HTTP" (every rule).
@@ -35,12 +38,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import functools
+import inspect
 import ipaddress
+import logging
 import queue
 import re
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -64,8 +71,20 @@ from rpcwire._context import RequestContext, running_request, valid_traceparent
 from rpcwire._contract import Message
 from rpcwire._engine import async_asker, is_async_handler
 from rpcwire._websocket import DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_QUEUED_BYTES, WebSocketServer, refuse
+from rpcwire._http_info import INFO_KEY, HTTPRequestInfo, request_info
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "JSON_CONTENT_TYPES", "ASGIApp", "WSGIApp", "flask_view"]
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "JSON_CONTENT_TYPES",
+    "ASGIApp",
+    "Forbidden",
+    "Refusal",
+    "Unauthorized",
+    "WSGIApp",
+    "flask_view",
+]
+
+logger: logging.Logger = logging.getLogger("rpcwire")
 
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 """16 MiB: a body is held whole before it is decoded (a line is not: ``serve`` drops an over-long one as
@@ -112,6 +131,16 @@ _REASONS = {
 _STATUS_LINES = {status: f"{status} {reason}" for status, reason in _REASONS.items()}
 
 
+def _status_line(status: int) -> str:
+    line = _STATUS_LINES.get(status)
+    if line is None:
+        try:
+            line = f"{status} {HTTPStatus(status).phrase}"
+        except ValueError:
+            line = f"{status} Refused"
+    return line
+
+
 def _refusal(status: int, text: str, headers: Headers | None = None) -> _Response:
     body = text.encode() + b"\n"
     return _Response(
@@ -128,6 +157,93 @@ _UNSUPPORTED = _refusal(415, "415 Unsupported Media Type: send application/json 
 _BAD_LENGTH = _refusal(400, "400 Bad Request: invalid Content-Length")
 _LENGTH_REQUIRED = _refusal(411, "411 Length Required")
 _NO_CONTENT = _Response(204)
+_AUTH_FORBIDDEN = _refusal(403, "403 Forbidden")
+_AUTH_FAILED = _refusal(500, "500 Internal Server Error")
+
+
+# --- authenticate: refusing a caller before the body is read ---------------------------------------------
+
+
+_HEADER = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+:[^\x00\r\n\u0100-\U0010ffff]*")  # RFC 9110 token: latin-1 value
+
+
+class Refusal(Exception):
+    """Raised by an app's ``authenticate`` to refuse the request with an HTTP ``status`` (4xx or 5xx) before its
+    body is read: the answer is ``text/plain``, ``"<status> <reason>: <message>"``, with ``headers`` added (a
+    mapping or ``(name, value)`` pairs: ``Retry-After`` for a 429, say). No JSON-RPC answer: the body, and so
+    the request's id, is never read."""
+
+    status: int = 400
+
+    def __init__(
+        self,
+        status: int,
+        message: str | None = None,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+    ) -> None:
+        if isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599:
+            raise ValueError(f"a refusal's status is an int from 400 to 599, not {status!r}")
+        self.status = status
+        self.message = message
+        pairs = list(headers.items() if isinstance(headers, Mapping) else headers or ())
+        for name, value in pairs:
+            if not (isinstance(name, str) and isinstance(value, str) and _HEADER.fullmatch(name + ":" + value)):
+                raise ValueError(
+                    f"a refusal's header is a (str, str) pair of latin-1 without CR, LF or NUL, not {(name, value)!r}"
+                )
+        self.headers: list[tuple[str, str]] = pairs
+        super().__init__(message or _status_line(status))
+
+    def response(self) -> _Response:
+        text = _status_line(self.status)
+        return _refusal(self.status, f"{text}: {self.message}" if self.message else text, self.headers)
+
+
+class Unauthorized(Refusal):
+    """401: no credentials, or not valid ones. ``challenge`` is the ``WWW-Authenticate`` header's value (RFC 9110
+    requires one on a 401: ``'Bearer realm="rpc"'``, ``'Basic realm="rpc"'``)."""
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        challenge: str | None = None,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+    ) -> None:
+        pairs = list(headers.items() if isinstance(headers, Mapping) else headers or ())
+        if challenge is not None:
+            pairs.insert(0, ("WWW-Authenticate", challenge))
+        super().__init__(401, message, pairs)
+
+
+class Forbidden(Refusal):
+    """403: the caller is known and not allowed (what ``authenticate`` returning ``False`` answers, message-less)."""
+
+    def __init__(
+        self, message: str | None = None, *, headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None
+    ) -> None:
+        super().__init__(403, message, headers)
+
+
+Authenticate = Callable[[HTTPRequestInfo], Any]
+"""``authenticate(info)``: what it returns (anything but ``False``) accepts the request and becomes
+``current_request().http.user``; ``False`` refuses it (403), a :class:`Refusal` raised refuses it with its status.
+``async def`` under ASGI."""
+
+
+def _authenticated(source: dict[str, Any], info: HTTPRequestInfo, user: Any) -> _Response | None:
+    if user is False:
+        return _AUTH_FORBIDDEN
+    if user is not None:
+        source[INFO_KEY] = dataclasses.replace(info, user=user)
+    return None
+
+
+def _authentication_failed(exc: BaseException) -> _Response:
+    if isinstance(exc, Refusal):
+        return exc.response()
+    logger.error("authenticate failed; answered 500", exc_info=exc)
+    return _AUTH_FAILED
 
 
 def _strip_default_port(netloc: str, scheme: str) -> str:
@@ -277,9 +393,13 @@ class _Endpoint:
         max_batch: int | None,
         allowed_hosts: Iterable[str] | str | None,
         expose_errors: bool,
+        authenticate: Authenticate | None = None,
     ) -> None:
         if not callable(handler):
             raise TypeError("handler must be callable")
+        if authenticate is not None and not callable(authenticate):
+            raise TypeError("authenticate must be callable")
+        self.authenticate = authenticate
         if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
             raise ValueError(f"max_body_bytes must be a positive int, not {max_body_bytes!r}")
         self.handler = handler
@@ -349,10 +469,41 @@ class _Endpoint:
     def too_large(self) -> _Response:
         return self._too_large
 
-    def dispatch(self, body: bytes, traceparent: str | None, handler: Callable[[str, Any], Any]) -> bytes | None:
+    def authenticated(self, source: dict[str, Any]) -> _Response | None:
+        """``authenticate`` asked about the request of this WSGI ``environ`` (or ASGI ``scope``): the refusal,
+        or ``None`` to go on (what it returned then kept as the info's ``user``)."""
+        assert self.authenticate is not None
+        info = request_info(source)
+        try:
+            user = self.authenticate(info)
+        except Exception as exc:
+            return _authentication_failed(exc)
+        return _authenticated(source, info, user)
+
+    async def authenticated_async(self, source: dict[str, Any]) -> _Response | None:
+        """:meth:`authenticated` on the event loop: an ``async def`` ``authenticate`` awaited there (a sync one
+        called there too, so it must not block). Takes an ASGI ``http`` or ``websocket`` scope."""
+        assert self.authenticate is not None
+        info = request_info(source)
+        try:
+            user = self.authenticate(info)
+            if inspect.isawaitable(user):
+                user = await user
+        except Exception as exc:
+            return _authentication_failed(exc)
+        return _authenticated(source, info, user)
+
+    def dispatch(
+        self,
+        body: bytes,
+        traceparent: str | None,
+        handler: Callable[[str, Any], Any],
+        source: dict[str, Any] | None = None,
+    ) -> bytes | None:
         """``body`` answered by :func:`rpcwire.dispatch` with ``handler`` (``self.handler``, or one that refuses),
-        each call with a request context made only if it is asked for (:class:`_PlainCalls`)."""
-        calls = _PlainCalls(self, body, handler, traceparent)
+        each call with a request context made only if it is asked for (:class:`_PlainCalls`). ``source``: the
+        WSGI ``environ`` or ASGI ``scope``, for ``current_request().http``."""
+        calls = _PlainCalls(self, body, handler, traceparent, source)
         try:
             # The limits as keywords, not a dict unpacked on every call.
             return dispatch(
@@ -376,7 +527,12 @@ class _Endpoint:
         return message
 
     def run_streamed(
-        self, body: bytes, emit: Callable[[str, Any], None], running: _Running, traceparent: str | None
+        self,
+        body: bytes,
+        emit: Callable[[str, Any], None],
+        running: _Running,
+        traceparent: str | None,
+        source: dict[str, Any] | None = None,
     ) -> None:
         """On a worker thread: answer ``body`` with a request context per request (each added to ``running``
         as it starts, for a client that goes away to cancel), ``emit(_EVENT, line)`` for each notification
@@ -385,7 +541,7 @@ class _Endpoint:
         notifications = _Notifications(emit)
 
         def call_one(request: Request) -> bytes | None:
-            context = _context(request, notifications, traceparent)
+            context = _context(request, notifications, traceparent, source)
             running.add(context)
             return call(StdioTransport, request, self.handler, context, expose_errors=self.expose_errors)
 
@@ -397,20 +553,31 @@ class _Endpoint:
             emit(_ANSWERED, answer)
 
     async def answer_async(
-        self, body: bytes, notifications: _Notifications, traceparent: str | None, running: _Running | None = None
+        self,
+        body: bytes,
+        notifications: _Notifications,
+        traceparent: str | None,
+        running: _Running | None = None,
+        *,
+        source: dict[str, Any] | None = None,
     ) -> bytes | None:
         """On the loop: answer ``body`` with an async handler, awaited here (no thread), a request context per
         request (added to ``running``, its ``_task`` this task, which a cancellation cancels), each notification
         written into ``notifications``. The same bytes as ``dispatch``: the same core reads the body and builds
         them."""
         return await answer_message_async(
-            self.read(body), lambda request: self._call_async(notifications, request, running, traceparent)
+            self.read(body), lambda request: self._call_async(notifications, request, running, traceparent, source)
         )
 
     async def _call_async(
-        self, notifications: _Notifications, request: Request, running: _Running | None, traceparent: str | None
+        self,
+        notifications: _Notifications,
+        request: Request,
+        running: _Running | None,
+        traceparent: str | None,
+        source: dict[str, Any] | None,
     ) -> bytes | None:
-        context = _context(request, notifications, traceparent)
+        context = _context(request, notifications, traceparent, source)
         if running is not None:
             running.add(context)
         if context.cancelled:  # the client went away before this request of its batch started
@@ -422,11 +589,15 @@ class _Endpoint:
             return failure_answer(StdioTransport, request, context, exc, expose_errors=self.expose_errors)
 
 
-def _context(request: Request, notifications: _Notifications, traceparent: str | None) -> RequestContext:
-    """A request's context; the ``traceparent`` header, when valid, wins over ``params._meta.traceparent``."""
+def _context(
+    request: Request, notifications: _Notifications, traceparent: str | None, source: dict[str, Any] | None = None
+) -> RequestContext:
+    """A request's context; the ``traceparent`` header, when valid, wins over ``params._meta.traceparent``.
+    ``source``: the WSGI ``environ`` or ASGI ``scope`` (``current_request().http``)."""
     context = RequestContext(request, notifications)
     if traceparent is not None:
         context._traceparent = traceparent
+    context._http = source
     return context
 
 
@@ -453,12 +624,18 @@ class _PlainCalls:
     which call it is (``dispatch`` calls the handler for each valid request of the body, in order) and reads
     the body on the first look inside."""
 
-    __slots__ = ("_body", "_calls", "_endpoint", "_handler", "_requests", "token", "traceparent")
+    __slots__ = ("_body", "_calls", "_endpoint", "_handler", "_requests", "source", "token", "traceparent")
 
     def __init__(
-        self, endpoint: _Endpoint, body: bytes, handler: Callable[[str, Any], Any], traceparent: str | None
+        self,
+        endpoint: _Endpoint,
+        body: bytes,
+        handler: Callable[[str, Any], Any],
+        traceparent: str | None,
+        source: dict[str, Any] | None,
     ) -> None:
         self._endpoint = endpoint
+        self.source = source
         self._body = body
         self._handler = handler
         self.traceparent = traceparent
@@ -508,8 +685,15 @@ class _LazyContext(RequestContext):
         RequestContext.__init__(self, calls.request(self._index), _DISCARD)
         if calls.traceparent is not None:
             self._traceparent = calls.traceparent
+        self._http = calls.source
         self._index = -1
         return object.__getattribute__(self, name)
+
+    @property
+    def http(self) -> HTTPRequestInfo | None:
+        """As :attr:`RequestContext.http`, without making the context (the request is the body's, not a call's)."""
+        source = self._plain.source if self._index >= 0 else self._http
+        return None if source is None else request_info(source)
 
 
 _CONTEXT_SLOTS = frozenset(RequestContext.__slots__)
@@ -588,7 +772,9 @@ class WSGIApp:
     ``rpcwire``). The handler is called on the server's thread, as ``dispatch`` calls it, with a request
     context (``current_request()``; its notifications go nowhere without server-sent events). A handler that
     is async when the app is made is a ``TypeError``; one that becomes async later (an ``rpcwire.methods``
-    registry that gains an ``async def`` function) is refused at each call: -32603, logged.
+    registry that gains an ``async def`` function) is refused at each call: -32603, logged. ``authenticate``:
+    called with the request's ``rpcwire.HTTPRequestInfo`` before the body is read (see the module doc and
+    docs/guides/hooks.md); sync here.
     """
 
     def __init__(
@@ -601,11 +787,14 @@ class WSGIApp:
         max_depth: int = DEFAULT_MAX_DEPTH,
         max_batch: int | None = DEFAULT_MAX_BATCH,
         expose_errors: bool = False,
+        authenticate: Authenticate | None = None,
     ) -> None:
         if is_async_handler(handler):
             raise TypeError("WSGIApp calls its handler synchronously: use ASGIApp for an async handler")
+        if authenticate is not None and inspect.iscoroutinefunction(authenticate):
+            raise TypeError("WSGIApp calls authenticate synchronously: use ASGIApp for an async one")
         self._endpoint = _Endpoint(
-            handler, max_body_bytes, allowed_origins, max_depth, max_batch, allowed_hosts, expose_errors
+            handler, max_body_bytes, allowed_origins, max_depth, max_batch, allowed_hosts, expose_errors, authenticate
         )
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -613,28 +802,30 @@ class WSGIApp:
         if isinstance(read, _Response):
             response = read
         elif _wants_events(read[1]) and not self._endpoint.is_async():
-            return self._events(read[0], start_response, read[2])
+            return self._events(read[0], start_response, read[2], environ)
         else:
             endpoint = self._endpoint
             # Asked at each call: a registry made before its functions may gain an async one later.
             handler = _async_refused if endpoint.is_async() else endpoint.handler
-            answer = endpoint.dispatch(read[0], read[2], handler)
+            answer = endpoint.dispatch(read[0], read[2], handler, environ)
             if answer is None:
                 start_response("204 No Content", [])
                 return []
             start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(answer)))])
             return [answer]
-        start_response(_STATUS_LINES[response.status], list(response.headers))  # a refusal's are shared
+        start_response(_status_line(response.status), list(response.headers))  # a refusal's are shared
         return [response.body] if response.body else []
 
-    def _events(self, body: bytes, start_response: Callable[..., Any], traceparent: str | None) -> Iterable[bytes]:
+    def _events(
+        self, body: bytes, start_response: Callable[..., Any], traceparent: str | None, environ: dict[str, Any]
+    ) -> Iterable[bytes]:
         """``run_streamed`` on a thread of its own: the events as they come once a notification came first,
         else the plain response."""
         items: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         running = _Running()
         thread = threading.Thread(
             target=self._endpoint.run_streamed,
-            args=(body, lambda kind, value: items.put((kind, value)), running, traceparent),
+            args=(body, lambda kind, value: items.put((kind, value)), running, traceparent, environ),
             name="rpcwire-http-events",
             daemon=True,
         )
@@ -669,6 +860,8 @@ class WSGIApp:
             get("SERVER_NAME"),
             get("REMOTE_ADDR"),
         )
+        if refusal is None and endpoint.authenticate is not None:
+            refusal = endpoint.authenticated(environ)
         if refusal is not None:
             return refusal
         stream = environ["wsgi.input"]
@@ -757,6 +950,8 @@ class ASGIApp:
     with notifications and progress sent while a request runs, cancellation in both dialects, the same limits
     and ``Host``/``Origin`` checks as a POST; beyond ``max_queued_bytes`` waiting to be sent to a client that
     does not read, the connection is closed (1008). See docs/guides/websocket.md.
+
+    ``authenticate`` may be ``async def`` here (a sync one runs on the loop: it must not block).
     """
 
     def __init__(
@@ -773,9 +968,10 @@ class ASGIApp:
         websocket: bool = True,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES,
+        authenticate: Authenticate | None = None,
     ) -> None:
         self._endpoint = _Endpoint(
-            handler, max_body_bytes, allowed_origins, max_depth, max_batch, allowed_hosts, expose_errors
+            handler, max_body_bytes, allowed_origins, max_depth, max_batch, allowed_hosts, expose_errors, authenticate
         )
         if not isinstance(run_sync_inline, bool):
             raise TypeError(f"run_sync_inline must be a bool, not {type(run_sync_inline).__name__}")
@@ -791,6 +987,7 @@ class ASGIApp:
             run_sync_inline=run_sync_inline,
         )
         self._websocket_on = websocket
+        self._authenticate = authenticate
 
     async def __call__(
         self,
@@ -812,6 +1009,8 @@ class ASGIApp:
                 return
             raise ValueError(f"rpcwire.http.ASGIApp serves HTTP and WebSocket, not {scope['type']!r}")
         refusal, accept, traceparent = self._check(scope)
+        if refusal is None and self._authenticate is not None:
+            refusal = await self._endpoint.authenticated_async(scope)
         if refusal is None:
             message = await receive()  # most bodies come whole, in one message (no coroutine in between)
             if message["type"] == "http.request" and not message.get("more_body", False):
@@ -832,16 +1031,16 @@ class ASGIApp:
         endpoint = self._endpoint
         is_async = endpoint.is_async()
         if _wants_events(accept):
-            streamed = await self._stream(body, send, receive, is_async, traceparent)
+            streamed = await self._stream(body, send, receive, is_async, traceparent, scope=scope)
             if streamed is not None:
                 await _send(streamed, send)
             return
         if is_async:
-            answer = await endpoint.answer_async(body, _DISCARD, traceparent)
+            answer = await endpoint.answer_async(body, _DISCARD, traceparent, source=scope)
         elif self._inline:
-            answer = endpoint.dispatch(body, traceparent, endpoint.handler)
+            answer = endpoint.dispatch(body, traceparent, endpoint.handler, scope)
         else:
-            answer = await asyncio.to_thread(endpoint.dispatch, body, traceparent, endpoint.handler)
+            answer = await asyncio.to_thread(endpoint.dispatch, body, traceparent, endpoint.handler, scope)
         if answer is None:
             await send({"type": "http.response.start", "status": 204, "headers": []})
             await send({"type": "http.response.body", "body": b""})
@@ -857,6 +1056,8 @@ class ASGIApp:
         receive: Callable[[], Awaitable[dict[str, Any]]],
         is_async: bool,
         traceparent: str | None,
+        *,
+        scope: dict[str, Any] | None = None,
     ) -> _Response | None:
         """With ``Accept: text/event-stream``: if a notification comes before the answer, send the events as
         they come (``None``: done); else the plain response to send. A client that goes away (``http.disconnect``,
@@ -868,7 +1069,7 @@ class ASGIApp:
         endpoint = self._endpoint
         worker: asyncio.Future[Any]
         if is_async:
-            worker = loop.create_task(_run_async(endpoint, body, items.put_nowait, running, traceparent))
+            worker = loop.create_task(_run_async(endpoint, body, items.put_nowait, running, traceparent, scope=scope))
         else:
 
             def emit(kind: str, value: Any) -> None:
@@ -876,7 +1077,9 @@ class ASGIApp:
                     loop.call_soon_threadsafe(items.put_nowait, (kind, value))
 
             # On a thread even with run_sync_inline: the events go out while the handler runs.
-            worker = asyncio.ensure_future(asyncio.to_thread(endpoint.run_streamed, body, emit, running, traceparent))
+            worker = asyncio.ensure_future(
+                asyncio.to_thread(endpoint.run_streamed, body, emit, running, traceparent, scope)
+            )
         gone = loop.create_task(_disconnected(receive))
         started = False
         try:
@@ -972,11 +1175,13 @@ async def _run_async(
     put: Callable[[tuple[str, Any]], None],
     running: _Running,
     traceparent: str | None,
+    *,
+    scope: dict[str, Any] | None = None,
 ) -> None:
     """``run_streamed`` for an async handler, as a task on the loop."""
     try:
         notifications = _Notifications(lambda kind, value: put((kind, value)))
-        answer = await endpoint.answer_async(body, notifications, traceparent, running)
+        answer = await endpoint.answer_async(body, notifications, traceparent, running, source=scope)
     except BaseException as exc:  # raised again by _stream, if it still listens
         put((_FAILED, exc))
     else:

@@ -137,7 +137,31 @@ sync_app = ASGIApp(methods({"waits": sync_waits, "release": sync_release, "repor
 bounded_app = ASGIApp(methods({"big": big, "count": count}), max_concurrency=2)
 flood_app = ASGIApp(methods({"flood": flood, "report": report}), max_queued_bytes=256 * 1024)
 closed_app = ASGIApp(methods({"add": add}), websocket=False)
-APPS = {"/": app, "/sync": sync_app, "/bounded": bounded_app, "/flood": flood_app, "/closed": closed_app}
+
+
+async def who():
+    http = current_request().http
+    return {"user": http.user, "method": http.method, "path": http.path, "scheme": http.scheme,
+            "token": http.headers.get("x-token"), "client": list(http.client)}
+
+
+def token_user(info):
+    from rpcwire.http import Unauthorized
+
+    if info.headers.get("x-token") != "sesame":
+        raise Unauthorized("a token is needed", challenge="Token")
+    return "alice"
+
+
+authenticated_app = ASGIApp(methods({"who": who}), authenticate=token_user)
+APPS = {
+    "/": app,
+    "/sync": sync_app,
+    "/bounded": bounded_app,
+    "/flood": flood_app,
+    "/closed": closed_app,
+    "/authenticated": authenticated_app,
+}
 
 
 async def routes(scope, receive, send):
@@ -354,6 +378,36 @@ def test_host_and_origin_are_checked_before_the_handshake(server: tuple[str, str
         with pytest.raises(rpcwire.HttpError) as ours:
             await rpcwire.AsyncWebSocketClient.connect(url + "/", origin="http://evil.example")
         assert ours.value.status == 403
+
+    run(main())
+
+
+def test_authenticate_refuses_the_handshake_and_its_user_is_the_calls_http(server: tuple[str, str]) -> None:
+    """``authenticate`` runs on the handshake (after the Host and Origin checks), as on a POST before its body;
+    every call of the connection sees the handshake's request and the user it gave."""
+    url, _ = server
+
+    async def main() -> None:
+        with pytest.raises(InvalidStatus) as refused:
+            async with connect(url + "/authenticated"):
+                pass
+        assert refused.value.response.status_code == 401
+        assert refused.value.response.headers["www-authenticate"] == "Token"
+        async with connect(url + "/authenticated", additional_headers={"X-Token": "sesame"}) as ws:
+            for id_ in (1, 2):  # every call of the connection, not only the first
+                await ws.send(message("who", None, id_))
+                answer = await receive(ws)
+                assert answer["id"] == id_
+                result = answer["result"]
+                assert result["client"][0] == "127.0.0.1"
+                del result["client"]
+                assert result == {
+                    "user": "alice",
+                    "method": "GET",
+                    "path": "/authenticated",
+                    "scheme": "ws",
+                    "token": "sesame",
+                }
 
     run(main())
 

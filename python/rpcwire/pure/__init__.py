@@ -20,7 +20,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from rpcwire._engine import RequestContext, current_request, serve, serve_async
+from rpcwire._http_info import HTTPHeaders, HTTPRequestInfo
 from rpcwire._methods import methods
+from rpcwire._observe import CallInfo, observe
 from rpcwire._types import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_DEPTH,
@@ -70,9 +72,12 @@ __all__ = [
     "AsyncClient",
     "AsyncHttpClient",
     "AsyncWebSocketClient",
+    "CallInfo",
     "Client",
     "ConnectionClosed",
     "FrameDecoder",
+    "HTTPHeaders",
+    "HTTPRequestInfo",
     "HttpClient",
     "HttpError",
     "InvalidParams",
@@ -92,6 +97,7 @@ __all__ = [
     "current_request",
     "dispatch",
     "methods",
+    "observe",
     "parse_request",
     "serve",
     "serve_async",
