@@ -70,8 +70,8 @@ from rpcwire._answer import (
 from rpcwire._context import RequestContext, running_request, valid_traceparent
 from rpcwire._contract import Message
 from rpcwire._engine import async_asker, is_async_handler
-from rpcwire._websocket import DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_QUEUED_BYTES, WebSocketServer, refuse
 from rpcwire._http_info import INFO_KEY, HTTPRequestInfo, request_info
+from rpcwire._websocket import DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_QUEUED_BYTES, WebSocketServer, refuse
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
