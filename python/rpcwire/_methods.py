@@ -13,6 +13,12 @@ as any handler's (a ``TypeError`` there is -32603, never -32602). An unknown met
 engine reads, as ``inspect.iscoroutinefunction`` cannot be told so before Python 3.12): ``serve`` runs it on
 an event loop and every call returns an awaitable, an ``async def`` function's coroutine, or for a plain
 function ``asyncio.to_thread`` of it (never run on the loop).
+
+Annotations (``rpcwire._typed``): a function with any annotation has its arguments checked against them before
+it is called (-32602 with the errors in ``data``) and receives them converted (dataclasses, tuples, enums,
+pydantic models); its result is converted for the encoder (dataclasses, pydantic models). Compiled once in
+``add()``; a function without annotations is called exactly as before. The binding (missing or extra arguments)
+is still checked as above, after the types.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
+from rpcwire._typed import Typed, compile_function
 from rpcwire._types import InvalidParams, MethodNotFound
 
 __all__ = ["Methods", "methods"]
@@ -35,7 +42,7 @@ _RESERVED = frozenset({"_meta", "workDoneToken"})
 class Methods:
     """A handler calling the function registered under the request's method name (see :func:`methods`)."""
 
-    __slots__ = ("_dropped", "_functions", "_signatures", "rpcwire_async")
+    __slots__ = ("_calls", "_dropped", "_functions", "_signatures", "_typed", "rpcwire_async")
 
     rpcwire_async: bool
     """Whether any function is ``async def``: the engine then treats the registry as an async handler."""
@@ -44,6 +51,9 @@ class Methods:
         self._functions: dict[str, Callable[..., Any]] = {}
         self._signatures: dict[str, inspect.Signature | None] = {}
         self._dropped: dict[str, frozenset[str]] = {}  # the reserved members a function does not take
+        # A function's annotations compiled (None without any); its signature has them resolved.
+        self._typed: dict[str, Typed | None] = {}
+        self._calls: dict[str, Callable[..., Any]] = {}  # what a sync call calls: the function or its checker
         self.rpcwire_async = False
         for name, function in (functions or {}).items():
             self.add(function, name)
@@ -59,8 +69,11 @@ class Methods:
             signature: inspect.Signature | None = inspect.signature(function)
         except (TypeError, ValueError):  # some builtins have none: called as given, unchecked
             signature = None
+        typed = compile_function(function, signature, name)
         self._functions[name] = function
         self._signatures[name] = signature
+        self._typed[name] = typed
+        self._calls[name] = function if typed is None or not typed.active else typed.wrap(function)
         takes_any = signature is None or any(
             parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in signature.parameters.values()
         )
@@ -91,7 +104,7 @@ class Methods:
         return f"methods({sorted(self._functions)!r})"
 
     def __call__(self, method: str, params: Any) -> Any:
-        function = self._functions.get(method)
+        function = self._calls.get(method)
         if function is None:
             raise MethodNotFound()
         args: tuple[Any, ...] = tuple(params) if isinstance(params, list) else ()
@@ -101,8 +114,14 @@ class Methods:
             kwargs = {name: value for name, value in kwargs.items() if name not in dropped}
         signature = self._signatures[method]
         if self.rpcwire_async:
+            function = self._functions[method]
+            typed = self._typed[method]
+            if typed is not None and typed.active:
+                args, kwargs = typed.check(args, kwargs)
             if signature is not None:  # before the call: a coroutine (or a thread) runs the body later
                 _bind(signature, args, kwargs)
+            if typed is not None and typed.dump is not None:
+                return typed.later(function, args, kwargs)
             if inspect.iscoroutinefunction(function):
                 return function(*args, **kwargs)
             return asyncio.to_thread(function, *args, **kwargs)
