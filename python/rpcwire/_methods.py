@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
@@ -69,7 +70,7 @@ class Methods:
             signature: inspect.Signature | None = inspect.signature(function)
         except (TypeError, ValueError):  # some builtins have none: called as given, unchecked
             signature = None
-        typed = compile_function(function, signature, name)
+        typed = compile_function(function, signature, name, _caller_locals())
         self._functions[name] = function
         self._signatures[name] = signature
         self._typed[name] = typed
@@ -135,6 +136,15 @@ class Methods:
             if signature is not None:
                 _bind(signature, args, kwargs)
             raise
+
+
+def _caller_locals() -> dict[str, Any] | None:
+    """The local names of the code that registers a function (outside this module): a class defined in a
+    function and named in a string annotation resolves, as pydantic resolves its models' annotations."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back  # type: ignore[assignment]
+    return None if frame is None or frame.f_locals is frame.f_globals else dict(frame.f_locals)
 
 
 def _bind(signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

@@ -124,8 +124,9 @@ def describe(tp: Any) -> str:
 class _Compiler:
     """Builds the checkers of one function (``globalns`` resolves the strings among its annotations)."""
 
-    def __init__(self, globalns: dict[str, Any], where: str) -> None:
+    def __init__(self, globalns: dict[str, Any], where: str, localns: dict[str, Any] | None = None) -> None:
         self.globalns = globalns
+        self.localns = localns
         self.where = where
         self.notes: list[str] = []
         self.done: dict[Any, Checker | None] = {}  # dataclasses and TypedDicts met, for recursive types
@@ -134,7 +135,7 @@ class _Compiler:
         if isinstance(tp, typing.ForwardRef):
             tp = tp.__forward_arg__
         if isinstance(tp, str):
-            tp = eval(tp, self.globalns)  # noqa: S307 (an annotation, as typing.get_type_hints evaluates it)
+            tp = eval(tp, self.globalns, self.localns)  # noqa: S307 (an annotation, as get_type_hints evaluates it)
         return tp
 
     def checker(self, tp: Any) -> Checker | None:
@@ -312,10 +313,15 @@ class _Compiler:
         saved, self.where = self.where, f"{self.where} ({tp.__name__})"
         for key, annotation in hints.items():
             annotation = self.safe(annotation)
+            # Required/NotRequired read here too: __required_keys__ misses them in string annotations (3.11).
+            is_required = key in tp.__required_keys__  # type: ignore[attr-defined]
             while typing.get_origin(annotation) in _KEY_QUALIFIERS:
+                qualifier = typing.get_origin(annotation)
+                if qualifier is _REQUIRED or qualifier is _NOT_REQUIRED:
+                    is_required = qualifier is _REQUIRED
                 annotation = typing.get_args(annotation)[0]
             fields[key] = self.checker(annotation)
-            if key in tp.__required_keys__:  # type: ignore[attr-defined]
+            if is_required:
                 required.append((key, describe(annotation)))
         self.where = saved
         check = _object(tp, fields, required, None)
@@ -330,6 +336,8 @@ class _Compiler:
             return tp
 
 
+_REQUIRED = getattr(typing, "Required", None)
+_NOT_REQUIRED = getattr(typing, "NotRequired", None)
 _KEY_QUALIFIERS = frozenset(
     getattr(typing, name) for name in ("Required", "NotRequired", "ReadOnly") if hasattr(typing, name)
 )
@@ -530,6 +538,7 @@ def _from_pydantic(error: Any) -> dict[str, Any]:
     message = str(error.get("msg", ""))
     if kind == "missing":
         got = "missing"
+        message = "a value"
     else:
         got = _got(error.get("input"))
     if kind == "extra_forbidden":
@@ -631,14 +640,16 @@ class Typed:
     absent).
     """
 
-    __slots__ = ("active", "dump", "named", "positional", "returns", "signature", "var_named", "var_positional")
+    __slots__ = ("active", "checks", "dump", "named", "positional", "returns", "signature", "var_named", "var_positional")
 
-    def __init__(self, function: Callable[..., Any], signature: inspect.Signature, where: str) -> None:
+    def __init__(
+        self, function: Callable[..., Any], signature: inspect.Signature, where: str, localns: dict[str, Any] | None
+    ) -> None:
         unwrapped = inspect.unwrap(function)
         globalns = dict(getattr(unwrapped, "__globals__", {}))
-        compiler = _Compiler(globalns, where)
+        compiler = _Compiler(globalns, where, localns)
         try:
-            hints = typing.get_type_hints(function, include_extras=True)
+            hints = typing.get_type_hints(function, localns=localns, include_extras=True)
         except Exception:  # noqa: BLE001 (a name that does not resolve: each annotation is tried alone)
             hints = {}
         self.positional: list[tuple[str, Checker | None]] = []
@@ -664,13 +675,15 @@ class Typed:
                 self.var_positional = (parameter.name, checker)
             if parameter.kind is kind.VAR_KEYWORD:
                 self.var_named = checker
+        # The annotated positional parameters: (index, name, checker).
+        self.checks = [(index, name, checker) for index, (name, checker) in enumerate(self.positional) if checker]
         returns = hints.get("return", signature.return_annotation)
         self.returns = compiler.safe(returns)
         self.signature = signature.replace(parameters=parameters, return_annotation=self.returns)
         if returns is _EMPTY or self.returns is Any or self.returns is object:
             self.dump: Callable[[Any], Any] | None = _dump_top
         else:
-            self.dump = dump if _needs_dump(returns, globalns, set()) else None
+            self.dump = dump if _needs_dump(self.returns, globalns, set()) else None
         self.active = bool(
             self.dump is not None
             or self.var_positional is not None
@@ -686,27 +699,37 @@ class Typed:
         """The arguments the function receives, or :class:`InvalidParams` with every error found."""
         errors = None
         if args:
-            out = list(args)
-            positional = self.positional
-            count = len(positional)
-            for index, value in enumerate(args):
-                if index < count:
-                    name, checker = positional[index]
-                    if checker is None:
-                        continue
+            given = len(args)
+            out = None  # a copy only when a value was converted
+            for index, name, checker in self.checks:
+                if index >= given:
+                    break  # missing: the binding says so
+                value = args[index]
+                try:
+                    checked = checker(value)
+                except _Invalid as exc:
+                    errors = _under(name, exc, errors)
+                    continue
+                if checked is not value:
+                    if out is None:
+                        out = list(args)
+                    out[index] = checked
+            count = len(self.positional)
+            if given > count and self.var_positional is not None:
+                name, checker = self.var_positional
+                for index in range(count, given):
+                    value = args[index]
                     try:
-                        out[index] = checker(value)
-                    except _Invalid as exc:
-                        errors = _under(name, exc, errors)
-                elif self.var_positional is not None:
-                    name, checker = self.var_positional
-                    try:
-                        out[index] = checker(value)
+                        checked = checker(value)
                     except _Invalid as exc:
                         errors = _under(name, _Invalid(_under(index - count, exc, None)), errors)
-                else:
-                    break  # too many: the binding says so
-            args = tuple(out)
+                        continue
+                    if checked is not value:
+                        if out is None:
+                            out = list(args)
+                        out[index] = checked
+            if out is not None:
+                args = tuple(out)
         if kwargs:
             named = self.named
             var_named = self.var_named
@@ -757,12 +780,15 @@ class Typed:
         return self.dump(result) if self.dump is not None else result
 
 
-def compile_function(function: Callable[..., Any], signature: inspect.Signature | None, name: str) -> Typed | None:
-    """A function's :class:`Typed`, or ``None`` when it has no annotation (or no signature)."""
+def compile_function(
+    function: Callable[..., Any], signature: inspect.Signature | None, name: str, localns: dict[str, Any] | None = None
+) -> Typed | None:
+    """A function's :class:`Typed`, or ``None`` when it has no annotation (or no signature). ``localns``: the
+    names of the scope that registers it (a class defined in a function, named in a string annotation)."""
     if signature is None:
         return None
     if signature.return_annotation is _EMPTY and all(
         parameter.annotation is _EMPTY for parameter in signature.parameters.values()
     ):
         return None
-    return Typed(function, signature, f"method {name!r}")
+    return Typed(function, signature, f"method {name!r}", localns)
