@@ -196,12 +196,12 @@ class _Compiler:
         try:
             import pydantic  # noqa: PLC0415 (only for the types the built-in checker does not know)
         except ImportError:
-            self.notes.append(f"{self.where}: {what} is not checked (pydantic is not installed)")
+            self.notes.append(f"{self.where}: {what}: not checked (pydantic is not installed)")
             return self.fallback(tp)
         try:
             adapter = pydantic.TypeAdapter(tp)
         except Exception as exc:  # noqa: BLE001 (pydantic cannot build a schema for every type)
-            self.notes.append(f"{self.where}: {what} is not checked (pydantic: {type(exc).__name__}: {exc})")
+            self.notes.append(f"{self.where}: {what}: not checked (pydantic: {type(exc).__name__}: {exc})")
             return None
         validate = adapter.validate_python
         validation_error = pydantic.ValidationError
