@@ -135,14 +135,14 @@ class _Compiler:
         if isinstance(tp, typing.ForwardRef):
             tp = tp.__forward_arg__
         if isinstance(tp, str):
-            tp = eval(tp, self.globalns, self.localns)  # noqa: S307 (an annotation, as get_type_hints evaluates it)
+            tp = eval(tp, self.globalns, self.localns)
         return tp
 
     def checker(self, tp: Any) -> Checker | None:
         """The checker of ``tp``, or ``None`` when every value is accepted as it is."""
         try:
             tp = self.resolve(tp)
-        except Exception as exc:  # noqa: BLE001 (any error of an annotation that does not evaluate)
+        except Exception as exc:
             self.notes.append(f"{self.where}: the annotation {tp!r} does not resolve ({exc!r}); not checked")
             return None
         try:
@@ -200,7 +200,7 @@ class _Compiler:
             return self.fallback(tp)
         try:
             adapter = pydantic.TypeAdapter(tp)
-        except Exception as exc:  # noqa: BLE001 (pydantic cannot build a schema for every type)
+        except Exception as exc:
             self.notes.append(f"{self.where}: {what}: not checked (pydantic: {type(exc).__name__}: {exc})")
             return None
         validate = adapter.validate_python
@@ -210,7 +210,9 @@ class _Compiler:
             try:
                 return validate(value)
             except validation_error as exc:
-                raise _Invalid([_from_pydantic(error) for error in exc.errors(include_url=False)[:MAX_ERRORS]]) from None
+                raise _Invalid(
+                    [_from_pydantic(error) for error in exc.errors(include_url=False)[:MAX_ERRORS]]
+                ) from None
 
         return check
 
@@ -224,8 +226,9 @@ class _Compiler:
         return None
 
     def union(self, tp: Any, args: tuple[Any, ...]) -> Checker | None:
-        checkers = [self.checker(arg) for arg in args]
-        if any(checker is None for checker in checkers):
+        found = [self.checker(arg) for arg in args]
+        checkers = [checker for checker in found if checker is not None]
+        if len(checkers) < len(found):  # Any among them
             return None
         others = [checker for checker in checkers if checker is not _none]
         if len(others) == 1 and len(checkers) == 2:  # Optional[X]: X's own errors (their paths) when not None
@@ -280,10 +283,10 @@ class _Compiler:
 
     def dataclass(self, tp: type) -> Checker:
         cell: list[Checker] = []
-        self.done[tp] = lambda value: cell[0](value)  # a field of the class's own type
+        self.done[tp] = _forward(cell)  # a field of the class's own type
         try:
             hints = typing.get_type_hints(tp, include_extras=True)
-        except Exception:  # noqa: BLE001 (a field's annotation that does not resolve: each one tried alone)
+        except Exception:
             hints = {}
         fields: dict[str, Checker | None] = {}
         required: list[tuple[str, str]] = []
@@ -303,16 +306,16 @@ class _Compiler:
 
     def typed_dict(self, tp: type) -> Checker:
         cell: list[Checker] = []
-        self.done[tp] = lambda value: cell[0](value)
+        self.done[tp] = _forward(cell)
         try:
             hints = typing.get_type_hints(tp, include_extras=True)
-        except Exception:  # noqa: BLE001
+        except Exception:
             hints = dict(getattr(tp, "__annotations__", {}))
         fields: dict[str, Checker | None] = {}
         required: list[tuple[str, str]] = []
         saved, self.where = self.where, f"{self.where} ({tp.__name__})"
-        for key, annotation in hints.items():
-            annotation = self.safe(annotation)
+        for key, hint in hints.items():
+            annotation = self.safe(hint)
             # Required/NotRequired read here too: __required_keys__ misses them in string annotations (3.11).
             is_required = key in tp.__required_keys__  # type: ignore[attr-defined]
             while typing.get_origin(annotation) in _KEY_QUALIFIERS:
@@ -332,8 +335,17 @@ class _Compiler:
     def safe(self, tp: Any) -> Any:
         try:
             return self.resolve(tp)
-        except Exception:  # noqa: BLE001 (already noted by checker())
+        except Exception:
             return tp
+
+
+def _forward(cell: list[Checker]) -> Checker:
+    """The checker that ``cell`` will hold once built (a recursive type)."""
+
+    def forward(value: Any) -> Any:
+        return cell[0](value)
+
+    return forward
 
 
 _REQUIRED = getattr(typing, "Required", None)
@@ -341,15 +353,6 @@ _NOT_REQUIRED = getattr(typing, "NotRequired", None)
 _KEY_QUALIFIERS = frozenset(
     getattr(typing, name) for name in ("Required", "NotRequired", "ReadOnly") if hasattr(typing, name)
 )
-
-
-def _scalar(name: str, test: Callable[[Any], bool]) -> Checker:
-    def check(value: Any) -> Any:
-        if test(value):
-            return value
-        raise _refuse(name, value)
-
-    return check
 
 
 def _int(value: Any) -> Any:
@@ -603,7 +606,7 @@ def _needs_dump(tp: Any, globalns: dict[str, Any], seen: set[int]) -> bool:
     if isinstance(tp, (str, typing.ForwardRef)):
         try:
             tp = _Compiler(globalns, "").resolve(tp)
-        except Exception:  # noqa: BLE001
+        except Exception:
             return True
     if id(tp) in seen:
         return False
@@ -623,7 +626,7 @@ def _needs_dump(tp: Any, globalns: dict[str, Any], seen: set[int]) -> bool:
     if isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__"):
         try:
             hints = typing.get_type_hints(tp)
-        except Exception:  # noqa: BLE001
+        except Exception:
             return True
         return any(_needs_dump(hint, globalns, seen) for hint in hints.values())
     return True  # a dataclass, a model, an enum, a tuple, a set, or a type not known here
@@ -640,7 +643,17 @@ class Typed:
     absent).
     """
 
-    __slots__ = ("active", "checks", "dump", "named", "positional", "returns", "signature", "var_named", "var_positional")
+    __slots__ = (
+        "active",
+        "checks",
+        "dump",
+        "named",
+        "positional",
+        "returns",
+        "signature",
+        "var_named",
+        "var_positional",
+    )
 
     def __init__(
         self, function: Callable[..., Any], signature: inspect.Signature, where: str, localns: dict[str, Any] | None
@@ -650,7 +663,7 @@ class Typed:
         compiler = _Compiler(globalns, where, localns)
         try:
             hints = typing.get_type_hints(function, localns=localns, include_extras=True)
-        except Exception:  # noqa: BLE001 (a name that does not resolve: each annotation is tried alone)
+        except Exception:
             hints = {}
         self.positional: list[tuple[str, Checker | None]] = []
         self.named: dict[str, Checker] = {}
@@ -658,14 +671,14 @@ class Typed:
         self.var_named: Checker | None = None
         parameters = []
         kind = inspect.Parameter
-        for parameter in signature.parameters.values():
-            annotation = hints.get(parameter.name, parameter.annotation)
+        for declared in signature.parameters.values():
+            annotation = hints.get(declared.name, declared.annotation)
             checker = None
+            parameter = declared
             if annotation is not _EMPTY:
-                compiler.where = f"{where}, parameter {parameter.name!r}"
+                compiler.where = f"{where}, parameter {declared.name!r}"
                 checker = compiler.checker(annotation)
-                annotation = compiler.safe(annotation)
-                parameter = parameter.replace(annotation=annotation)
+                parameter = declared.replace(annotation=compiler.safe(annotation))
             parameters.append(parameter)
             if parameter.kind in (kind.POSITIONAL_ONLY, kind.POSITIONAL_OR_KEYWORD):
                 self.positional.append((parameter.name, checker))
@@ -714,20 +727,8 @@ class Typed:
                     if out is None:
                         out = list(args)
                     out[index] = checked
-            count = len(self.positional)
-            if given > count and self.var_positional is not None:
-                name, checker = self.var_positional
-                for index in range(count, given):
-                    value = args[index]
-                    try:
-                        checked = checker(value)
-                    except _Invalid as exc:
-                        errors = _under(name, _Invalid(_under(index - count, exc, None)), errors)
-                        continue
-                    if checked is not value:
-                        if out is None:
-                            out = list(args)
-                        out[index] = checked
+            if given > len(self.positional) and self.var_positional is not None:
+                out, errors = self.rest(args, out, errors)
             if out is not None:
                 args = tuple(out)
         if kwargs:
@@ -735,11 +736,11 @@ class Typed:
             var_named = self.var_named
             converted = None
             for key, value in kwargs.items():
-                checker = named.get(key, var_named)
-                if checker is None:
+                found = named.get(key, var_named)
+                if found is None:
                     continue
                 try:
-                    checked = checker(value)
+                    checked = found(value)
                 except _Invalid as exc:
                     errors = _under(key, exc, errors)
                     continue
@@ -752,6 +753,25 @@ class Typed:
         if errors:
             raise InvalidParams(data=errors[:MAX_ERRORS])
         return args, kwargs
+
+    def rest(
+        self, args: tuple[Any, ...], out: list[Any] | None, errors: list[dict[str, Any]] | None
+    ) -> tuple[list[Any] | None, list[dict[str, Any]] | None]:
+        """``*args``: the arguments past the positional parameters checked (``out``: the converted copy)."""
+        count = len(self.positional)
+        name, checker = self.var_positional  # type: ignore[misc]
+        for index in range(count, len(args)):
+            value = args[index]
+            try:
+                checked = checker(value)
+            except _Invalid as exc:
+                errors = _under(name, _Invalid(_under(index - count, exc, None)), errors)
+                continue
+            if checked is not value:
+                if out is None:
+                    out = list(args)
+                out[index] = checked
+        return out, errors
 
     def wrap(self, function: Callable[..., Any]) -> Callable[..., Any]:
         """``function`` called with its arguments checked and its result converted (a sync function)."""

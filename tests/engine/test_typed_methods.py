@@ -100,9 +100,9 @@ ACCEPTED = [
     (tuple[float, ...], [1, 2.5], ["tuple", [1, 2.5]]),
     (set[int], [1, 1, 2], ["set", [1, 2]]),
     (dict[str, int], {"a": 1}, ["dict", {"a": 1}]),
-    (Optional[int], None, ["NoneType", None]),
+    (Optional[int], None, ["NoneType", None]),  # noqa: UP045 (the typing spelling is the case here)
     (int | None, 4, ["int", 4]),
-    (Union[int, str], "x", ["str", "x"]),
+    (Union[int, str], "x", ["str", "x"]),  # noqa: UP007
     (Literal["a", "b"], "b", ["str", "b"]),
     (Literal[1], 1, ["int", 1]),
     (Color, "green", ["Color", "green"]),
@@ -136,8 +136,8 @@ REFUSED = [
     (tuple[int, str], [1], "tuple[int, str]", "list"),
     (set[Any], [[1]], "set[Any]", "list"),  # an unhashable element
     (dict[str, int], [1], "dict[str, int]", "list"),
-    (Optional[int], "x", "int", "'x'"),  # Optional[X]: X's own error
-    (Union[int, str], 1.5, "int | str", "1.5"),
+    (Optional[int], "x", "int", "'x'"),  # Optional[X]: X's own error  # noqa: UP045
+    (Union[int, str], 1.5, "int | str", "1.5"),  # noqa: UP007
     (Literal["a", "b"], "c", "'a' | 'b'", "'c'"),
     (Literal[1], True, "1", "True"),
     (Color, "blue", "Color ('red' | 'green')", "'blue'"),
@@ -186,7 +186,7 @@ def test_positional_named_defaults_and_variadics(impl: ModuleType) -> None:
     def f(a: int, b: str = "b", *rest: float, flag: bool = False, **options: int) -> list[Any]:
         return [a, b, list(rest), flag, options]
 
-    def g(a: int = None) -> Any:  # type: ignore[assignment]  # a default is not checked
+    def g(a: int = None) -> Any:  # type: ignore[assignment]  # noqa: RUF013 (a default is not checked)
         return a
 
     registry = rpcwire.methods({"f": f, "g": g})
@@ -250,7 +250,7 @@ def test_results_are_converted(impl: ModuleType) -> None:
     def anything(x: int) -> Any:  # Any, or no return annotation: a dataclass at the top
         return Point(x)
 
-    def unannotated_return(x: int):  # type: ignore[no-untyped-def]  # noqa: ANN202
+    def unannotated_return(x: int):  # type: ignore[no-untyped-def]
         return Point(x)
 
     def color(c: Color) -> Color:
@@ -262,9 +262,7 @@ def test_results_are_converted(impl: ModuleType) -> None:
     def user(u: User) -> User:
         return u
 
-    registry = rpcwire.methods(
-        {f.__name__: f for f in (one, many, anything, unannotated_return, color, pair, user)}
-    )
+    registry = rpcwire.methods({f.__name__: f for f in (one, many, anything, unannotated_return, color, pair, user)})
     assert answer(impl, registry, request("one", [1.5])) == ok(1, {"x": 1.5, "y": 1.5})
     assert answer(impl, registry, request("many", [2])) == ok(1, [{"x": 0, "y": 0.0}, {"x": 1, "y": 0.0}])
     assert answer(impl, registry, request("anything", [2])) == ok(1, {"x": 2, "y": 0.0})
@@ -292,10 +290,10 @@ def test_plain_results_are_not_walked() -> None:
 def test_unannotated_functions_are_called_as_before() -> None:
     """No annotation: the registry calls the function itself (no checking, no conversion)."""
 
-    def add(a, b):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202
+    def add(a, b):  # type: ignore[no-untyped-def]
         return a + b
 
-    def returns_only(a, b) -> int:  # type: ignore[no-untyped-def]  # noqa: ANN001
+    def returns_only(a, b) -> int:  # type: ignore[no-untyped-def]
         return a + b
 
     registry = rpcwire.methods({"add": add, "returns_only": returns_only})
@@ -378,7 +376,7 @@ def positive(n: Annotated[int, pydantic.Field(gt=0)], small: pydantic.conint(lt=
     return n + small
 
 
-def birthday(user: User, when: Optional[list[User]] = None) -> User:
+def birthday(user: User, when: list[User] | None = None) -> User:
     assert isinstance(user, User)
     return User(name=user.name, age=user.age + 1)
 
