@@ -386,6 +386,7 @@ def _none(value: Any) -> Any:
 
 
 _SIMPLE: dict[Any, Checker] = {int: _int, float: _float, str: _str, bool: _bool}
+_EXACT: dict[Checker | None, type] = {_int: int, _float: float, _str: str, _bool: bool, _none: type(None)}
 
 
 def _literal(tp: Any, args: tuple[Any, ...]) -> Checker:
@@ -647,6 +648,7 @@ class Typed:
         "active",
         "checks",
         "dump",
+        "exact",
         "named",
         "positional",
         "returns",
@@ -690,6 +692,11 @@ class Typed:
                 self.var_named = checker
         # The annotated positional parameters: (index, name, checker).
         self.checks = [(index, name, checker) for index, (name, checker) in enumerate(self.positional) if checker]
+        # The type of each parameter's value when all of them are scalars, each named once (the fast path).
+        exact = (
+            [_EXACT.get(checker) for _, checker in self.positional] if len(parameters) == len(self.positional) else []
+        )
+        self.exact = tuple(exact) if exact and None not in exact else None
         returns = hints.get("return", signature.return_annotation)
         self.returns = compiler.safe(returns)
         self.signature = signature.replace(parameters=parameters, return_annotation=self.returns)
@@ -777,6 +784,21 @@ class Typed:
         """``function`` called with its arguments checked and its result converted (a sync function)."""
         check = self.check
         convert = self.dump
+        exact = self.exact
+        names = tuple(name for name, _ in self.positional)
+        if exact is not None and convert is None:
+            # Every parameter is a scalar (int, str, bool, float, None) and every value of exactly its type
+            # (one comparison of the values' types): nothing to convert, nothing to refuse. Else the full check.
+            def scalars(*args: Any, **kwargs: Any) -> Any:
+                if kwargs:
+                    if not args and tuple(map(type, kwargs.values())) == exact and tuple(kwargs) == names:
+                        return function(**kwargs)
+                elif tuple(map(type, args)) == exact:
+                    return function(*args)
+                args, kwargs = check(args, kwargs)
+                return function(*args, **kwargs)
+
+            return scalars
         if convert is None:
 
             def checked(*args: Any, **kwargs: Any) -> Any:
