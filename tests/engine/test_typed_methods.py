@@ -460,3 +460,23 @@ def test_without_pydantic_such_types_are_unchecked() -> None:
         "methods(): method 'when', parameter 'day': date: not checked (pydantic is not installed)",
         "methods(): method 'when', parameter 'n': the constraints of int: not checked (pydantic is not installed)",
     ]
+
+
+def test_scalar_parameters(impl: ModuleType) -> None:
+    """Parameters that are all scalars: values of exactly their types pass at once, any other goes through the
+    full check (an int for a float is accepted there)."""
+
+    def f(a: int, b: float, c: str, d: bool, e: None) -> list:  # type: ignore[type-arg]
+        return [a, b, c, d, e]
+
+    registry = rpcwire.methods({"f": f})
+    assert answer(impl, registry, request("f", [1, 2.5, "c", True, None])) == ok(1, [1, 2.5, "c", True, None])
+    assert answer(impl, registry, request("f", [1, 2, "c", False, None])) == ok(1, [1, 2, "c", False, None])
+    named = {"e": None, "d": True, "c": "c", "b": 2.5, "a": 1}  # another order than the parameters'
+    assert answer(impl, registry, request("f", named)) == ok(1, [1, 2.5, "c", True, None])
+    assert answer(impl, registry, request("f", [True, 2.5, "c", 1, 0])) == invalid(
+        (["a"], "int", "True"), (["d"], "bool", "1"), (["e"], "None", "0")
+    )
+    assert answer(impl, registry, request("f", {"a": 1.5, "b": "2", "c": "c", "d": True, "e": None})) == invalid(
+        (["a"], "int", "1.5"), (["b"], "float", "'2'")
+    )
