@@ -88,10 +88,10 @@ def _refuse(expected: str, value: Any) -> _Invalid:
     return _Invalid([{"path": [], "expected": expected, "got": _got(value)}])
 
 
-def _under(segment: Any, exc: _Invalid, errors: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
-    """``exc``'s errors moved under ``segment``, added to ``errors``."""
+def _under(segments: tuple[Any, ...], exc: _Invalid, errors: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """``exc``'s errors moved under ``segments`` (a path), added to ``errors``."""
     for error in exc.errors:
-        error["path"].insert(0, segment)
+        error["path"][0:0] = segments
     if errors is None:
         return exc.errors
     errors.extend(exc.errors)
@@ -274,7 +274,7 @@ class _Compiler:
                     try:
                         out[index] = checker(out[index])
                     except _Invalid as exc:
-                        errors = _under(index, exc, errors)
+                        errors = _under((index,), exc, errors)
             if errors:
                 raise _Invalid(errors)
             return tuple(out)
@@ -426,27 +426,31 @@ def _list(tp: Any, item: Checker | None) -> Checker:
     def check(value: Any) -> Any:
         if not isinstance(value, list):
             raise _refuse(expected, value)
-        if item is None:
-            return value
-        out = value
-        errors = None
-        for index, element in enumerate(value):
-            try:
-                checked = item(element)
-            except _Invalid as exc:
-                errors = _under(index, exc, errors)
-                if len(errors) >= MAX_ERRORS:
-                    break
-                continue
-            if checked is not element:  # copied only when an element was converted
-                if out is value:
-                    out = list(value)
-                out[index] = checked
-        if errors:
-            raise _Invalid(errors)
-        return out
+        return value if item is None else _elements(value, enumerate(value), item, list)
 
     return check
+
+
+def _elements(value: Any, pairs: Any, item: Checker, copy: Callable[[Any], Any]) -> Any:
+    """A list's or a dict's elements (``pairs``: index or key, element) checked; ``copy`` of it made only when
+    an element was converted."""
+    out = value
+    errors = None
+    for key, element in pairs:
+        try:
+            checked = item(element)
+        except _Invalid as exc:
+            errors = _under((key,), exc, errors)
+            if len(errors) >= MAX_ERRORS:
+                break
+            continue
+        if checked is not element:
+            if out is value:
+                out = copy(value)
+            out[key] = checked
+    if errors:
+        raise _Invalid(errors)
+    return out
 
 
 def _set(tp: Any, kind: type, item: Checker | None) -> Checker:
@@ -469,25 +473,7 @@ def _dict(tp: Any, item: Checker | None, *, keys: bool = True) -> Checker:
     def check(value: Any) -> Any:
         if not isinstance(value, dict) or (keys and not all(type(key) is str for key in value)):
             raise _refuse(expected, value)
-        if item is None:
-            return value
-        out = value
-        errors = None
-        for key, element in value.items():
-            try:
-                checked = item(element)
-            except _Invalid as exc:
-                errors = _under(key, exc, errors)
-                if len(errors) >= MAX_ERRORS:
-                    break
-                continue
-            if checked is not element:
-                if out is value:
-                    out = dict(value)
-                out[key] = checked
-        if errors:
-            raise _Invalid(errors)
-        return out
+        return value if item is None else _elements(value, value.items(), item, dict)
 
     return check
 
@@ -518,7 +504,7 @@ def _object(
                 try:
                     checked = checker(element)
                 except _Invalid as exc:
-                    errors = _under(key, exc, errors)
+                    errors = _under((key,), exc, errors)
                     continue
             if build is not None:
                 out[key] = checked
@@ -691,7 +677,9 @@ class Typed:
             if parameter.kind is kind.VAR_KEYWORD:
                 self.var_named = checker
         # The annotated positional parameters: (index, name, checker).
-        self.checks = [(index, name, checker) for index, (name, checker) in enumerate(self.positional) if checker]
+        self.checks: list[tuple[int, tuple[Any, ...], Checker]] = [
+            (index, (name,), checker) for index, (name, checker) in enumerate(self.positional) if checker
+        ]
         # The type of each parameter's value when all of them are scalars, each named once (the fast path).
         exact = (
             [_EXACT.get(checker) for _, checker in self.positional] if len(parameters) == len(self.positional) else []
@@ -720,22 +708,25 @@ class Typed:
         errors = None
         if args:
             given = len(args)
+            checks = self.checks
+            count = len(self.positional)
+            if given > count and self.var_positional is not None:  # *args: (name, index among them) in path
+                name, rest = self.var_positional
+                checks = [*checks, *((index, (name, index - count), rest) for index in range(count, given))]
             out = None  # a copy only when a value was converted
-            for index, name, checker in self.checks:
+            for index, path, checker in checks:
                 if index >= given:
                     break  # missing: the binding says so
                 value = args[index]
                 try:
                     checked = checker(value)
                 except _Invalid as exc:
-                    errors = _under(name, exc, errors)
+                    errors = _under(path, exc, errors)
                     continue
                 if checked is not value:
                     if out is None:
                         out = list(args)
                     out[index] = checked
-            if given > len(self.positional) and self.var_positional is not None:
-                out, errors = self.rest(args, out, errors)
             if out is not None:
                 args = tuple(out)
         if kwargs:
@@ -749,7 +740,7 @@ class Typed:
                 try:
                     checked = found(value)
                 except _Invalid as exc:
-                    errors = _under(key, exc, errors)
+                    errors = _under((key,), exc, errors)
                     continue
                 if checked is not value:
                     if converted is None:
@@ -760,25 +751,6 @@ class Typed:
         if errors:
             raise InvalidParams(data=errors[:MAX_ERRORS])
         return args, kwargs
-
-    def rest(
-        self, args: tuple[Any, ...], out: list[Any] | None, errors: list[dict[str, Any]] | None
-    ) -> tuple[list[Any] | None, list[dict[str, Any]] | None]:
-        """``*args``: the arguments past the positional parameters checked (``out``: the converted copy)."""
-        count = len(self.positional)
-        name, checker = self.var_positional  # type: ignore[misc]
-        for index in range(count, len(args)):
-            value = args[index]
-            try:
-                checked = checker(value)
-            except _Invalid as exc:
-                errors = _under(name, _Invalid(_under(index - count, exc, None)), errors)
-                continue
-            if checked is not value:
-                if out is None:
-                    out = list(args)
-                out[index] = checked
-        return out, errors
 
     def wrap(self, function: Callable[..., Any]) -> Callable[..., Any]:
         """``function`` called with its arguments checked and its result converted (a sync function)."""
