@@ -282,39 +282,21 @@ class _Compiler:
         return fixed
 
     def dataclass(self, tp: type) -> Checker:
-        cell: list[Checker] = []
-        self.done[tp] = _forward(cell)  # a field of the class's own type
-        try:
-            hints = typing.get_type_hints(tp, include_extras=True)
-        except Exception:
-            hints = {}
-        fields: dict[str, Checker | None] = {}
-        required: list[tuple[str, str]] = []
-        saved, self.where = self.where, f"{self.where} ({tp.__name__})"
-        for field in dataclasses.fields(tp):
-            if not field.init:
-                continue
-            annotation = hints.get(field.name, field.type)
-            fields[field.name] = self.checker(annotation)
-            if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
-                required.append((field.name, describe(self.safe(annotation))))
-        self.where = saved
-        check = _object(tp, fields, required, tp)
-        cell.append(check)
-        self.done[tp] = check
-        return check
+        hints = _hints(tp)
+        members = [
+            (
+                field.name,
+                hints.get(field.name, field.type),
+                field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING,
+            )
+            for field in dataclasses.fields(tp)
+            if field.init
+        ]
+        return self.members(tp, members, tp)
 
     def typed_dict(self, tp: type) -> Checker:
-        cell: list[Checker] = []
-        self.done[tp] = _forward(cell)
-        try:
-            hints = typing.get_type_hints(tp, include_extras=True)
-        except Exception:
-            hints = dict(getattr(tp, "__annotations__", {}))
-        fields: dict[str, Checker | None] = {}
-        required: list[tuple[str, str]] = []
-        saved, self.where = self.where, f"{self.where} ({tp.__name__})"
-        for key, hint in hints.items():
+        members = []
+        for key, hint in _hints(tp).items():
             annotation = self.safe(hint)
             # Required/NotRequired read here too: __required_keys__ misses them in string annotations (3.11).
             is_required = key in tp.__required_keys__  # type: ignore[attr-defined]
@@ -323,11 +305,22 @@ class _Compiler:
                 if qualifier is _REQUIRED or qualifier is _NOT_REQUIRED:
                     is_required = qualifier is _REQUIRED
                 annotation = typing.get_args(annotation)[0]
+            members.append((key, annotation, is_required))
+        return self.members(tp, members, None)
+
+    def members(self, tp: type, members: list[tuple[str, Any, bool]], build: type | None) -> Checker:
+        """The checker of a dataclass or a TypedDict of ``members`` (name, annotation, required)."""
+        cell: list[Checker] = []
+        self.done[tp] = _forward(cell)  # a member of the class's own type
+        fields: dict[str, Checker | None] = {}
+        required: list[tuple[str, str]] = []
+        saved, self.where = self.where, f"{self.where} ({tp.__name__})"
+        for key, annotation, is_required in members:
             fields[key] = self.checker(annotation)
             if is_required:
-                required.append((key, describe(annotation)))
+                required.append((key, describe(self.safe(annotation))))
         self.where = saved
-        check = _object(tp, fields, required, None)
+        check = _object(tp, fields, required, build)
         cell.append(check)
         self.done[tp] = check
         return check
@@ -337,6 +330,14 @@ class _Compiler:
             return self.resolve(tp)
         except Exception:
             return tp
+
+
+def _hints(tp: type) -> dict[str, Any]:
+    """A class's annotations resolved; when one does not resolve, as written (each one then tried alone)."""
+    try:
+        return typing.get_type_hints(tp, include_extras=True)
+    except Exception:  # whatever evaluating an annotation raises
+        return dict(getattr(tp, "__annotations__", {}))
 
 
 def _forward(cell: list[Checker]) -> Checker:
