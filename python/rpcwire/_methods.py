@@ -4,7 +4,7 @@
 ``@registry.method("name")``. The registry is itself the handler ``(method, params)``: array params are
 passed positionally, object params by name (the members the engine reads, MCP's ``_meta`` and LSP's
 ``workDoneToken``, only to a function that takes them, by name or ``**kwargs``), absent params as no
-arguments. Only the binding is checked (``inspect.signature(...).bind``; for a sync function only once its
+arguments. The binding is checked (``inspect.signature(...).bind``; for a sync function only once its
 call raised ``TypeError``: arguments that do not bind raise it before the function's body runs): when it
 fails the answer is -32602 with the reason in ``data``; an exception raised inside the function is answered
 as any handler's (a ``TypeError`` there is -32603, never -32602). An unknown method is -32601.
