@@ -1,7 +1,7 @@
 # Included from the top Makefile, which defines VENV, PY, STAMP and `develop`.
 BENCH_STAMP := $(VENV)/.bench-installed
 
-.PHONY: bench bench-quick bench-http bench-client bench-mcp bench-lsp
+.PHONY: bench bench-quick bench-http bench-websocket bench-client bench-mcp bench-lsp
 
 $(BENCH_STAMP): bench/requirements.txt $(STAMP)
 	$(PY) -m pip install --quiet -r bench/requirements.txt
@@ -15,6 +15,9 @@ bench-quick: develop $(BENCH_STAMP) ## A smoke run of the benchmark (a tenth of 
 
 bench-http: develop $(BENCH_STAMP) ## rpcwire over HTTP (uvicorn, granian, gunicorn) against its peers and a constant reply (~3 min)
 	$(PY) bench/http_bench.py $(BENCH_HTTP_ARGS)
+
+bench-websocket: develop $(BENCH_STAMP) ## The same calls over WebSocket and HTTP POST against one ASGIApp under uvicorn (~3 min)
+	$(PY) bench/websocket_bench.py $(BENCH_WEBSOCKET_ARGS)
 
 bench-client: develop $(BENCH_STAMP) ## The clients side by side over pipes, HTTP and MCP (~4 min)
 	$(PY) bench/client_bench.py $(BENCH_CLIENT_ARGS)

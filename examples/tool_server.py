@@ -19,35 +19,45 @@ MCP Python SDK's ``stdio_client`` and ``ClientSession`` talk to it as to any MCP
 (those split here, each on one line). ``initialize`` is answered with this server's capabilities; ``add`` is
 answered at once while ``slow_count`` runs; ``slow_count`` writes ``notifications/progress`` until the
 cancellation arrives, then stops, and (MCP's rule) gets no answer. Swap ``rpcwire`` for ``rpcwire.pure`` in
-the import to run the pure-Python twin instead. For a server built on the MCP SDK itself, see ``rpcwire.mcp``.
+the import to run the pure-Python twin instead. The tools are plain functions in a ``methods()`` registry:
+``tools/list`` lists ``TOOLS.mcp_tools()``, their ``inputSchema`` and ``outputSchema`` made from the annotations.
+For a server built on the MCP SDK itself, see ``rpcwire.mcp``.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
-from typing import Any
+from typing import Annotated, Any
 
-from rpcwire import InvalidParams, MethodNotFound, RequestCancelled, StdioTransport, current_request, serve
+from rpcwire import InvalidParams, MethodNotFound, RequestCancelled, StdioTransport, current_request, methods, serve
 
 # The MCP revisions whose initialize handshake this server speaks, oldest first.
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 SERVER_INFO = {"name": "rpcwire-example-tools", "version": "1.0.0"}
 
-TOOLS = {
-    "add": {
-        "description": "Add two numbers",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-            "required": ["a", "b"],
-        },
-    },
-    "slow_count": {
-        "description": "Count to n, reporting progress",
-        "inputSchema": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}},
-    },
-}
+# The tools: plain functions. tools/list describes them from their annotations and docstrings.
+TOOLS = methods()
+
+
+@TOOLS.method
+def add(a: float, b: float) -> float:
+    """Add two numbers"""
+    return a + b
+
+
+@TOOLS.method
+def slow_count(n: Annotated[int, {"minimum": 1}] = 3) -> str:
+    """Count to n, reporting progress"""
+    request = current_request()
+    tick = threading.Event()
+    for i in range(1, n + 1):
+        if request.cancelled:  # cooperative: a sync handler checks between steps
+            raise RequestCancelled()
+        tick.wait(0.05)
+        request.progress(i, n, f"counted to {i}")  # only written if the call sent a progressToken
+    return f"counted to {n}"
 
 
 def initialize(params: Any) -> Any:
@@ -57,24 +67,13 @@ def initialize(params: Any) -> Any:
     return {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": SERVER_INFO}
 
 
-def add(arguments: dict[str, Any]) -> Any:
-    try:
-        total = arguments["a"] + arguments["b"]
-    except (KeyError, TypeError) as exc:
-        raise InvalidParams(f"add needs numbers a and b: {exc}") from None
-    return {"content": [{"type": "text", "text": str(total)}]}
-
-
-def slow_count(arguments: dict[str, Any]) -> Any:
-    request = current_request()
-    n = int(arguments.get("n", 3))
-    tick = threading.Event()
-    for i in range(1, n + 1):
-        if request.cancelled:  # cooperative: a sync handler checks between steps
-            raise RequestCancelled()
-        tick.wait(0.05)
-        request.progress(i, n, f"counted to {i}")  # only written if the call sent a progressToken
-    return {"content": [{"type": "text", "text": f"counted to {n}"}]}
+def call_tool(params: Any) -> Any:
+    """tools/call: the tool's value as text, and as structured content (under "result": it is no object)."""
+    if not isinstance(params, dict) or params.get("name") not in TOOLS:
+        raise InvalidParams("unknown tool", data={"tools": [tool["name"] for tool in TOOLS.mcp_tools()]})
+    value = TOOLS(params["name"], params.get("arguments") or {})  # arguments that do not bind: -32602
+    text = value if isinstance(value, str) else json.dumps(value)
+    return {"content": [{"type": "text", "text": text}], "structuredContent": {"result": value}}
 
 
 def handler(method: str, params: Any) -> Any:
@@ -85,13 +84,10 @@ def handler(method: str, params: Any) -> Any:
     if method.startswith("notifications/"):
         return None  # notifications/initialized and the like: nothing to do (cancellation is rpcwire's)
     if method == "tools/list":
-        return {"tools": [{"name": name, **spec} for name, spec in TOOLS.items()]}
-    if method != "tools/call":
-        raise MethodNotFound()
-    if not isinstance(params, dict) or params.get("name") not in TOOLS:
-        raise InvalidParams("unknown tool", data={"tools": list(TOOLS)})
-    arguments = params.get("arguments") or {}
-    return add(arguments) if params["name"] == "add" else slow_count(arguments)
+        return {"tools": TOOLS.mcp_tools()}  # inputSchema and outputSchema from the annotations
+    if method == "tools/call":
+        return call_tool(params)
+    raise MethodNotFound()
 
 
 def main() -> None:

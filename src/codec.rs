@@ -449,12 +449,14 @@ struct Stop;
 /// both cores promise the same bytes (docs/semantics.md, "Nesting and the stack"), far deeper than
 /// usual results, and well inside `Encoder`'s own cap, so that `Plain` never writes what `Encoder`
 /// would refuse for its depth alone.
+#[cfg_attr(any(PyPy, GraalPy, Py_LIMITED_API), allow(dead_code))] // there `Plain` always stops
 const PLAIN_MAX_DEPTH: usize = 900;
 
 /// Containers nested deeper than this are looked for among the containers around them: a circular
 /// container would otherwise be written over and over until `PLAIN_MAX_DEPTH`. Found, `Encoder`
 /// writes the value again and raises `json`'s error; shallower, the usual results pay nothing for
 /// the check, and at most this many rounds of a circular container are written and taken back.
+#[cfg_attr(any(PyPy, GraalPy, Py_LIMITED_API), allow(dead_code))] // there `Plain` always stops
 const UNCHECKED_CYCLE_DEPTH: usize = 16;
 
 /// The encoder of plain values: exact `dict`, `list` and `tuple` holding `str`, `int` (of at most
@@ -466,6 +468,7 @@ const UNCHECKED_CYCLE_DEPTH: usize = 16;
 /// and needs neither Python's recursion check (Python code is what that bounds) nor a set of the
 /// containers open (a depth counter bounds its recursion, and circular containers are looked for
 /// only deep down). Anything else stops it, and `encode` hands the value to [`Encoder`].
+#[cfg_attr(any(PyPy, GraalPy, Py_LIMITED_API), allow(dead_code))] // there `Plain` always stops
 struct Plain<'o> {
     out: &'o mut Vec<u8>,
     /// How many containers are open.
@@ -491,6 +494,7 @@ const KEY_TEXT: usize = 32;
 ///
 /// One per thread, so that a pass neither makes nor moves it: passes never nest on a thread, since
 /// no Python code (which could encode again) runs during one.
+#[cfg_attr(any(PyPy, GraalPy, Py_LIMITED_API), allow(dead_code))] // there `Plain` always stops
 struct KeyCache {
     /// The key's address, with the pass number in the top 16 bits; 0 for an empty slot.
     tags: [usize; KEY_SLOTS],
@@ -501,6 +505,7 @@ struct KeyCache {
     pass: usize,
 }
 
+#[cfg_attr(any(PyPy, GraalPy, Py_LIMITED_API), allow(dead_code))] // there `Plain` always stops
 const PASS_SHIFT: usize = 48;
 
 thread_local! {
@@ -516,6 +521,7 @@ thread_local! {
 
 // The hot path of every key and value is written inline on purpose: measured with callgrind
 // (bench/README.md), a call per key or value is what this encoder saves.
+#[cfg_attr(any(PyPy, GraalPy, Py_LIMITED_API), allow(dead_code))] // there `Plain` always stops
 #[allow(clippy::inline_always)]
 impl KeyCache {
     /// This thread's cache, for a new pass. The pointer is valid for as long as the thread lives;

@@ -9,7 +9,7 @@ import importlib.metadata
 import logging
 from types import ModuleType
 
-from rpcwire import _answer, _async_client, _client, _http_client
+from rpcwire import _answer, _async_client, _client, _http_client, _ws_client
 from rpcwire._engine import RequestContext, current_request, serve, serve_async
 from rpcwire._http_client import HttpError
 from rpcwire._methods import methods
@@ -87,6 +87,11 @@ class AsyncHttpClient(_http_client.AsyncHttpClient):
     _core = _core
 
 
+class AsyncWebSocketClient(_ws_client.AsyncWebSocketClient):
+    __doc__ = _ws_client.AsyncWebSocketClient.__doc__
+    _core = _core
+
+
 __all__ = [
     "DEFAULT_MAX_BATCH",
     "DEFAULT_MAX_DEPTH",
@@ -100,6 +105,7 @@ __all__ = [
     "NATIVE",
     "AsyncClient",
     "AsyncHttpClient",
+    "AsyncWebSocketClient",
     "Client",
     "ConnectionClosed",
     "FrameDecoder",

@@ -14,6 +14,9 @@ engine reads, as ``inspect.iscoroutinefunction`` cannot be told so before Python
 an event loop and every call returns an awaitable, an ``async def`` function's coroutine, or for a plain
 function ``asyncio.to_thread`` of it (never run on the loop).
 
+The registry describes itself from its functions (``_schema.py``): ``openrpc()`` (with ``discover=True`` also
+the answer to ``rpc.discover``) and ``mcp_tools()``.
+
 Annotations (``rpcwire._typed``): a function with any annotation has its arguments checked against them before
 it is called (-32602 with the errors in ``data``) and receives them converted (dataclasses, tuples, enums,
 pydantic models); its result is converted for the encoder (dataclasses, pydantic models). Compiled once in
@@ -29,6 +32,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
+from rpcwire._schema import mcp_tool, openrpc_document
 from rpcwire._typed import Typed, compile_function
 from rpcwire._types import InvalidParams, MethodNotFound
 
@@ -43,12 +47,14 @@ _RESERVED = frozenset({"_meta", "workDoneToken"})
 class Methods:
     """A handler calling the function registered under the request's method name (see :func:`methods`)."""
 
-    __slots__ = ("_calls", "_dropped", "_functions", "_signatures", "_typed", "rpcwire_async")
+    __slots__ = ("_calls", "_discover_info", "_dropped", "_functions", "_signatures", "_typed", "rpcwire_async")
 
     rpcwire_async: bool
     """Whether any function is ``async def``: the engine then treats the registry as an async handler."""
 
-    def __init__(self, functions: Mapping[str, Callable[..., Any]] | None = None) -> None:
+    def __init__(
+        self, functions: Mapping[str, Callable[..., Any]] | None = None, *, discover: bool | Mapping[str, Any] = False
+    ) -> None:
         self._functions: dict[str, Callable[..., Any]] = {}
         self._signatures: dict[str, inspect.Signature | None] = {}
         self._dropped: dict[str, frozenset[str]] = {}  # the reserved members a function does not take
@@ -56,6 +62,11 @@ class Methods:
         self._typed: dict[str, Typed | None] = {}
         self._calls: dict[str, Callable[..., Any]] = {}  # what a sync call calls: the function or its checker
         self.rpcwire_async = False
+        # rpc.discover's document info (discover=True: openrpc()'s defaults; a mapping: the Info Object).
+        self._discover_info: dict[str, Any] | None = None
+        if discover:
+            self._discover_info = dict(discover) if isinstance(discover, Mapping) else {}
+            self.add(self._rpc_discover, "rpc.discover")
         for name, function in (functions or {}).items():
             self.add(function, name)
 
@@ -137,6 +148,31 @@ class Methods:
                 _bind(signature, args, kwargs)
             raise
 
+    def openrpc(self, *, title: str | None = None, version: str | None = None, **info: Any) -> dict[str, Any]:
+        """This registry as an OpenRPC 1.3 document (a dict, ready for ``json.dumps``).
+
+        One Method Object per function, in the order registered: params from its parameters (their schemas
+        from the annotations, ``required`` when without default), ``result`` from the return annotation,
+        ``summary``/``description`` and the params' descriptions from the docstring, ``paramStructure``
+        (``by-position`` for positional-only parameters, ``by-name`` for keyword-only ones, else ``either``),
+        and -32602 in ``errors`` for a method with params. Classes' schemas are in ``components.schemas``.
+        ``title``, ``version`` and any other member of OpenRPC's Info Object (``description``, ``contact``...)
+        make ``info``; by default those given as ``discover=``, else "JSON-RPC service" and "0.0.0".
+        """
+        given = {"title": title, "version": version, **info}
+        merged = {"title": "JSON-RPC service", "version": "0.0.0", **(self._discover_info or {})}
+        merged.update({key: value for key, value in given.items() if value is not None})
+        return openrpc_document(self._functions.items(), merged, discover=self._rpc_discover)
+
+    def mcp_tools(self) -> list[dict[str, Any]]:
+        """The functions as MCP tools, as ``tools/list`` lists them (see ``rpcwire.mcp.tools``)."""
+        # rpc.* names are JSON-RPC's system extensions (rpc.discover), not tools.
+        return [mcp_tool(name, function) for name, function in self._functions.items() if not name.startswith("rpc.")]
+
+    def _rpc_discover(self) -> dict[str, Any]:
+        # rpc.discover (discover=True): the OpenRPC document, built anew (functions may have been added since).
+        return self.openrpc()
+
 
 def _caller_locals() -> dict[str, Any] | None:
     """The local names of the code that registers a function (outside this module): a class defined in a
@@ -154,6 +190,12 @@ def _bind(signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str,
         raise InvalidParams(data=str(exc)) from None
 
 
-def methods(functions: Mapping[str, Callable[..., Any]] | None = None) -> Methods:
-    """A handler from ``{"name": function}`` (or empty, to fill with ``@registry.method``)."""
-    return Methods(functions)
+def methods(
+    functions: Mapping[str, Callable[..., Any]] | None = None, *, discover: bool | Mapping[str, Any] = False
+) -> Methods:
+    """A handler from ``{"name": function}`` (or empty, to fill with ``@registry.method``).
+
+    ``discover=True`` also answers OpenRPC's ``rpc.discover`` with ``registry.openrpc()``; a mapping instead
+    gives that document's ``info`` (``{"title": "calculator", "version": "1.2.0"}``).
+    """
+    return Methods(functions, discover=discover)

@@ -63,6 +63,7 @@ from rpcwire._answer import (
 from rpcwire._context import RequestContext, running_request, valid_traceparent
 from rpcwire._contract import Message
 from rpcwire._engine import async_asker, is_async_handler
+from rpcwire._websocket import DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_QUEUED_BYTES, WebSocketServer, refuse
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "JSON_CONTENT_TYPES", "ASGIApp", "WSGIApp", "flask_view"]
 
@@ -750,6 +751,12 @@ class ASGIApp:
     ``rpcwire.methods`` holding one, asked at each request) is awaited on the loop, with no thread. Every call
     has a request context (``current_request()``; its notifications go nowhere without server-sent events).
     Lifespan events are acknowledged; other scope types are refused.
+
+    A ``websocket`` scope is served too (``websocket=False``: refused, 403): one JSON-RPC message or batch per
+    frame, requests run concurrently (at most ``max_concurrency`` per connection) and answered as they finish,
+    with notifications and progress sent while a request runs, cancellation in both dialects, the same limits
+    and ``Host``/``Origin`` checks as a POST; beyond ``max_queued_bytes`` waiting to be sent to a client that
+    does not read, the connection is closed (1008). See docs/guides/websocket.md.
     """
 
     def __init__(
@@ -763,6 +770,9 @@ class ASGIApp:
         max_batch: int | None = DEFAULT_MAX_BATCH,
         run_sync_inline: bool = False,
         expose_errors: bool = False,
+        websocket: bool = True,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES,
     ) -> None:
         self._endpoint = _Endpoint(
             handler, max_body_bytes, allowed_origins, max_depth, max_batch, allowed_hosts, expose_errors
@@ -771,6 +781,16 @@ class ASGIApp:
             raise TypeError(f"run_sync_inline must be a bool, not {type(run_sync_inline).__name__}")
         self._inline = run_sync_inline
         self._max = max_body_bytes
+        if not isinstance(websocket, bool):
+            raise TypeError(f"websocket must be a bool, not {type(websocket).__name__}")
+        self._websocket = WebSocketServer(
+            self._endpoint,
+            (_MISDIRECTED, _FORBIDDEN),
+            max_concurrency=max_concurrency,
+            max_queued_bytes=max_queued_bytes,
+            run_sync_inline=run_sync_inline,
+        )
+        self._websocket_on = websocket
 
     async def __call__(
         self,
@@ -779,12 +799,18 @@ class ASGIApp:
         send: Callable[[dict[str, Any]], Awaitable[None]],
     ) -> None:
         if scope["type"] != "http":
+            if scope["type"] == "websocket":
+                if self._websocket_on:
+                    await self._websocket(scope, receive, send)
+                elif (await receive())["type"] == "websocket.connect":
+                    await refuse(scope, send, None)
+                return
             if scope["type"] == "lifespan":
                 while (await receive())["type"] != "lifespan.shutdown":
                     await send({"type": "lifespan.startup.complete"})
                 await send({"type": "lifespan.shutdown.complete"})
                 return
-            raise ValueError(f"rpcwire.http.ASGIApp serves HTTP, not {scope['type']!r}")
+            raise ValueError(f"rpcwire.http.ASGIApp serves HTTP and WebSocket, not {scope['type']!r}")
         refusal, accept, traceparent = self._check(scope)
         if refusal is None:
             message = await receive()  # most bodies come whole, in one message (no coroutine in between)

@@ -66,9 +66,10 @@ except ImportError as _missing:  # pragma: no cover - the extra is not installed
     raise ImportError(_message) from _missing
 
 import rpcwire
+from rpcwire._methods import Methods
 from rpcwire._types import Refused
 
-__all__ = ["run_stdio", "serve_stdio", "stdio_server"]
+__all__ = ["run_stdio", "serve_stdio", "stdio_server", "tools"]
 
 _validate_json = mcp_types.jsonrpc_message_adapter.validate_json
 
@@ -486,3 +487,18 @@ def run_stdio(server: Any) -> None:
             run_stdio(app)  # was: app.run("stdio")
     """
     anyio.run(serve_stdio, server)
+
+
+def tools(registry: Methods) -> list[dict[str, Any]]:
+    """The functions of a ``methods()`` registry as MCP tools, for ``tools/list``: ``registry.mcp_tools()``.
+
+    Each is ``{"name", "description", "inputSchema", "outputSchema"}``: the description from the docstring;
+    ``inputSchema`` an object schema of the parameters (MCP passes arguments by name: a positional-only
+    parameter raises ``TypeError``), from their annotations, with ``required`` for those without a default;
+    ``outputSchema`` (none without a return annotation) the return annotation's schema when it is an object
+    (a ``dict[str, ...]``, TypedDict, dataclass, pydantic model), else an object wrapping it as ``{"result": ...}``,
+    as the MCP Python SDK does (MCP 2025-06-18 wants ``outputSchema`` and ``structuredContent`` to be objects):
+    a tool with one answers ``tools/call`` with ``structuredContent`` shaped so. The registry needs nothing of
+    the SDK, so ``registry.mcp_tools()`` serves a tool server that does not install it (``examples/tool_server.py``).
+    """
+    return registry.mcp_tools()

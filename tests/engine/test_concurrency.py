@@ -580,7 +580,8 @@ def test_the_example_tool_server(tmp_path: Any) -> None:
         process.stdout.close()
         if not process.stdin.closed:
             process.stdin.close()
-    assert ok(2, {"content": [{"type": "text", "text": "5"}]}) in seen
+    # With its outputSchema (from the return annotation), MCP asks for structuredContent too.
+    assert ok(2, {"content": [{"type": "text", "text": "5"}], "structuredContent": {"result": 5}}) in seen
     progress = [line["params"] for line in seen if line.get("method") == "notifications/progress"]
     assert progress and all(item["progressToken"] == "p1" and item["total"] == 200 for item in progress)
     assert len(progress) < 200  # stopped by the cancellation

@@ -509,8 +509,8 @@ def test_asgi_lifespan_and_other_scopes() -> None:
     app = ASGIApp(HANDLER)
     asyncio.run(app({"type": "lifespan"}, receive, send))
     assert sent == [{"type": "lifespan.startup.complete"}, {"type": "lifespan.shutdown.complete"}]
-    with pytest.raises(ValueError, match="websocket"):
-        asyncio.run(app({"type": "websocket"}, receive, send))
+    with pytest.raises(ValueError, match="webtransport"):  # websocket scopes are served: tests/http/test_websocket.py
+        asyncio.run(app({"type": "webtransport"}, receive, send))
 
 
 def test_a_disconnect_before_the_body_sends_nothing() -> None:

@@ -141,9 +141,9 @@ def test_one_port_serves_every_kind_at_once(port: int) -> None:
     ndjson, framed, garbage = connect(port), connect(port), connect(port)
     web = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     web.connect()
-    client = rpcwire.Client(
-        rpcwire.StdioTransport(framed.makefile("rb"), framed.makefile("wb"), framing="content-length"), timeout=30
-    )
+    # The client's streams are this test's to close (closing the socket alone leaves them holding its fd).
+    framed_in, framed_out = framed.makefile("rb"), framed.makefile("wb")
+    client = rpcwire.Client(rpcwire.StdioTransport(framed_in, framed_out, framing="content-length"), timeout=30)
     try:
         garbage.sendall(b"hello, this is not JSON-RPC\n")
         ndjson.sendall(add(1, 2, 1) + b"\n" + add(3, 4, "b") + b"\n")
@@ -167,8 +167,8 @@ def test_one_port_serves_every_kind_at_once(port: int) -> None:
         assert client.call("add", [1, 2]) == 3
     finally:
         client.close()
-        for sock in (ndjson, framed, garbage):
-            sock.close()
+        for stream in (framed_in, framed_out, ndjson, framed, garbage):
+            stream.close()
         web.close()
 
 

@@ -234,7 +234,8 @@ def test_the_tool_server_answers_the_docstring_lines(tool_server: subprocess.Pop
             "serverInfo": {"name": "rpcwire-example-tools", "version": "1.0.0"},
         },
     }
-    assert {"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "5"}]}} in seen
+    added = {"content": [{"type": "text", "text": "5"}], "structuredContent": {"result": 5}}  # with its outputSchema
+    assert {"jsonrpc": "2.0", "id": 2, "result": added} in seen
     progress = [line["params"] for line in seen if line.get("method") == "notifications/progress"]
     assert progress and all(item["progressToken"] == "p1" and item["total"] == 50 for item in progress)
     assert len(progress) < 50  # stopped by the cancellation
@@ -257,9 +258,24 @@ def test_the_tool_server_serves_the_mcp_sdks_client(tmp_path: Path) -> None:
                 assert initialized.server_info.name == "rpcwire-example-tools"
                 tools = await session.list_tools()
                 assert [tool.name for tool in tools.tools] == ["add", "slow_count"]
+                # The schemas come from the functions' annotations and docstrings (TOOLS.mcp_tools()).
+                add, slow_count = tools.tools
+                assert add.description == "Add two numbers"
+                assert add.input_schema == {
+                    "type": "object",
+                    "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                    "required": ["a", "b"],
+                }
+                assert add.output_schema == {
+                    "type": "object",
+                    "properties": {"result": {"type": "number"}},
+                    "required": ["result"],
+                }
+                assert slow_count.input_schema["properties"] == {"n": {"type": "integer", "minimum": 1, "default": 3}}
                 result = await session.call_tool("add", {"a": 2, "b": 3})
                 assert not result.is_error
                 assert [item.text for item in result.content] == ["5"]  # type: ignore[union-attr]
+                assert result.structured_content == {"result": 5}  # checked against outputSchema by the client
                 progress: list[tuple[float, float | None, str | None]] = []
 
                 async def on_progress(value: float, total: float | None, message: str | None) -> None:

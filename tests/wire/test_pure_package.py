@@ -9,7 +9,7 @@ import sys
 
 import rpcwire
 import rpcwire.pure
-from rpcwire import _async_client, _client, _http_client
+from rpcwire import _async_client, _client, _http_client, _ws_client
 from rpcwire.pure.codec import nests_deeper
 
 # In a fresh interpreter: rpcwire.pure made again while importing the clients is impossible.
@@ -46,6 +46,7 @@ def test_the_clients_are_made_once_and_bound_to_the_pure_core() -> None:
         "AsyncClient": _async_client.AsyncClient,
         "HttpClient": _http_client.HttpClient,
         "AsyncHttpClient": _http_client.AsyncHttpClient,
+        "AsyncWebSocketClient": _ws_client.AsyncWebSocketClient,
     }
     for name, base in pairs.items():
         cls = getattr(rpcwire.pure, name)

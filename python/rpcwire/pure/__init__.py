@@ -9,9 +9,9 @@ module each: :mod:`~rpcwire.pure.transport` reads the stream, :mod:`~rpcwire.pur
 messages, :mod:`~rpcwire.pure.codec` decodes each, :mod:`~rpcwire.pure.envelope` says what it is and
 builds its answer, which the transport frames and writes.
 
-The clients (``Client``, ``AsyncClient``, ``HttpClient``, ``AsyncHttpClient``) and ``HttpError`` are
-made on first use, so that importing this package (or its ``framing`` and ``codec``, which the clients
-use) never imports the clients.
+The clients (``Client``, ``AsyncClient``, ``HttpClient``, ``AsyncHttpClient``, ``AsyncWebSocketClient``) and
+``HttpError`` are made on first use, so that importing this package (or its ``framing`` and ``codec``, which
+the clients use) never imports the clients.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from rpcwire.pure.transport import StdioTransport
 
 if TYPE_CHECKING:
     from rpcwire._http_client import HttpError
-    from rpcwire.pure._clients import AsyncClient, AsyncHttpClient, Client, HttpClient
+    from rpcwire.pure._clients import AsyncClient, AsyncHttpClient, AsyncWebSocketClient, Client, HttpClient
 
 __all__ = [
     "DEFAULT_MAX_BATCH",
@@ -69,6 +69,7 @@ __all__ = [
     "ERR_REQUEST_CANCELLED",
     "AsyncClient",
     "AsyncHttpClient",
+    "AsyncWebSocketClient",
     "Client",
     "ConnectionClosed",
     "FrameDecoder",
@@ -102,6 +103,7 @@ _LAZY = {
     "AsyncClient": "rpcwire.pure._clients",
     "HttpClient": "rpcwire.pure._clients",
     "AsyncHttpClient": "rpcwire.pure._clients",
+    "AsyncWebSocketClient": "rpcwire.pure._clients",
     "HttpError": "rpcwire._http_client",
 }
 
