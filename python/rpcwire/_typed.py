@@ -171,7 +171,7 @@ class _Compiler:
         if tp in _SEQUENCES or origin in _SEQUENCES:
             return _list(tp, self.checker(args[0]) if args else None)
         if tp is tuple or origin is tuple:
-            return self.tuple(tp, args)
+            return self.tuple_of(tp, args)
         if tp in _SETS or origin in _SETS:
             return _set(tp, _SETS[origin or tp], self.checker(args[0]) if args else None)
         if tp in _MAPPINGS or origin in _MAPPINGS:
@@ -250,7 +250,7 @@ class _Compiler:
 
         return union
 
-    def tuple(self, tp: Any, args: tuple[Any, ...]) -> Checker:
+    def tuple_of(self, tp: Any, args: tuple[Any, ...]) -> Checker:
         expected = describe(tp)
         if not args or (len(args) == 2 and args[1] is Ellipsis):
             items = _list(tp, self.checker(args[0]) if args else None)
