@@ -4,7 +4,7 @@
 ``@registry.method("name")``. The registry is itself the handler ``(method, params)``: array params are
 passed positionally, object params by name (the members the engine reads, MCP's ``_meta`` and LSP's
 ``workDoneToken``, only to a function that takes them, by name or ``**kwargs``), absent params as no
-arguments. Only the binding is checked (``inspect.signature(...).bind``; for a sync function only once its
+arguments. The binding is checked (``inspect.signature(...).bind``; for a sync function only once its
 call raised ``TypeError``: arguments that do not bind raise it before the function's body runs): when it
 fails the answer is -32602 with the reason in ``data``; an exception raised inside the function is answered
 as any handler's (a ``TypeError`` there is -32603, never -32602). An unknown method is -32601.
@@ -16,16 +16,24 @@ function ``asyncio.to_thread`` of it (never run on the loop).
 
 The registry describes itself from its functions (``_schema.py``): ``openrpc()`` (with ``discover=True`` also
 the answer to ``rpc.discover``) and ``mcp_tools()``.
+
+Annotations (``rpcwire._typed``): a function with any annotation has its arguments checked against them before
+it is called (-32602 with the errors in ``data``) and receives them converted (dataclasses, tuples, enums,
+pydantic models); its result is converted for the encoder (dataclasses, pydantic models). Compiled once in
+``add()``; a function without annotations is called exactly as before. The binding (missing or extra arguments)
+is still checked as above, after the types.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
 from rpcwire._schema import mcp_tool, openrpc_document
+from rpcwire._typed import Typed, compile_function
 from rpcwire._types import InvalidParams, MethodNotFound
 
 __all__ = ["Methods", "methods"]
@@ -39,7 +47,7 @@ _RESERVED = frozenset({"_meta", "workDoneToken"})
 class Methods:
     """A handler calling the function registered under the request's method name (see :func:`methods`)."""
 
-    __slots__ = ("_discover_info", "_dropped", "_functions", "_signatures", "rpcwire_async")
+    __slots__ = ("_calls", "_discover_info", "_dropped", "_functions", "_signatures", "_typed", "rpcwire_async")
 
     rpcwire_async: bool
     """Whether any function is ``async def``: the engine then treats the registry as an async handler."""
@@ -50,6 +58,9 @@ class Methods:
         self._functions: dict[str, Callable[..., Any]] = {}
         self._signatures: dict[str, inspect.Signature | None] = {}
         self._dropped: dict[str, frozenset[str]] = {}  # the reserved members a function does not take
+        # A function's annotations compiled (None without any); its signature has them resolved.
+        self._typed: dict[str, Typed | None] = {}
+        self._calls: dict[str, Callable[..., Any]] = {}  # what a sync call calls: the function or its checker
         self.rpcwire_async = False
         # rpc.discover's document info (discover=True: openrpc()'s defaults; a mapping: the Info Object).
         self._discover_info: dict[str, Any] | None = None
@@ -70,8 +81,11 @@ class Methods:
             signature: inspect.Signature | None = inspect.signature(function)
         except (TypeError, ValueError):  # some builtins have none: called as given, unchecked
             signature = None
+        typed = compile_function(function, signature, name, _caller_locals())
         self._functions[name] = function
         self._signatures[name] = signature
+        self._typed[name] = typed
+        self._calls[name] = function if typed is None or not typed.active else typed.wrap(function)
         takes_any = signature is None or any(
             parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in signature.parameters.values()
         )
@@ -102,7 +116,7 @@ class Methods:
         return f"methods({sorted(self._functions)!r})"
 
     def __call__(self, method: str, params: Any) -> Any:
-        function = self._functions.get(method)
+        function = self._calls.get(method)
         if function is None:
             raise MethodNotFound()
         args: tuple[Any, ...] = tuple(params) if isinstance(params, list) else ()
@@ -112,8 +126,14 @@ class Methods:
             kwargs = {name: value for name, value in kwargs.items() if name not in dropped}
         signature = self._signatures[method]
         if self.rpcwire_async:
+            function = self._functions[method]
+            typed = self._typed[method]
+            if typed is not None and typed.active:
+                args, kwargs = typed.check(args, kwargs)
             if signature is not None:  # before the call: a coroutine (or a thread) runs the body later
                 _bind(signature, args, kwargs)
+            if typed is not None and typed.dump is not None:
+                return typed.later(function, args, kwargs)
             if inspect.iscoroutinefunction(function):
                 return function(*args, **kwargs)
             return asyncio.to_thread(function, *args, **kwargs)
@@ -152,6 +172,15 @@ class Methods:
     def _rpc_discover(self) -> dict[str, Any]:
         # rpc.discover (discover=True): the OpenRPC document, built anew (functions may have been added since).
         return self.openrpc()
+
+
+def _caller_locals() -> dict[str, Any] | None:
+    """The local names of the code that registers a function (outside this module): a class defined in a
+    function and named in a string annotation resolves, as pydantic resolves its models' annotations."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back  # type: ignore[assignment]
+    return None if frame is None or frame.f_locals is frame.f_globals else dict(frame.f_locals)
 
 
 def _bind(signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
