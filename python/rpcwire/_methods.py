@@ -47,7 +47,16 @@ _RESERVED = frozenset({"_meta", "workDoneToken"})
 class Methods:
     """A handler calling the function registered under the request's method name (see :func:`methods`)."""
 
-    __slots__ = ("_calls", "_discover_info", "_dropped", "_functions", "_signatures", "_typed", "rpcwire_async")
+    __slots__ = (
+        "_calls",
+        "_discover_info",
+        "_discovered",
+        "_dropped",
+        "_functions",
+        "_signatures",
+        "_typed",
+        "rpcwire_async",
+    )
 
     rpcwire_async: bool
     """Whether any function is ``async def``: the engine then treats the registry as an async handler."""
@@ -64,6 +73,7 @@ class Methods:
         self.rpcwire_async = False
         # rpc.discover's document info (discover=True: openrpc()'s defaults; a mapping: the Info Object).
         self._discover_info: dict[str, Any] | None = None
+        self._discovered: dict[str, Any] | None = None  # rpc.discover's answer, until a function is added
         if discover:
             self._discover_info = dict(discover) if isinstance(discover, Mapping) else {}
             self.add(self._rpc_discover, "rpc.discover")
@@ -74,6 +84,7 @@ class Methods:
         """Register ``function`` under ``name`` (default: its ``__name__``); a name registered again is replaced."""
         if not callable(function):
             raise TypeError(f"{function!r} is not callable")
+        self._discovered = None
         name = function.__name__ if name is None else name
         if not isinstance(name, str):
             raise TypeError(f"a method name is a str, not {type(name).__name__}")
@@ -170,8 +181,11 @@ class Methods:
         return [mcp_tool(name, function) for name, function in self._functions.items() if not name.startswith("rpc.")]
 
     def _rpc_discover(self) -> dict[str, Any]:
-        # rpc.discover (discover=True): the OpenRPC document, built anew (functions may have been added since).
-        return self.openrpc()
+        # rpc.discover (discover=True): the OpenRPC document, built once per set of functions (any caller may ask,
+        # and building it makes a schema of every annotation); nothing writes to it once built.
+        if self._discovered is None:
+            self._discovered = self.openrpc()
+        return self._discovered
 
 
 def _caller_locals() -> dict[str, Any] | None:
@@ -187,7 +201,10 @@ def _bind(signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str,
     try:
         signature.bind(*args, **kwargs)
     except TypeError as exc:
-        raise InvalidParams(data=str(exc)) from None
+        # The reason names the caller's arguments ("got an unexpected keyword argument '...'"): cut at a few
+        # hundred characters, so that the input is never echoed back whole.
+        reason = str(exc)
+        raise InvalidParams(data=reason if len(reason) <= 200 else reason[:199] + "…") from None
 
 
 def methods(

@@ -223,6 +223,16 @@ class _Schemas:
         except Exception:  # not a type pydantic knows (or a schema it cannot write): any value
             return None
         defs = schema.pop("$defs", {})
+        # pydantic names its definitions by class name: one taken by another class (a dataclass Point, a model
+        # Point of another module) gets a free name, and this schema's references follow it.
+        renamed = {
+            name: self._free_name(name)
+            for name, definition in defs.items()
+            if name in self.defs and self.defs[name] != definition
+        }
+        if renamed:
+            schema = _renamed_refs(schema, self.ref_prefix, renamed)
+            defs = {renamed.get(name, name): _renamed_refs(d, self.ref_prefix, renamed) for name, d in defs.items()}
         for name, definition in defs.items():
             self.defs.setdefault(name, definition)
         if named:
@@ -232,6 +242,18 @@ class _Schemas:
             self.defs[name] = schema
             return {"$ref": self.ref_prefix + name}
         return schema
+
+
+def _renamed_refs(schema: Any, prefix: str, renamed: dict[str, str]) -> Any:
+    """``schema`` with each ``$ref`` to ``prefix + old`` pointing at ``prefix + renamed[old]`` instead."""
+    if isinstance(schema, dict):
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith(prefix) and ref[len(prefix) :] in renamed:
+            schema = {**schema, "$ref": prefix + renamed[ref[len(prefix) :]]}
+        return {key: value if key == "$ref" else _renamed_refs(value, prefix, renamed) for key, value in schema.items()}
+    if isinstance(schema, list):
+        return [_renamed_refs(item, prefix, renamed) for item in schema]
+    return schema
 
 
 _NO_DEFAULT = object()

@@ -164,7 +164,10 @@ _AUTH_FAILED = _refusal(500, "500 Internal Server Error")
 # --- authenticate: refusing a caller before the body is read ---------------------------------------------
 
 
-_HEADER = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+:[^\x00\r\n\u0100-\U0010ffff]*")  # RFC 9110 token: latin-1 value
+# RFC 9110: a token, and a value of latin-1 without control characters (tab allowed) or DEL.
+_HEADER = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+:[^\x00-\x08\x0a-\x1f\x7f\u0100-\U0010ffff]*")
+# Written by the app itself: a refusal's own would contradict them.
+_OWN_HEADERS = frozenset({"content-type", "content-length"})
 
 
 class Refusal(Exception):
@@ -189,12 +192,16 @@ class Refusal(Exception):
         for name, value in pairs:
             if not (isinstance(name, str) and isinstance(value, str) and _HEADER.fullmatch(name + ":" + value)):
                 raise ValueError(
-                    f"a refusal's header is a (str, str) pair of latin-1 without CR, LF or NUL, not {(name, value)!r}"
+                    f"a refusal's header is a (str, str) pair of latin-1, no control characters, not {(name, value)!r}"
                 )
+            if name.lower() in _OWN_HEADERS:
+                raise ValueError(f"a refusal's {name} is the app's to write")
         self.headers: list[tuple[str, str]] = pairs
         super().__init__(message or _status_line(status))
 
     def response(self) -> _Response:
+        """The HTTP answer of this refusal: its status, a ``text/plain`` body (the status line and the message)
+        and its headers."""
         text = _status_line(self.status)
         return _refusal(self.status, f"{text}: {self.message}" if self.message else text, self.headers)
 
@@ -478,6 +485,14 @@ class _Endpoint:
             user = self.authenticate(info)
         except Exception as exc:
             return _authentication_failed(exc)
+        if inspect.isawaitable(user):
+            # A sync callable that returned a coroutine (a lambda or wrapper around an async function): never a
+            # user. Refused (500, logged) rather than awaited nowhere and taken as an acceptance.
+            if inspect.iscoroutine(user):
+                user.close()
+            return _authentication_failed(
+                TypeError("authenticate returned an awaitable where the app calls it synchronously (use ASGIApp)")
+            )
         return _authenticated(source, info, user)
 
     async def authenticated_async(self, source: dict[str, Any]) -> _Response | None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from rpcwire._context import RequestContext
 from rpcwire._observe import CallInfo, around
-from rpcwire._types import Handler, JsonRpcError
+from rpcwire._types import ERR_REQUEST_CANCELLED, Handler, JsonRpcError
 
 __all__ = ["instrument"]
 
@@ -51,7 +51,8 @@ def instrument(handler: Handler, *, tracer_provider: Any = None) -> Handler:
             if traceparent is not None:
                 carrier = {"traceparent": traceparent}
                 http = context.http
-                if http is not None and "tracestate" in http.headers:
+                # tracestate goes with the traceparent of the same headers, not with one from params._meta.
+                if http is not None and "tracestate" in http.headers and http.headers.get("traceparent") == traceparent:
                     carrier["tracestate"] = http.headers["tracestate"]
                 parent = _PROPAGATOR.extract(carrier)
         span = tracer.start_span(method, context=parent, kind=trace.SpanKind.SERVER, attributes=attributes)
@@ -64,7 +65,12 @@ def instrument(handler: Handler, *, tracer_provider: Any = None) -> Handler:
             if info.error_code is not None:
                 exc = info.exception
                 span.set_attribute("rpc.jsonrpc.error_code", info.error_code)
-                message = exc.message if isinstance(exc, JsonRpcError) else "Internal error"
+                if isinstance(exc, JsonRpcError):
+                    message = exc.message
+                elif info.error_code == ERR_REQUEST_CANCELLED:
+                    message = "Request cancelled"
+                else:
+                    message = "Internal error"
                 span.set_attribute("rpc.jsonrpc.error_message", message)
                 if exc is not None and not isinstance(exc, JsonRpcError):
                     span.record_exception(exc)

@@ -167,6 +167,33 @@ def test_pydantic_types_and_models() -> None:
     assert schema_of(Annotated[int, pydantic.Field(gt=0)]) == {"type": "integer", "exclusiveMinimum": 0}
 
 
+def test_a_pydantic_definition_named_as_another_class_gets_a_name_of_its_own() -> None:
+    """pydantic names its $defs by class name: a model ``Point`` next to a dataclass ``Point`` must not point at it."""
+    pydantic = pytest.importorskip("pydantic")
+
+    @dataclasses.dataclass
+    class Point:
+        x: int
+
+    model_point = pydantic.create_model("Point", y=(str, ...))
+    outer = pydantic.create_model("Outer", p=(model_point, ...))
+
+    def f(a: Point, b: Any) -> None:
+        pass
+
+    f.__annotations__ = {"a": Point, "b": outer, "return": None}  # classes of this test, not names to resolve
+
+    document = rpcwire.methods({"f": f}).openrpc()
+    schemas = document["components"]["schemas"]
+    params = document["methods"][0]["params"]
+    dataclass_ref, model_ref = (param["schema"]["$ref"].rpartition("/")[2] for param in params)
+    assert schemas[dataclass_ref]["properties"] == {"x": {"type": "integer"}}
+    inner_ref = schemas[model_ref]["properties"]["p"]["$ref"].rpartition("/")[2]
+    assert inner_ref != dataclass_ref
+    assert schemas[inner_ref]["properties"] == {"y": {"title": "Y", "type": "string"}}
+    assert openrpc_validator().is_valid(document)
+
+
 # --- OpenRPC ---------------------------------------------------------------------------------------------
 
 
@@ -358,6 +385,17 @@ def test_rpc_discover_answers_the_document(impl: ModuleType) -> None:
     assert openrpc_validator().is_valid(document)
     # The MCP tools leave it out.
     assert [tool["name"] for tool in registry.mcp_tools()] == ["add", "later"]
+
+
+def test_rpc_discover_is_built_once_per_set_of_functions() -> None:
+    """Any caller may ask rpc.discover: the document is built once, and again only after a function is added."""
+    registry = rpcwire.methods({"add": add}, discover=True)
+    first = registry("rpc.discover", None)
+    assert registry("rpc.discover", None) is first
+    registry.add(lambda x: x, "echo")
+    again = registry("rpc.discover", None)
+    assert again is not first
+    assert [method["name"] for method in again["methods"]] == ["rpc.discover", "add", "echo"]
 
 
 DISCOVER_SERVER = """

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import socket
 import sys
@@ -292,6 +293,12 @@ def test_refusals_are_checked() -> None:
             Refusal(status)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="header"):
         Unauthorized(challenge="Bearer\r\nSet-Cookie: x=1")
+    for value in ("a\x01b", "a\x7fb", "a\x1bb"):  # control characters and DEL: refused when made, not at send time
+        with pytest.raises(ValueError, match="header"):
+            Refusal(429, headers=[("Retry-After", value)])
+    assert Refusal(429, headers=[("X-Why", "tab\tis fine")]).headers == [("X-Why", "tab\tis fine")]
+    with pytest.raises(ValueError, match="the app's"):
+        Refusal(401, headers={"Content-Length": "0"})
 
 
 def test_wsgi_refuses_an_async_authenticate_and_a_non_callable() -> None:
@@ -302,6 +309,30 @@ def test_wsgi_refuses_an_async_authenticate_and_a_non_callable() -> None:
         WSGIApp(lambda method, params: None, authenticate=authenticate)
     with pytest.raises(TypeError, match="callable"):
         ASGIApp(lambda method, params: None, authenticate="yes")  # type: ignore[arg-type]
+
+
+def test_wsgi_refuses_a_request_when_a_sync_authenticate_returns_an_awaitable(caplog: pytest.LogCaptureFixture) -> None:
+    """A lambda around an async function passes the constructor's check; what it returns is never a user: 500."""
+
+    async def check(info: HTTPRequestInfo) -> str:
+        raise Forbidden()
+
+    called: list[str] = []
+
+    def handler(method: str, params: Any) -> Any:
+        called.append(method)
+        return "ran"
+
+    url, server = _wsgi_server(WSGIApp(handler, authenticate=lambda info: check(info)))  # noqa: PLW0108  (the point: a sync wrapper)
+    try:
+        with caplog.at_level(logging.ERROR, logger="rpcwire"):
+            response = _post(f"{url}/rpc", INFO)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert response.status_code == 500
+    assert "ran" not in response.text and not called
+    assert any("awaitable" in str(record.exc_info and record.exc_info[1]) for record in caplog.records)
 
 
 # --- the guide's recipes, as written ----------------------------------------------------------------------

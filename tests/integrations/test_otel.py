@@ -128,6 +128,30 @@ def test_wsgi_under_wsgiref_continues_the_traceparent_header(
     assert add.context.trace_state.get("vendor") == "x"
 
 
+def test_a_tracestate_header_goes_only_with_the_traceparent_header(
+    spans: tuple[TracerProvider, InMemorySpanExporter],
+) -> None:
+    """The trace context of ``params._meta`` is continued without the headers' ``tracestate`` (another trace's)."""
+    provider, exporter = spans
+    app = WSGIApp(otel.instrument(_handler(provider), tracer_provider=provider))
+    server = wsgiref.simple_server.make_server("127.0.0.1", 0, app, handler_class=_Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        response = requests.post(
+            f"http://127.0.0.1:{server.server_port}/rpc",
+            data=request("add", {"a": 1, "b": 2, "_meta": {"traceparent": TRACEPARENT}}, id=1),
+            headers={"Content-Type": "application/json", "tracestate": "vendor=x"},
+            timeout=30,
+        )
+        assert response.json()["result"] == 3
+    finally:
+        server.shutdown()
+        server.server_close()
+    add = _by_name(exporter)["add"]
+    assert format(add.context.trace_id, "032x") == TRACE_ID
+    assert add.context.trace_state.get("vendor") is None
+
+
 class _Quiet(wsgiref.simple_server.WSGIRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
