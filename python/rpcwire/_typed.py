@@ -23,9 +23,11 @@ is installed or not whenever the built-in checker handles its type.
 
 A failure is :class:`InvalidParams` (-32602) whose ``data`` is a list (at most :data:`MAX_ERRORS`) of
 ``{"path": [...], "expected": "...", "got": "..."}``: ``path`` starts with the parameter's name (then list
-indexes and member names), ``expected`` describes the type (pydantic's message without its leading
-"Input should be "), ``got`` is ``"missing"``, a short ``repr`` of a scalar (at most :data:`GOT_LENGTH`
-characters) or the type's name of anything else (``"list"``, ``"dict"``): never the input echoed back whole.
+indexes and member names, each name or key cut to :data:`GOT_LENGTH` characters), ``expected`` describes the
+type (pydantic's message without its leading "Input should be "; ``"a valid value"`` for a validator's own
+message, logged at DEBUG instead), ``got`` is ``"missing"``, a short ``repr`` of a scalar (at most
+:data:`GOT_LENGTH` characters) or the type's name of anything else (``"list"``, ``"dict"``): never the input
+echoed back whole. The checking stops once :data:`MAX_ERRORS` errors are found.
 
 Return annotations are not checked; they only say how a result is converted for the encoder (dataclasses to
 dicts without a deep copy, pydantic models by ``model_dump(mode="json")``, enums to their values, tuples and
@@ -40,11 +42,13 @@ import asyncio
 import collections.abc
 import dataclasses
 import enum
+import functools
 import inspect
+import itertools
 import logging
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from rpcwire._types import InvalidParams
@@ -77,11 +81,19 @@ class _Invalid(Exception):
         self.errors = errors
 
 
+def _cut(text: str) -> str:
+    return text if len(text) <= GOT_LENGTH else text[: GOT_LENGTH - 1] + "…"
+
+
 def _got(value: Any) -> str:
     if value is None or type(value) in (bool, int, float, str):
-        text = repr(value)
-        return text if len(text) <= GOT_LENGTH else text[: GOT_LENGTH - 1] + "…"
+        return _cut(repr(value))
     return type(value).__name__
+
+
+def _segment(key: Any) -> Any:
+    """A path's segment: a name or a key (from the input: cut as ``got`` is), or an index."""
+    return _cut(key) if type(key) is str else key
 
 
 def _refuse(expected: str, value: Any) -> _Invalid:
@@ -90,6 +102,7 @@ def _refuse(expected: str, value: Any) -> _Invalid:
 
 def _under(segments: tuple[Any, ...], exc: _Invalid, errors: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     """``exc``'s errors moved under ``segments`` (a path), added to ``errors``."""
+    segments = tuple(map(_segment, segments))
     for error in exc.errors:
         error["path"][0:0] = segments
     if errors is None:
@@ -205,13 +218,14 @@ class _Compiler:
             return None
         validate = adapter.validate_python
         validation_error = pydantic.ValidationError
+        where = self.where
 
         def check(value: Any) -> Any:
             try:
                 return validate(value)
             except validation_error as exc:
                 raise _Invalid(
-                    [_from_pydantic(error) for error in exc.errors(include_url=False)[:MAX_ERRORS]]
+                    [_from_pydantic(error, where) for error in exc.errors(include_url=False)[:MAX_ERRORS]]
                 ) from None
 
         return check
@@ -492,12 +506,13 @@ def _object(
         if not isinstance(value, dict):
             raise _refuse(expected, value)
         out = value if build is None else {}
-        errors = None
+        errors: list[dict[str, Any]] = []
         for key, element in value.items():
             if key not in fields:
                 if build is not None:
-                    error = {"path": [key], "expected": "no such member", "got": _got(element)}
-                    errors = [error] if errors is None else [*errors, error]
+                    errors.append({"path": [_segment(key)], "expected": "no such member", "got": _got(element)})
+                    if len(errors) >= MAX_ERRORS:
+                        break  # no more are sent: the rest is not looked at
                 continue
             checker = fields[key]
             checked = element
@@ -505,7 +520,9 @@ def _object(
                 try:
                     checked = checker(element)
                 except _Invalid as exc:
-                    errors = _under((key,), exc, errors)
+                    _under((key,), exc, errors)
+                    if len(errors) >= MAX_ERRORS:
+                        break
                     continue
             if build is not None:
                 out[key] = checked
@@ -514,9 +531,10 @@ def _object(
                     out = dict(value)
                 out[key] = checked
         for key, description in required:
+            if len(errors) >= MAX_ERRORS:
+                break
             if key not in value:
-                error = {"path": [key], "expected": description, "got": "missing"}
-                errors = [error] if errors is None else [*errors, error]
+                errors.append({"path": [_segment(key)], "expected": description, "got": "missing"})
         if errors:
             raise _Invalid(errors[:MAX_ERRORS])
         return out if build is None else build(**out)
@@ -524,9 +542,19 @@ def _object(
     return check
 
 
-def _from_pydantic(error: Any) -> dict[str, Any]:
+@functools.cache
+def _pydantic_own_errors() -> frozenset[str]:
+    """The types of pydantic's own errors whose messages it writes itself (``greater than 0``): not
+    ``value_error``/``assertion_error`` (a validator's exception text) nor a ``PydanticCustomError``'s type."""
+    from pydantic_core.core_schema import ErrorType  # noqa: PLC0415 (pydantic imports: it checked the value)
+
+    return frozenset(typing.get_args(ErrorType)) - {"value_error", "assertion_error"}
+
+
+def _from_pydantic(error: Any, where: str) -> dict[str, Any]:
     kind = error.get("type")
     message = str(error.get("msg", ""))
+    path = [_segment(segment) for segment in error.get("loc", ())]
     if kind == "missing":
         got = "missing"
         message = "a value"
@@ -534,9 +562,14 @@ def _from_pydantic(error: Any) -> dict[str, Any]:
         got = _got(error.get("input"))
     if kind == "extra_forbidden":
         message = "no such member"
+    elif kind not in _pydantic_own_errors():
+        # The text of an exception raised by a validator (user code): not sent, as an exception's text is not
+        # with expose_errors=False; logged (DEBUG: a caller can cause any number of them).
+        _log.debug("methods(): %s: at %s, a validator refused the value: %s", where, path, message)
+        message = "a valid value"
     elif message.startswith("Input should be "):
         message = message[len("Input should be ") :]
-    return {"path": list(error.get("loc", ())), "expected": message, "got": got}
+    return {"path": path, "expected": message, "got": got}
 
 
 # --- results ---------------------------------------------------------------------------------------
@@ -709,11 +742,14 @@ class Typed:
         errors = None
         if args:
             given = len(args)
-            checks = self.checks
+            checks: Iterable[tuple[int, tuple[Any, ...], Checker]] = self.checks
             count = len(self.positional)
             if given > count and self.var_positional is not None:  # *args: (name, index among them) in path
                 name, rest = self.var_positional
-                checks = [*checks, *((index, (name, index - count), rest) for index in range(count, given))]
+                # Made as the loop goes (it stops at MAX_ERRORS errors).
+                checks = itertools.chain(
+                    checks, ((index, (name, index - count), rest) for index in range(count, given))
+                )
             out = None  # a copy only when a value was converted
             for index, path, checker in checks:
                 if index >= given:
@@ -723,6 +759,8 @@ class Typed:
                     checked = checker(value)
                 except _Invalid as exc:
                     errors = _under(path, exc, errors)
+                    if len(errors) >= MAX_ERRORS:
+                        break  # no more are sent (a long *args): the rest is not looked at
                     continue
                 if checked is not value:
                     if out is None:
@@ -742,6 +780,8 @@ class Typed:
                     checked = found(value)
                 except _Invalid as exc:
                     errors = _under((key,), exc, errors)
+                    if len(errors) >= MAX_ERRORS:
+                        break  # no more are sent (a long **kwargs): the rest is not looked at
                     continue
                 if checked is not value:
                     if converted is None:

@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Annotated, Any, Literal, NewType, NotRequired, Optional, Required, TypedDict, Union
 
 import pydantic
+import pydantic_core
 import pytest
 import rpcwire
 from rpcwire._typed import GOT_LENGTH, MAX_ERRORS
@@ -237,6 +238,69 @@ def test_got_is_bounded_and_errors_are_few(impl: ModuleType) -> None:
     assert got[-1]["path"] == ["value", MAX_ERRORS - 1]
 
 
+def test_unknown_members_stop_at_the_cap(impl: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dataclass given an object of 200k unknown members: exactly MAX_ERRORS errors, and the walk stops there
+    (the members examined are counted through ``_got``, called once per error; no timing)."""
+    calls = []
+    got = rpcwire._typed._got
+
+    def counted(value: Any) -> str:
+        calls.append(value)
+        return got(value)
+
+    monkeypatch.setattr(rpcwire._typed, "_got", counted)
+    registry = identity_of(Point)
+    members = {f"m{index}": index for index in range(200_000)}
+    data = answer(impl, registry, request("check", [{"x": 1, **members}]))["error"]["data"]
+    assert len(data) == MAX_ERRORS
+    assert data[0] == {"path": ["value", "m0"], "expected": "no such member", "got": "0"}
+    assert data[-1]["path"] == ["value", f"m{MAX_ERRORS - 1}"]
+    assert len(calls) <= MAX_ERRORS
+
+    def many(*values: int, **options: int) -> None:
+        return None
+
+    registry = rpcwire.methods({"many": many})
+    for params in (["x"] * 50_000, {f"o{index}": "x" for index in range(50_000)}):
+        calls.clear()
+        data = answer(impl, registry, request("many", params))["error"]["data"]
+        assert len(data) == MAX_ERRORS
+        assert len(calls) <= MAX_ERRORS
+
+
+def test_path_segments_are_bounded(impl: ModuleType) -> None:
+    """A key, an unknown member's name, a ``**kwargs`` name: cut to GOT_LENGTH in ``path`` as in ``got``."""
+    long = "k" * 100_000
+    cut = "k" * (GOT_LENGTH - 1) + "…"
+
+    def many(**options: int) -> None:
+        return None
+
+    registry = identity_of(dict[str, int])
+    assert answer(impl, registry, request("check", [{long: "x"}])) == invalid((["value", cut], "int", "'x'"))
+    registry = identity_of(Point)
+    assert answer(impl, registry, request("check", [{"x": 1, long: 2}])) == invalid(
+        (["value", cut], "no such member", "2")
+    )
+    registry = rpcwire.methods({"many": many})
+    assert answer(impl, registry, request("many", {long: "x"})) == invalid(([cut], "int", "'x'"))
+    short = "k" * GOT_LENGTH  # as long as allowed: as it came
+    assert answer(impl, registry, request("many", {short: "x"})) == invalid(([short], "int", "'x'"))
+
+
+def test_binding_errors_are_bounded(impl: ModuleType) -> None:
+    """The binding's reason names the caller's arguments: cut (a few hundred characters)."""
+
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    registry = rpcwire.methods({"add": add})
+    data = answer(impl, registry, request("add", {"a": 1, "b": 2, "x" * 100_000: 3}))["error"]["data"]
+    assert data.startswith("got an unexpected keyword argument 'xxx")
+    assert data.endswith("…")
+    assert len(data) <= 300
+
+
 # --- results -----------------------------------------------------------------------------------------
 
 
@@ -419,6 +483,65 @@ def test_pydantic_through_serve(impl: ModuleType) -> None:
         ),
         ok(5, 4),
     ]
+
+
+class Bag(pydantic.BaseModel, extra="forbid"):
+    counts: dict[str, int] = {}
+
+
+def test_pydantic_locations_are_bounded(impl: ModuleType) -> None:
+    long = "k" * 100_000
+    cut = "k" * (GOT_LENGTH - 1) + "…"
+    registry = identity_of(Bag)
+    assert answer(impl, registry, request("check", [{"counts": {long: "x"}}])) == invalid(
+        (["value", "counts", cut], "a valid integer, unable to parse string as an integer", "'x'")
+    )
+    assert answer(impl, registry, request("check", [{long: 1}])) == invalid((["value", cut], "no such member", "1"))
+
+
+def _known_user(name: str) -> str:
+    if name not in ("root", "svc-backup"):
+        raise ValueError(f"{name!r} not in ['root', 'svc-backup']")
+    return name
+
+
+def _asserted(n: int) -> int:
+    assert n != 13, "secret assertion"
+    return n
+
+
+def _custom(n: int) -> int:
+    if n == 7:
+        raise pydantic_core.PydanticCustomError("not_seven", "secret custom {n}", {"n": n})
+    return n
+
+
+def test_validators_messages_are_not_sent(impl: ModuleType, caplog: pytest.LogCaptureFixture) -> None:
+    """A custom validator's message (user code's exception text) is replaced by "a valid value" and logged;
+    pydantic's own constraint messages are sent."""
+
+    def login(
+        user: Annotated[str, pydantic.AfterValidator(_known_user)],
+        n: Annotated[int, pydantic.AfterValidator(_asserted)] = 0,
+        m: Annotated[int, pydantic.AfterValidator(_custom)] = 0,
+        k: Annotated[int, pydantic.Field(gt=0)] = 1,
+    ) -> None:
+        return None
+
+    registry = rpcwire.methods({"login": login})
+    with caplog.at_level(logging.DEBUG, logger="rpcwire"):
+        got = answer(impl, registry, request("login", {"user": "x", "n": 13, "m": 7, "k": 0}))
+    assert got == invalid(
+        (["user"], "a valid value", "'x'"),
+        (["n"], "a valid value", "13"),
+        (["m"], "a valid value", "7"),
+        (["k"], "greater than 0", "0"),
+    )
+    assert "root" not in json.dumps(got) and "secret" not in json.dumps(got)
+    logged = "\n".join(record.getMessage() for record in caplog.records if record.name == "rpcwire")
+    assert "'x' not in ['root', 'svc-backup']" in logged
+    assert "secret assertion" in logged
+    assert "secret custom 7" in logged
 
 
 PYDANTIC_MISSING = textwrap.dedent(
