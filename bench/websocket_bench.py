@@ -56,7 +56,7 @@ def add_sync(a, b):
     return a + b
 
 
-app = ASGIApp(methods({"add": add, "add_sync": add_sync}))
+app = ASGIApp(methods({"add": add, "add_sync": add_sync}), websocket=True)
 """
 UVICORN = [sys.executable, "-m", "uvicorn", "--fd", "{fd}", "--no-access-log"]
 UVICORN += ["--log-level", "warning", "--timeout-keep-alive", "60"]

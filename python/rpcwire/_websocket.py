@@ -6,8 +6,9 @@ the concurrent engine (``docs/semantics.md``, "WebSocket"):
 - **The handshake** is checked as a POST's headers are (:func:`handshake_refusal`, the one place to add a check):
   the ``Host`` (``allowed_hosts``, the DNS-rebinding defence) and the ``Origin`` (``allowed_origins``; a browser
   always sends one). A refusal is the HTTP response a POST would get (421, 403) where the server supports the
-  ``websocket.http.response`` extension (uvicorn, hypercorn), else ``websocket.close`` before the accept, which
-  the server answers 403. The ``jsonrpc`` subprotocol is accepted when the client offers it; a client that offers
+  ``websocket.http.response`` extension (uvicorn and granian do: tests/http/test_websocket.py), else
+  ``websocket.close`` before the accept, which the server answers 403 (its headers, a ``WWW-Authenticate``
+  challenge, are lost). The ``jsonrpc`` subprotocol is accepted when the client offers it; a client that offers
   none is served too.
 - **Frames.** A text frame (or a binary one: its bytes are read as UTF-8 JSON text) is read by the core as a POST's
   body is, with the same limits (``max_body_bytes`` per frame, ``max_depth``, ``max_batch``); a frame that cannot
@@ -22,13 +23,15 @@ the concurrent engine (``docs/semantics.md``, "WebSocket"):
   (MCP) cancel a request in flight (:class:`~rpcwire._in_flight.InFlight`): an async handler's task is cancelled,
   a sync handler sees ``current_request().cancelled``; answered -32800 (LSP) or not at all (MCP).
 - **The end.** When the client goes away (or sends its close frame), the requests in flight are cancelled (their
-  answers go nowhere), and the app returns once their tasks ended (``EXIT_GRACE`` at most).
-- **Backpressure.** A client that sends without reading is read no further (``receive`` is not called, so the
-  server stops reading its socket) while ``2 * max_concurrency`` requests are read and unanswered, or while more
-  than ``_PAUSE_BYTES`` wait to be sent. The messages waiting to be sent are held in one queue; the ASGI server's
-  ``send`` waits while its transport's buffer is full. Beyond ``max_queued_bytes`` waiting (a handler that keeps
-  notifying a client that does not read), the connection is closed with 1008, logged at WARNING on the
-  ``rpcwire`` logger, and what is in flight is cancelled.
+  answers go nowhere), and the app returns once their tasks ended (``EXIT_GRACE`` at most). While reading is
+  paused (below), one ``receive`` stays pending so that this is still seen; a frame it gets is held, the next to
+  be served, and a client that leaves after sending it is seen once there is room again.
+- **Backpressure.** A client that sends without reading is read no further (beyond that one held frame,
+  ``receive`` is not called, so the server stops reading its socket) while ``2 * max_concurrency`` requests are
+  read and unanswered, or while more than ``_PAUSE_BYTES`` wait to be sent. The messages waiting to be sent are
+  held in one queue; the ASGI server's ``send`` waits while its transport's buffer is full. Beyond
+  ``max_queued_bytes`` waiting (a handler that keeps notifying a client that does not read), the connection is
+  closed with 1008, logged at WARNING on the ``rpcwire`` logger, and what is in flight is cancelled.
 """
 
 from __future__ import annotations
@@ -177,6 +180,10 @@ async def refuse(scope: dict[str, Any], send: Send, refusal: _Refusal | None) ->
         await send({"type": "websocket.close", "code": _POLICY_VIOLATION})
 
 
+class _ClientGone(Exception):
+    """The client went away while reading was paused (seen by the ``receive`` pending meanwhile)."""
+
+
 class _Notifications:
     """Where a request context writes its notifications: encoded at once (by the core, on the handler's thread,
     so that one the encoder refuses raises in the handler), then queued to be sent, from any thread."""
@@ -220,6 +227,7 @@ class _Connection:
         self.sending = False  # a message is in the server's send: by the sender task, or by a request's own
         self.wake_sender = asyncio.Event()
         self.room = asyncio.Event()  # the reader waits on it while reading is paused
+        self.held: asyncio.Task[dict[str, Any]] | None = None  # the one receive() pending while reading is paused
         self.sent_up_to: list[tuple[int, asyncio.Future[None]]] = []  # notifications waiting for earlier answers
         self.stop: asyncio.Future[int | None] = self.loop.create_future()  # a close code, or None: the client left
         self.failure: BaseException | None = None  # a handler's BaseException: raised once the connection is closed
@@ -243,6 +251,9 @@ class _Connection:
             self.cancel_in_flight()
             sender.cancel()
             await asyncio.gather(reader, sender, return_exceptions=True)
+            if self.held is not None:  # a receive() made while reading was paused, never awaited by the reader
+                self.held.cancel()
+                await asyncio.gather(self.held, return_exceptions=True)
             if self.tasks:
                 await asyncio.wait(self.tasks, timeout=EXIT_GRACE)
             if code is not None:
@@ -266,23 +277,50 @@ class _Connection:
     async def read(self) -> None:
         """The client's frames, each served before the next is read; reading pauses while there is no room."""
         receive, endpoint = self.receive, self.endpoint
-        while True:
-            while self.admitted >= self.max_admitted or self.queued_bytes > self.pause_bytes:
-                self.room.clear()
+        try:
+            while True:
+                if self.reading_paused():
+                    await self.until_room(self.reading_paused)
+                event = await self.held if self.held is not None else await receive()
+                self.held = None
+                kind = event["type"]
+                if kind == "websocket.disconnect":
+                    return
+                if kind != "websocket.receive":
+                    continue
+                text = event.get("text")
+                message = endpoint.read(text.encode() if text is not None else event.get("bytes") or b"")
+                if type(message) is Request and not message.is_notification:  # the common case: room was waited for
+                    self.start(message, self.put)
+                    continue
+                for request, deliver in each_request(message, self.put):
+                    await self.dispatch(request, deliver)
+        except _ClientGone:
+            return
+
+    def reading_paused(self) -> bool:
+        """Too many requests read and unanswered, or too much waiting to be sent: the client is read no further."""
+        return self.admitted >= self.max_admitted or self.queued_bytes > self.pause_bytes
+
+    async def until_room(self, full: Callable[[], bool]) -> None:
+        """Until ``full()`` is false, with one ``receive`` pending meanwhile (:attr:`held`), so that a client that
+        goes away while reading is paused is seen to (:class:`_ClientGone`: the connection ends, and what is in
+        flight is cancelled). A frame it gets is held, the next to be served: one frame at most, so backpressure
+        holds (a client gone after that frame is seen once there is room again, or when a ``send`` fails)."""
+        while full():
+            self.room.clear()
+            if self.held is None:
+                self.held = self.loop.create_task(_received(self.receive))
+            if self.held.done():  # a frame is held: only room is waited for
                 await self.room.wait()
-            event = await receive()
-            kind = event["type"]
-            if kind == "websocket.disconnect":
-                return
-            if kind != "websocket.receive":
                 continue
-            text = event.get("text")
-            message = endpoint.read(text.encode() if text is not None else event.get("bytes") or b"")
-            if type(message) is Request and not message.is_notification:  # the common case: room was waited for
-                self.start(message, self.put)
-                continue
-            for request, deliver in each_request(message, self.put):
-                await self.dispatch(request, deliver)
+            room = self.loop.create_task(self.room.wait())
+            try:
+                await asyncio.wait((room, self.held), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                room.cancel()
+            if self.held.done() and self.held.result()["type"] == "websocket.disconnect":
+                raise _ClientGone
 
     async def dispatch(self, request: Request, deliver: Deliver) -> None:
         if request.is_notification:
@@ -291,9 +329,8 @@ class _Connection:
                 await self.run_notification(request, self.context(request))
             deliver(None)
             return
-        while self.admitted >= self.max_admitted:  # a batch's requests, each admitted in turn
-            self.room.clear()
-            await self.room.wait()
+        if self.admitted >= self.max_admitted:  # a batch's requests, each admitted in turn
+            await self.until_room(lambda: self.admitted >= self.max_admitted)
         self.start(request, deliver)
 
     async def until_sent(self) -> None:
@@ -437,6 +474,11 @@ class _Connection:
         self.sent += 1
         if self.sent_up_to:
             self.sent_up_to = _release(self.sent_up_to, self.sent)
+
+
+async def _received(receive: Receive) -> dict[str, Any]:
+    """``receive()`` in a coroutine: a server's ``receive`` may return an awaitable that is not one (granian)."""
+    return await receive()
 
 
 def _release(waiting: Iterable[tuple[int, asyncio.Future[None]]], sent: int) -> list[tuple[int, asyncio.Future[None]]]:

@@ -960,11 +960,12 @@ class ASGIApp:
     has a request context (``current_request()``; its notifications go nowhere without server-sent events).
     Lifespan events are acknowledged; other scope types are refused.
 
-    A ``websocket`` scope is served too (``websocket=False``: refused, 403): one JSON-RPC message or batch per
-    frame, requests run concurrently (at most ``max_concurrency`` per connection) and answered as they finish,
-    with notifications and progress sent while a request runs, cancellation in both dialects, the same limits
-    and ``Host``/``Origin`` checks as a POST; beyond ``max_queued_bytes`` waiting to be sent to a client that
-    does not read, the connection is closed (1008). See docs/guides/websocket.md.
+    With ``websocket=True`` a ``websocket`` scope is served too (off by default: refused, 403, so that an app
+    mounted behind ASGI middleware that checks only ``http`` scopes gains no entry point it skips): one JSON-RPC
+    message or batch per frame, requests run concurrently (at most ``max_concurrency`` per connection) and
+    answered as they finish, with notifications and progress sent while a request runs, cancellation in both
+    dialects, the same limits and ``Host``/``Origin`` checks as a POST; beyond ``max_queued_bytes`` waiting to be
+    sent to a client that does not read, the connection is closed (1008). See docs/guides/websocket.md.
 
     ``authenticate`` may be ``async def`` here (a sync one runs on the loop: it must not block).
     """
@@ -980,7 +981,7 @@ class ASGIApp:
         max_batch: int | None = DEFAULT_MAX_BATCH,
         run_sync_inline: bool = False,
         expose_errors: bool = False,
-        websocket: bool = True,
+        websocket: bool = False,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES,
         authenticate: Authenticate | None = None,

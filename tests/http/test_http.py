@@ -509,7 +509,7 @@ def test_asgi_lifespan_and_other_scopes() -> None:
     app = ASGIApp(HANDLER)
     asyncio.run(app({"type": "lifespan"}, receive, send))
     assert sent == [{"type": "lifespan.startup.complete"}, {"type": "lifespan.shutdown.complete"}]
-    with pytest.raises(ValueError, match="webtransport"):  # websocket scopes are served: tests/http/test_websocket.py
+    with pytest.raises(ValueError, match="webtransport"):  # websocket scopes: tests/http/test_websocket.py
         asyncio.run(app({"type": "webtransport"}, receive, send))
 
 

@@ -97,6 +97,15 @@ async def flood(name):
         raise
 
 
+async def hangs(name):
+    note(name, "started")
+    try:
+        await asyncio.sleep(3600)  # never ends: only a cancellation ends it
+    except asyncio.CancelledError:
+        note(name, "cancelled")
+        raise
+
+
 def sync_waits(name):
     context = current_request()
     context.notify("started", {"name": name})
@@ -132,11 +141,13 @@ app = ASGIApp(
     ),
     max_body_bytes=1000,
     max_batch=3,
+    websocket=True,
 )
-sync_app = ASGIApp(methods({"waits": sync_waits, "release": sync_release, "report": sync_report}))
-bounded_app = ASGIApp(methods({"big": big, "count": count}), max_concurrency=2)
-flood_app = ASGIApp(methods({"flood": flood, "report": report}), max_queued_bytes=256 * 1024)
-closed_app = ASGIApp(methods({"add": add}), websocket=False)
+sync_app = ASGIApp(methods({"waits": sync_waits, "release": sync_release, "report": sync_report}), websocket=True)
+bounded_app = ASGIApp(methods({"big": big, "count": count}), max_concurrency=2, websocket=True)
+paused_app = ASGIApp(methods({"hangs": hangs, "report": report}), max_concurrency=1, websocket=True)
+flood_app = ASGIApp(methods({"flood": flood, "report": report}), max_queued_bytes=256 * 1024, websocket=True)
+closed_app = ASGIApp(methods({"add": add}))  # websocket off: the default
 
 
 async def who():
@@ -153,11 +164,12 @@ def token_user(info):
     return "alice"
 
 
-authenticated_app = ASGIApp(methods({"who": who}), authenticate=token_user)
+authenticated_app = ASGIApp(methods({"who": who}), authenticate=token_user, websocket=True)
 APPS = {
     "/": app,
     "/sync": sync_app,
     "/bounded": bounded_app,
+    "/paused": paused_app,
     "/flood": flood_app,
     "/closed": closed_app,
     "/authenticated": authenticated_app,
@@ -350,6 +362,34 @@ def test_a_connection_that_closes_cancels_what_is_in_flight(server: tuple[str, s
     run(main())
 
 
+def test_a_connection_that_closes_while_reading_is_paused_cancels_what_is_in_flight(server: tuple[str, str]) -> None:
+    """``max_concurrency=1``: two calls that never end fill the connection (``2 * max_concurrency`` unanswered), so
+    its frames are read no further; the client's close is still seen, and both are cancelled: the running one, and
+    the one waiting for its turn, which never runs (not even once the first is gone)."""
+    url, kind = server
+    running, waiting = f"paused-running-{kind}", f"paused-waiting-{kind}"
+
+    async def report(name: str) -> Any:
+        return await call(url + "/paused", "report", {"name": name})
+
+    async def main() -> None:
+        async with connect(url + "/paused") as ws:
+            await ws.send(message("hangs", {"name": running}, 1))
+            await ws.send(message("hangs", {"name": waiting}, 2))
+            assert await until(lambda: report(running)) == ["started"]
+        # closed (by the client's close frame) while reading was paused
+        assert await until(lambda: _cancelled(report(running))) == ["started", "cancelled"]
+        assert await report(waiting) == []  # cancelled while it waited for its turn: never ran
+
+    run(main())
+
+
+async def _cancelled(reported: Any) -> Any:
+    """What ``reported`` (a ``report`` call) gives once it says ``"cancelled"``, else ``None``."""
+    value = await reported
+    return value if "cancelled" in value else None
+
+
 def test_host_and_origin_are_checked_before_the_handshake(server: tuple[str, str]) -> None:
     url, _ = server
     port = int(url.rpartition(":")[2])
@@ -365,7 +405,7 @@ def test_host_and_origin_are_checked_before_the_handshake(server: tuple[str, str
 
     assert handshake("Host: evil.example\r\n").split()[1] == b"421"
     assert handshake(f"Host: 127.0.0.1:{port}\r\n").split()[1] == b"101"
-    assert handshake(f"Host: 127.0.0.1:{port}\r\n", "/closed").split()[1] == b"403"  # websocket=False
+    assert handshake(f"Host: 127.0.0.1:{port}\r\n", "/closed").split()[1] == b"403"  # websocket off (the default)
 
     async def main() -> None:
         with pytest.raises(InvalidStatus) as refused:
@@ -474,7 +514,7 @@ def test_without_the_http_response_extension_a_refusal_is_a_close_before_the_acc
 
         scope = {"type": "websocket", "path": "/", "headers": headers, "subprotocols": subprotocols}
         scope |= {"server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 50000), "scheme": "ws"}
-        asyncio.run(ASGIApp(rpcwire.methods({}))(scope, receive, send))
+        asyncio.run(ASGIApp(rpcwire.methods({}), websocket=True)(scope, receive, send))
         return sent
 
     host = (b"host", b"127.0.0.1:8000")
@@ -483,6 +523,67 @@ def test_without_the_http_response_extension_a_refusal_is_a_close_before_the_acc
     accepted = {"type": "websocket.accept", "subprotocol": "jsonrpc"}
     assert sent_for([host, (b"origin", b"http://127.0.0.1:8000")], ["other", "jsonrpc"]) == [accepted]
     assert sent_for([host], ["other"]) == [{"type": "websocket.accept", "subprotocol": None}]
+
+
+@pytest.mark.parametrize("extensions", [None, {"websocket.http.response": {}}])
+@pytest.mark.parametrize("keywords", [{}, {"websocket": False}], ids=["default", "websocket=False"])
+def test_websocket_is_off_by_default(extensions: dict[str, Any] | None, keywords: dict[str, Any]) -> None:
+    """Without ``websocket=True`` a handshake is refused as ``websocket=False`` refuses it: a close before the
+    accept (403 by the server), even where the server takes an HTTP response; nothing else is read or sent."""
+    from rpcwire.http import ASGIApp
+
+    sent: list[dict[str, Any]] = []
+    events = iter([{"type": "websocket.connect"}, {"type": "websocket.disconnect", "code": 1000}])
+
+    async def receive() -> dict[str, Any]:
+        return next(events)
+
+    async def send(event: dict[str, Any]) -> None:
+        sent.append(event)
+
+    scope = {"type": "websocket", "path": "/", "headers": [(b"host", b"127.0.0.1:8000")], "subprotocols": []}
+    scope |= {"server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 50000), "scheme": "ws", "extensions": extensions}
+    asyncio.run(ASGIApp(rpcwire.methods({}), **keywords)(scope, receive, send))
+    assert sent == [{"type": "websocket.close", "code": 1008}]
+
+
+def test_the_hooks_guides_starlette_recipe_checks_websocket_handshakes_too() -> None:
+    """docs/guides/hooks.md's ``RequireApiKey`` middleware, as written: a handshake without the key is refused by
+    it (401 where the server takes an HTTP response, else a close before the accept); with the key the handshake
+    reaches the app (here one without ``websocket=True``: rpcwire refuses it)."""
+    import re
+
+    from support import ROOT
+
+    testclient = pytest.importorskip("starlette.testclient")
+    from starlette.websockets import WebSocketDisconnect
+
+    guide = (ROOT / "docs" / "guides" / "hooks.md").read_text(encoding="utf-8")
+    recipe = re.search(r"<!-- test: starlette -->\n```python\n(?P<body>.*?)\n```", guide, re.DOTALL)
+    assert recipe is not None
+    namespace: dict[str, Any] = {"handler": rpcwire.methods({})}
+    exec(compile(recipe["body"], "hooks.md:starlette", "exec"), namespace)
+    with testclient.TestClient(namespace["app"]) as client:
+        with pytest.raises(testclient.WebSocketDenialResponse) as refused, client.websocket_connect("/rpc/"):
+            pass
+        assert (refused.value.status_code, refused.value.headers["www-authenticate"]) == (401, "ApiKey")
+        key = {"X-Api-Key": "k-123"}  # past the middleware: rpcwire's close before the accept
+        with pytest.raises(WebSocketDisconnect) as passed, client.websocket_connect("/rpc/", headers=key):
+            pass
+        assert passed.value.code == 1008
+
+    sent: list[dict[str, Any]] = []
+    events = iter([{"type": "websocket.connect"}])
+
+    async def receive() -> dict[str, Any]:
+        return next(events)
+
+    async def send(event: dict[str, Any]) -> None:
+        sent.append(event)
+
+    scope = {"type": "websocket", "path": "/rpc/", "headers": [(b"host", b"testserver")], "subprotocols": []}
+    asyncio.run(namespace["app"](scope, receive, send))  # a server without websocket.http.response
+    assert sent == [{"type": "websocket.close"}]
 
 
 def test_the_websocket_keywords_are_checked() -> None:
