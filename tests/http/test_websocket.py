@@ -497,25 +497,34 @@ def test_a_client_that_does_not_read_while_a_handler_keeps_notifying_is_closed(s
     run(main())
 
 
+def _handshake(
+    app: Any, headers: list[tuple[bytes, bytes]], subprotocols: list[str], extensions: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """In process: what ``app`` sends for a handshake from 127.0.0.1 to 127.0.0.1:8000 that then disconnects."""
+    sent: list[dict[str, Any]] = []
+    events = iter([{"type": "websocket.connect"}, {"type": "websocket.disconnect", "code": 1000}])
+
+    async def receive() -> dict[str, Any]:
+        return next(events)
+
+    async def send(event: dict[str, Any]) -> None:
+        sent.append(event)
+
+    scope = {"type": "websocket", "path": "/", "headers": headers, "subprotocols": subprotocols}
+    scope |= {"server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 50000), "scheme": "ws"}
+    if extensions is not None:
+        scope["extensions"] = extensions
+    asyncio.run(app(scope, receive, send))
+    return sent
+
+
 def test_without_the_http_response_extension_a_refusal_is_a_close_before_the_accept() -> None:
     """In process: a server that offers no ``websocket.http.response`` gets ``websocket.close``, which it answers
     403; the handshake it accepts offers ``jsonrpc`` only when the client asked for it."""
     from rpcwire.http import ASGIApp
 
     def sent_for(headers: list[tuple[bytes, bytes]], subprotocols: list[str]) -> list[dict[str, Any]]:
-        sent: list[dict[str, Any]] = []
-        events = iter([{"type": "websocket.connect"}, {"type": "websocket.disconnect", "code": 1000}])
-
-        async def receive() -> dict[str, Any]:
-            return next(events)
-
-        async def send(event: dict[str, Any]) -> None:
-            sent.append(event)
-
-        scope = {"type": "websocket", "path": "/", "headers": headers, "subprotocols": subprotocols}
-        scope |= {"server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 50000), "scheme": "ws"}
-        asyncio.run(ASGIApp(rpcwire.methods({}), websocket=True)(scope, receive, send))
-        return sent
+        return _handshake(ASGIApp(rpcwire.methods({}), websocket=True), headers, subprotocols)
 
     host = (b"host", b"127.0.0.1:8000")
     assert sent_for([host, (b"origin", b"http://evil.example")], []) == [{"type": "websocket.close", "code": 1008}]
@@ -532,18 +541,7 @@ def test_websocket_is_off_by_default(extensions: dict[str, Any] | None, keywords
     accept (403 by the server), even where the server takes an HTTP response; nothing else is read or sent."""
     from rpcwire.http import ASGIApp
 
-    sent: list[dict[str, Any]] = []
-    events = iter([{"type": "websocket.connect"}, {"type": "websocket.disconnect", "code": 1000}])
-
-    async def receive() -> dict[str, Any]:
-        return next(events)
-
-    async def send(event: dict[str, Any]) -> None:
-        sent.append(event)
-
-    scope = {"type": "websocket", "path": "/", "headers": [(b"host", b"127.0.0.1:8000")], "subprotocols": []}
-    scope |= {"server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 50000), "scheme": "ws", "extensions": extensions}
-    asyncio.run(ASGIApp(rpcwire.methods({}), **keywords)(scope, receive, send))
+    sent = _handshake(ASGIApp(rpcwire.methods({}), **keywords), [(b"host", b"127.0.0.1:8000")], [], extensions)
     assert sent == [{"type": "websocket.close", "code": 1008}]
 
 

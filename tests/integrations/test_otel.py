@@ -104,24 +104,29 @@ def test_stdio_serve_in_each_core(impl: ModuleType, spans: tuple[TracerProvider,
     assert trace.get_current_span() is trace.INVALID_SPAN  # nothing left attached after the calls
 
 
-def test_wsgi_under_wsgiref_continues_the_traceparent_header(
-    spans: tuple[TracerProvider, InMemorySpanExporter],
-) -> None:
-    provider, exporter = spans
+def _served_under_wsgiref(provider: TracerProvider, body: bytes, **headers: str) -> None:
+    """``body`` POSTed (with ``headers``) to the instrumented handler under wsgiref; its answer is 3."""
     app = WSGIApp(otel.instrument(_handler(provider), tracer_provider=provider))
     server = wsgiref.simple_server.make_server("127.0.0.1", 0, app, handler_class=_Quiet)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         response = requests.post(
             f"http://127.0.0.1:{server.server_port}/rpc",
-            data=request("add", [1, 2], id=1),
-            headers={"Content-Type": "application/json", "traceparent": TRACEPARENT, "tracestate": "vendor=x"},
+            data=body,
+            headers={"Content-Type": "application/json", **headers},
             timeout=30,
         )
         assert response.json()["result"] == 3
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_wsgi_under_wsgiref_continues_the_traceparent_header(
+    spans: tuple[TracerProvider, InMemorySpanExporter],
+) -> None:
+    provider, exporter = spans
+    _served_under_wsgiref(provider, request("add", [1, 2], id=1), traceparent=TRACEPARENT, tracestate="vendor=x")
     add = _by_name(exporter)["add"]
     assert format(add.context.trace_id, "032x") == TRACE_ID
     assert format(add.parent.span_id, "016x") == PARENT_ID
@@ -133,20 +138,8 @@ def test_a_tracestate_header_goes_only_with_the_traceparent_header(
 ) -> None:
     """The trace context of ``params._meta`` is continued without the headers' ``tracestate`` (another trace's)."""
     provider, exporter = spans
-    app = WSGIApp(otel.instrument(_handler(provider), tracer_provider=provider))
-    server = wsgiref.simple_server.make_server("127.0.0.1", 0, app, handler_class=_Quiet)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        response = requests.post(
-            f"http://127.0.0.1:{server.server_port}/rpc",
-            data=request("add", {"a": 1, "b": 2, "_meta": {"traceparent": TRACEPARENT}}, id=1),
-            headers={"Content-Type": "application/json", "tracestate": "vendor=x"},
-            timeout=30,
-        )
-        assert response.json()["result"] == 3
-    finally:
-        server.shutdown()
-        server.server_close()
+    body = request("add", {"a": 1, "b": 2, "_meta": {"traceparent": TRACEPARENT}}, id=1)
+    _served_under_wsgiref(provider, body, tracestate="vendor=x")
     add = _by_name(exporter)["add"]
     assert format(add.context.trace_id, "032x") == TRACE_ID
     assert add.context.trace_state.get("vendor") is None
