@@ -381,6 +381,8 @@ def _own_doc(cls: type) -> str | None:
     doc = cls.__dict__.get("__doc__")
     if not doc or (dataclasses.is_dataclass(cls) and doc.startswith(cls.__name__ + "(")):
         return None  # a dataclass without a docstring gets its signature as one
+    if issubclass(cls, enum.Enum) and doc == "An enumeration.":
+        return None  # what Python 3.10 gives an Enum without a docstring
     return inspect.cleandoc(doc)
 
 

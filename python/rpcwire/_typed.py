@@ -314,10 +314,9 @@ class _Compiler:
             annotation = self.safe(hint)
             # Required/NotRequired read here too: __required_keys__ misses them in string annotations (3.11).
             is_required = key in tp.__required_keys__  # type: ignore[attr-defined]
-            while typing.get_origin(annotation) in _KEY_QUALIFIERS:
-                qualifier = typing.get_origin(annotation)
-                if qualifier is _REQUIRED or qualifier is _NOT_REQUIRED:
-                    is_required = qualifier is _REQUIRED
+            while (qualifier := _key_qualifier(annotation)) is not None:
+                if qualifier != "ReadOnly":
+                    is_required = qualifier == "Required"
                 annotation = typing.get_args(annotation)[0]
             members.append((key, annotation, is_required))
         return self.members(tp, members, None)
@@ -363,11 +362,11 @@ def _forward(cell: list[Checker]) -> Checker:
     return forward
 
 
-_REQUIRED = getattr(typing, "Required", None)
-_NOT_REQUIRED = getattr(typing, "NotRequired", None)
-_KEY_QUALIFIERS = frozenset(
-    getattr(typing, name) for name in ("Required", "NotRequired", "ReadOnly") if hasattr(typing, name)
-)
+def _key_qualifier(annotation: Any) -> str | None:
+    """``"Required"``, ``"NotRequired"`` or ``"ReadOnly"`` for a TypedDict key's qualifier, else ``None``. By
+    name: ``typing``'s (3.11+) and ``typing_extensions``' (what 3.10 has) are different objects."""
+    name = getattr(typing.get_origin(annotation), "_name", None)
+    return name if name in ("Required", "NotRequired", "ReadOnly") else None
 
 
 def _int(value: Any) -> Any:

@@ -14,7 +14,7 @@ import sys
 import textwrap
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Annotated, Any, Literal, NewType, NotRequired, Optional, Required, TypedDict, Union
+from typing import Annotated, Any, Literal, NewType, Optional, Union
 
 import pydantic
 import pydantic_core
@@ -24,6 +24,11 @@ from rpcwire._typed import GOT_LENGTH, MAX_ERRORS
 from support.messages import answers, err, ok, request
 from support.processes import QUIET_STDERR, child_env
 from support.serving import served, transport_for
+
+if sys.version_info >= (3, 11):
+    from typing import NotRequired, Required, TypedDict
+else:  # 3.10's typing has neither qualifier: typing_extensions' (pydantic's dependency), which users there have
+    from typing_extensions import NotRequired, Required, TypedDict
 
 INVALID = rpcwire.ERR_INVALID_PARAMS
 
