@@ -579,22 +579,13 @@ def dump(value: Any) -> Any:
     (the same object where nothing changed: no deep copy)."""
     kind = type(value)
     if kind in _PLAIN:
-        if kind is list:
-            out = value
-            for index, element in enumerate(value):
+        if kind is list or kind is dict:
+            out = value  # copied (list or dict alike) at the first element that changes
+            for key, element in enumerate(value) if kind is list else value.items():
                 converted = dump(element)
                 if converted is not element:
                     if out is value:
-                        out = list(value)
-                    out[index] = converted
-            return out
-        if kind is dict:
-            out = value
-            for key, element in value.items():
-                converted = dump(element)
-                if converted is not element:
-                    if out is value:
-                        out = dict(value)
+                        out = kind(value)
                     out[key] = converted
             return out
         return value
