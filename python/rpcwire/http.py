@@ -312,6 +312,24 @@ def _is_address(name: str) -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=256)
+def _may_be_loopback(address: str) -> bool:
+    """Whether a socket address a server reports (its own or the client's) may be a loopback one: a loopback
+    address or ``localhost``, or one that cannot be read. Fails closed: PyPy's sockets made from an inherited
+    file descriptor (``uvicorn --fd``, ``gunicorn -b fd://``, systemd socket activation) report undecoded bytes,
+    and such an address must not let a rebound name through. An IP address, a host name, a Unix socket's path
+    and ``""`` (a Unix socket's peer, as gunicorn reports it) are read as what they are."""
+    if _is_loopback(address):
+        return True
+    readable = (
+        address == ""
+        or address.startswith("/")
+        or _is_address(address)
+        or _HOST_NAME.fullmatch(address.lower()) is not None
+    )
+    return not readable
+
+
 class _HostRule:
     """One entry of ``allowed_hosts``: ``name`` (any port), ``name:port`` (that port only), ``*.domain``
     (any name under ``domain``, not ``domain`` itself, any port), IPv6 literals in brackets (``[::1]:8000``)."""
@@ -358,7 +376,9 @@ class _Hosts:
         if self.any:
             return True
         if self.auto:
-            local = (server is not None and _is_loopback(server)) or (client is not None and _is_loopback(client))
+            local = (server is not None and _may_be_loopback(server)) or (
+                client is not None and _may_be_loopback(client)
+            )
             # No Host at all: not a browser (which always sends one), so not a rebinding.
             return not local or host is None or _is_loopback(host)
         return host is not None and self._listed(host)

@@ -375,6 +375,14 @@ def test_a_rebound_page_is_refused(server: Callable[..., Reply]) -> None:
         (("::", "::ffff:127.0.0.1"), 421),  # an IPv4 client of a dual-stack socket
         (("192.0.2.1", "192.0.2.7"), 200),  # not over loopback: any Host (set allowed_hosts there)
         (("0.0.0.0", "192.0.2.7"), 200),
+        # Unreadable addresses fail closed: PyPy's sockets made from an inherited fd report undecoded bytes
+        # (uvicorn --fd: both; gunicorn -b fd://: REMOTE_ADDR, its SERVER_NAME taken from the Host).
+        (("\udcdf\udcff\x7f", "\udcb3<\x7f"), 421),
+        (("evil.example", "\udcb3<\x7f"), 421),
+        (("192.0.2.1", "\x00"), 421),
+        # A Unix socket behind a proxy: its path, and "" for its peer (gunicorn), are not loopback addresses.
+        (("/run/rpc.sock", ""), 200),
+        (("rpc.example.com", ""), 200),
     ],
 )
 def test_the_default_looks_at_where_the_request_came(
