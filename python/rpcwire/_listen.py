@@ -20,6 +20,7 @@ import contextlib
 import io
 import itertools
 import logging
+import math
 import os
 import re
 import select
@@ -122,11 +123,17 @@ def _sniff(connection: socket.socket, idle_timeout: float | None) -> Sniffed | N
         connection.settimeout(None)
 
 
+_HAS_POLL = hasattr(select, "poll")
+
+
 def _readable(connection: socket.socket, timeout: float | None) -> bool:
     """Whether ``connection`` has something to read (bytes, or its end) within ``timeout`` seconds."""
-    poller = select.poll()
-    poller.register(connection, select.POLLIN)
-    return bool(poller.poll(None if timeout is None else max(0, int(timeout * 1000))))
+    if _HAS_POLL:  # not select.select: a descriptor above FD_SETSIZE (a busy server's) is out of its range
+        poller = select.poll()
+        poller.register(connection, select.POLLIN)
+        return bool(poller.poll(None if timeout is None else max(0, math.ceil(timeout * 1000))))
+    # Windows: no poll, but its select waits on sockets, with no limit on a descriptor's value.
+    return bool(select.select([connection], [], [], None if timeout is None else max(0.0, timeout))[0])
 
 
 # --- a stream connection: served by rpcwire.serve over the socket --------------------------------------------
@@ -166,8 +173,6 @@ class _IdleReader(io.RawIOBase):
         self._connection = connection
         self._activity = activity
         self._timeout = timeout
-        self._poller = select.poll()
-        self._poller.register(connection, select.POLLIN)
 
     def readable(self) -> bool:
         return True
@@ -181,7 +186,7 @@ class _IdleReader(io.RawIOBase):
                     logger.debug("--listen: a connection idle for %g s closed", self._timeout)
                     return 0
                 left = self._timeout  # a call in flight: its end is activity, and the wait starts again then
-            if self._poller.poll(int(left * 1000) + 1):
+            if _readable(self._connection, left):
                 break
         count = self._connection.recv_into(buffer)
         activity.last = time.monotonic()

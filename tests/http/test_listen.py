@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import rpcwire
+import rpcwire._listen
 import rpcwire.pure
 from rpcwire._listen import framing_of
 from support.processes import announced_server, rpcwire_command, run_rpcwire
@@ -231,6 +232,30 @@ def test_http_streams_progress_as_server_sent_events(port: int) -> None:
 )
 def test_framing_is_told_from_the_first_bytes(first: bytes, framing: str | None) -> None:
     assert framing_of(first) == framing
+
+
+@pytest.mark.parametrize("poll", [True, False], ids=["poll", "select"])
+def test_a_connection_is_watched_with_or_without_poll(monkeypatch: pytest.MonkeyPatch, poll: bool) -> None:
+    """Where there is no ``select.poll`` (Windows) ``--listen`` waits with ``select``, on sockets: the same
+    answers, nothing to read, bytes, the end; and an idle stream connection ends after its timeout."""
+    monkeypatch.setattr(rpcwire._listen, "_HAS_POLL", poll)
+    left, right = socket.socketpair()
+    with left, right:
+        assert not rpcwire._listen._readable(right, 0.01)
+        left.sendall(b"x")
+        assert rpcwire._listen._readable(right, None)
+        assert right.recv(1) == b"x"
+        activity = rpcwire._listen._Activity(lambda method, params: None)
+        idle = rpcwire._listen._IdleReader(right, activity, timeout=0.05)
+        left.sendall(b"abc")
+        buffer = bytearray(8)
+        assert idle.readinto(buffer) == 3
+        assert bytes(buffer[:3]) == b"abc"
+        started = time.monotonic()
+        assert idle.readinto(buffer) == 0  # nothing came for the timeout: the input ends
+        assert time.monotonic() - started >= 0.04
+        left.shutdown(socket.SHUT_WR)
+        assert rpcwire._listen._readable(right, 0)  # the end is readable too
 
 
 def test_the_pure_core_reads_content_length_over_a_socket_too() -> None:
