@@ -77,6 +77,9 @@ pub(crate) struct Reader {
     /// The stream's bound method for `method`, looked up once rather than on every read.
     read: Py<PyAny>,
     chunk: Py<PyByteArray>,
+    /// Whether the bytes read into `chunk` are zeroed once copied: not for the `io` streams that
+    /// fill what they say they filled (see [`honest_reader`]).
+    zero_after_read: bool,
     /// The bytes read and not yet handed out, split by the transport's framing.
     decoder: Decoder,
 }
@@ -87,6 +90,7 @@ impl Reader {
         let method = read_method(py, &stream)?;
         Ok(Self {
             method,
+            zero_after_read: !honest_reader(py, &stream)?,
             read: stream.getattr(method.name())?.unbind(),
             stream: stream.unbind(),
             chunk: PyByteArray::new(py, &vec![0; READ_CHUNK]).unbind(),
@@ -129,6 +133,23 @@ impl Reader {
             if !self.fill(py)? {
                 self.decoder.close();
             }
+        }
+    }
+
+    /// As [`next_line`](Self::next_line), without reading: `None` when no whole line (or frame, or
+    /// dropped message) is buffered and the input has not ended, so that the caller can first do what
+    /// must come before a read that may block. One search of the buffer, where `has_line` and then
+    /// `next_line` would search it twice.
+    pub(crate) fn buffered_line(&mut self, line: &mut Vec<u8>, skip_blank: bool) -> Option<Next> {
+        let closed = self.decoder.is_closed();
+        match self.decoder.next(skip_blank) {
+            Some(Decoded::Message(message)) => {
+                line.clear();
+                line.extend_from_slice(message);
+                Some(Next::Line)
+            }
+            Some(Decoded::Dropped(dropped)) => Some(Next::Dropped(dropped)),
+            None => closed.then_some(Next::End),
         }
     }
 
@@ -178,7 +199,9 @@ impl Reader {
                 self.decoder.feed(filled);
                 // Zeroed once copied: a stream that claims more than it filled gets zeros (a
                 // -32700), never the bytes of an earlier read served again.
-                filled.fill(0);
+                if self.zero_after_read {
+                    filled.fill(0);
+                }
                 Ok(count > 0)
             }
             // `readline` is bounded too, so that an endless line is never held whole.
@@ -210,12 +233,63 @@ fn checked_count(count: &Bound<'_, PyAny>, method: &str, most: usize) -> PyResul
     }
 }
 
+/// Whether `stream` is an `io` stream whose `readinto`/`readinto1` fill every byte they count: a
+/// `BytesIO`, a `FileIO`, or a `BufferedReader` (`sys.stdin.buffer`, a pipe opened with `open`)
+/// over a `FileIO`, exactly (a subclass may count what it does not fill).
+fn honest_reader(py: Python<'_>, stream: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let io = io_types(py)?;
+    let kind = stream.get_type();
+    if kind.is(&io.bytes_io) || kind.is(&io.file_io) {
+        return Ok(true);
+    }
+    if !kind.is(&io.buffered_reader) {
+        return Ok(false);
+    }
+    // A `BufferedReader` hands large reads to its raw stream's `readinto`, into the caller's buffer.
+    Ok(stream.getattr_opt(intern!(py, "raw"))?.is_some_and(|raw| raw.get_type().is(&io.file_io)))
+}
+
+/// Whether `stream`'s `write` always takes all it is given (or raises): a `BytesIO`, a
+/// `BufferedWriter` or a `BufferedRandom`, exactly. Its count need not be read then.
+fn whole_writer(py: Python<'_>, stream: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let io = io_types(py)?;
+    let kind = stream.get_type();
+    Ok(kind.is(&io.bytes_io) || kind.is(&io.buffered_writer) || kind.is(&io.buffered_random))
+}
+
+/// The `io` classes whose behaviour the adapters rely on, looked up once.
+struct IoTypes {
+    bytes_io: Py<PyType>,
+    file_io: Py<PyType>,
+    buffered_reader: Py<PyType>,
+    buffered_writer: Py<PyType>,
+    buffered_random: Py<PyType>,
+}
+
+static IO_TYPES: PyOnceLock<IoTypes> = PyOnceLock::new();
+
+fn io_types(py: Python<'_>) -> PyResult<&IoTypes> {
+    IO_TYPES.get_or_try_init(py, || {
+        let io = py.import("io")?;
+        let get = |name: &str| -> PyResult<Py<PyType>> { Ok(io.getattr(name)?.cast_into::<PyType>()?.unbind()) };
+        Ok(IoTypes {
+            bytes_io: get("BytesIO")?,
+            file_io: get("FileIO")?,
+            buffered_reader: get("BufferedReader")?,
+            buffered_writer: get("BufferedWriter")?,
+            buffered_random: get("BufferedRandom")?,
+        })
+    })
+}
+
 /// The output stream.
 pub(crate) struct Writer {
     /// The stream, and its bound `write` and `flush`, looked up once.
     stream: Py<PyAny>,
     write: Py<PyAny>,
     flush: Option<Py<PyAny>>,
+    /// Whether one `write` always takes all it is given (see [`whole_writer`]).
+    whole_writes: bool,
 }
 
 impl Writer {
@@ -227,7 +301,12 @@ impl Writer {
             }
             flush => flush.map(Bound::unbind),
         };
-        Ok(Self { write: stream.getattr(intern!(py, "write"))?.unbind(), flush, stream: stream.unbind() })
+        Ok(Self {
+            write: stream.getattr(intern!(py, "write"))?.unbind(),
+            flush,
+            whole_writes: whole_writer(py, &stream)?,
+            stream: stream.unbind(),
+        })
     }
 
     /// One `write` of `data` (more only if a raw stream takes part of it), then `flush`.
@@ -238,7 +317,7 @@ impl Writer {
             let rest = data.len() - offset;
             let written = write.call1((PyBytes::new(py, &data[offset..]),))?;
             // Buffered streams take everything; a raw stream may take only part of it.
-            offset += if written.is_none() { rest } else { checked_count(&written, "write", rest)? };
+            offset += if self.whole_writes || written.is_none() { rest } else { checked_count(&written, "write", rest)? };
             if offset < data.len() {
                 // A write to a pipe that a signal interrupts returns what it wrote so far, not
                 // EINTR, so the signal's handler (SIGINT's KeyboardInterrupt) runs here or never.

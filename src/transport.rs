@@ -138,14 +138,14 @@ impl StdioTransport {
         loop {
             // With no complete line buffered, the next read may block: first write what was
             // gathered (without holding the reader, which other threads may ask for).
-            let mut reader = self.reader.lock(py)?;
-            if !reader.has_line(true) {
-                drop(reader);
-                self.write_gathered(py, gathered)?;
-                reader = self.reader.lock(py)?;
-            }
-            let next = reader.next_line(py, &mut line, true)?;
-            drop(reader);
+            let buffered = self.reader.lock(py)?.buffered_line(&mut line, true);
+            let next = match buffered {
+                Some(next) => next,
+                None => {
+                    self.write_gathered(py, gathered)?;
+                    self.reader.lock(py)?.next_line(py, &mut line, true)?
+                }
+            };
             answer.clear();
             match next {
                 Next::End => return Ok(()),
