@@ -12,8 +12,11 @@
 //! weighed and left out: the `readinto1` call is a small part of a round trip (bench/README.md), and
 //! a direct read would have to drain the Python buffer first and redo its signal handling.
 
+use std::mem::MaybeUninit;
+
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyBlockingIOError, PyOSError, PyTypeError};
+use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -76,10 +79,12 @@ pub(crate) struct Reader {
     method: ReadMethod,
     /// The stream's bound method for `method`, looked up once rather than on every read.
     read: Py<PyAny>,
-    chunk: Py<PyByteArray>,
-    /// Whether the bytes read into `chunk` are zeroed once copied: not for the `io` streams that
-    /// fill what they say they filled (see [`honest_reader`]).
-    zero_after_read: bool,
+    /// Whether `readinto1`/`readinto` write straight into the decoder's buffer (through a `memoryview`
+    /// released as soon as the call returns): only for the `io` streams that fill every byte they
+    /// count (see [`honest_reader`]). Other streams read into `chunk`, which is copied and zeroed.
+    direct: bool,
+    /// Made at the first read that needs it.
+    chunk: Option<Py<PyByteArray>>,
     /// The bytes read and not yet handed out, split by the transport's framing.
     decoder: Decoder,
 }
@@ -90,10 +95,10 @@ impl Reader {
         let method = read_method(py, &stream)?;
         Ok(Self {
             method,
-            zero_after_read: !honest_reader(py, &stream)?,
+            direct: honest_reader(py, &stream)?,
             read: stream.getattr(method.name())?.unbind(),
             stream: stream.unbind(),
-            chunk: PyByteArray::new(py, &vec![0; READ_CHUNK]).unbind(),
+            chunk: None,
             decoder,
         })
     }
@@ -185,23 +190,37 @@ impl Reader {
     fn read_once(&mut self, py: Python<'_>) -> PyResult<bool> {
         let read = self.read.bind(py);
         match self.method {
+            ReadMethod::ReadInto1 | ReadMethod::ReadInto if self.direct => {
+                let method = self.method.name();
+                let read_into = |room: &mut [MaybeUninit<u8>]| -> PyResult<usize> {
+                    // SAFETY: `room` is valid for writes of its length for as long as the view is
+                    // used: the view is released before this closure returns, and an honest `io`
+                    // stream keeps no export of it past the call.
+                    let view = unsafe {
+                        let size = ffi::Py_ssize_t::try_from(room.len()).unwrap_or(ffi::Py_ssize_t::MAX);
+                        let view = ffi::PyMemoryView_FromMemory(room.as_mut_ptr().cast(), size, ffi::PyBUF_WRITE);
+                        Bound::from_owned_ptr_or_err(py, view)?
+                    };
+                    let count = read.call1((&view,));
+                    view.call_method0(intern!(py, "release"))?;
+                    counted(&count?, method, room.len())
+                };
+                // SAFETY: an honest stream (`honest_reader`) fills every byte it counts.
+                let count = unsafe { self.decoder.feed_with(READ_CHUNK, read_into)? };
+                Ok(count > 0)
+            }
             ReadMethod::ReadInto1 | ReadMethod::ReadInto => {
-                let chunk = self.chunk.bind(py);
-                let count = read.call1((chunk,))?;
-                if count.is_none() {
-                    return Err(PyBlockingIOError::new_err(
-                        "stdin is non-blocking and had no data; pass a blocking stream",
-                    ));
-                }
-                let count = checked_count(&count, self.method.name(), chunk.len())?;
+                let chunk = match &self.chunk {
+                    Some(chunk) => chunk.bind(py),
+                    None => self.chunk.insert(PyByteArray::new_with(py, READ_CHUNK, |_| Ok(()))?.unbind()).bind(py),
+                };
+                let count = counted(&read.call1((chunk,))?, self.method.name(), chunk.len())?;
                 // SAFETY: no Python code runs while the slice is alive, so the bytearray cannot change.
                 let filled = &mut unsafe { chunk.as_bytes_mut() }[..count];
                 self.decoder.feed(filled);
                 // Zeroed once copied: a stream that claims more than it filled gets zeros (a
                 // -32700), never the bytes of an earlier read served again.
-                if self.zero_after_read {
-                    filled.fill(0);
-                }
+                filled.fill(0);
                 Ok(count > 0)
             }
             // `readline` is bounded too, so that an endless line is never held whole.
@@ -219,6 +238,15 @@ impl Reader {
         }
         Ok(data.len()? > 0)
     }
+}
+
+/// The count a `readinto1`/`readinto` returned, checked as [`checked_count`] checks it; `None` (a
+/// non-blocking stream with no data) is `BlockingIOError`.
+fn counted(count: &Bound<'_, PyAny>, method: &str, most: usize) -> PyResult<usize> {
+    if count.is_none() {
+        return Err(PyBlockingIOError::new_err("stdin is non-blocking and had no data; pass a blocking stream"));
+    }
+    checked_count(count, method, most)
 }
 
 /// The count a stream method returned, if it is within `0..=most`; else `OSError`, in the words
@@ -301,6 +329,8 @@ impl Writer {
             }
             flush => flush.map(Bound::unbind),
         };
+        // `BytesIO.flush` does nothing (a closed one fails the `write` before it): not called.
+        let flush = if stream.get_type().is(&io_types(py)?.bytes_io) { None } else { flush };
         Ok(Self {
             write: stream.getattr(intern!(py, "write"))?.unbind(),
             flush,

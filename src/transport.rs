@@ -168,6 +168,10 @@ impl StdioTransport {
             if gathered.is_empty() && answer.len() >= COALESCE_LIMIT {
                 // A large answer goes out as it is, without a copy.
                 self.writer.lock(py)?.write_all(py, &answer)?;
+            } else if gathered.is_empty() {
+                // Taken over rather than copied (the usual case: what was gathered went out before the
+                // handler ran); `answer` gets the gathered buffer's room in exchange.
+                std::mem::swap(gathered, &mut answer);
             } else {
                 gathered.extend_from_slice(&answer);
                 if gathered.len() >= COALESCE_LIMIT {
