@@ -219,30 +219,37 @@ fn parse_entry<'a, P, E: From<SyntaxError>>(
     let mut error = Member::Absent;
     if scanner.open(b'{')? {
         loop {
-            let key = scanner.key()?;
+            let name = member_name(scanner)?;
             let start = scanner.value_start();
             let peek = scanner.peek();
-            if key.decodes_to("jsonrpc") {
-                version_ok = peek == Some(b'"') && scanner.string()?.decodes_to("2.0");
-            } else if key.decodes_to("method") {
-                method = if peek == Some(b'"') { Member::Valid(scanner.string()?) } else { Member::Wrong };
-            } else if key.decodes_to("params") {
-                params = if matches!(peek, Some(b'[' | b'{')) {
-                    Member::Valid(read_params(scanner)?)
-                } else {
-                    Member::Wrong
-                };
-            } else if key.decodes_to("id") {
-                id = match peek {
-                    Some(b'"') => Member::Valid(Id::String(scanner.string()?)),
-                    Some(b'n') => Member::Valid(Id::Null),
-                    Some(b'-' | b'0'..=b'9') => Member::Valid(Id::Number(scanner.number()?.0)),
-                    _ => Member::Wrong,
-                };
-            } else if role == Role::Client && key.decodes_to("result") {
-                result = Member::Valid(read_params(scanner)?);
-            } else if role == Role::Client && key.decodes_to("error") {
-                error = if peek == Some(b'{') { Member::Valid(read_params(scanner)?) } else { Member::Wrong };
+            match name {
+                Name::Jsonrpc => {
+                    version_ok = scanner.eat(br#""2.0""#)
+                        || (peek == Some(b'"') && scanner.string()?.decodes_to("2.0"));
+                }
+                Name::Method => {
+                    method = if peek == Some(b'"') { Member::Valid(scanner.string()?) } else { Member::Wrong };
+                }
+                Name::Params => {
+                    params = if matches!(peek, Some(b'[' | b'{')) {
+                        Member::Valid(read_params(scanner)?)
+                    } else {
+                        Member::Wrong
+                    };
+                }
+                Name::Id => {
+                    id = match peek {
+                        Some(b'"') => Member::Valid(Id::String(scanner.string()?)),
+                        Some(b'n') => Member::Valid(Id::Null),
+                        Some(b'-' | b'0'..=b'9') => Member::Valid(Id::Number(scanner.number()?.0)),
+                        _ => Member::Wrong,
+                    };
+                }
+                Name::Result if role == Role::Client => result = Member::Valid(read_params(scanner)?),
+                Name::Error if role == Role::Client => {
+                    error = if peek == Some(b'{') { Member::Valid(read_params(scanner)?) } else { Member::Wrong };
+                }
+                Name::Result | Name::Error | Name::Other => {}
             }
             // Whatever the branch consumed, the rest of the value (or all of it) is checked here.
             if scanner.value_start() == start {
@@ -272,6 +279,49 @@ fn parse_entry<'a, P, E: From<SyntaxError>>(
         (true, Member::Valid(_), Member::Wrong) => "params is not an array or an object",
     };
     Ok(Entry::Invalid { id, reason })
+}
+
+/// The members of a message that mean something to the envelope.
+#[derive(Clone, Copy)]
+enum Name {
+    Jsonrpc,
+    Method,
+    Params,
+    Id,
+    Result,
+    Error,
+    Other,
+}
+
+/// The names as nearly every peer writes them, with the `:` right after: recognised by their bytes.
+const KNOWN_NAMES: [(&[u8], Name); 6] = [
+    (br#""jsonrpc":"#, Name::Jsonrpc),
+    (br#""method":"#, Name::Method),
+    (br#""params":"#, Name::Params),
+    (br#""id":"#, Name::Id),
+    (br#""result":"#, Name::Result),
+    (br#""error":"#, Name::Error),
+];
+
+/// Read a member's name and the `:` after it. A name written as in [`KNOWN_NAMES`] is matched
+/// byte for byte, without reading it as a string first; any other (escaped, spaced before its `:`,
+/// unknown) is read and compared decoded.
+fn member_name(scanner: &mut Scanner<'_>) -> Result<Name, SyntaxError> {
+    if scanner.peek() == Some(b'"') {
+        for (literal, name) in KNOWN_NAMES {
+            if scanner.eat(literal) {
+                return Ok(name);
+            }
+        }
+    }
+    let key = scanner.key()?;
+    let known = KNOWN_NAMES.iter().find(|(literal, _)| key.decodes_to(literal_name(literal)));
+    Ok(known.map_or(Name::Other, |&(_, name)| name))
+}
+
+/// `"jsonrpc":` -> `jsonrpc`.
+fn literal_name(literal: &[u8]) -> &str {
+    std::str::from_utf8(&literal[1..literal.len() - 2]).unwrap_or_default()
 }
 
 /// A message without `method` but with `result` or `error` (only a client reads these).
