@@ -139,12 +139,11 @@ impl StdioTransport {
             // With no complete line buffered, the next read may block: first write what was
             // gathered (without holding the reader, which other threads may ask for).
             let buffered = self.reader.lock(py)?.buffered_line(&mut line, true);
-            let next = match buffered {
-                Some(next) => next,
-                None => {
-                    self.write_gathered(py, gathered)?;
-                    self.reader.lock(py)?.next_line(py, &mut line, true)?
-                }
+            let next = if let Some(next) = buffered {
+                next
+            } else {
+                self.write_gathered(py, gathered)?;
+                self.reader.lock(py)?.next_line(py, &mut line, true)?
             };
             answer.clear();
             match next {

@@ -308,15 +308,32 @@ const KNOWN_NAMES: [(&[u8], Name); 6] = [
 /// unknown) is read and compared decoded.
 fn member_name(scanner: &mut Scanner<'_>) -> Result<Name, SyntaxError> {
     if scanner.peek() == Some(b'"') {
-        for (literal, name) in KNOWN_NAMES {
-            if scanner.eat(literal) {
-                return Ok(name);
-            }
+        // The first letter tells which of them it can be: one comparison, of a constant length
+        // (each arm its own, so that it is inlined rather than a call to `memcmp`).
+        let eaten = match scanner.rest().get(1) {
+            Some(b'j') => eat_known(scanner, 0),
+            Some(b'm') => eat_known(scanner, 1),
+            Some(b'p') => eat_known(scanner, 2),
+            Some(b'i') => eat_known(scanner, 3),
+            Some(b'r') => eat_known(scanner, 4),
+            Some(b'e') => eat_known(scanner, 5),
+            _ => None,
+        };
+        if let Some(name) = eaten {
+            return Ok(name);
         }
     }
     let key = scanner.key()?;
     let known = KNOWN_NAMES.iter().find(|(literal, _)| key.decodes_to(literal_name(literal)));
     Ok(known.map_or(Name::Other, |&(_, name)| name))
+}
+
+/// The name `KNOWN_NAMES[index]` if the text goes on with it (consumed then).
+#[allow(clippy::inline_always)] // the index must arrive as a constant for the comparison to be inlined
+#[inline(always)]
+fn eat_known(scanner: &mut Scanner<'_>, index: usize) -> Option<Name> {
+    let (literal, name) = KNOWN_NAMES[index];
+    scanner.eat(literal).then_some(name)
 }
 
 /// `"jsonrpc":` -> `jsonrpc`.
