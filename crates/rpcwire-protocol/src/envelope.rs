@@ -394,6 +394,28 @@ mod tests {
     }
 
     #[test]
+    fn names_are_known_however_they_are_written() {
+        let expected = Entry::Call(Call { method: plain("n"), params: Some("[1]"), id: Some(Id::Number("2")) });
+        for text in [
+            r#"{"jsonrpc":"2.0","method":"n","params":[1],"id":2}"#,
+            r#"{ "jsonrpc" : "2.0" , "method" :"n", "params": [1] ,"id" : 2 }"#,
+            r#"{"jsonrpc":"2.0","method":"n","params":[1],"id":2}"#,
+            r#"{"methodx":"m","method":"n","paramsx":5,"params":[1],"idx":[],"id":2,"jsonrpcx":1,"jsonrpc":"2.0"}"#,
+            r#"{"jsonrpc":"2.0","method":"n","params":[1],"id":2,"result":1,"error":2,"":0,"j":1}"#,
+        ] {
+            assert_eq!(single(text), expected, "{text}");
+        }
+        for (text, reason) in [
+            (r#"{"jsonrpc":"2.00","method":"n"}"#, "jsonrpc is not \"2.0\""),
+            (r#"{"jsonrpc":"2.0 ","method":"n"}"#, "jsonrpc is not \"2.0\""),
+            (r#"{"jsonrpc":"2.0","jsonrpc":"2","method":"n"}"#, "jsonrpc is not \"2.0\""),
+            (r#"{"jsonrpc":"\u0032.0","method":1}"#, "method is not a string"),
+        ] {
+            assert_eq!(single(text), Entry::Invalid { id: None, reason }, "{text}");
+        }
+    }
+
+    #[test]
     fn a_notification_has_no_id() {
         let entry = single(r#"{"method":"ping","jsonrpc":"2.0"}"#);
         assert_eq!(entry, Entry::Call(Call { method: plain("ping"), params: None, id: None }));
