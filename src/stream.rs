@@ -3,7 +3,10 @@
 //! [`Reader`] feeds a framing [`Decoder`] with whatever one read of the input stream returns:
 //! `readinto1` (or `read1`) on buffered streams gives up to 64 KiB of what is already there and never
 //! waits for more than one message needs; raw streams are read with one `readinto`; anything else
-//! with `readline(65536)`. [`Writer`] hands bytes to the output stream in one `write` (repeated only
+//! with `readline(65536)`. The `io` streams that fill every byte they count (`BytesIO`, `FileIO`, a
+//! `BufferedReader` over a `FileIO`) read straight into the decoder's buffer, through a `memoryview`
+//! released when the call returns; any other stream reads into a chunk of ours, copied and then zeroed,
+//! so that one that counts more than it filled never serves earlier bytes again. [`Writer`] hands bytes to the output stream in one `write` (repeated only
 //! when a raw stream takes part of them) and flushes. [`binary_stream`] turns the streams a caller
 //! gives (or `sys.stdin`/`sys.stdout`) into binary ones, and [`with_bytes`] reads a bytes-like object.
 //!
@@ -347,7 +350,8 @@ impl Writer {
             let rest = data.len() - offset;
             let written = write.call1((PyBytes::new(py, &data[offset..]),))?;
             // Buffered streams take everything; a raw stream may take only part of it.
-            offset += if self.whole_writes || written.is_none() { rest } else { checked_count(&written, "write", rest)? };
+            offset +=
+                if self.whole_writes || written.is_none() { rest } else { checked_count(&written, "write", rest)? };
             if offset < data.len() {
                 // A write to a pipe that a signal interrupts returns what it wrote so far, not
                 // EINTR, so the signal's handler (SIGINT's KeyboardInterrupt) runs here or never.

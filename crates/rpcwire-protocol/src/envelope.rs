@@ -224,8 +224,8 @@ fn parse_entry<'a, P, E: From<SyntaxError>>(
             let peek = scanner.peek();
             match name {
                 Name::Jsonrpc => {
-                    version_ok = scanner.eat(br#""2.0""#)
-                        || (peek == Some(b'"') && scanner.string()?.decodes_to("2.0"));
+                    version_ok =
+                        scanner.eat(br#""2.0""#) || (peek == Some(b'"') && scanner.string()?.decodes_to("2.0"));
                 }
                 Name::Method => {
                     method = if peek == Some(b'"') { Member::Valid(scanner.string()?) } else { Member::Wrong };
