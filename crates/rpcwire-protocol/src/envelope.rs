@@ -399,7 +399,7 @@ mod tests {
         for text in [
             r#"{"jsonrpc":"2.0","method":"n","params":[1],"id":2}"#,
             r#"{ "jsonrpc" : "2.0" , "method" :"n", "params": [1] ,"id" : 2 }"#,
-            r#"{"jsonrpc":"2.0","method":"n","params":[1],"id":2}"#,
+            r#"{"\u006asonrpc":"2.0","meth\u006fd":"n","par\u0061ms":[1],"i\u0064":2}"#,
             r#"{"methodx":"m","method":"n","paramsx":5,"params":[1],"idx":[],"id":2,"jsonrpcx":1,"jsonrpc":"2.0"}"#,
             r#"{"jsonrpc":"2.0","method":"n","params":[1],"id":2,"result":1,"error":2,"":0,"j":1}"#,
         ] {
