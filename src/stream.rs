@@ -6,9 +6,10 @@
 //! with `readline(65536)`. The `io` streams that fill every byte they count (`BytesIO`, `FileIO`, a
 //! `BufferedReader` over a `FileIO`) read straight into the decoder's buffer, through a `memoryview`
 //! released when the call returns; any other stream reads into a chunk of ours, copied and then zeroed,
-//! so that one that counts more than it filled never serves earlier bytes again. [`Writer`] hands bytes to the output stream in one `write` (repeated only
-//! when a raw stream takes part of them) and flushes. [`binary_stream`] turns the streams a caller
-//! gives (or `sys.stdin`/`sys.stdout`) into binary ones, and [`with_bytes`] reads a bytes-like object.
+//! so that one that counts more than it filled never serves earlier bytes again. [`Writer`] hands
+//! bytes to the output stream in one `write` (repeated only when a raw stream takes part of them)
+//! and flushes. [`binary_stream`] turns the streams a caller gives (or `sys.stdin`/`sys.stdout`)
+//! into binary ones, and [`with_bytes`] reads a bytes-like object.
 //!
 //! Reads go through the stream's own `readinto1`, which releases the GIL during the system call
 //! and runs signal handlers when one interrupts it. Reading a pipe's file descriptor directly was
