@@ -19,7 +19,7 @@ use rpcwire_protocol::json::Scanner;
 use crate::answer::{self, StandardError};
 use crate::bound;
 use crate::codec;
-use crate::errors::Error;
+use crate::errors::{Error, SyntaxError};
 use crate::log;
 use crate::strings::StringCache;
 
@@ -45,20 +45,20 @@ pub(crate) fn read_line<'a, 'py>(
     mut strings: Option<&mut StringCache>,
     out: &mut Vec<u8>,
 ) -> PyResult<Read<'a, 'py>> {
-    let parsed = match std::str::from_utf8(line) {
+    let parsed = match utf8(line) {
         Ok(text) => {
             let read_params = |scanner: &mut Scanner<'a>| codec::decode_value(py, scanner, strings.as_deref_mut());
             match envelope::parse_message_with(text, limits, read_params) {
                 Err(Error::Python(error)) => return Err(error),
-                Err(Error::Syntax(error)) => Err(error.to_string()),
+                Err(Error::Syntax(error)) => Err(NotJson::Syntax(error)),
                 Ok(parsed) => Ok(parsed),
             }
         }
-        Err(error) => Err(format!("invalid UTF-8: {error}")),
+        Err(error) => Err(NotJson::Utf8(error)),
     };
     let parsed = match parsed {
         Ok(parsed) if codec::exceeds_int_digit_limit(py, parsed.longest_integer)? => {
-            Err(format!("an integer with {} digits exceeds sys.get_int_max_str_digits()", parsed.longest_integer))
+            Err(NotJson::LongInteger(parsed.longest_integer))
         }
         other => other,
     };
@@ -81,6 +81,36 @@ pub(crate) fn read_line<'a, 'py>(
             let reason = format!("a batch of more than max_batch ({max_batch}) entries");
             answer::invalid_request(py, None, &reason, out)?;
             Ok(Read::Answered)
+        }
+    }
+}
+
+/// `line` as text. Most lines are ASCII, which a word-at-a-time check tells apart sooner than a
+/// validation of UTF-8 walks it.
+fn utf8(line: &[u8]) -> Result<&str, std::str::Utf8Error> {
+    if line.is_ascii() {
+        // SAFETY: ASCII is UTF-8.
+        return Ok(unsafe { std::str::from_utf8_unchecked(line) });
+    }
+    std::str::from_utf8(line)
+}
+
+/// Why a line is answered -32700: the detail logged at DEBUG, formatted only if the record is made.
+enum NotJson {
+    Utf8(std::str::Utf8Error),
+    Syntax(SyntaxError),
+    /// An integer literal of this many digits, more than Python converts.
+    LongInteger(usize),
+}
+
+impl std::fmt::Display for NotJson {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Utf8(error) => write!(f, "invalid UTF-8: {error}"),
+            Self::Syntax(error) => error.fmt(f),
+            Self::LongInteger(digits) => {
+                write!(f, "an integer with {digits} digits exceeds sys.get_int_max_str_digits()")
+            }
         }
     }
 }

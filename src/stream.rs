@@ -3,17 +3,24 @@
 //! [`Reader`] feeds a framing [`Decoder`] with whatever one read of the input stream returns:
 //! `readinto1` (or `read1`) on buffered streams gives up to 64 KiB of what is already there and never
 //! waits for more than one message needs; raw streams are read with one `readinto`; anything else
-//! with `readline(65536)`. [`Writer`] hands bytes to the output stream in one `write` (repeated only
-//! when a raw stream takes part of them) and flushes. [`binary_stream`] turns the streams a caller
-//! gives (or `sys.stdin`/`sys.stdout`) into binary ones, and [`with_bytes`] reads a bytes-like object.
+//! with `readline(65536)`. The `io` streams that fill every byte they count (`BytesIO`, `FileIO`, a
+//! `BufferedReader` over a `FileIO`) read straight into the decoder's buffer, through a `memoryview`
+//! released when the call returns; any other stream reads into a chunk of ours, copied and then zeroed,
+//! so that one that counts more than it filled never serves earlier bytes again. [`Writer`] hands
+//! bytes to the output stream in one `write` (repeated only when a raw stream takes part of them)
+//! and flushes. [`binary_stream`] turns the streams a caller gives (or `sys.stdin`/`sys.stdout`)
+//! into binary ones, and [`with_bytes`] reads a bytes-like object.
 //!
 //! Reads go through the stream's own `readinto1`, which releases the GIL during the system call
 //! and runs signal handlers when one interrupts it. Reading a pipe's file descriptor directly was
 //! weighed and left out: the `readinto1` call is a small part of a round trip (bench/README.md), and
 //! a direct read would have to drain the Python buffer first and redo its signal handling.
 
+use std::mem::MaybeUninit;
+
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyBlockingIOError, PyOSError, PyTypeError};
+use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -76,7 +83,12 @@ pub(crate) struct Reader {
     method: ReadMethod,
     /// The stream's bound method for `method`, looked up once rather than on every read.
     read: Py<PyAny>,
-    chunk: Py<PyByteArray>,
+    /// Whether `readinto1`/`readinto` write straight into the decoder's buffer (through a `memoryview`
+    /// released as soon as the call returns): only for the `io` streams that fill every byte they
+    /// count (see [`honest_reader`]). Other streams read into `chunk`, which is copied and zeroed.
+    direct: bool,
+    /// Made at the first read that needs it.
+    chunk: Option<Py<PyByteArray>>,
     /// The bytes read and not yet handed out, split by the transport's framing.
     decoder: Decoder,
 }
@@ -87,9 +99,10 @@ impl Reader {
         let method = read_method(py, &stream)?;
         Ok(Self {
             method,
+            direct: honest_reader(py, &stream)?,
             read: stream.getattr(method.name())?.unbind(),
             stream: stream.unbind(),
-            chunk: PyByteArray::new(py, &vec![0; READ_CHUNK]).unbind(),
+            chunk: None,
             decoder,
         })
     }
@@ -132,6 +145,23 @@ impl Reader {
         }
     }
 
+    /// As [`next_line`](Self::next_line), without reading: `None` when no whole line (or frame, or
+    /// dropped message) is buffered and the input has not ended, so that the caller can first do what
+    /// must come before a read that may block. One search of the buffer, where `has_line` and then
+    /// `next_line` would search it twice.
+    pub(crate) fn buffered_line(&mut self, line: &mut Vec<u8>, skip_blank: bool) -> Option<Next> {
+        let closed = self.decoder.is_closed();
+        match self.decoder.next(skip_blank) {
+            Some(Decoded::Message(message)) => {
+                line.clear();
+                line.extend_from_slice(message);
+                Some(Next::Line)
+            }
+            Some(Decoded::Dropped(dropped)) => Some(Next::Dropped(dropped)),
+            None => closed.then_some(Next::End),
+        }
+    }
+
     /// Whether `next_line` with the same `skip_blank` can return without reading.
     pub(crate) fn has_line(&mut self, skip_blank: bool) -> bool {
         self.decoder.has_message(skip_blank)
@@ -164,15 +194,31 @@ impl Reader {
     fn read_once(&mut self, py: Python<'_>) -> PyResult<bool> {
         let read = self.read.bind(py);
         match self.method {
+            ReadMethod::ReadInto1 | ReadMethod::ReadInto if self.direct => {
+                let method = self.method.name();
+                let read_into = |room: &mut [MaybeUninit<u8>]| -> PyResult<usize> {
+                    // SAFETY: `room` is valid for writes of its length for as long as the view is
+                    // used: the view is released before this closure returns, and an honest `io`
+                    // stream keeps no export of it past the call.
+                    let view = unsafe {
+                        let size = ffi::Py_ssize_t::try_from(room.len()).unwrap_or(ffi::Py_ssize_t::MAX);
+                        let view = ffi::PyMemoryView_FromMemory(room.as_mut_ptr().cast(), size, ffi::PyBUF_WRITE);
+                        Bound::from_owned_ptr_or_err(py, view)?
+                    };
+                    let count = read.call1((&view,));
+                    view.call_method0(intern!(py, "release"))?;
+                    counted(&count?, method, room.len())
+                };
+                // SAFETY: an honest stream (`honest_reader`) fills every byte it counts.
+                let count = unsafe { self.decoder.feed_with(READ_CHUNK, read_into)? };
+                Ok(count > 0)
+            }
             ReadMethod::ReadInto1 | ReadMethod::ReadInto => {
-                let chunk = self.chunk.bind(py);
-                let count = read.call1((chunk,))?;
-                if count.is_none() {
-                    return Err(PyBlockingIOError::new_err(
-                        "stdin is non-blocking and had no data; pass a blocking stream",
-                    ));
-                }
-                let count = checked_count(&count, self.method.name(), chunk.len())?;
+                let chunk = match &self.chunk {
+                    Some(chunk) => chunk.bind(py),
+                    None => self.chunk.insert(PyByteArray::new_with(py, READ_CHUNK, |_| Ok(()))?.unbind()).bind(py),
+                };
+                let count = counted(&read.call1((chunk,))?, self.method.name(), chunk.len())?;
                 // SAFETY: no Python code runs while the slice is alive, so the bytearray cannot change.
                 let filled = &mut unsafe { chunk.as_bytes_mut() }[..count];
                 self.decoder.feed(filled);
@@ -198,6 +244,15 @@ impl Reader {
     }
 }
 
+/// The count a `readinto1`/`readinto` returned, checked as [`checked_count`] checks it; `None` (a
+/// non-blocking stream with no data) is `BlockingIOError`.
+fn counted(count: &Bound<'_, PyAny>, method: &str, most: usize) -> PyResult<usize> {
+    if count.is_none() {
+        return Err(PyBlockingIOError::new_err("stdin is non-blocking and had no data; pass a blocking stream"));
+    }
+    checked_count(count, method, most)
+}
+
 /// The count a stream method returned, if it is within `0..=most`; else `OSError`, in the words
 /// `io.BufferedReader` and `io.BufferedWriter` use for the same fault of a raw stream.
 fn checked_count(count: &Bound<'_, PyAny>, method: &str, most: usize) -> PyResult<usize> {
@@ -210,12 +265,63 @@ fn checked_count(count: &Bound<'_, PyAny>, method: &str, most: usize) -> PyResul
     }
 }
 
+/// Whether `stream` is an `io` stream whose `readinto`/`readinto1` fill every byte they count: a
+/// `BytesIO`, a `FileIO`, or a `BufferedReader` (`sys.stdin.buffer`, a pipe opened with `open`)
+/// over a `FileIO`, exactly (a subclass may count what it does not fill).
+fn honest_reader(py: Python<'_>, stream: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let io = io_types(py)?;
+    let kind = stream.get_type();
+    if kind.is(&io.bytes_io) || kind.is(&io.file_io) {
+        return Ok(true);
+    }
+    if !kind.is(&io.buffered_reader) {
+        return Ok(false);
+    }
+    // A `BufferedReader` hands large reads to its raw stream's `readinto`, into the caller's buffer.
+    Ok(stream.getattr_opt(intern!(py, "raw"))?.is_some_and(|raw| raw.get_type().is(&io.file_io)))
+}
+
+/// Whether `stream`'s `write` always takes all it is given (or raises): a `BytesIO`, a
+/// `BufferedWriter` or a `BufferedRandom`, exactly. Its count need not be read then.
+fn whole_writer(py: Python<'_>, stream: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let io = io_types(py)?;
+    let kind = stream.get_type();
+    Ok(kind.is(&io.bytes_io) || kind.is(&io.buffered_writer) || kind.is(&io.buffered_random))
+}
+
+/// The `io` classes whose behaviour the adapters rely on, looked up once.
+struct IoTypes {
+    bytes_io: Py<PyType>,
+    file_io: Py<PyType>,
+    buffered_reader: Py<PyType>,
+    buffered_writer: Py<PyType>,
+    buffered_random: Py<PyType>,
+}
+
+static IO_TYPES: PyOnceLock<IoTypes> = PyOnceLock::new();
+
+fn io_types(py: Python<'_>) -> PyResult<&IoTypes> {
+    IO_TYPES.get_or_try_init(py, || {
+        let io = py.import("io")?;
+        let get = |name: &str| -> PyResult<Py<PyType>> { Ok(io.getattr(name)?.cast_into::<PyType>()?.unbind()) };
+        Ok(IoTypes {
+            bytes_io: get("BytesIO")?,
+            file_io: get("FileIO")?,
+            buffered_reader: get("BufferedReader")?,
+            buffered_writer: get("BufferedWriter")?,
+            buffered_random: get("BufferedRandom")?,
+        })
+    })
+}
+
 /// The output stream.
 pub(crate) struct Writer {
     /// The stream, and its bound `write` and `flush`, looked up once.
     stream: Py<PyAny>,
     write: Py<PyAny>,
     flush: Option<Py<PyAny>>,
+    /// Whether one `write` always takes all it is given (see [`whole_writer`]).
+    whole_writes: bool,
 }
 
 impl Writer {
@@ -227,7 +333,14 @@ impl Writer {
             }
             flush => flush.map(Bound::unbind),
         };
-        Ok(Self { write: stream.getattr(intern!(py, "write"))?.unbind(), flush, stream: stream.unbind() })
+        // `BytesIO.flush` does nothing (a closed one fails the `write` before it): not called.
+        let flush = if stream.get_type().is(&io_types(py)?.bytes_io) { None } else { flush };
+        Ok(Self {
+            write: stream.getattr(intern!(py, "write"))?.unbind(),
+            flush,
+            whole_writes: whole_writer(py, &stream)?,
+            stream: stream.unbind(),
+        })
     }
 
     /// One `write` of `data` (more only if a raw stream takes part of it), then `flush`.
@@ -238,7 +351,8 @@ impl Writer {
             let rest = data.len() - offset;
             let written = write.call1((PyBytes::new(py, &data[offset..]),))?;
             // Buffered streams take everything; a raw stream may take only part of it.
-            offset += if written.is_none() { rest } else { checked_count(&written, "write", rest)? };
+            offset +=
+                if self.whole_writes || written.is_none() { rest } else { checked_count(&written, "write", rest)? };
             if offset < data.len() {
                 // A write to a pipe that a signal interrupts returns what it wrote so far, not
                 // EINTR, so the signal's handler (SIGINT's KeyboardInterrupt) runs here or never.

@@ -138,14 +138,13 @@ impl StdioTransport {
         loop {
             // With no complete line buffered, the next read may block: first write what was
             // gathered (without holding the reader, which other threads may ask for).
-            let mut reader = self.reader.lock(py)?;
-            if !reader.has_line(true) {
-                drop(reader);
+            let buffered = self.reader.lock(py)?.buffered_line(&mut line, true);
+            let next = if let Some(next) = buffered {
+                next
+            } else {
                 self.write_gathered(py, gathered)?;
-                reader = self.reader.lock(py)?;
-            }
-            let next = reader.next_line(py, &mut line, true)?;
-            drop(reader);
+                self.reader.lock(py)?.next_line(py, &mut line, true)?
+            };
             answer.clear();
             match next {
                 Next::End => return Ok(()),
@@ -168,6 +167,10 @@ impl StdioTransport {
             if gathered.is_empty() && answer.len() >= COALESCE_LIMIT {
                 // A large answer goes out as it is, without a copy.
                 self.writer.lock(py)?.write_all(py, &answer)?;
+            } else if gathered.is_empty() {
+                // Taken over rather than copied (the usual case: what was gathered went out before the
+                // handler ran); `answer` gets the gathered buffer's room in exchange.
+                std::mem::swap(gathered, &mut answer);
             } else {
                 gathered.extend_from_slice(&answer);
                 if gathered.len() >= COALESCE_LIMIT {

@@ -219,30 +219,37 @@ fn parse_entry<'a, P, E: From<SyntaxError>>(
     let mut error = Member::Absent;
     if scanner.open(b'{')? {
         loop {
-            let key = scanner.key()?;
+            let name = member_name(scanner)?;
             let start = scanner.value_start();
             let peek = scanner.peek();
-            if key.decodes_to("jsonrpc") {
-                version_ok = peek == Some(b'"') && scanner.string()?.decodes_to("2.0");
-            } else if key.decodes_to("method") {
-                method = if peek == Some(b'"') { Member::Valid(scanner.string()?) } else { Member::Wrong };
-            } else if key.decodes_to("params") {
-                params = if matches!(peek, Some(b'[' | b'{')) {
-                    Member::Valid(read_params(scanner)?)
-                } else {
-                    Member::Wrong
-                };
-            } else if key.decodes_to("id") {
-                id = match peek {
-                    Some(b'"') => Member::Valid(Id::String(scanner.string()?)),
-                    Some(b'n') => Member::Valid(Id::Null),
-                    Some(b'-' | b'0'..=b'9') => Member::Valid(Id::Number(scanner.number()?.0)),
-                    _ => Member::Wrong,
-                };
-            } else if role == Role::Client && key.decodes_to("result") {
-                result = Member::Valid(read_params(scanner)?);
-            } else if role == Role::Client && key.decodes_to("error") {
-                error = if peek == Some(b'{') { Member::Valid(read_params(scanner)?) } else { Member::Wrong };
+            match name {
+                Name::Jsonrpc => {
+                    version_ok =
+                        scanner.eat(br#""2.0""#) || (peek == Some(b'"') && scanner.string()?.decodes_to("2.0"));
+                }
+                Name::Method => {
+                    method = if peek == Some(b'"') { Member::Valid(scanner.string()?) } else { Member::Wrong };
+                }
+                Name::Params => {
+                    params = if matches!(peek, Some(b'[' | b'{')) {
+                        Member::Valid(read_params(scanner)?)
+                    } else {
+                        Member::Wrong
+                    };
+                }
+                Name::Id => {
+                    id = match peek {
+                        Some(b'"') => Member::Valid(Id::String(scanner.string()?)),
+                        Some(b'n') => Member::Valid(Id::Null),
+                        Some(b'-' | b'0'..=b'9') => Member::Valid(Id::Number(scanner.number()?.0)),
+                        _ => Member::Wrong,
+                    };
+                }
+                Name::Result if role == Role::Client => result = Member::Valid(read_params(scanner)?),
+                Name::Error if role == Role::Client => {
+                    error = if peek == Some(b'{') { Member::Valid(read_params(scanner)?) } else { Member::Wrong };
+                }
+                Name::Result | Name::Error | Name::Other => {}
             }
             // Whatever the branch consumed, the rest of the value (or all of it) is checked here.
             if scanner.value_start() == start {
@@ -272,6 +279,66 @@ fn parse_entry<'a, P, E: From<SyntaxError>>(
         (true, Member::Valid(_), Member::Wrong) => "params is not an array or an object",
     };
     Ok(Entry::Invalid { id, reason })
+}
+
+/// The members of a message that mean something to the envelope.
+#[derive(Clone, Copy)]
+enum Name {
+    Jsonrpc,
+    Method,
+    Params,
+    Id,
+    Result,
+    Error,
+    Other,
+}
+
+/// The names as nearly every peer writes them, with the `:` right after: recognised by their bytes.
+const KNOWN_NAMES: [(&[u8], Name); 6] = [
+    (br#""jsonrpc":"#, Name::Jsonrpc),
+    (br#""method":"#, Name::Method),
+    (br#""params":"#, Name::Params),
+    (br#""id":"#, Name::Id),
+    (br#""result":"#, Name::Result),
+    (br#""error":"#, Name::Error),
+];
+
+/// Read a member's name and the `:` after it. A name written as in [`KNOWN_NAMES`] is matched
+/// byte for byte, without reading it as a string first; any other (escaped, spaced before its `:`,
+/// unknown) is read and compared decoded.
+fn member_name(scanner: &mut Scanner<'_>) -> Result<Name, SyntaxError> {
+    if scanner.peek() == Some(b'"') {
+        // The first letter tells which of them it can be: one comparison, of a constant length
+        // (each arm its own, so that it is inlined rather than a call to `memcmp`).
+        let eaten = match scanner.rest().get(1) {
+            Some(b'j') => eat_known(scanner, 0),
+            Some(b'm') => eat_known(scanner, 1),
+            Some(b'p') => eat_known(scanner, 2),
+            Some(b'i') => eat_known(scanner, 3),
+            Some(b'r') => eat_known(scanner, 4),
+            Some(b'e') => eat_known(scanner, 5),
+            _ => None,
+        };
+        if let Some(name) = eaten {
+            return Ok(name);
+        }
+    }
+    let key = scanner.key()?;
+    let known = KNOWN_NAMES.iter().find(|(literal, _)| key.decodes_to(literal_name(literal)));
+    Ok(known.map_or(Name::Other, |&(_, name)| name))
+}
+
+/// The name `KNOWN_NAMES[index]` if the text goes on with it (consumed then).
+#[allow(clippy::inline_always)] // the index must arrive as a constant for the comparison to be inlined
+#[inline(always)]
+fn eat_known(scanner: &mut Scanner<'_>, index: usize) -> Option<Name> {
+    let (literal, name) = KNOWN_NAMES[index];
+    scanner.eat(literal).then_some(name)
+}
+
+/// `"jsonrpc":` -> `jsonrpc`.
+fn literal_name(literal: &[u8]) -> &str {
+    std::str::from_utf8(&literal[1..literal.len() - 2]).unwrap_or_default()
 }
 
 /// A message without `method` but with `result` or `error` (only a client reads these).
@@ -324,6 +391,28 @@ mod tests {
         let entry = single(r#"{"jsonrpc":"2.0","method":"add","params":[1, 2],"id":7,"extra":{"x":[]}}"#);
         let expected = Call { method: plain("add"), params: Some("[1, 2]"), id: Some(Id::Number("7")) };
         assert_eq!(entry, Entry::Call(expected));
+    }
+
+    #[test]
+    fn names_are_known_however_they_are_written() {
+        let expected = Entry::Call(Call { method: plain("n"), params: Some("[1]"), id: Some(Id::Number("2")) });
+        for text in [
+            r#"{"jsonrpc":"2.0","method":"n","params":[1],"id":2}"#,
+            r#"{ "jsonrpc" : "2.0" , "method" :"n", "params": [1] ,"id" : 2 }"#,
+            r#"{"\u006asonrpc":"2.0","meth\u006fd":"n","par\u0061ms":[1],"i\u0064":2}"#,
+            r#"{"methodx":"m","method":"n","paramsx":5,"params":[1],"idx":[],"id":2,"jsonrpcx":1,"jsonrpc":"2.0"}"#,
+            r#"{"jsonrpc":"2.0","method":"n","params":[1],"id":2,"result":1,"error":2,"":0,"j":1}"#,
+        ] {
+            assert_eq!(single(text), expected, "{text}");
+        }
+        for (text, reason) in [
+            (r#"{"jsonrpc":"2.00","method":"n"}"#, "jsonrpc is not \"2.0\""),
+            (r#"{"jsonrpc":"2.0 ","method":"n"}"#, "jsonrpc is not \"2.0\""),
+            (r#"{"jsonrpc":"2.0","jsonrpc":"2","method":"n"}"#, "jsonrpc is not \"2.0\""),
+            (r#"{"jsonrpc":"\u0032.0","method":1}"#, "method is not a string"),
+        ] {
+            assert_eq!(single(text), Entry::Invalid { id: None, reason }, "{text}");
+        }
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //! `cargo test` and fuzzed (`fuzz/fuzz_targets/framing.rs`). The transport's reader and
 //! `rpcwire._rpcwire.FrameDecoder` are both a `Decoder`.
 
+use std::mem::MaybeUninit;
+
 use memchr::{memchr, memchr2};
 
 /// What the buffer hands out next.
@@ -49,13 +51,20 @@ impl LineBuffer {
     /// Append bytes that were just read.
     #[inline]
     pub fn extend(&mut self, bytes: &[u8]) {
+        self.make_room(bytes.len());
+        self.data.extend_from_slice(bytes);
+    }
+
+    /// Drop what was handed out and make room for `additional` more bytes after the rest.
+    #[inline]
+    fn make_room(&mut self, additional: usize) {
         if self.consumed > 0 {
             // Only the partial last line is left: move it to the front instead of growing forever.
             self.data.drain(..self.consumed);
             self.scanned -= self.consumed;
             self.consumed = 0;
         }
-        self.data.extend_from_slice(bytes);
+        self.data.reserve(additional);
     }
 
     /// Whether a complete line (or the end of an over-long one) is buffered.
@@ -275,6 +284,12 @@ impl FrameBuffer {
 
     /// Append bytes that were just read.
     pub fn extend(&mut self, bytes: &[u8]) {
+        self.make_room(bytes.len());
+        self.data.extend_from_slice(bytes);
+    }
+
+    /// Drop what was handed out or dropped, and make room for `additional` more bytes after the rest.
+    fn make_room(&mut self, additional: usize) {
         // A body found by `has_frame` and not yet handed out is kept.
         let keep = match self.ready {
             Some(Ready::Body { start, .. }) => start,
@@ -294,7 +309,7 @@ impl FrameBuffer {
             // doubling (and copying) the buffer as its pieces arrive.
             self.data.reserve_exact((self.consumed + length).saturating_sub(self.data.len()));
         }
-        self.data.extend_from_slice(bytes);
+        self.data.reserve(additional);
     }
 
     /// Whether `pop_frame(at_eof)` returns a frame without more input.
@@ -550,6 +565,35 @@ impl Decoder {
             Buffer::Lines(buffer) => buffer.extend(bytes),
             Buffer::Frames(buffer) => buffer.extend(bytes),
         }
+    }
+
+    /// Add bytes read straight into the buffer, without a copy: `read` writes up to `most` bytes at
+    /// the front of the room it is given and returns how many it wrote (counts above `most` are
+    /// taken as `most`); nothing is added if it fails.
+    ///
+    /// # Safety
+    /// `read` must have written (initialised) every byte of the count it returns: the buffer's room
+    /// may hold uninitialised memory, which it hands out once counted.
+    pub unsafe fn feed_with<E>(
+        &mut self,
+        most: usize,
+        read: impl FnOnce(&mut [MaybeUninit<u8>]) -> Result<usize, E>,
+    ) -> Result<usize, E> {
+        let data = match &mut self.buffer {
+            Buffer::Lines(buffer) => {
+                buffer.make_room(most);
+                &mut buffer.data
+            }
+            Buffer::Frames(buffer) => {
+                buffer.make_room(most);
+                &mut buffer.data
+            }
+        };
+        let count = read(&mut data.spare_capacity_mut()[..most])?.min(most);
+        // SAFETY: `make_room` reserved `most` bytes beyond the length, and the caller promises that
+        // `read` initialised the first `count` of them.
+        unsafe { data.set_len(data.len() + count) };
+        Ok(count)
     }
 
     /// The end of input.

@@ -457,6 +457,23 @@ impl<'a> Scanner<'a> {
         self.pos
     }
 
+    /// The text not read yet (whitespace included).
+    #[inline]
+    pub fn rest(&self) -> &'a [u8] {
+        &self.bytes()[self.pos..]
+    }
+
+    /// Consume `literal` if the text goes on with exactly these bytes (no whitespace skipped first);
+    /// `literal` must be whole tokens (`"name":`, `"2.0"`), so that what follows is scanned as usual.
+    #[inline]
+    pub fn eat(&mut self, literal: &[u8]) -> bool {
+        let matched = self.rest().starts_with(literal);
+        if matched {
+            self.pos += literal.len();
+        }
+        matched
+    }
+
     /// The text from `start` to the current position.
     pub fn span_from(&self, start: usize) -> &'a str {
         &self.text[start..self.pos]
