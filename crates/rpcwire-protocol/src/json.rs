@@ -329,8 +329,9 @@ fn ascii_prefix(text: &[u8]) -> usize {
 /// Write the characters of the WTF-8 `text` into `units` (`count_chars(text)` of them), one unit each:
 /// a Python string's storage filled straight from the decoder's bytes, without Python's UTF-8 decoder
 /// (which finds the width again, and widens what it wrote when a wider character comes). Runs of
-/// ASCII go through `T::copy_ascii`; a lone surrogate's WTF-8 form becomes its code unit.
-pub fn widen_wtf8<T: StrUnit>(text: &[u8], units: &mut [T]) {
+/// ASCII go through `T::copy_ascii`; a lone surrogate's WTF-8 form becomes its code unit. Returns how
+/// many units it wrote (never more than `units` holds).
+pub fn widen_wtf8<T: StrUnit>(text: &[u8], units: &mut [T]) -> usize {
     let (mut pos, mut at) = (0, 0);
     while pos < text.len() && at < units.len() {
         let ascii = T::copy_ascii(&text[pos..], &mut units[at..]);
@@ -346,12 +347,72 @@ pub fn widen_wtf8<T: StrUnit>(text: &[u8], units: &mut [T]) {
                 ((u32::from(lead & 0x07) << 18) | (continuation(1) << 12) | (continuation(2) << 6) | continuation(3), 4)
             }
         };
-        if let Some(unit) = units.get_mut(at) {
-            *unit = T::of(cp);
-        }
+        let Some(unit) = units.get_mut(at) else { break };
+        *unit = T::of(cp);
         pos += length;
         at += 1;
     }
+    at
+}
+
+/// Write the text of a JSON string's content `raw` (as [`Scanner::string_shape`] validated and measured
+/// it) into `units`, one unit a character: the escapes resolved (a surrogate pair escape is one
+/// character, a lone surrogate escape its code unit), the runs between them widened by [`widen_wtf8`].
+/// Returns how many units it wrote (never more than `units` holds: `string_shape`'s `chars` of them
+/// when `units` has room).
+///
+/// This is the decoder's second pass over a long string: the first measured it, so the text goes
+/// straight into the Python string's storage, with no buffer of the whole text in between.
+pub fn unescape_units<T: StrUnit>(raw: &[u8], units: &mut [T]) -> usize {
+    let (mut pos, mut at) = (0, 0);
+    while let Some(offset) = memchr::memchr(b'\\', &raw[pos..]) {
+        at += widen_wtf8(&raw[pos..pos + offset], &mut units[at..]);
+        pos += offset + 1;
+        let (cp, length) = match raw.get(pos) {
+            Some(b'b') => (0x08, 1),
+            Some(b'f') => (0x0C, 1),
+            Some(b'n') => (u32::from(b'\n'), 1),
+            Some(b'r') => (u32::from(b'\r'), 1),
+            Some(b't') => (u32::from(b'\t'), 1),
+            Some(b'u') => escaped_code_point(raw, pos + 1),
+            // '"', '\\' and '/' stand for themselves.
+            Some(&other) => (u32::from(other), 1),
+            None => break,
+        };
+        let Some(unit) = units.get_mut(at) else { break };
+        *unit = T::of(cp);
+        at += 1;
+        pos = (pos + length).min(raw.len());
+    }
+    at + widen_wtf8(&raw[pos..], &mut units[at..])
+}
+
+/// The code point of the `\\u` escape whose four hex digits start at `at` (the `u` is at `at - 1`),
+/// joined with a `\\uDC00`-`\\uDFFF` escape right after it when it is a high surrogate; and how many
+/// bytes from the `u` on it took (5 or 11). Digits that are missing or not hex count as 0: callers
+/// pass text the scanner validated.
+fn escaped_code_point(raw: &[u8], at: usize) -> (u32, usize) {
+    let hex = |from: usize| raw.get(from..from + 4).filter(|digits| is_hex4(digits)).map(hex4);
+    let cp = hex(at).unwrap_or(0);
+    if (0xD800..0xDC00).contains(&cp) && raw.get(at + 4..at + 6) == Some(b"\\u") {
+        if let Some(low @ 0xDC00..=0xDFFF) = hex(at + 6) {
+            return (0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00), 11);
+        }
+    }
+    (cp, 5)
+}
+
+/// A JSON string as [`Scanner::string_shape`] measured it, for [`unescape_units`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StrShape<'a> {
+    /// The content between the quotes, exactly as written (escapes and all).
+    pub raw: &'a str,
+    /// The characters of its text (Python's `len`).
+    pub chars: usize,
+    /// How Python stores the text (exact: the narrowest kind that holds it).
+    pub width: Width,
+    /// Whether the text holds a lone surrogate (only an escape writes one).
+    pub has_surrogate: bool,
 }
 
 /// A string as [`Scanner::string_text`] read it.
@@ -559,7 +620,11 @@ impl<'a> Scanner<'a> {
     /// handed out as it is written; otherwise its text (WTF-8) is appended to `out`. Accepts exactly what
     /// [`string`](Self::string) accepts, with the same errors, in one walk over the bytes that validates,
     /// unescapes and finds the text's [`Width`] (the decoder's path: no second pass over any string).
-    pub fn string_text(&mut self, out: &mut Vec<u8>) -> Result<StrText<'a>> {
+    ///
+    /// `Ok(None)` when the text of a string with escapes would take more than `limit` bytes of `out`:
+    /// the cursor has not moved (what `out` holds then is of no use), and [`string_shape`](Self::string_shape)
+    /// reads the string instead, so that a long text is never held whole outside the Python string.
+    pub fn string_text(&mut self, out: &mut Vec<u8>, limit: usize) -> Result<Option<StrText<'a>>> {
         let bytes = self.bytes();
         let start = self.pos + 1;
         let mut widest = 0;
@@ -568,15 +633,18 @@ impl<'a> Scanner<'a> {
         match bytes.get(pos) {
             Some(b'"') => {
                 self.pos = pos + 1;
-                return Ok(StrText {
+                return Ok(Some(StrText {
                     unescaped: Some(&self.text[start..pos]),
                     width: Width::of_utf8(widest),
                     has_surrogate: false,
-                });
+                }));
             }
             Some(b'\\') => {}
             None => return Err(SyntaxError { what: "unterminated string", position: pos }),
             Some(_) => return Err(SyntaxError { what: "control character in string", position: pos }),
+        }
+        if pos - start > limit {
+            return Ok(None);
         }
         out.extend_from_slice(&bytes[start..pos]);
         let mut width = Width::Ascii;
@@ -619,6 +687,9 @@ impl<'a> Scanner<'a> {
             }
             let run = pos;
             pos = skip_ordinary_widest(bytes, run, &mut widest);
+            if out.len() + (pos - run) > limit {
+                return Ok(None);
+            }
             out.extend_from_slice(&bytes[run..pos]);
             match bytes.get(pos) {
                 Some(b'"') => break,
@@ -628,7 +699,45 @@ impl<'a> Scanner<'a> {
             }
         }
         self.pos = pos + 1;
-        Ok(StrText { unescaped: None, width: width.max(Width::of_utf8(widest)), has_surrogate })
+        Ok(Some(StrText { unescaped: None, width: width.max(Width::of_utf8(widest)), has_surrogate }))
+    }
+
+    /// A string measured without being unescaped: the cursor is at its opening quote. Accepts exactly
+    /// what [`string`](Self::string) accepts, with the same errors, in one walk that validates it and
+    /// counts its characters and finds its [`Width`], so that the caller can make the Python string at
+    /// its final size and kind and fill it with [`unescape_units`] (a second walk, over `raw` only).
+    pub fn string_shape(&mut self) -> Result<StrShape<'a>> {
+        let bytes = self.bytes();
+        let start = self.pos + 1;
+        let (mut widest, mut width, mut has_surrogate, mut chars) = (0, Width::Ascii, false, 0);
+        // A local cursor (not `self.pos`) lets the loop keep it in a register.
+        let mut pos = start;
+        loop {
+            let run = pos;
+            pos = skip_ordinary_widest(bytes, run, &mut widest);
+            chars += if widest < 0x80 { pos - run } else { count_chars(&bytes[run..pos]) };
+            match bytes.get(pos) {
+                Some(b'"') => break,
+                Some(b'\\') => {}
+                None => return Err(SyntaxError { what: "unterminated string", position: pos }),
+                Some(_) => return Err(SyntaxError { what: "control character in string", position: pos }),
+            }
+            // At a backslash.
+            pos += 1;
+            match bytes.get(pos) {
+                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => pos += 1,
+                Some(b'u') if bytes.get(pos + 1..pos + 5).is_some_and(is_hex4) => {
+                    let (cp, length) = escaped_code_point(bytes, pos + 1);
+                    has_surrogate |= (0xD800..0xE000).contains(&cp);
+                    width = width.max(Width::of_code_point(cp));
+                    pos += length;
+                }
+                _ => return Err(SyntaxError { what: "invalid escape in string", position: pos }),
+            }
+            chars += 1;
+        }
+        self.pos = pos + 1;
+        Ok(StrShape { raw: &self.text[start..pos], chars, width: width.max(Width::of_utf8(widest)), has_surrogate })
     }
 
     /// A number; returns its text and whether it is an integer (no fraction, no exponent).
@@ -1427,7 +1536,19 @@ mod tests {
                 });
                 let mut out = Vec::new();
                 let mut scanner = Scanner::new(&text, 8);
-                let got = scanner.string_text(&mut out);
+                let got = scanner.string_text(&mut out, usize::MAX).map(|read| read.expect("no limit"));
+                string_shape_reads_what_string_and_unescape_read(&text, expected.as_ref());
+                // With a limit: the same, or (with escapes only, or an error further on: `string_shape`
+                // then finds it) refused without moving.
+                let mut short = Scanner::new(&text, 8);
+                match short.string_text(&mut Vec::new(), 4) {
+                    Ok(None) => {
+                        assert!(expected.as_ref().map_or(true, |(_, _, escaped)| *escaped), "{text:?}");
+                        assert_eq!(short.pos, 0, "{text:?}");
+                    }
+                    Ok(Some(_)) => assert!(expected.is_ok(), "{text:?}"),
+                    Err(error) => assert_eq!(Err(&error), expected.as_ref().map(|_| ()), "{text:?}"),
+                }
                 match (expected, got) {
                     (
                         Ok((decoded, has_surrogate, escaped)),
@@ -1445,6 +1566,46 @@ mod tests {
                     (expected, got) => panic!("{text:?}: {expected:?} against {got:?}"),
                 }
             }
+        }
+    }
+
+    /// `string_shape` and `unescape_units` on `text` against what `string` and `unescape_into` read
+    /// (`expected`: the decoded text, whether it holds a lone surrogate, whether it had escapes).
+    fn string_shape_reads_what_string_and_unescape_read(
+        text: &str,
+        expected: std::result::Result<&(Vec<u8>, bool, bool), &crate::errors::SyntaxError>,
+    ) {
+        use super::{count_chars, unescape_units, widen_wtf8, StrShape, Width};
+        let mut scanner = Scanner::new(text, 8);
+        match (expected, scanner.string_shape()) {
+            (Ok((decoded, has_surrogate, _)), Ok(StrShape { raw, chars, width, has_surrogate: got_surrogate })) => {
+                assert_eq!(scanner.pos, raw.len() + 2, "{text:?}");
+                assert_eq!(chars, count_chars(decoded), "{text:?}");
+                assert_eq!(got_surrogate, *has_surrogate, "{text:?}");
+                let mut expected_units = vec![0u32; chars];
+                widen_wtf8(decoded, &mut expected_units);
+                let widest = expected_units.iter().copied().max().unwrap_or(0);
+                assert_eq!(width, Width::of_code_point(widest), "{text:?}");
+                let mut units = vec![0u32; chars];
+                assert_eq!(unescape_units(raw.as_bytes(), &mut units), chars, "{text:?}");
+                assert_eq!(units, expected_units, "{text:?}");
+                if width <= Width::Ucs2 {
+                    let mut units = vec![0u16; chars];
+                    assert_eq!(unescape_units(raw.as_bytes(), &mut units), chars, "{text:?}");
+                    assert!(units.iter().map(|&unit| u32::from(unit)).eq(expected_units.iter().copied()), "{text:?}");
+                }
+                if width <= Width::Latin1 {
+                    let mut units = vec![0u8; chars];
+                    assert_eq!(unescape_units(raw.as_bytes(), &mut units), chars, "{text:?}");
+                    assert!(units.iter().map(|&unit| u32::from(unit)).eq(expected_units.iter().copied()), "{text:?}");
+                }
+                // Too little room: filled up to it, never past it.
+                let mut units = vec![0u32; chars / 2];
+                assert_eq!(unescape_units(raw.as_bytes(), &mut units), chars / 2, "{text:?}");
+                assert_eq!(units, expected_units[..chars / 2], "{text:?}");
+            }
+            (Err(expected), Err(got)) => assert_eq!(&got, expected, "{text:?}"),
+            (expected, got) => panic!("{text:?}: {expected:?} against {got:?}"),
         }
     }
 
