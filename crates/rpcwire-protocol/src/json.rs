@@ -12,6 +12,7 @@
 
 use std::borrow::Cow;
 
+use crate::decimal::eisel_lemire;
 use crate::errors::SyntaxError;
 use crate::stack::StackFloor;
 
@@ -838,16 +839,24 @@ impl<'a> Scanner<'a> {
             }
             return Ok(Number::Text { text, integer: true });
         }
-        // Clinger's fast path: a mantissa below 2^53 and a power of ten up to 10^22 are both
-        // doubles exactly, so one multiplication or division rounds correctly, as parsing must.
         let scale = exponent - i64::try_from(fraction_digits).unwrap_or(i64::MAX);
-        if integer_digits + fraction_digits <= 19 && mantissa <= 1 << 53 && (-22..=22).contains(&scale) {
-            #[allow(clippy::cast_precision_loss)] // below 2^53: exact
-            let magnitude = mantissa as f64;
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // within -22..=22
-            let power = EXACT_POWERS_OF_TEN[scale.unsigned_abs() as usize];
-            let value = if scale < 0 { magnitude / power } else { magnitude * power };
-            return Ok(Number::Float(if negative { -value } else { value }));
+        if integer_digits + fraction_digits <= 19 {
+            // Clinger's fast path: a mantissa below 2^53 and a power of ten up to 10^22 are both
+            // doubles exactly, so one multiplication or division rounds correctly, as parsing must.
+            let value = if mantissa <= 1 << 53 && (-22..=22).contains(&scale) {
+                #[allow(clippy::cast_precision_loss)] // below 2^53: exact
+                let magnitude = mantissa as f64;
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // within -22..=22
+                let power = EXACT_POWERS_OF_TEN[scale.unsigned_abs() as usize];
+                Some(if scale < 0 { magnitude / power } else { magnitude * power })
+            } else {
+                // The full-precision numbers (17 digits) that repr() writes: Eisel-Lemire, from the
+                // digits gathered above rather than a second parse of the text.
+                eisel_lemire(scale, mantissa)
+            };
+            if let Some(value) = value {
+                return Ok(Number::Float(if negative { -value } else { value }));
+            }
         }
         Ok(Number::Text { text, integer: false })
     }
@@ -1457,8 +1466,39 @@ mod tests {
             "1234567812345678.5",
             "1e-22",
             "3e-23",
+            "1e308",
+            "-1e308",
+            "1e309",
+            "4.9e-324",
+            "2e-324",
+            "2.5e-324",
+            "-1e-400",
+            "2.225073858507201e-308",
+            "0e0",
+            "-0e-5",
+            "-0.0e400",
+            "9007199254740993e0",
+            "1.00000000000000011102230246251565404236316680908203125",
+            "0.30000000000000004",
+            "-831.2297419384171",
+            "9999999999999999999.0",
+            "99999999999999999999.0",
+            "1234567890123456789e-319",
         ];
-        for text in cases {
+        // Every double's shortest form (and its exponent form), from a fixed pseudo-random walk.
+        let mut state = 0x2545_F491_4F6C_DD1D_u64;
+        let mut random = Vec::new();
+        for _ in 0..200_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let value = f64::from_bits(state);
+            if value.is_finite() {
+                random.push(format!("{value:?}"));
+                random.push(format!("{:e}", value / 1e3));
+            }
+        }
+        for text in cases.iter().copied().chain(random.iter().map(String::as_str)) {
             let mut scanner = Scanner::new(text, 8);
             let number = scanner.number_value().unwrap();
             scanner.finish().unwrap();
