@@ -65,7 +65,8 @@ pub fn eisel_lemire(q: i64, w: u64) -> Option<f64> {
         return Some(f64::from_bits(mantissa));
     }
     // Exactly halfway between two doubles (possible only where the power of five is exact): to even.
-    if low <= 1 && (-4..=23).contains(&q) && mantissa & 3 == 1 && (mantissa << (upper + 64 - MANTISSA_BITS - 3)) == high {
+    if low <= 1 && (-4..=23).contains(&q) && mantissa & 3 == 1 && (mantissa << (upper + 64 - MANTISSA_BITS - 3)) == high
+    {
         mantissa &= !1;
     }
     mantissa += mantissa & 1;

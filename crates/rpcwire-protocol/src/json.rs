@@ -243,10 +243,11 @@ pub trait StrUnit: Copy {
     /// The unit holding `cp` (which fits: the caller chose the width from the text's widest character).
     fn of(cp: u32) -> Self;
 
-    /// Copy the ASCII bytes at the front of `text` into `units`, as units; how many.
-    fn copy_ascii(text: &[u8], units: &mut [Self]) -> usize {
+    /// Copy the ASCII bytes at the front of `text` into `units`, as units (stopping at a backslash too
+    /// with `STOP_AT_BACKSLASH`); how many.
+    fn copy_ascii<const STOP_AT_BACKSLASH: bool>(text: &[u8], units: &mut [Self]) -> usize {
         let mut count = 0;
-        for (unit, &byte) in units.iter_mut().zip(text).take_while(|(_, byte)| byte.is_ascii()) {
+        for (unit, &byte) in units.iter_mut().zip(text).take_while(|(_, &byte)| plain::<STOP_AT_BACKSLASH>(byte)) {
             *unit = Self::of(u32::from(byte));
             count += 1;
         }
@@ -260,8 +261,8 @@ impl StrUnit for u8 {
         cp as u8
     }
 
-    fn copy_ascii(text: &[u8], units: &mut [Self]) -> usize {
-        let count = ascii_prefix(text).min(units.len());
+    fn copy_ascii<const STOP_AT_BACKSLASH: bool>(text: &[u8], units: &mut [Self]) -> usize {
+        let count = ascii_prefix::<STOP_AT_BACKSLASH>(text).min(units.len());
         units[..count].copy_from_slice(&text[..count]);
         count
     }
@@ -275,10 +276,10 @@ impl StrUnit for u16 {
 
     /// Sixteen bytes at a time, each widened to its unit (SSE2).
     #[cfg(target_arch = "x86_64")]
-    fn copy_ascii(text: &[u8], units: &mut [Self]) -> usize {
+    fn copy_ascii<const STOP_AT_BACKSLASH: bool>(text: &[u8], units: &mut [Self]) -> usize {
         use std::arch::x86_64::{
-            _mm_loadu_si128, _mm_movemask_epi8, _mm_setzero_si128, _mm_storeu_si128, _mm_unpackhi_epi8,
-            _mm_unpacklo_epi8,
+            _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8, _mm_setzero_si128, _mm_storeu_si128,
+            _mm_unpackhi_epi8, _mm_unpacklo_epi8,
         };
         let mut count = 0;
         while let (Some(chunk), Some(out)) = (text.get(count..count + 16), units.get_mut(count..count + 16)) {
@@ -289,7 +290,9 @@ impl StrUnit for u16 {
                 let zero = _mm_setzero_si128();
                 _mm_storeu_si128(out.as_mut_ptr().cast(), _mm_unpacklo_epi8(bytes, zero));
                 _mm_storeu_si128(out.as_mut_ptr().add(8).cast(), _mm_unpackhi_epi8(bytes, zero));
-                _mm_movemask_epi8(bytes)
+                let backslashes =
+                    if STOP_AT_BACKSLASH { _mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(0x5C))) } else { 0 };
+                _mm_movemask_epi8(bytes) | backslashes
             };
             if ascii != 0 {
                 // The units past the first non-ASCII byte are written over next.
@@ -297,7 +300,9 @@ impl StrUnit for u16 {
             }
             count += 16;
         }
-        for (unit, &byte) in units[count..].iter_mut().zip(&text[count..]).take_while(|(_, byte)| byte.is_ascii()) {
+        for (unit, &byte) in
+            units[count..].iter_mut().zip(&text[count..]).take_while(|(_, &byte)| plain::<STOP_AT_BACKSLASH>(byte))
+        {
             *unit = u16::from(byte);
             count += 1;
         }
@@ -311,20 +316,31 @@ impl StrUnit for u32 {
     }
 }
 
-/// How many bytes at the front of `text` are ASCII.
-fn ascii_prefix(text: &[u8]) -> usize {
+/// Whether `byte` is ASCII (and, with `STOP_AT_BACKSLASH`, not a backslash).
+#[inline]
+fn plain<const STOP_AT_BACKSLASH: bool>(byte: u8) -> bool {
+    byte.is_ascii() && !(STOP_AT_BACKSLASH && byte == b'\\')
+}
+
+/// How many bytes at the front of `text` are ASCII (and, with `STOP_AT_BACKSLASH`, not a backslash).
+fn ascii_prefix<const STOP_AT_BACKSLASH: bool>(text: &[u8]) -> usize {
     let mut pos = 0;
     #[cfg(target_arch = "x86_64")]
     while let Some(chunk) = text.get(pos..pos + 16) {
-        use std::arch::x86_64::{_mm_loadu_si128, _mm_movemask_epi8};
+        use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
         // SAFETY: SSE2 is part of the x86_64 baseline; the load reads the 16 bytes of `chunk`.
-        let high = unsafe { _mm_movemask_epi8(_mm_loadu_si128(chunk.as_ptr().cast())) };
-        if high != 0 {
-            return pos + high.trailing_zeros() as usize;
+        let stop = unsafe {
+            let bytes = _mm_loadu_si128(chunk.as_ptr().cast());
+            let backslashes =
+                if STOP_AT_BACKSLASH { _mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(0x5C))) } else { 0 };
+            _mm_movemask_epi8(bytes) | backslashes
+        };
+        if stop != 0 {
+            return pos + stop.trailing_zeros() as usize;
         }
         pos += 16;
     }
-    pos + text[pos..].iter().take_while(|byte| byte.is_ascii()).count()
+    pos + text[pos..].iter().take_while(|&&byte| plain::<STOP_AT_BACKSLASH>(byte)).count()
 }
 
 /// Write the characters of the WTF-8 `text` into `units` (`count_chars(text)` of them), one unit each:
@@ -335,25 +351,33 @@ fn ascii_prefix(text: &[u8]) -> usize {
 pub fn widen_wtf8<T: StrUnit>(text: &[u8], units: &mut [T]) -> usize {
     let (mut pos, mut at) = (0, 0);
     while pos < text.len() && at < units.len() {
-        let ascii = T::copy_ascii(&text[pos..], &mut units[at..]);
+        let ascii = T::copy_ascii::<false>(&text[pos..], &mut units[at..]);
         pos += ascii;
         at += ascii;
-        let Some(&lead) = text.get(pos) else { break };
-        let continuation = |offset: usize| u32::from(text.get(pos + offset).copied().unwrap_or(0x80) & 0x3F);
-        let (cp, length) = match lead {
-            0..=0x7F => (u32::from(lead), 1),
-            0x80..=0xDF => ((u32::from(lead & 0x1F) << 6) | continuation(1), 2),
-            0xE0..=0xEF => ((u32::from(lead & 0x0F) << 12) | (continuation(1) << 6) | continuation(2), 3),
-            _ => {
-                ((u32::from(lead & 0x07) << 18) | (continuation(1) << 12) | (continuation(2) << 6) | continuation(3), 4)
-            }
-        };
+        if pos == text.len() {
+            break;
+        }
+        let (cp, length) = wtf8_char(text, pos);
         let Some(unit) = units.get_mut(at) else { break };
         *unit = T::of(cp);
         pos += length;
         at += 1;
     }
     at
+}
+
+/// The code point of the (WTF-8) character at `text[pos]` and its length in bytes; a continuation cut
+/// short counts as zero bits (callers pass validated text).
+#[inline]
+fn wtf8_char(text: &[u8], pos: usize) -> (u32, usize) {
+    let lead = text[pos];
+    let continuation = |offset: usize| u32::from(text.get(pos + offset).copied().unwrap_or(0x80) & 0x3F);
+    match lead {
+        0..=0x7F => (u32::from(lead), 1),
+        0x80..=0xDF => ((u32::from(lead & 0x1F) << 6) | continuation(1), 2),
+        0xE0..=0xEF => ((u32::from(lead & 0x0F) << 12) | (continuation(1) << 6) | continuation(2), 3),
+        _ => ((u32::from(lead & 0x07) << 18) | (continuation(1) << 12) | (continuation(2) << 6) | continuation(3), 4),
+    }
 }
 
 /// Write the text of a JSON string's content `raw` (as [`Scanner::string_shape`] validated and measured
@@ -366,9 +390,23 @@ pub fn widen_wtf8<T: StrUnit>(text: &[u8], units: &mut [T]) -> usize {
 /// straight into the Python string's storage, with no buffer of the whole text in between.
 pub fn unescape_units<T: StrUnit>(raw: &[u8], units: &mut [T]) -> usize {
     let (mut pos, mut at) = (0, 0);
-    while let Some(offset) = memchr::memchr(b'\\', &raw[pos..]) {
-        at += widen_wtf8(&raw[pos..pos + offset], &mut units[at..]);
-        pos += offset + 1;
+    // One loop over runs of ASCII (copied a chunk at a time), characters beyond ASCII and escapes:
+    // the runs between escapes are short in source text (an escaped newline every line).
+    while pos < raw.len() && at < units.len() {
+        let ascii = T::copy_ascii::<true>(&raw[pos..], &mut units[at..]);
+        pos += ascii;
+        at += ascii;
+        if pos == raw.len() || at == units.len() {
+            break;
+        }
+        if raw[pos] != b'\\' {
+            let (cp, length) = wtf8_char(raw, pos);
+            units[at] = T::of(cp);
+            at += 1;
+            pos += length;
+            continue;
+        }
+        pos += 1;
         let (cp, length) = match raw.get(pos) {
             Some(b'b') => (0x08, 1),
             Some(b'f') => (0x0C, 1),
@@ -380,12 +418,11 @@ pub fn unescape_units<T: StrUnit>(raw: &[u8], units: &mut [T]) -> usize {
             Some(&other) => (u32::from(other), 1),
             None => break,
         };
-        let Some(unit) = units.get_mut(at) else { break };
-        *unit = T::of(cp);
+        units[at] = T::of(cp);
         at += 1;
         pos = (pos + length).min(raw.len());
     }
-    at + widen_wtf8(&raw[pos..], &mut units[at..])
+    at
 }
 
 /// The code point of the `\\u` escape whose four hex digits start at `at` (the `u` is at `at - 1`),
@@ -710,13 +747,13 @@ impl<'a> Scanner<'a> {
     pub fn string_shape(&mut self) -> Result<StrShape<'a>> {
         let bytes = self.bytes();
         let start = self.pos + 1;
-        let (mut widest, mut width, mut has_surrogate, mut chars) = (0, Width::Ascii, false, 0);
+        // `escaped_bytes`: the bytes of the escapes beyond one a character, so that the characters are
+        // those of the whole content (one count, a chunk at a time) less these.
+        let (mut widest, mut width, mut has_surrogate, mut escaped_bytes) = (0, Width::Ascii, false, 0);
         // A local cursor (not `self.pos`) lets the loop keep it in a register.
         let mut pos = start;
         loop {
-            let run = pos;
-            pos = skip_ordinary_widest(bytes, run, &mut widest);
-            chars += if widest < 0x80 { pos - run } else { count_chars(&bytes[run..pos]) };
+            pos = skip_ordinary_widest(bytes, pos, &mut widest);
             match bytes.get(pos) {
                 Some(b'"') => break,
                 Some(b'\\') => {}
@@ -726,19 +763,24 @@ impl<'a> Scanner<'a> {
             // At a backslash.
             pos += 1;
             match bytes.get(pos) {
-                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => pos += 1,
+                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                    pos += 1;
+                    escaped_bytes += 1;
+                }
                 Some(b'u') if bytes.get(pos + 1..pos + 5).is_some_and(is_hex4) => {
                     let (cp, length) = escaped_code_point(bytes, pos + 1);
                     has_surrogate |= (0xD800..0xE000).contains(&cp);
                     width = width.max(Width::of_code_point(cp));
                     pos += length;
+                    escaped_bytes += length;
                 }
                 _ => return Err(SyntaxError { what: "invalid escape in string", position: pos }),
             }
-            chars += 1;
         }
         self.pos = pos + 1;
-        Ok(StrShape { raw: &self.text[start..pos], chars, width: width.max(Width::of_utf8(widest)), has_surrogate })
+        let raw = &self.text[start..pos];
+        let chars = if widest < 0x80 { raw.len() } else { count_chars(raw.as_bytes()) } - escaped_bytes;
+        Ok(StrShape { raw, chars, width: width.max(Width::of_utf8(widest)), has_surrogate })
     }
 
     /// A number; returns its text and whether it is an integer (no fraction, no exponent).
@@ -828,7 +870,8 @@ impl<'a> Scanner<'a> {
             }
         }
         self.pos = pos;
-        let text = &self.text[start..pos];
+        // The text is sliced only for the numbers handed out as text (a slice of a `str` checks its ends).
+        let text = || &self.text[start..pos];
         if fraction_digits == 0 && !has_exponent {
             self.longest_integer = self.longest_integer.max(integer_digits);
             // At most 18 digits: the mantissa did not wrap, and fits an `i64` with its sign.
@@ -837,7 +880,7 @@ impl<'a> Scanner<'a> {
                 let magnitude = mantissa as i64;
                 return Ok(Number::Int(if negative { -magnitude } else { magnitude }));
             }
-            return Ok(Number::Text { text, integer: true });
+            return Ok(Number::Text { text: text(), integer: true });
         }
         let scale = exponent - i64::try_from(fraction_digits).unwrap_or(i64::MAX);
         if integer_digits + fraction_digits <= 19 {
@@ -858,7 +901,7 @@ impl<'a> Scanner<'a> {
                 return Ok(Number::Float(if negative { -value } else { value }));
             }
         }
-        Ok(Number::Text { text, integer: false })
+        Ok(Number::Text { text: text(), integer: false })
     }
 
     fn skip_digits(&mut self) {
