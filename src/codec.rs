@@ -145,7 +145,10 @@ fn new_wide_str<'py>(py: Python<'py>, text: &[u8], width: Width) -> PyResult<Bou
 
 /// Strings whose text takes more bytes than this (escapes resolved) are not unescaped into the
 /// decoder's scratch buffer but measured first and then written straight into the `str`
-/// ([`long_str`]): a long document is then held once as text, not twice.
+/// ([`long_str`]): a long document is then held once as text, not twice. Below it the one walk
+/// through the buffer is kept (fewer instructions on text with an escape every few bytes: two walks
+/// pay the cost of each run twice). Small, because a long string's first bytes go to the buffer
+/// before it is known to be long, and the pages the buffer touched count in the peak memory.
 #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
 const LONG_TEXT: usize = 4096;
 /// Without `PyUnicode_New` every string is unescaped into the scratch buffer.

@@ -323,9 +323,9 @@ def test_string_escapes_decode_like_json_loads(impl: Any, escaped: str, decoded:
     assert out.getvalue() == b'{"jsonrpc":"2.0","id":1,"result":[' + expected_bytes(decoded) + b"]}\n"
 
 
-# Long strings with escapes: the native decoder writes one of more than 4,096 bytes (escapes resolved) straight
+# Long strings with escapes: the native decoder writes one of more than 4 KiB (escapes resolved) straight
 # into the str after measuring it, and a shorter one through its buffer; each width, escapes at the ends and
-# across, lone surrogates, a pair split over a run, just below and just above that length.
+# across, lone surrogates, just below and just above that length.
 LONG_PIECES = {
     "ascii": ("a\\n", "a\n"),
     "latin1": ("\\u00e9x\\t", "éx\t"),
@@ -354,7 +354,7 @@ def test_long_escaped_strings_decode_like_json_loads(impl: Any, width: str, leng
 
 
 def test_long_escaped_string_errors_are_the_scanners(impl: Any) -> None:
-    """A long string that turns out bad after its first 4,096 bytes: -32700, as for a short one."""
+    """A long string that turns out bad past the native decoder's buffer limit: -32700, as for a short one."""
     for bad in ("\\x", "\x01", "\\u12G4"):
         line = '{"jsonrpc":"2.0","method":"m","params":["' + "a\\n" * 3_000 + bad + '"],"id":1}\n'
         out = io.BytesIO()
