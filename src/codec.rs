@@ -186,12 +186,12 @@ enum Units<'s> {
 /// its storage written by `fill`, which returns how many units it wrote. Should it write fewer than
 /// `chars` (it must not), the rest is zeros rather than whatever the allocator left there.
 #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
-fn new_str_filled<'py>(
-    py: Python<'py>,
+fn new_str_filled(
+    py: Python<'_>,
     chars: usize,
     width: Width,
     fill: impl FnOnce(Units<'_>) -> usize,
-) -> PyResult<Bound<'py, PyString>> {
+) -> PyResult<Bound<'_, PyString>> {
     let length = ffi::Py_ssize_t::try_from(chars).map_err(|e| PyValueError::new_err(e.to_string()))?;
     // SAFETY: `PyUnicode_New` returns a new, compact, not yet shared string of `chars` characters
     // whose kind holds `width.max_char()`, or NULL with an exception. Its data is `chars` units of
