@@ -329,7 +329,7 @@ def test_string_escapes_decode_like_json_loads(impl: Any, escaped: str, decoded:
 LONG_PIECES = {
     "ascii": ("a\\n", "a\n"),
     "latin1": ("\\u00e9x\\t", "éx\t"),
-    "latin1-raw": ("é\\\"", 'é"'),
+    "latin1-raw": ('é\\"', 'é"'),
     "ucs2": ("\\u2014—\\/", "——/"),
     "ucs4": ("😀\\ud83d\\ude00", "😀😀"),
     "surrogate": ("\\ud800é", "\ud800é"),
