@@ -349,21 +349,7 @@ fn ascii_prefix<const STOP_AT_BACKSLASH: bool>(text: &[u8]) -> usize {
 /// ASCII go through `T::copy_ascii`; a lone surrogate's WTF-8 form becomes its code unit. Returns how
 /// many units it wrote (never more than `units` holds).
 pub fn widen_wtf8<T: StrUnit>(text: &[u8], units: &mut [T]) -> usize {
-    let (mut pos, mut at) = (0, 0);
-    while pos < text.len() && at < units.len() {
-        let ascii = T::copy_ascii::<false>(&text[pos..], &mut units[at..]);
-        pos += ascii;
-        at += ascii;
-        if pos == text.len() {
-            break;
-        }
-        let (cp, length) = wtf8_char(text, pos);
-        let Some(unit) = units.get_mut(at) else { break };
-        *unit = T::of(cp);
-        pos += length;
-        at += 1;
-    }
-    at
+    fill_units::<T, false>(text, units)
 }
 
 /// The code point of the (WTF-8) character at `text[pos]` and its length in bytes; a continuation cut
@@ -382,24 +368,29 @@ fn wtf8_char(text: &[u8], pos: usize) -> (u32, usize) {
 
 /// Write the text of a JSON string's content `raw` (as [`Scanner::string_shape`] validated and measured
 /// it) into `units`, one unit a character: the escapes resolved (a surrogate pair escape is one
-/// character, a lone surrogate escape its code unit), the runs between them widened by [`widen_wtf8`].
+/// character, a lone surrogate escape its code unit), the runs between them widened as by [`widen_wtf8`].
 /// Returns how many units it wrote (never more than `units` holds: `string_shape`'s `chars` of them
 /// when `units` has room).
 ///
 /// This is the decoder's second pass over a long string: the first measured it, so the text goes
 /// straight into the Python string's storage, with no buffer of the whole text in between.
 pub fn unescape_units<T: StrUnit>(raw: &[u8], units: &mut [T]) -> usize {
+    fill_units::<T, true>(raw, units)
+}
+
+/// [`widen_wtf8`] (without `ESCAPES`) and [`unescape_units`] (with): one loop over runs of ASCII
+/// (copied a chunk at a time), characters beyond ASCII and (with `ESCAPES`) escapes, which are
+/// frequent (source text has an escaped newline every line).
+fn fill_units<T: StrUnit, const ESCAPES: bool>(raw: &[u8], units: &mut [T]) -> usize {
     let (mut pos, mut at) = (0, 0);
-    // One loop over runs of ASCII (copied a chunk at a time), characters beyond ASCII and escapes:
-    // the runs between escapes are short in source text (an escaped newline every line).
     while pos < raw.len() && at < units.len() {
-        let ascii = T::copy_ascii::<true>(&raw[pos..], &mut units[at..]);
+        let ascii = T::copy_ascii::<ESCAPES>(&raw[pos..], &mut units[at..]);
         pos += ascii;
         at += ascii;
         if pos == raw.len() || at == units.len() {
             break;
         }
-        if raw[pos] != b'\\' {
+        if !ESCAPES || raw[pos] != b'\\' {
             let (cp, length) = wtf8_char(raw, pos);
             units[at] = T::of(cp);
             at += 1;
@@ -425,8 +416,8 @@ pub fn unescape_units<T: StrUnit>(raw: &[u8], units: &mut [T]) -> usize {
     at
 }
 
-/// The code point of the `\\u` escape whose four hex digits start at `at` (the `u` is at `at - 1`),
-/// joined with a `\\uDC00`-`\\uDFFF` escape right after it when it is a high surrogate; and how many
+/// The code point of the `\u` escape whose four hex digits start at `at` (the `u` is at `at - 1`),
+/// joined with a `\uDC00`-`\uDFFF` escape right after it when it is a high surrogate; and how many
 /// bytes from the `u` on it took (5 or 11). Digits that are missing or not hex count as 0: callers
 /// pass text the scanner validated.
 fn escaped_code_point(raw: &[u8], at: usize) -> (u32, usize) {
