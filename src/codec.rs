@@ -19,7 +19,7 @@ use smallvec::SmallVec;
 #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
 use rpcwire_protocol::json::write_escaped_code_points;
 #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
-use rpcwire_protocol::json::{count_chars, widen_wtf8, Width};
+use rpcwire_protocol::json::{count_chars, unescape_units, widen_wtf8, StrShape, Width};
 use rpcwire_protocol::json::{
     unescape_into, write_ascii_str, write_escaped_str, write_float_repr, JsonStr, Number, Scanner, StrText,
 };
@@ -135,18 +135,87 @@ const WIDE_DIRECT_MIN: usize = 32;
 #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
 fn new_wide_str<'py>(py: Python<'py>, text: &[u8], width: Width) -> PyResult<Bound<'py, PyString>> {
     let chars = count_chars(text);
+    // `widen_wtf8` writes one unit per character of `text`: all `chars` of them.
+    new_str_filled(py, chars, width, |units| match units {
+        Units::Narrow(units) => widen_wtf8(text, units),
+        Units::Ucs2(units) => widen_wtf8(text, units),
+        Units::Ucs4(units) => widen_wtf8(text, units),
+    })
+}
+
+/// Strings whose text takes more bytes than this (escapes resolved) are not unescaped into the
+/// decoder's scratch buffer but measured first and then written straight into the `str`
+/// ([`long_str`]): a long document is then held once as text, not twice. Below it the one walk
+/// through the buffer is kept (fewer instructions on text with an escape every few bytes: two walks
+/// pay the cost of each run twice). Small, because a long string's first bytes go to the buffer
+/// before it is known to be long, and the pages the buffer touched count in the peak memory.
+#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
+const LONG_TEXT: usize = 4096;
+/// Without `PyUnicode_New` every string is unescaped into the scratch buffer.
+#[cfg(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api"))]
+const LONG_TEXT: usize = usize::MAX;
+
+/// The `str` of a long escaped string that [`Scanner::string_shape`] measured: made at its final
+/// length and kind, and filled by `unescape_units` from the JSON text itself.
+#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
+fn long_str<'py>(py: Python<'py>, shape: StrShape<'_>) -> PyResult<Bound<'py, PyString>> {
+    let raw = shape.raw.as_bytes();
+    // `unescape_units` writes one unit per character `string_shape` counted: all `chars` of them.
+    new_str_filled(py, shape.chars, shape.width, |units| match units {
+        Units::Narrow(units) => unescape_units(raw, units),
+        Units::Ucs2(units) => unescape_units(raw, units),
+        Units::Ucs4(units) => unescape_units(raw, units),
+    })
+}
+
+/// Never called: `LONG_TEXT` sends no string here without `PyUnicode_New`.
+#[cfg(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api"))]
+fn long_str<'py>(py: Python<'py>, shape: rpcwire_protocol::json::StrShape<'_>) -> PyResult<Bound<'py, PyString>> {
+    str_from_json(py, JsonStr { raw: shape.raw, escaped: true }, &mut Vec::new())
+}
+
+/// The storage of a new `str`, by kind.
+#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
+enum Units<'s> {
+    Narrow(&'s mut [u8]),
+    Ucs2(&'s mut [u16]),
+    Ucs4(&'s mut [u32]),
+}
+
+/// A new `str` of `chars` characters of kind `width` (its exact widest: Python's canonical form),
+/// its storage written by `fill`, which returns how many units it wrote. Should it write fewer than
+/// `chars` (it must not), the rest is zeros rather than whatever the allocator left there.
+#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
+fn new_str_filled(
+    py: Python<'_>,
+    chars: usize,
+    width: Width,
+    fill: impl FnOnce(Units<'_>) -> usize,
+) -> PyResult<Bound<'_, PyString>> {
     let length = ffi::Py_ssize_t::try_from(chars).map_err(|e| PyValueError::new_err(e.to_string()))?;
     // SAFETY: `PyUnicode_New` returns a new, compact, not yet shared string of `chars` characters
     // whose kind holds `width.max_char()`, or NULL with an exception. Its data is `chars` units of
-    // that kind, each written below before the string is handed out (`widen_wtf8` writes one unit
-    // per character of `text`, and `width` is the exact widest, as Python's canonical form needs).
+    // that kind (the slices below), each written before the string is handed out: by `fill`, and the
+    // units it did not write are zeroed.
     unsafe {
         let string = Bound::from_owned_ptr_or_err(py, ffi::PyUnicode_New(length, width.max_char()))?;
         let data = ffi::PyUnicode_DATA(string.as_ptr());
         match width {
-            Width::Ascii | Width::Latin1 => widen_wtf8(text, std::slice::from_raw_parts_mut(data.cast::<u8>(), chars)),
-            Width::Ucs2 => widen_wtf8(text, std::slice::from_raw_parts_mut(data.cast::<u16>(), chars)),
-            Width::Ucs4 => widen_wtf8(text, std::slice::from_raw_parts_mut(data.cast::<u32>(), chars)),
+            Width::Ascii | Width::Latin1 => {
+                let units = std::slice::from_raw_parts_mut(data.cast::<u8>(), chars);
+                let written = fill(Units::Narrow(units)).min(chars);
+                units[written..].fill(0);
+            }
+            Width::Ucs2 => {
+                let units = std::slice::from_raw_parts_mut(data.cast::<u16>(), chars);
+                let written = fill(Units::Ucs2(units)).min(chars);
+                units[written..].fill(0);
+            }
+            Width::Ucs4 => {
+                let units = std::slice::from_raw_parts_mut(data.cast::<u32>(), chars);
+                let written = fill(Units::Ucs4(units)).min(chars);
+                units[written..].fill(0);
+            }
         }
         Ok(string.cast_into_unchecked())
     }
@@ -182,10 +251,13 @@ impl<'py> Decoder<'_, '_, 'py, '_> {
         let py = self.py;
         Ok(match self.scanner.peek() {
             Some(b'"') => {
-                // One walk over the string: validated, unescaped and measured together.
+                // One walk over the string: validated, unescaped and measured together; two for a long
+                // one with escapes (measured, then written straight into the `str`).
                 self.scratch.clear();
-                let text = self.scanner.string_text(&mut self.scratch)?;
-                str_from_text(py, text, &self.scratch)?.into_any()
+                match self.scanner.string_text(&mut self.scratch, LONG_TEXT)? {
+                    Some(text) => str_from_text(py, text, &self.scratch)?.into_any(),
+                    None => long_str(py, self.scanner.string_shape()?)?.into_any(),
+                }
             }
             Some(b'[') => {
                 // Inline for short arrays: no heap `Vec` for the usual small ones. (Building ASCII

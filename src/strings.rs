@@ -17,8 +17,10 @@ const MAX_CACHED_LEN: usize = 48;
 /// Reused `str` objects, by content.
 #[derive(Default)]
 pub(crate) struct StringCache {
-    /// Empty until the first lookup, so a cache that is never used costs nothing.
-    slots: Vec<Option<Slot>>,
+    /// Empty until the first lookup, so a cache that is never used costs nothing. A slot is a pointer
+    /// (the entry lives in its own box once used), so that the table of a transport whose services use
+    /// a few keys stays small: a pointer a slot instead of a whole entry.
+    slots: Vec<Option<Box<Slot>>>,
 }
 
 struct Slot {
@@ -48,7 +50,11 @@ impl StringCache {
             }
             _ => {
                 let string = PyString::new(py, text);
-                *slot = Some(Slot { text: text.into(), words, string: string.clone().unbind() });
+                let entry = Slot { text: text.into(), words, string: string.clone().unbind() };
+                match slot {
+                    Some(cached) => **cached = entry,
+                    None => *slot = Some(Box::new(entry)),
+                }
                 string
             }
         }

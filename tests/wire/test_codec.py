@@ -220,6 +220,23 @@ FLOAT_TEXTS = [
     "12345678.12345678",
     "-12345678.123456789",
     "1.00000000000000000000000000001",
+    # full precision (17 digits, as repr writes them): the native decoder's Eisel-Lemire path, and its edges
+    "-831.2297419384171",
+    "123.45678901234568",
+    "0.1234567890123456789",
+    "9999999999999999999.0",
+    "99999999999999999999.0",
+    "1e308",
+    "-1e308",
+    "2e-324",
+    "3e-324",
+    "2.4703282292062327e-324",
+    "2.4703282292062328e-324",
+    "2.2250738585072009e-308",
+    "4.4501477170144023e-308",
+    "9007199254740993e-308",
+    "7.2057594037927933e16",
+    "1234567890123456789e-330",
 ]
 
 
@@ -304,6 +321,45 @@ def test_string_escapes_decode_like_json_loads(impl: Any, escaped: str, decoded:
     impl.StdioTransport(io.BytesIO(line.encode()), out).serve(lambda m, p: seen.append(p) or p)
     assert seen == [[decoded]]
     assert out.getvalue() == b'{"jsonrpc":"2.0","id":1,"result":[' + expected_bytes(decoded) + b"]}\n"
+
+
+# Long strings with escapes: the native decoder writes one of more than 4 KiB (escapes resolved) straight
+# into the str after measuring it, and a shorter one through its buffer; each width, escapes at the ends and
+# across, lone surrogates, just below and just above that length.
+LONG_PIECES = {
+    "ascii": ("a\\n", "a\n"),
+    "latin1": ("\\u00e9x\\t", "éx\t"),
+    "latin1-raw": ('é\\"', 'é"'),
+    "ucs2": ("\\u2014—\\/", "——/"),
+    "ucs4": ("😀\\ud83d\\ude00", "😀😀"),
+    "surrogate": ("\\ud800é", "\ud800é"),
+}
+
+
+@pytest.mark.parametrize("width", list(LONG_PIECES))
+@pytest.mark.parametrize("length", [4_000, 4_090, 4_096, 4_100, 5_000, 70_000])
+def test_long_escaped_strings_decode_like_json_loads(impl: Any, width: str, length: int) -> None:
+    escaped, decoded = LONG_PIECES[width]
+    for plain_run in ("", "p" * 13, "q" * 40):
+        repeat = length // (len(escaped) + len(plain_run)) + 1
+        text = "\\n" + (plain_run + escaped) * repeat + "\\u0041"
+        expected = "\n" + (plain_run + decoded) * repeat + "A"
+        assert json.loads(f'"{text}"') == expected  # the reference agrees
+        seen: list[Any] = []
+        line = '{"jsonrpc":"2.0","method":"m","params":["' + text + '", "\\n"],"id":1}\n'
+        impl.StdioTransport(io.BytesIO(line.encode(errors="surrogatepass")), io.BytesIO()).serve(
+            lambda m, p, seen=seen: seen.append(p)
+        )
+        assert seen == [[expected, "\n"]], (width, length, len(plain_run))
+
+
+def test_long_escaped_string_errors_are_the_scanners(impl: Any) -> None:
+    """A long string that turns out bad past the native decoder's buffer limit: -32700, as for a short one."""
+    for bad in ("\\x", "\x01", "\\u12G4"):
+        line = '{"jsonrpc":"2.0","method":"m","params":["' + "a\\n" * 3_000 + bad + '"],"id":1}\n'
+        out = io.BytesIO()
+        impl.StdioTransport(io.BytesIO(line.encode()), out).serve(echo)
+        assert answers(out.getvalue())[0]["error"]["code"] == -32700, bad
 
 
 INTEGER_TEXTS = [

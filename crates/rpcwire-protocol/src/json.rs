@@ -12,6 +12,7 @@
 
 use std::borrow::Cow;
 
+use crate::decimal::eisel_lemire;
 use crate::errors::SyntaxError;
 use crate::stack::StackFloor;
 
@@ -242,10 +243,11 @@ pub trait StrUnit: Copy {
     /// The unit holding `cp` (which fits: the caller chose the width from the text's widest character).
     fn of(cp: u32) -> Self;
 
-    /// Copy the ASCII bytes at the front of `text` into `units`, as units; how many.
-    fn copy_ascii(text: &[u8], units: &mut [Self]) -> usize {
+    /// Copy the ASCII bytes at the front of `text` into `units`, as units (stopping at a backslash too
+    /// with `STOP_AT_BACKSLASH`); how many.
+    fn copy_ascii<const STOP_AT_BACKSLASH: bool>(text: &[u8], units: &mut [Self]) -> usize {
         let mut count = 0;
-        for (unit, &byte) in units.iter_mut().zip(text).take_while(|(_, byte)| byte.is_ascii()) {
+        for (unit, &byte) in units.iter_mut().zip(text).take_while(|(_, &byte)| plain::<STOP_AT_BACKSLASH>(byte)) {
             *unit = Self::of(u32::from(byte));
             count += 1;
         }
@@ -259,8 +261,8 @@ impl StrUnit for u8 {
         cp as u8
     }
 
-    fn copy_ascii(text: &[u8], units: &mut [Self]) -> usize {
-        let count = ascii_prefix(text).min(units.len());
+    fn copy_ascii<const STOP_AT_BACKSLASH: bool>(text: &[u8], units: &mut [Self]) -> usize {
+        let count = ascii_prefix::<STOP_AT_BACKSLASH>(text).min(units.len());
         units[..count].copy_from_slice(&text[..count]);
         count
     }
@@ -274,10 +276,10 @@ impl StrUnit for u16 {
 
     /// Sixteen bytes at a time, each widened to its unit (SSE2).
     #[cfg(target_arch = "x86_64")]
-    fn copy_ascii(text: &[u8], units: &mut [Self]) -> usize {
+    fn copy_ascii<const STOP_AT_BACKSLASH: bool>(text: &[u8], units: &mut [Self]) -> usize {
         use std::arch::x86_64::{
-            _mm_loadu_si128, _mm_movemask_epi8, _mm_setzero_si128, _mm_storeu_si128, _mm_unpackhi_epi8,
-            _mm_unpacklo_epi8,
+            _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8, _mm_setzero_si128, _mm_storeu_si128,
+            _mm_unpackhi_epi8, _mm_unpacklo_epi8,
         };
         let mut count = 0;
         while let (Some(chunk), Some(out)) = (text.get(count..count + 16), units.get_mut(count..count + 16)) {
@@ -288,7 +290,9 @@ impl StrUnit for u16 {
                 let zero = _mm_setzero_si128();
                 _mm_storeu_si128(out.as_mut_ptr().cast(), _mm_unpacklo_epi8(bytes, zero));
                 _mm_storeu_si128(out.as_mut_ptr().add(8).cast(), _mm_unpackhi_epi8(bytes, zero));
-                _mm_movemask_epi8(bytes)
+                let backslashes =
+                    if STOP_AT_BACKSLASH { _mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(0x5C))) } else { 0 };
+                _mm_movemask_epi8(bytes) | backslashes
             };
             if ascii != 0 {
                 // The units past the first non-ASCII byte are written over next.
@@ -296,7 +300,9 @@ impl StrUnit for u16 {
             }
             count += 16;
         }
-        for (unit, &byte) in units[count..].iter_mut().zip(&text[count..]).take_while(|(_, byte)| byte.is_ascii()) {
+        for (unit, &byte) in
+            units[count..].iter_mut().zip(&text[count..]).take_while(|(_, &byte)| plain::<STOP_AT_BACKSLASH>(byte))
+        {
             *unit = u16::from(byte);
             count += 1;
         }
@@ -310,48 +316,132 @@ impl StrUnit for u32 {
     }
 }
 
-/// How many bytes at the front of `text` are ASCII.
-fn ascii_prefix(text: &[u8]) -> usize {
+/// Whether `byte` is ASCII (and, with `STOP_AT_BACKSLASH`, not a backslash).
+#[inline]
+fn plain<const STOP_AT_BACKSLASH: bool>(byte: u8) -> bool {
+    byte.is_ascii() && !(STOP_AT_BACKSLASH && byte == b'\\')
+}
+
+/// How many bytes at the front of `text` are ASCII (and, with `STOP_AT_BACKSLASH`, not a backslash).
+fn ascii_prefix<const STOP_AT_BACKSLASH: bool>(text: &[u8]) -> usize {
     let mut pos = 0;
     #[cfg(target_arch = "x86_64")]
     while let Some(chunk) = text.get(pos..pos + 16) {
-        use std::arch::x86_64::{_mm_loadu_si128, _mm_movemask_epi8};
+        use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
         // SAFETY: SSE2 is part of the x86_64 baseline; the load reads the 16 bytes of `chunk`.
-        let high = unsafe { _mm_movemask_epi8(_mm_loadu_si128(chunk.as_ptr().cast())) };
-        if high != 0 {
-            return pos + high.trailing_zeros() as usize;
+        let stop = unsafe {
+            let bytes = _mm_loadu_si128(chunk.as_ptr().cast());
+            let backslashes =
+                if STOP_AT_BACKSLASH { _mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(0x5C))) } else { 0 };
+            _mm_movemask_epi8(bytes) | backslashes
+        };
+        if stop != 0 {
+            return pos + stop.trailing_zeros() as usize;
         }
         pos += 16;
     }
-    pos + text[pos..].iter().take_while(|byte| byte.is_ascii()).count()
+    pos + text[pos..].iter().take_while(|&&byte| plain::<STOP_AT_BACKSLASH>(byte)).count()
 }
 
 /// Write the characters of the WTF-8 `text` into `units` (`count_chars(text)` of them), one unit each:
 /// a Python string's storage filled straight from the decoder's bytes, without Python's UTF-8 decoder
 /// (which finds the width again, and widens what it wrote when a wider character comes). Runs of
-/// ASCII go through `T::copy_ascii`; a lone surrogate's WTF-8 form becomes its code unit.
-pub fn widen_wtf8<T: StrUnit>(text: &[u8], units: &mut [T]) {
+/// ASCII go through `T::copy_ascii`; a lone surrogate's WTF-8 form becomes its code unit. Returns how
+/// many units it wrote (never more than `units` holds).
+pub fn widen_wtf8<T: StrUnit>(text: &[u8], units: &mut [T]) -> usize {
+    fill_units::<T, false>(text, units)
+}
+
+/// The code point of the (WTF-8) character at `text[pos]` and its length in bytes; a continuation cut
+/// short counts as zero bits (callers pass validated text).
+#[inline]
+fn wtf8_char(text: &[u8], pos: usize) -> (u32, usize) {
+    let lead = text[pos];
+    let continuation = |offset: usize| u32::from(text.get(pos + offset).copied().unwrap_or(0x80) & 0x3F);
+    match lead {
+        0..=0x7F => (u32::from(lead), 1),
+        0x80..=0xDF => ((u32::from(lead & 0x1F) << 6) | continuation(1), 2),
+        0xE0..=0xEF => ((u32::from(lead & 0x0F) << 12) | (continuation(1) << 6) | continuation(2), 3),
+        _ => ((u32::from(lead & 0x07) << 18) | (continuation(1) << 12) | (continuation(2) << 6) | continuation(3), 4),
+    }
+}
+
+/// Write the text of a JSON string's content `raw` (as [`Scanner::string_shape`] validated and measured
+/// it) into `units`, one unit a character: the escapes resolved (a surrogate pair escape is one
+/// character, a lone surrogate escape its code unit), the runs between them widened as by [`widen_wtf8`].
+/// Returns how many units it wrote (never more than `units` holds: `string_shape`'s `chars` of them
+/// when `units` has room).
+///
+/// This is the decoder's second pass over a long string: the first measured it, so the text goes
+/// straight into the Python string's storage, with no buffer of the whole text in between.
+pub fn unescape_units<T: StrUnit>(raw: &[u8], units: &mut [T]) -> usize {
+    fill_units::<T, true>(raw, units)
+}
+
+/// [`widen_wtf8`] (without `ESCAPES`) and [`unescape_units`] (with): one loop over runs of ASCII
+/// (copied a chunk at a time), characters beyond ASCII and (with `ESCAPES`) escapes, which are
+/// frequent (source text has an escaped newline every line).
+fn fill_units<T: StrUnit, const ESCAPES: bool>(raw: &[u8], units: &mut [T]) -> usize {
     let (mut pos, mut at) = (0, 0);
-    while pos < text.len() && at < units.len() {
-        let ascii = T::copy_ascii(&text[pos..], &mut units[at..]);
+    while pos < raw.len() && at < units.len() {
+        let ascii = T::copy_ascii::<ESCAPES>(&raw[pos..], &mut units[at..]);
         pos += ascii;
         at += ascii;
-        let Some(&lead) = text.get(pos) else { break };
-        let continuation = |offset: usize| u32::from(text.get(pos + offset).copied().unwrap_or(0x80) & 0x3F);
-        let (cp, length) = match lead {
-            0..=0x7F => (u32::from(lead), 1),
-            0x80..=0xDF => ((u32::from(lead & 0x1F) << 6) | continuation(1), 2),
-            0xE0..=0xEF => ((u32::from(lead & 0x0F) << 12) | (continuation(1) << 6) | continuation(2), 3),
-            _ => {
-                ((u32::from(lead & 0x07) << 18) | (continuation(1) << 12) | (continuation(2) << 6) | continuation(3), 4)
-            }
-        };
-        if let Some(unit) = units.get_mut(at) {
-            *unit = T::of(cp);
+        if pos == raw.len() || at == units.len() {
+            break;
         }
-        pos += length;
+        if !ESCAPES || raw[pos] != b'\\' {
+            let (cp, length) = wtf8_char(raw, pos);
+            units[at] = T::of(cp);
+            at += 1;
+            pos += length;
+            continue;
+        }
+        pos += 1;
+        let (cp, length) = match raw.get(pos) {
+            Some(b'b') => (0x08, 1),
+            Some(b'f') => (0x0C, 1),
+            Some(b'n') => (u32::from(b'\n'), 1),
+            Some(b'r') => (u32::from(b'\r'), 1),
+            Some(b't') => (u32::from(b'\t'), 1),
+            Some(b'u') => escaped_code_point(raw, pos + 1),
+            // '"', '\\' and '/' stand for themselves.
+            Some(&other) => (u32::from(other), 1),
+            None => break,
+        };
+        units[at] = T::of(cp);
         at += 1;
+        pos = (pos + length).min(raw.len());
     }
+    at
+}
+
+/// The code point of the `\u` escape whose four hex digits start at `at` (the `u` is at `at - 1`),
+/// joined with a `\uDC00`-`\uDFFF` escape right after it when it is a high surrogate; and how many
+/// bytes from the `u` on it took (5 or 11). Digits that are missing or not hex count as 0: callers
+/// pass text the scanner validated.
+fn escaped_code_point(raw: &[u8], at: usize) -> (u32, usize) {
+    let hex = |from: usize| raw.get(from..from + 4).filter(|digits| is_hex4(digits)).map(hex4);
+    let cp = hex(at).unwrap_or(0);
+    if (0xD800..0xDC00).contains(&cp) && raw.get(at + 4..at + 6) == Some(b"\\u") {
+        if let Some(low @ 0xDC00..=0xDFFF) = hex(at + 6) {
+            return (0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00), 11);
+        }
+    }
+    (cp, 5)
+}
+
+/// A JSON string as [`Scanner::string_shape`] measured it, for [`unescape_units`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StrShape<'a> {
+    /// The content between the quotes, exactly as written (escapes and all).
+    pub raw: &'a str,
+    /// The characters of its text (Python's `len`).
+    pub chars: usize,
+    /// How Python stores the text (exact: the narrowest kind that holds it).
+    pub width: Width,
+    /// Whether the text holds a lone surrogate (only an escape writes one).
+    pub has_surrogate: bool,
 }
 
 /// A string as [`Scanner::string_text`] read it.
@@ -576,7 +666,11 @@ impl<'a> Scanner<'a> {
     /// handed out as it is written; otherwise its text (WTF-8) is appended to `out`. Accepts exactly what
     /// [`string`](Self::string) accepts, with the same errors, in one walk over the bytes that validates,
     /// unescapes and finds the text's [`Width`] (the decoder's path: no second pass over any string).
-    pub fn string_text(&mut self, out: &mut Vec<u8>) -> Result<StrText<'a>> {
+    ///
+    /// `Ok(None)` when the text of a string with escapes would take more than `limit` bytes of `out`:
+    /// the cursor has not moved (what `out` holds then is of no use), and [`string_shape`](Self::string_shape)
+    /// reads the string instead, so that a long text is never held whole outside the Python string.
+    pub fn string_text(&mut self, out: &mut Vec<u8>, limit: usize) -> Result<Option<StrText<'a>>> {
         let bytes = self.bytes();
         let start = self.pos + 1;
         let mut widest = 0;
@@ -585,15 +679,18 @@ impl<'a> Scanner<'a> {
         match bytes.get(pos) {
             Some(b'"') => {
                 self.pos = pos + 1;
-                return Ok(StrText {
+                return Ok(Some(StrText {
                     unescaped: Some(&self.text[start..pos]),
                     width: Width::of_utf8(widest),
                     has_surrogate: false,
-                });
+                }));
             }
             Some(b'\\') => {}
             None => return Err(SyntaxError { what: "unterminated string", position: pos }),
             Some(_) => return Err(SyntaxError { what: "control character in string", position: pos }),
+        }
+        if pos - start > limit {
+            return Ok(None);
         }
         out.extend_from_slice(&bytes[start..pos]);
         let mut width = Width::Ascii;
@@ -636,6 +733,9 @@ impl<'a> Scanner<'a> {
             }
             let run = pos;
             pos = skip_ordinary_widest(bytes, run, &mut widest);
+            if out.len() + (pos - run) > limit {
+                return Ok(None);
+            }
             out.extend_from_slice(&bytes[run..pos]);
             match bytes.get(pos) {
                 Some(b'"') => break,
@@ -645,7 +745,50 @@ impl<'a> Scanner<'a> {
             }
         }
         self.pos = pos + 1;
-        Ok(StrText { unescaped: None, width: width.max(Width::of_utf8(widest)), has_surrogate })
+        Ok(Some(StrText { unescaped: None, width: width.max(Width::of_utf8(widest)), has_surrogate }))
+    }
+
+    /// A string measured without being unescaped: the cursor is at its opening quote. Accepts exactly
+    /// what [`string`](Self::string) accepts, with the same errors, in one walk that validates it and
+    /// counts its characters and finds its [`Width`], so that the caller can make the Python string at
+    /// its final size and kind and fill it with [`unescape_units`] (a second walk, over `raw` only).
+    pub fn string_shape(&mut self) -> Result<StrShape<'a>> {
+        let bytes = self.bytes();
+        let start = self.pos + 1;
+        // `escaped_bytes`: the bytes of the escapes beyond one a character, so that the characters are
+        // those of the whole content (one count, a chunk at a time) less these.
+        let (mut widest, mut width, mut has_surrogate, mut escaped_bytes) = (0, Width::Ascii, false, 0);
+        // A local cursor (not `self.pos`) lets the loop keep it in a register.
+        let mut pos = start;
+        loop {
+            pos = skip_ordinary_widest(bytes, pos, &mut widest);
+            match bytes.get(pos) {
+                Some(b'"') => break,
+                Some(b'\\') => {}
+                None => return Err(SyntaxError { what: "unterminated string", position: pos }),
+                Some(_) => return Err(SyntaxError { what: "control character in string", position: pos }),
+            }
+            // At a backslash.
+            pos += 1;
+            match bytes.get(pos) {
+                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                    pos += 1;
+                    escaped_bytes += 1;
+                }
+                Some(b'u') if bytes.get(pos + 1..pos + 5).is_some_and(is_hex4) => {
+                    let (cp, length) = escaped_code_point(bytes, pos + 1);
+                    has_surrogate |= (0xD800..0xE000).contains(&cp);
+                    width = width.max(Width::of_code_point(cp));
+                    pos += length;
+                    escaped_bytes += length;
+                }
+                _ => return Err(SyntaxError { what: "invalid escape in string", position: pos }),
+            }
+        }
+        self.pos = pos + 1;
+        let raw = &self.text[start..pos];
+        let chars = if widest < 0x80 { raw.len() } else { count_chars(raw.as_bytes()) } - escaped_bytes;
+        Ok(StrShape { raw, chars, width: width.max(Width::of_utf8(widest)), has_surrogate })
     }
 
     /// A number; returns its text and whether it is an integer (no fraction, no exponent).
@@ -735,7 +878,8 @@ impl<'a> Scanner<'a> {
             }
         }
         self.pos = pos;
-        let text = &self.text[start..pos];
+        // The text is sliced only for the numbers handed out as text (a slice of a `str` checks its ends).
+        let text = || &self.text[start..pos];
         if fraction_digits == 0 && !has_exponent {
             self.longest_integer = self.longest_integer.max(integer_digits);
             // At most 18 digits: the mantissa did not wrap, and fits an `i64` with its sign.
@@ -744,20 +888,28 @@ impl<'a> Scanner<'a> {
                 let magnitude = mantissa as i64;
                 return Ok(Number::Int(if negative { -magnitude } else { magnitude }));
             }
-            return Ok(Number::Text { text, integer: true });
+            return Ok(Number::Text { text: text(), integer: true });
         }
-        // Clinger's fast path: a mantissa below 2^53 and a power of ten up to 10^22 are both
-        // doubles exactly, so one multiplication or division rounds correctly, as parsing must.
         let scale = exponent - i64::try_from(fraction_digits).unwrap_or(i64::MAX);
-        if integer_digits + fraction_digits <= 19 && mantissa <= 1 << 53 && (-22..=22).contains(&scale) {
-            #[allow(clippy::cast_precision_loss)] // below 2^53: exact
-            let magnitude = mantissa as f64;
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // within -22..=22
-            let power = EXACT_POWERS_OF_TEN[scale.unsigned_abs() as usize];
-            let value = if scale < 0 { magnitude / power } else { magnitude * power };
-            return Ok(Number::Float(if negative { -value } else { value }));
+        if integer_digits + fraction_digits <= 19 {
+            // Clinger's fast path: a mantissa below 2^53 and a power of ten up to 10^22 are both
+            // doubles exactly, so one multiplication or division rounds correctly, as parsing must.
+            let value = if mantissa <= 1 << 53 && (-22..=22).contains(&scale) {
+                #[allow(clippy::cast_precision_loss)] // below 2^53: exact
+                let magnitude = mantissa as f64;
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // within -22..=22
+                let power = EXACT_POWERS_OF_TEN[scale.unsigned_abs() as usize];
+                Some(if scale < 0 { magnitude / power } else { magnitude * power })
+            } else {
+                // The full-precision numbers (17 digits) that repr() writes: Eisel-Lemire, from the
+                // digits gathered above rather than a second parse of the text.
+                eisel_lemire(scale, mantissa)
+            };
+            if let Some(value) = value {
+                return Ok(Number::Float(if negative { -value } else { value }));
+            }
         }
-        Ok(Number::Text { text, integer: false })
+        Ok(Number::Text { text: text(), integer: false })
     }
 
     fn skip_digits(&mut self) {
@@ -1365,8 +1517,39 @@ mod tests {
             "1234567812345678.5",
             "1e-22",
             "3e-23",
+            "1e308",
+            "-1e308",
+            "1e309",
+            "4.9e-324",
+            "2e-324",
+            "2.5e-324",
+            "-1e-400",
+            "2.225073858507201e-308",
+            "0e0",
+            "-0e-5",
+            "-0.0e400",
+            "9007199254740993e0",
+            "1.00000000000000011102230246251565404236316680908203125",
+            "0.30000000000000004",
+            "-831.2297419384171",
+            "9999999999999999999.0",
+            "99999999999999999999.0",
+            "1234567890123456789e-319",
         ];
-        for text in cases {
+        // Every double's shortest form (and its exponent form), from a fixed pseudo-random walk.
+        let mut state = 0x2545_F491_4F6C_DD1D_u64;
+        let mut random = Vec::new();
+        for _ in 0..200_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let value = f64::from_bits(state);
+            if value.is_finite() {
+                random.push(format!("{value:?}"));
+                random.push(format!("{:e}", value / 1e3));
+            }
+        }
+        for text in cases.iter().copied().chain(random.iter().map(String::as_str)) {
             let mut scanner = Scanner::new(text, 8);
             let number = scanner.number_value().unwrap();
             scanner.finish().unwrap();
@@ -1444,7 +1627,19 @@ mod tests {
                 });
                 let mut out = Vec::new();
                 let mut scanner = Scanner::new(&text, 8);
-                let got = scanner.string_text(&mut out);
+                let got = scanner.string_text(&mut out, usize::MAX).map(|read| read.expect("no limit"));
+                string_shape_reads_what_string_and_unescape_read(&text, expected.as_ref());
+                // With a limit: the same, or (with escapes only, or an error further on: `string_shape`
+                // then finds it) refused without moving.
+                let mut short = Scanner::new(&text, 8);
+                match short.string_text(&mut Vec::new(), 4) {
+                    Ok(None) => {
+                        assert!(expected.as_ref().map_or(true, |(_, _, escaped)| *escaped), "{text:?}");
+                        assert_eq!(short.pos, 0, "{text:?}");
+                    }
+                    Ok(Some(_)) => assert!(expected.is_ok(), "{text:?}"),
+                    Err(error) => assert_eq!(Err(&error), expected.as_ref().map(|_| ()), "{text:?}"),
+                }
                 match (expected, got) {
                     (
                         Ok((decoded, has_surrogate, escaped)),
@@ -1462,6 +1657,46 @@ mod tests {
                     (expected, got) => panic!("{text:?}: {expected:?} against {got:?}"),
                 }
             }
+        }
+    }
+
+    /// `string_shape` and `unescape_units` on `text` against what `string` and `unescape_into` read
+    /// (`expected`: the decoded text, whether it holds a lone surrogate, whether it had escapes).
+    fn string_shape_reads_what_string_and_unescape_read(
+        text: &str,
+        expected: std::result::Result<&(Vec<u8>, bool, bool), &crate::errors::SyntaxError>,
+    ) {
+        use super::{count_chars, unescape_units, widen_wtf8, StrShape, Width};
+        let mut scanner = Scanner::new(text, 8);
+        match (expected, scanner.string_shape()) {
+            (Ok((decoded, has_surrogate, _)), Ok(StrShape { raw, chars, width, has_surrogate: got_surrogate })) => {
+                assert_eq!(scanner.pos, raw.len() + 2, "{text:?}");
+                assert_eq!(chars, count_chars(decoded), "{text:?}");
+                assert_eq!(got_surrogate, *has_surrogate, "{text:?}");
+                let mut expected_units = vec![0u32; chars];
+                widen_wtf8(decoded, &mut expected_units);
+                let widest = expected_units.iter().copied().max().unwrap_or(0);
+                assert_eq!(width, Width::of_code_point(widest), "{text:?}");
+                let mut units = vec![0u32; chars];
+                assert_eq!(unescape_units(raw.as_bytes(), &mut units), chars, "{text:?}");
+                assert_eq!(units, expected_units, "{text:?}");
+                if width <= Width::Ucs2 {
+                    let mut units = vec![0u16; chars];
+                    assert_eq!(unescape_units(raw.as_bytes(), &mut units), chars, "{text:?}");
+                    assert!(units.iter().map(|&unit| u32::from(unit)).eq(expected_units.iter().copied()), "{text:?}");
+                }
+                if width <= Width::Latin1 {
+                    let mut units = vec![0u8; chars];
+                    assert_eq!(unescape_units(raw.as_bytes(), &mut units), chars, "{text:?}");
+                    assert!(units.iter().map(|&unit| u32::from(unit)).eq(expected_units.iter().copied()), "{text:?}");
+                }
+                // Too little room: filled up to it, never past it.
+                let mut units = vec![0u32; chars / 2];
+                assert_eq!(unescape_units(raw.as_bytes(), &mut units), chars / 2, "{text:?}");
+                assert_eq!(units, expected_units[..chars / 2], "{text:?}");
+            }
+            (Err(expected), Err(got)) => assert_eq!(&got, expected, "{text:?}"),
+            (expected, got) => panic!("{text:?}: {expected:?} against {got:?}"),
         }
     }
 

@@ -8,6 +8,7 @@
 //! (its `codec` builds Python objects in the scanner's pass), `cargo test` tests it, and the fuzz
 //! targets (`fuzz/`) depend on it directly. The rules are spelled out in `docs/semantics.md`.
 
+pub mod decimal;
 pub mod envelope;
 pub mod errors;
 pub mod framing;
