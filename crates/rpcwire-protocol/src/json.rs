@@ -1026,7 +1026,7 @@ pub fn write_escaped_str(out: &mut Vec<u8>, text: &[u8]) {
 ///
 /// Encoding from the `str`'s storage spares Python's UTF-8 copy of a non-ASCII string, which it
 /// would also keep on the object for as long as the object lives. One pass, writing straight into
-/// `out`'s spare room: a block of units (16 Latin-1, 8 UCS-2, 4 UCS-4) is narrowed to bytes and
+/// `out`'s spare room: a block of 16 units (of any width) is narrowed to bytes and
 /// stored whole, then only its plain ASCII prefix is kept, and the unit that ended it (an escape,
 /// or a character beyond ASCII) is written in place; no call and no capacity check per unit.
 pub fn write_escaped_code_points<T: CodeUnit>(out: &mut Vec<u8>, units: &[T]) {
@@ -1213,16 +1213,16 @@ impl CodeUnit for u8 {
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::inline_always)] // a block's load: it belongs in the caller's loop
 impl CodeUnit for u16 {
-    const BLOCK: usize = 8;
+    const BLOCK: usize = 16;
 
     #[inline(always)]
     unsafe fn store_block(units: *const Self, target: *mut u8) -> usize {
-        use std::arch::x86_64::{_mm_loadu_si128, _mm_packus_epi16, _mm_setzero_si128};
-        // SAFETY: (the caller's) 8 units (16 bytes) at `units`, loaded unaligned. Units above 0xFF
+        use std::arch::x86_64::{_mm_loadu_si128, _mm_packus_epi16};
+        // SAFETY: (the caller's) 16 units (32 bytes) at `units`, loaded unaligned. Units above 0xFF
         // saturate to 0xFF and those above 0x7FFF (negative as i16) to 0: every unit beyond ASCII
         // becomes a byte that stops the count.
         unsafe {
-            let narrowed = _mm_packus_epi16(_mm_loadu_si128(units.cast()), _mm_setzero_si128());
+            let narrowed = _mm_packus_epi16(_mm_loadu_si128(units.cast()), _mm_loadu_si128(units.add(8).cast()));
             store_narrowed(narrowed, Self::BLOCK, target)
         }
     }
@@ -1231,17 +1231,17 @@ impl CodeUnit for u16 {
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::inline_always)] // a block's load: it belongs in the caller's loop
 impl CodeUnit for u32 {
-    const BLOCK: usize = 4;
+    const BLOCK: usize = 16;
 
     #[inline(always)]
     unsafe fn store_block(units: *const Self, target: *mut u8) -> usize {
-        use std::arch::x86_64::{_mm_loadu_si128, _mm_packs_epi32, _mm_packus_epi16, _mm_setzero_si128};
-        // SAFETY: (the caller's) 4 units (16 bytes) at `units`, loaded unaligned. Code points are
+        use std::arch::x86_64::{_mm_loadu_si128, _mm_packs_epi32, _mm_packus_epi16};
+        // SAFETY: (the caller's) 16 units (64 bytes) at `units`, loaded unaligned. Code points are
         // below 2^31, so signed saturation takes those above 0x7FFF to 0x7FFF, and the unsigned
         // one then those above 0xFF to 0xFF: every unit beyond ASCII becomes 0xFF.
         unsafe {
-            let zero = _mm_setzero_si128();
-            let narrowed = _mm_packus_epi16(_mm_packs_epi32(_mm_loadu_si128(units.cast()), zero), zero);
+            let load = |at: usize| _mm_loadu_si128(units.add(at).cast());
+            let narrowed = _mm_packus_epi16(_mm_packs_epi32(load(0), load(4)), _mm_packs_epi32(load(8), load(12)));
             store_narrowed(narrowed, Self::BLOCK, target)
         }
     }
