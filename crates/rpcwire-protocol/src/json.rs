@@ -906,6 +906,23 @@ pub fn unescape_into(raw: &[u8], out: &mut Vec<u8>) -> bool {
 #[inline]
 pub fn write_ascii_str(out: &mut Vec<u8>, text: &[u8]) {
     let len = text.len();
+    #[cfg(target_arch = "x86_64")]
+    if (8..=32).contains(&len) {
+        out.reserve(len + 2);
+        // SAFETY: `reserve` made room for `len + 2` bytes past the length, all written before
+        // `set_len` if the text needs no escape.
+        unsafe {
+            let target = out.as_mut_ptr().add(out.len());
+            if store_short_plain(text, target.add(1)) {
+                *target = b'"';
+                *target.add(len + 1) = b'"';
+                out.set_len(out.len() + len + 2);
+                return;
+            }
+        }
+        write_escaped_code_points(out, text);
+        return;
+    }
     if len > 32 || needs_escape_short(text) {
         debug_assert!(text.is_ascii(), "write_ascii_str takes ASCII");
         write_escaped_code_points(out, text);
@@ -921,6 +938,41 @@ pub fn write_ascii_str(out: &mut Vec<u8>, text: &[u8]) {
         *target.add(len + 1) = b'"';
         out.set_len(start + len + 2);
     }
+}
+
+/// If ASCII `text` (8 to 32 bytes) needs no escape, copy it to `target` and say so: its first and
+/// last 8 or 16 bytes (overlapping) are loaded once, tested with SSE2, and stored as they are.
+///
+/// # Safety
+/// `text` holds 8 to 32 bytes and `target` has room for as many.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+unsafe fn store_short_plain(text: &[u8], target: *mut u8) -> bool {
+    use std::arch::x86_64::{_mm_loadl_epi64, _mm_loadu_si128, _mm_storel_epi64, _mm_storeu_si128};
+    let len = text.len();
+    let source = text.as_ptr();
+    // SAFETY: SSE2 is part of the x86_64 baseline; the loads read inside `text` (two pieces of 16
+    // or 8 bytes, overlapping, never past its end) and the stores write inside the `len` bytes at
+    // `target` (the caller's). An 8-byte load fills the upper 8 bytes with NULs: only the lower 8
+    // bytes' bits of the mask are looked at.
+    unsafe {
+        if len >= 16 {
+            let (head, tail) = (_mm_loadu_si128(source.cast()), _mm_loadu_si128(source.add(len - 16).cast()));
+            if special_mask_of::<false>(head) | special_mask_of::<false>(tail) != 0 {
+                return false;
+            }
+            _mm_storeu_si128(target.cast(), head);
+            _mm_storeu_si128(target.add(len - 16).cast(), tail);
+        } else {
+            let (head, tail) = (_mm_loadl_epi64(source.cast()), _mm_loadl_epi64(source.add(len - 8).cast()));
+            if (special_mask_of::<false>(head) | special_mask_of::<false>(tail)) & 0xFF != 0 {
+                return false;
+            }
+            _mm_storel_epi64(target.cast(), head);
+            _mm_storel_epi64(target.add(len - 8).cast(), tail);
+        }
+    }
+    true
 }
 
 /// Copy `source` (at most 32 bytes) to `target` as two overlapping fixed-size pieces: no loop and
@@ -1034,38 +1086,60 @@ pub fn write_escaped_code_points<T: CodeUnit>(out: &mut Vec<u8>, units: &[T]) {
     out.push(b'"');
     let mut len = out.len();
     let mut index = 0;
-    while index < units.len() {
-        if out.capacity() - len < SPECIAL_ROOM {
+    // SAFETY: a block read from any `index` below `units.len() + 1 - BLOCK` is inside `units`, and
+    // a block's plain prefix ends at `units.len()` at the latest.
+    unsafe { escape_blocks(out, &mut len, units, &mut index, (units.len() + 1).saturating_sub(T::BLOCK), units.len()) };
+    if index < units.len() {
+        // The last units, fewer than a block: copied to a block of their own that a NUL (a
+        // control character, which stops a block's plain prefix) ends, and escaped as the others.
+        let rest = units.len() - index;
+        let mut padded = [[T::default(); 16]; 2];
+        padded.as_flattened_mut()[..rest].copy_from_slice(&units[index..]);
+        let mut at = 0;
+        // SAFETY: a block read from any `at` below `rest` (less than a block) is inside `padded`
+        // (two blocks); the NUL at `rest` ends every plain prefix there.
+        unsafe { escape_blocks(out, &mut len, padded.as_flattened(), &mut at, rest, rest) };
+    }
+    // SAFETY: the bytes up to `len` were written by `escape_blocks`.
+    unsafe { out.set_len(len) };
+    out.push(b'"');
+}
+
+/// Escape the first `count` units of `units` from `index` on into `out` from byte `len` on (`out`'s
+/// own length is left behind, and set only when it must grow), a block at a time, until `index`
+/// reaches `end` or a block's plain prefix ends past it.
+///
+/// # Safety
+/// A block (`T::BLOCK` units) read from any index below `end` is inside `units`, and the plain
+/// prefix of such a block ends at `count` at the latest (a special unit, or the end).
+#[inline(always)]
+#[allow(clippy::inline_always)] // the loop of `write_escaped_code_points`, written once for its two parts
+unsafe fn escape_blocks<T: CodeUnit>(
+    out: &mut Vec<u8>,
+    len: &mut usize,
+    units: &[T],
+    index: &mut usize,
+    end: usize,
+    count: usize,
+) {
+    while *index < end {
+        if out.capacity() - *len < SPECIAL_ROOM {
             // SAFETY: the bytes up to `len` were written below.
-            unsafe { out.set_len(len) };
-            out.reserve(units.len() - index + SPECIAL_ROOM);
+            unsafe { out.set_len(*len) };
+            out.reserve(count - *index + SPECIAL_ROOM);
         }
         // SAFETY: at least `SPECIAL_ROOM` bytes are spare past `len`: a block's store (16 bytes)
-        // and a special unit's writing (at most 8) fit in them. `store_block` reads `T::BLOCK`
-        // units from `index`, which are inside `units`.
+        // and a special unit's writing (at most 8) fit in them; the block read is the caller's.
         unsafe {
-            let target = out.as_mut_ptr().add(len);
-            // How many units from `index` on are plain ASCII, and whether a special one follows them.
-            let (plain, stopped) = if index + T::BLOCK <= units.len() {
-                let plain = T::store_block(units.as_ptr().add(index), target);
-                (plain, plain < T::BLOCK)
-            } else {
-                let unit: u32 = units[index].into();
-                *target = unit.to_le_bytes()[0];
-                let plain = unit < 0x80 && ORDINARY_IN_STRING[unit as usize];
-                (usize::from(plain), !plain)
-            };
-            len += plain;
-            index += plain;
-            if stopped {
-                len += write_special_unit(out.as_mut_ptr().add(len), units[index].into());
-                index += 1;
+            let plain = T::store_block(units.as_ptr().add(*index), out.as_mut_ptr().add(*len));
+            *len += plain;
+            *index += plain;
+            if plain < T::BLOCK && *index < count {
+                *len += write_special_unit(out.as_mut_ptr().add(*len), units[*index].into());
+                *index += 1;
             }
         }
     }
-    // SAFETY: the bytes up to `len` were written above.
-    unsafe { out.set_len(len) };
-    out.push(b'"');
 }
 
 /// Spare room `write_escaped_code_points` keeps in `out` for one step: a block of bytes stored
@@ -1145,7 +1219,7 @@ unsafe fn write_special_unit(target: *mut u8, code_point: u32) -> usize {
 }
 
 /// A unit of a Python `str`'s storage: Latin-1 (`u8`), UCS-2 (`u16`) or UCS-4 (`u32`).
-pub trait CodeUnit: Copy + Into<u32> {
+pub trait CodeUnit: Copy + Default + Into<u32> {
     /// How many units `store_block` takes.
     const BLOCK: usize;
 
