@@ -23,6 +23,8 @@ use rpcwire_protocol::json::{count_chars, widen_wtf8, Width};
 use rpcwire_protocol::json::{
     unescape_into, write_ascii_str, write_escaped_str, write_float_repr, JsonStr, Number, Scanner, StrText,
 };
+#[cfg(not(any(PyPy, GraalPy, Py_LIMITED_API)))]
+use rpcwire_protocol::json::write_short;
 use rpcwire_protocol::stack::StackFloor;
 
 use crate::errors::{Error, SyntaxError};
@@ -586,6 +588,41 @@ impl KeyCache {
     }
 }
 
+#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API)))]
+extern "C" {
+    /// `PyDict_Next` without its own call around it (`CPython` 3.10 to 3.13 export it); a NULL
+    /// `hash` is allowed.
+    fn _PyDict_Next(
+        dict: *mut ffi::PyObject,
+        position: *mut ffi::Py_ssize_t,
+        key: *mut *mut ffi::PyObject,
+        value: *mut *mut ffi::PyObject,
+        hash: *mut ffi::Py_hash_t,
+    ) -> std::ffi::c_int;
+}
+
+/// `PyDict_Next`: the next member of `dict` after `position`, borrowed, if there is one.
+///
+/// # Safety
+/// The GIL is held, `dict` is a live `dict`, and the pointers are valid for writes.
+#[cfg(not(any(PyPy, GraalPy, Py_LIMITED_API)))]
+#[inline(always)]
+#[allow(clippy::inline_always)] // once per member: the call it saves is the point
+unsafe fn dict_next(
+    dict: *mut ffi::PyObject,
+    position: *mut ffi::Py_ssize_t,
+    key: *mut *mut ffi::PyObject,
+    value: *mut *mut ffi::PyObject,
+) -> bool {
+    // SAFETY: (the caller's)
+    unsafe {
+        #[cfg(not(Py_3_14))]
+        return _PyDict_Next(dict, position, key, value, std::ptr::null_mut()) != 0;
+        #[cfg(Py_3_14)]
+        return ffi::PyDict_Next(dict, position, key, value) != 0;
+    }
+}
+
 #[cfg(any(PyPy, GraalPy, Py_LIMITED_API))]
 impl Plain<'_> {
     /// Where `Plain` cannot read the interpreter's objects directly, `Encoder` writes everything.
@@ -676,7 +713,7 @@ impl<'o> Plain<'o> {
     ///
     /// # Safety
     /// As `value`, and `int` is an `int`.
-    #[inline]
+    #[inline(always)]
     unsafe fn int(&mut self, int: *mut ffi::PyObject) -> Result<(), Stop> {
         let mut overflow = 0;
         // SAFETY: (the caller's) `int` is an `int`, so its value is read without Python code and
@@ -685,7 +722,7 @@ impl<'o> Plain<'o> {
         if overflow != 0 || (small == -1 && unsafe { !ffi::PyErr_Occurred().is_null() }) {
             return Err(Stop);
         }
-        self.out.extend_from_slice(itoa::Buffer::new().format(small).as_bytes());
+        write_short(self.out, itoa::Buffer::new().format(small).as_bytes());
         Ok(())
     }
 
@@ -747,7 +784,7 @@ impl<'o> Plain<'o> {
         // SAFETY: (the caller's) no Python code runs, so the dict does not change under
         // `PyDict_Next`, and the references it lends stay valid.
         unsafe {
-            while ffi::PyDict_Next(dict, &raw mut position, &raw mut key, &raw mut value) != 0 {
+            while dict_next(dict, &raw mut position, &raw mut key, &raw mut value) {
                 if ffi::Py_TYPE(key) == &raw mut ffi::PyUnicode_Type {
                     self.str_key(key)?;
                 } else {

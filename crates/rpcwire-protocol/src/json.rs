@@ -975,6 +975,22 @@ unsafe fn store_short_plain(text: &[u8], target: *mut u8) -> bool {
     true
 }
 
+/// Append `text`, a number's digits or another short text, without a call to `memcpy` when it is
+/// at most 32 bytes long.
+#[inline]
+pub fn write_short(out: &mut Vec<u8>, text: &[u8]) {
+    if text.len() > 32 {
+        out.extend_from_slice(text);
+        return;
+    }
+    out.reserve(32);
+    // SAFETY: `reserve` made room for the text, all of it written before `set_len`.
+    unsafe {
+        copy_short(text, out.as_mut_ptr().add(out.len()));
+        out.set_len(out.len() + text.len());
+    }
+}
+
 /// Copy `source` (at most 32 bytes) to `target` as two overlapping fixed-size pieces: no loop and
 /// no call to `memcpy`, which costs more than the copy for such short texts.
 ///
@@ -1018,7 +1034,13 @@ fn needs_escape_short(text: &[u8]) -> bool {
     let word = |at: usize| u64::from_le_bytes(text[at..at + 8].try_into().expect("8 bytes"));
     match text.len() {
         0 => false,
-        1..=7 => text.iter().any(|&byte| !ORDINARY_IN_STRING[usize::from(byte)]),
+        len @ 1..=3 => {
+            [text[0], text[len / 2], text[len - 1]].iter().any(|&byte| !ORDINARY_IN_STRING[usize::from(byte)])
+        }
+        len @ 4..=7 => {
+            let half = |at: usize| u64::from(u32::from_le_bytes(text[at..at + 4].try_into().expect("4 bytes")));
+            word_needs_escape(half(0) | half(len - 4) << 32)
+        }
         len @ 8..=16 => word_needs_escape(word(0)) || word_needs_escape(word(len - 8)),
         len => {
             word_needs_escape(word(0))
@@ -1360,18 +1382,7 @@ pub fn write_float_repr(out: &mut Vec<u8>, value: f64) {
     // Where Python writes positional digits, Żmij does too and in the same layout ("0.0001",
     // "123.0", "1e+16"), so its text is used as is, and the digits are never copied to the heap.
     if value == 0.0 || (1e-4..1e16).contains(&value.abs()) {
-        let text = buffer.format_finite(value).as_bytes();
-        // Żmij writes at most 24 bytes; copied without a call to `memcpy`.
-        if text.len() <= 32 {
-            out.reserve(32);
-            // SAFETY: `reserve` made room for the text, all of it written before `set_len`.
-            unsafe {
-                copy_short(text, out.as_mut_ptr().add(out.len()));
-                out.set_len(out.len() + text.len());
-            }
-        } else {
-            out.extend_from_slice(text);
-        }
+        write_short(out, buffer.format_finite(value).as_bytes());
         return;
     }
     let formatted = buffer.format_finite(value.abs()).as_bytes();
