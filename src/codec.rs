@@ -483,7 +483,7 @@ struct Plain<'o> {
 }
 
 /// Slots of the `KeyCache`, and the longest text (quotes included) one holds.
-const KEY_SLOTS: usize = 64;
+const KEY_SLOTS: usize = 256;
 const KEY_TEXT: usize = 32;
 
 /// The JSON text of `str` keys written before in one `Plain` pass, found by the key's address.
@@ -543,10 +543,17 @@ impl KeyCache {
         })
     }
 
-    /// The slot of the key at `address` (objects are 16-byte aligned), and its tag in this pass.
+    /// The slot of the key at `address`, and its tag in this pass. The address is mixed (Fibonacci
+    /// hashing) before its top bits pick the slot: keys made one after another sit at nearby
+    /// addresses, which the low bits alone would send to the same few slots.
     #[inline(always)]
     fn slot(&self, address: usize) -> (usize, usize) {
-        ((address >> 4) % KEY_SLOTS, address | self.pass)
+        const SLOT_BITS: u32 = KEY_SLOTS.trailing_zeros();
+        let mixed = (address as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        // The top `SLOT_BITS` bits: below `KEY_SLOTS`.
+        #[allow(clippy::cast_possible_truncation)]
+        let slot = (mixed >> (64 - SLOT_BITS)) as usize;
+        (slot, address | self.pass)
     }
 
     /// Append the text of the key at `address` if it is here.

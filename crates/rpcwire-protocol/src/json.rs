@@ -920,12 +920,11 @@ pub fn write_ascii_str(out: &mut Vec<u8>, text: &[u8]) {
                 return;
             }
         }
-        write_escaped_code_points(out, text);
+        write_long_ascii_str(out, text);
         return;
     }
     if len > 32 || needs_escape_short(text) {
-        debug_assert!(text.is_ascii(), "write_ascii_str takes ASCII");
-        write_escaped_code_points(out, text);
+        write_long_ascii_str(out, text);
         return;
     }
     out.reserve(len + 2);
@@ -938,6 +937,14 @@ pub fn write_ascii_str(out: &mut Vec<u8>, text: &[u8]) {
         *target.add(len + 1) = b'"';
         out.set_len(start + len + 2);
     }
+}
+
+/// `write_ascii_str` for a text longer than 32 bytes or with a byte to escape: out of line, so
+/// that the short texts' path stays small enough to be inlined where strings are written.
+#[inline(never)]
+fn write_long_ascii_str(out: &mut Vec<u8>, text: &[u8]) {
+    debug_assert!(text.is_ascii(), "write_ascii_str takes ASCII");
+    write_escaped_code_points(out, text);
 }
 
 /// If ASCII `text` (8 to 32 bytes) needs no escape, copy it to `target` and say so: its first and
@@ -1111,9 +1118,36 @@ pub fn write_escaped_code_points<T: CodeUnit>(out: &mut Vec<u8>, units: &[T]) {
     // SAFETY: a block read from any `index` below `units.len() + 1 - BLOCK` is inside `units`, and
     // a block's plain prefix ends at `units.len()` at the latest.
     unsafe { escape_blocks(out, &mut len, units, &mut index, (units.len() + 1).saturating_sub(T::BLOCK), units.len()) };
-    if index < units.len() {
-        // The last units, fewer than a block: copied to a block of their own that a NUL (a
-        // control character, which stops a block's plain prefix) ends, and escaped as the others.
+    if index < units.len() && units.len() >= T::BLOCK {
+        // The last units, fewer than a block: the last block (over units already written) is
+        // narrowed once into `narrowed`, whose NULs after it stop every plain prefix, and its
+        // bytes from `index` on are escaped as Latin-1 blocks, each special unit read from `units`.
+        let base = units.len() - T::BLOCK;
+        let mut narrowed = [0u8; 32];
+        // SAFETY: the last block is inside `units`, and `narrowed` has room for 16 bytes.
+        unsafe { T::store_block(units.as_ptr().add(base), narrowed.as_mut_ptr()) };
+        let mut at = index - base;
+        while at < T::BLOCK {
+            if out.capacity() - len < SPECIAL_ROOM {
+                // SAFETY: the bytes up to `len` were written.
+                unsafe { out.set_len(len) };
+                out.reserve(T::BLOCK + SPECIAL_ROOM);
+            }
+            // SAFETY: a block read from `at` (below 16) is inside `narrowed`, and `SPECIAL_ROOM`
+            // bytes are spare past `len` (as in `escape_blocks`).
+            unsafe {
+                let plain = u8::store_block(narrowed.as_ptr().add(at), out.as_mut_ptr().add(len)).min(T::BLOCK - at);
+                len += plain;
+                at += plain;
+                if at < T::BLOCK {
+                    len += write_special_unit(out.as_mut_ptr().add(len), units[base + at].into());
+                    at += 1;
+                }
+            }
+        }
+    } else if index < units.len() {
+        // A string shorter than a block: copied to a block of its own that a NUL (a control
+        // character, which stops a block's plain prefix) ends, and escaped as the others.
         let rest = units.len() - index;
         let mut padded = [[T::default(); 16]; 2];
         padded.as_flattened_mut()[..rest].copy_from_slice(&units[index..]);
