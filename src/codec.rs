@@ -18,13 +18,13 @@ use smallvec::SmallVec;
 
 #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
 use rpcwire_protocol::json::write_escaped_code_points;
+#[cfg(not(any(PyPy, GraalPy, Py_LIMITED_API)))]
+use rpcwire_protocol::json::write_short;
 #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
 use rpcwire_protocol::json::{count_chars, widen_wtf8, Width};
 use rpcwire_protocol::json::{
     unescape_into, write_ascii_str, write_escaped_str, write_float_repr, JsonStr, Number, Scanner, StrText,
 };
-#[cfg(not(any(PyPy, GraalPy, Py_LIMITED_API)))]
-use rpcwire_protocol::json::write_short;
 use rpcwire_protocol::stack::StackFloor;
 
 use crate::errors::{Error, SyntaxError};

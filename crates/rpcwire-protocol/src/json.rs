@@ -899,10 +899,11 @@ pub fn unescape_into(raw: &[u8], out: &mut Vec<u8>) -> bool {
 /// Append ASCII `text` as a JSON string, quotes included, as `write_escaped_str` would.
 ///
 /// Most strings a payload holds are short ASCII with nothing to escape (keys, names, enum-like
-/// values). Up to 32 bytes, they are checked eight bytes at a time (SWAR, overlapping words
-/// instead of a loop over the tail) and copied as two overlapping fixed-size pieces, with no loop
-/// and no call to `memcpy`. Longer strings, and those with a byte to escape, go to
-/// `write_escaped_code_points` (ASCII is Latin-1 too), which needs no look for WTF-8 surrogates.
+/// values). Up to 32 bytes, they are checked and copied as two overlapping fixed-size pieces (from
+/// 8 bytes on, loaded once into SSE2 registers, tested there and stored from them; below, words
+/// tested as SWAR), with no loop and no call to `memcpy`. Longer strings, and those with a byte to
+/// escape, go to `write_escaped_code_points` (ASCII is Latin-1 too), which needs no look for WTF-8
+/// surrogates.
 #[inline]
 pub fn write_ascii_str(out: &mut Vec<u8>, text: &[u8]) {
     let len = text.len();
