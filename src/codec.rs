@@ -595,10 +595,10 @@ impl KeyCache {
     }
 }
 
-#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API)))]
+#[cfg(not(any(Py_3_13, PyPy, GraalPy, Py_LIMITED_API)))]
 extern "C" {
-    /// `PyDict_Next` without its own call around it (`CPython` 3.10 to 3.13 export it); a NULL
-    /// `hash` is allowed.
+    /// `PyDict_Next` without its own call around it (`CPython` 3.10 to 3.12 export it; 3.13 made it
+    /// internal); a NULL `hash` is allowed.
     fn _PyDict_Next(
         dict: *mut ffi::PyObject,
         position: *mut ffi::Py_ssize_t,
@@ -623,9 +623,9 @@ unsafe fn dict_next(
 ) -> bool {
     // SAFETY: (the caller's)
     unsafe {
-        #[cfg(not(Py_3_14))]
+        #[cfg(not(Py_3_13))]
         return _PyDict_Next(dict, position, key, value, std::ptr::null_mut()) != 0;
-        #[cfg(Py_3_14)]
+        #[cfg(Py_3_13)]
         return ffi::PyDict_Next(dict, position, key, value) != 0;
     }
 }
