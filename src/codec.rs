@@ -18,6 +18,8 @@ use smallvec::SmallVec;
 
 #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
 use rpcwire_protocol::json::write_escaped_code_points;
+#[cfg(not(any(PyPy, GraalPy, Py_LIMITED_API)))]
+use rpcwire_protocol::json::write_short;
 #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
 use rpcwire_protocol::json::{count_chars, unescape_units, widen_wtf8, StrShape, Width};
 use rpcwire_protocol::json::{
@@ -553,7 +555,7 @@ struct Plain<'o> {
 }
 
 /// Slots of the `KeyCache`, and the longest text (quotes included) one holds.
-const KEY_SLOTS: usize = 64;
+const KEY_SLOTS: usize = 256;
 const KEY_TEXT: usize = 32;
 
 /// The JSON text of `str` keys written before in one `Plain` pass, found by the key's address.
@@ -613,10 +615,17 @@ impl KeyCache {
         })
     }
 
-    /// The slot of the key at `address` (objects are 16-byte aligned), and its tag in this pass.
+    /// The slot of the key at `address`, and its tag in this pass. The address is mixed (Fibonacci
+    /// hashing) before its top bits pick the slot: keys made one after another sit at nearby
+    /// addresses, which the low bits alone would send to the same few slots.
     #[inline(always)]
     fn slot(&self, address: usize) -> (usize, usize) {
-        ((address >> 4) % KEY_SLOTS, address | self.pass)
+        const SLOT_BITS: u32 = KEY_SLOTS.trailing_zeros();
+        let mixed = (address as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        // The top `SLOT_BITS` bits: below `KEY_SLOTS`.
+        #[allow(clippy::cast_possible_truncation)]
+        let slot = (mixed >> (64 - SLOT_BITS)) as usize;
+        (slot, address | self.pass)
     }
 
     /// Append the text of the key at `address` if it is here.
@@ -655,6 +664,41 @@ impl KeyCache {
         unsafe {
             std::ptr::copy_nonoverlapping(text.as_ptr(), self.texts[slot].as_mut_ptr().cast::<u8>(), text.len());
         }
+    }
+}
+
+#[cfg(not(any(Py_3_13, PyPy, GraalPy, Py_LIMITED_API)))]
+extern "C" {
+    /// `PyDict_Next` without its own call around it (`CPython` 3.10 to 3.12 export it; 3.13 made it
+    /// internal); a NULL `hash` is allowed.
+    fn _PyDict_Next(
+        dict: *mut ffi::PyObject,
+        position: *mut ffi::Py_ssize_t,
+        key: *mut *mut ffi::PyObject,
+        value: *mut *mut ffi::PyObject,
+        hash: *mut ffi::Py_hash_t,
+    ) -> std::ffi::c_int;
+}
+
+/// `PyDict_Next`: the next member of `dict` after `position`, borrowed, if there is one.
+///
+/// # Safety
+/// The GIL is held, `dict` is a live `dict`, and the pointers are valid for writes.
+#[cfg(not(any(PyPy, GraalPy, Py_LIMITED_API)))]
+#[inline(always)]
+#[allow(clippy::inline_always)] // once per member: the call it saves is the point
+unsafe fn dict_next(
+    dict: *mut ffi::PyObject,
+    position: *mut ffi::Py_ssize_t,
+    key: *mut *mut ffi::PyObject,
+    value: *mut *mut ffi::PyObject,
+) -> bool {
+    // SAFETY: (the caller's)
+    unsafe {
+        #[cfg(not(Py_3_13))]
+        return _PyDict_Next(dict, position, key, value, std::ptr::null_mut()) != 0;
+        #[cfg(Py_3_13)]
+        return ffi::PyDict_Next(dict, position, key, value) != 0;
     }
 }
 
@@ -748,7 +792,7 @@ impl<'o> Plain<'o> {
     ///
     /// # Safety
     /// As `value`, and `int` is an `int`.
-    #[inline]
+    #[inline(always)]
     unsafe fn int(&mut self, int: *mut ffi::PyObject) -> Result<(), Stop> {
         let mut overflow = 0;
         // SAFETY: (the caller's) `int` is an `int`, so its value is read without Python code and
@@ -757,7 +801,7 @@ impl<'o> Plain<'o> {
         if overflow != 0 || (small == -1 && unsafe { !ffi::PyErr_Occurred().is_null() }) {
             return Err(Stop);
         }
-        self.out.extend_from_slice(itoa::Buffer::new().format(small).as_bytes());
+        write_short(self.out, itoa::Buffer::new().format(small).as_bytes());
         Ok(())
     }
 
@@ -819,7 +863,7 @@ impl<'o> Plain<'o> {
         // SAFETY: (the caller's) no Python code runs, so the dict does not change under
         // `PyDict_Next`, and the references it lends stay valid.
         unsafe {
-            while ffi::PyDict_Next(dict, &raw mut position, &raw mut key, &raw mut value) != 0 {
+            while dict_next(dict, &raw mut position, &raw mut key, &raw mut value) {
                 if ffi::Py_TYPE(key) == &raw mut ffi::PyUnicode_Type {
                     self.str_key(key)?;
                 } else {

@@ -396,6 +396,28 @@ def test_short_strings_are_written_as_json_writes_them(impl: Any) -> None:
     assert serve_result(impl, value) == b'{"jsonrpc":"2.0","id":1,"result":' + expected_bytes(value) + b"}\n"
 
 
+# Strings of each storage width (the native encoder escapes a `str`'s Latin-1, UCS-2 or UCS-4 units 16 at a
+# time, the last ones of a long string as one block over the units before them): one special or wide character
+# at each place, in texts shorter than a block, of a block and a bit, of two blocks and a bit.
+WIDE_STRINGS = [
+    base * (length // len(base) + 1)
+    for base in ("abcdefgh", "abcdéfgh", "abcd\u2014fgh", "abcd\U0001f600fgh")
+    for length in (5, 16, 17, 31, 33, 47)
+]
+WIDE_STRINGS = [
+    text[:at] + special + text[at + 1 : length]
+    for text in WIDE_STRINGS
+    for length in (5, 16, 17, 31, 33, 47)
+    for at in range(0, length, 3)
+    for special in ['"', "\n", "\x00", "\xff", "\u07ff", "\ud800", "\uffff", "\U0010ffff"]
+]
+
+
+def test_strings_of_every_width_are_written_as_json_writes_them(impl: Any) -> None:
+    value = [WIDE_STRINGS, {text: len(text) for text in WIDE_STRINGS}]
+    assert serve_result(impl, value) == b'{"jsonrpc":"2.0","id":1,"result":' + expected_bytes(value) + b"}\n"
+
+
 class ResizesItsParent(dict):
     """A dict whose ``items()`` changes the dict it is a value of (``PARENT``), while that one is encoded."""
 
