@@ -197,17 +197,14 @@ impl Reader {
             ReadMethod::ReadInto1 | ReadMethod::ReadInto if self.direct => {
                 let method = self.method.name();
                 let read_into = |room: &mut [MaybeUninit<u8>]| -> PyResult<usize> {
-                    // SAFETY: `room` is valid for writes of its length for as long as the view is
-                    // used: the view is released before this closure returns, and an honest `io`
-                    // stream keeps no export of it past the call.
-                    let view = unsafe {
-                        let size = ffi::Py_ssize_t::try_from(room.len()).unwrap_or(ffi::Py_ssize_t::MAX);
-                        let view = ffi::PyMemoryView_FromMemory(room.as_mut_ptr().cast(), size, ffi::PyBUF_WRITE);
-                        Bound::from_owned_ptr_or_err(py, view)?
+                    // SAFETY: `room` is valid for writes of its length while the call runs, and an
+                    // honest `io` stream keeps no export of the view past it.
+                    let count = unsafe {
+                        with_view(py, room.as_mut_ptr().cast(), room.len(), ffi::PyBUF_WRITE, |view| {
+                            read.call1((view,))
+                        })?
                     };
-                    let count = read.call1((&view,));
-                    view.call_method0(intern!(py, "release"))?;
-                    counted(&count?, method, room.len())
+                    counted(&count, method, room.len())
                 };
                 // SAFETY: an honest stream (`honest_reader`) fills every byte it counts.
                 let count = unsafe { self.decoder.feed_with(READ_CHUNK, read_into)? };
@@ -281,6 +278,44 @@ fn honest_reader(py: Python<'_>, stream: &Bound<'_, PyAny>) -> PyResult<bool> {
     Ok(stream.getattr_opt(intern!(py, "raw"))?.is_some_and(|raw| raw.get_type().is(&io.file_io)))
 }
 
+/// `call` with a `memoryview` of `len` bytes at `memory` (`flags`: `PyBUF_READ` or `PyBUF_WRITE`),
+/// released as soon as `call` returns, so that Python never reads or writes the memory after it.
+///
+/// # Safety
+/// `memory` must be valid for `len` bytes (of writes, with `PyBUF_WRITE`) while `call` runs, and
+/// whatever `call` hands the view to must keep no export of it past the call (the `io` streams the
+/// callers choose do not); the release would fail then, and the memory be reused all the same.
+unsafe fn with_view<'py, T>(
+    py: Python<'py>,
+    memory: *mut u8,
+    len: usize,
+    flags: std::os::raw::c_int,
+    call: impl FnOnce(&Bound<'py, PyAny>) -> PyResult<T>,
+) -> PyResult<T> {
+    let size = ffi::Py_ssize_t::try_from(len).unwrap_or(ffi::Py_ssize_t::MAX);
+    // SAFETY: the caller's promise on `memory`.
+    let view = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyMemoryView_FromMemory(memory.cast(), size, flags))? };
+    let result = call(&view);
+    view.call_method0(intern!(py, "release"))?;
+    result
+}
+
+/// Whether `stream`'s `write` may be handed a view of our memory rather than a `bytes` copy of it:
+/// a `BytesIO` or a `FileIO`, or a `BufferedWriter`/`BufferedRandom` over a `FileIO`, exactly (each
+/// copies or writes the bytes during the call and keeps no export of the view).
+fn borrowing_writer(py: Python<'_>, stream: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let io = io_types(py)?;
+    let kind = stream.get_type();
+    if kind.is(&io.bytes_io) || kind.is(&io.file_io) {
+        return Ok(true);
+    }
+    if !(kind.is(&io.buffered_writer) || kind.is(&io.buffered_random)) {
+        return Ok(false);
+    }
+    // A `BufferedWriter` hands large writes to its raw stream's `write`, from the caller's buffer.
+    Ok(stream.getattr_opt(intern!(py, "raw"))?.is_some_and(|raw| raw.get_type().is(&io.file_io)))
+}
+
 /// Whether `stream`'s `write` always takes all it is given (or raises): a `BytesIO`, a
 /// `BufferedWriter` or a `BufferedRandom`, exactly. Its count need not be read then.
 fn whole_writer(py: Python<'_>, stream: &Bound<'_, PyAny>) -> PyResult<bool> {
@@ -322,7 +357,13 @@ pub(crate) struct Writer {
     flush: Option<Py<PyAny>>,
     /// Whether one `write` always takes all it is given (see [`whole_writer`]).
     whole_writes: bool,
+    /// Whether `write` is handed a view of a large answer rather than a copy (see [`borrowing_writer`]).
+    borrows: bool,
 }
+
+/// From this size up, an answer is lent to a [`borrowing_writer`] (a `memoryview` made and released)
+/// rather than copied into a `bytes`: below it the copy costs less than the view's two calls.
+const LEND_FROM: usize = 4096;
 
 impl Writer {
     /// A writer of `stream` (a binary stream: see [`binary_stream`]), whose `flush` is callable or absent.
@@ -339,6 +380,7 @@ impl Writer {
             write: stream.getattr(intern!(py, "write"))?.unbind(),
             flush,
             whole_writes: whole_writer(py, &stream)?,
+            borrows: borrowing_writer(py, &stream)?,
             stream: stream.unbind(),
         })
     }
@@ -349,7 +391,16 @@ impl Writer {
         let mut offset = 0;
         while offset < data.len() {
             let rest = data.len() - offset;
-            let written = write.call1((PyBytes::new(py, &data[offset..]),))?;
+            let written = if self.borrows && rest >= LEND_FROM {
+                // SAFETY: `data` outlives the call, and a borrowing writer only reads the view during it.
+                unsafe {
+                    with_view(py, data[offset..].as_ptr().cast_mut(), rest, ffi::PyBUF_READ, |view| {
+                        write.call1((view,))
+                    })?
+                }
+            } else {
+                write.call1((PyBytes::new(py, &data[offset..]),))?
+            };
             // Buffered streams take everything; a raw stream may take only part of it.
             offset +=
                 if self.whole_writes || written.is_none() { rest } else { checked_count(&written, "write", rest)? };

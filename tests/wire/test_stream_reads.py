@@ -6,6 +6,7 @@ Whatever the reads, the answers are the ones ``rpcwire.pure`` gives the same byt
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import os
@@ -200,3 +201,73 @@ def test_debug_records_follow_the_level_as_it_changes(impl: ModuleType) -> None:
         logger.setLevel(level)
         logger.propagate = propagate
         logger.removeHandler(records)
+
+
+class KeepingWriter:
+    """An output that keeps every object ``write`` is given (as a list of chunks would): what it keeps must
+    stay readable and unchanged (never a view of memory the transport reuses or releases)."""
+
+    def __init__(self) -> None:
+        self.kept: list[Any] = []
+
+    def write(self, data: Any) -> int:
+        self.kept.append(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+class KeepingRaw(io.RawIOBase):
+    """A raw stream that keeps what its ``write`` is given, under a ``BufferedWriter`` (which hands large
+    writes to it from the caller's buffer)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kept: list[Any] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.kept.append(bytes(data))  # copied within the call, as the io contract asks
+        return len(data)
+
+
+@pytest.mark.parametrize("output", ["bytesio", "fileio", "buffered", "random", "buffered-custom-raw", "keeping"])
+def test_answers_of_every_size_reach_every_kind_of_output(impl: ModuleType, tmp_path: Any, output: str) -> None:
+    """Small answers and answers far larger than the point where the native writer lends its buffer (a
+    ``memoryview``, to the ``io`` streams that copy during the call) rather than copying it into ``bytes``:
+    the same bytes on every kind of output, and what an output keeps stays readable after the serve."""
+    texts = ["s", "é" * 3000, "x" * 4096, "ü" * 70_000, "y" * 200_000, "z"]
+    data = b"".join(request("echo", [text], id=i) + b"\n" for i, text in enumerate(texts))
+    expected = reference(data)
+    path = tmp_path / "out"
+    if output == "bytesio":
+        stream: Any = io.BytesIO()
+    elif output == "fileio":
+        stream = io.FileIO(path, "w")
+    elif output == "buffered":
+        stream = open(path, "wb")  # noqa: SIM115
+    elif output == "random":
+        stream = open(path, "w+b")  # noqa: SIM115
+    elif output == "buffered-custom-raw":
+        raw = KeepingRaw()
+        stream = io.BufferedWriter(raw, buffer_size=1024)
+    else:
+        stream = KeepingWriter()
+    with contextlib.ExitStack() as stack:
+        if isinstance(stream, io.IOBase):
+            stack.callback(stream.close)
+        impl.serve(echo, impl.StdioTransport(io.BytesIO(data), stream))
+        if output == "bytesio":
+            written = stream.getvalue()
+        elif output == "buffered-custom-raw":
+            stream.flush()
+            written = b"".join(raw.kept)
+        elif output == "keeping":
+            written = b"".join(bytes(chunk) for chunk in stream.kept)  # a released view would raise
+        else:
+            stream.flush()
+            written = path.read_bytes()
+    assert written == expected
