@@ -31,8 +31,6 @@ from rpcwire._peer import (
     _CLOSE_JOIN_S,
     _HANDLERS,
     _HANDLERS_WAITING,
-    _READABLE_BYTES,
-    _READABLE_DEPTH,
     _REMAINS_S,
     ProgressCallback,
     _batch_outcome,
@@ -40,11 +38,11 @@ from rpcwire._peer import (
     _check_dialect,
     _check_outgoing,
     _closed_error,
+    _current_call,
     _deadline,
     _left,
     _outcome,
     _Peer,
-    _refusable,
     _run_callback,
     _Sent,
     _StderrTail,
@@ -72,11 +70,6 @@ _PIPE_BUFFER = 8192
 _CORE_READ = 64 * 1024  # the most one read of a core (``_read_available``) takes
 _REMAINS_BYTES = 1 << 20  # once the server exited: how much of what it left in its pipes is still read
 _JOBS = 1024  # Client: messages sent without waiting (cancellations) queued while the server reads nothing
-
-try:  # whether the native sequential serve is calling a handler on this thread (see _context.request_context)
-    from rpcwire._rpcwire import _current_call
-except ImportError:  # pragma: no cover - a build without the native module
-    _current_call = None  # type: ignore[assignment]
 
 
 def _poll_ms(deadline: float | None) -> int | None:
@@ -495,10 +488,7 @@ class Client(_Peer):
         self._transport = transport
         self._process = _process
         self._stderr_tail = _stderr_tail
-        self._limits: tuple[int, int, int | None] = transport._limits
-        self._max_depth = self._limits[1]
-        self._quick_bytes = min(self._limits[0], _READABLE_BYTES)  # _checked
-        self._quick_depth = min(self._limits[1], _READABLE_DEPTH)
+        self._set_limits(transport._limits)
         self._dispatcher = _Dispatcher()
         self._handlers = _HandlerPool(self._answer_request)
         self._exited = False
@@ -755,15 +745,6 @@ class Client(_Peer):
             raise response
         assert response is not None
         return _outcome(response)
-
-    def _checked(self, line: bytes) -> bool:
-        """``_check_outgoing`` (``ValueError``: not to be sent) and ``_refusable`` (the answer: whether a server
-        could refuse it unread) for a call's line. A line shorter than both byte limits with fewer opening
-        brackets than both depths passes both without a look at its strings (each level takes a bracket)."""
-        if len(line) <= self._quick_bytes and line.count(b"[") + line.count(b"{") <= self._quick_depth:
-            return False
-        _check_outgoing(line, self._limits)
-        return _refusable(line, False)
 
     def notify(self, method: str, params: Any = None) -> None:
         """Send a notification (no answer); bounded by the client's ``timeout`` (``TimeoutError`` if none of
