@@ -650,7 +650,7 @@ class Client(_Peer):
             and not (ledger._calls or ledger._others or ledger._held)
             and running_request.get(None) is None
             and (_current_call is None or _current_call() is None)
-            and self._read_lock.acquire(blocking=False)
+            and self._read_lock.acquire(False)  # (positional: a keyword costs as much again)
         ):
             # The lone caller's path: nothing else in flight, nobody reading, the output free. The core writes
             # the request and reads until a whole message is here, the GIL released, with no Python frame but
@@ -658,7 +658,7 @@ class Client(_Peer):
             # answer comes first (_call, ``resumed``), as nothing else can need it before. Every other case
             # (the output busy, a long or deep line, a pipe that takes part of it) goes on as any call.
             output = self._output
-            if output.stopped or output._jobs or not output._lock.acquire(blocking=False):
+            if output.stopped or output._jobs or not output._lock.acquire(False):
                 self._release_read()
             else:
                 id_ = next(self._ids)
