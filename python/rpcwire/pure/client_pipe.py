@@ -12,9 +12,10 @@ import time
 from typing import Any
 
 from rpcwire._contract import Incoming
-from rpcwire._types import Framing, Refused, Response
-from rpcwire.pure.envelope import Unreadable, check_limits, decode_incoming, encode_request
+from rpcwire._types import Framing, Response
+from rpcwire.pure.envelope import check_limits, encode_request
 from rpcwire.pure.framing import FrameDecoder, check_framing, encode_frame
+from rpcwire.pure.transport import incoming
 
 __all__ = ["ClientPipe"]
 
@@ -90,12 +91,7 @@ class ClientPipe:
     def _incoming(self) -> Incoming | tuple[str, bytes] | None:
         while (line := self._decoder._next_message(True)) is None and not self._closed:
             self._feed(os.read(self._fd, _READ_CHUNK))
-        if line is None:
-            return None
-        if isinstance(line, Refused):
-            return line.reason
-        message = decode_incoming(line, self._max_depth)
-        return (message.reason, line) if isinstance(message, Unreadable) else message
+        return incoming(line, self._max_depth)
 
     def _send_call(
         self, method: str, params: Any, id: int, quick_bytes: int, quick_depth: int
