@@ -1245,12 +1245,10 @@ class Client(_Peer):
 
 
 def _pollable_fd(stream: Any) -> int | None:
-    """The descriptor under ``stream`` (the transport's input) that a reader can wait on with ``poll``. A
-    core's ``_read_available`` leaves nothing in the stream's own buffer (each read asks for more than that
-    buffer holds, which ``readinto1`` reads past it: see ``rpcwire._contract.Transport``), so whatever the
-    core has not buffered itself is still behind the descriptor. ``None`` where there is no ``select.poll``
-    (Windows, whose ``select`` waits on sockets only): the client then reads and writes with blocking calls
-    on threads of its own (the portable path), its callers waiting on those with their deadlines."""
+    """The descriptor under ``stream`` (a spawned server's stdout, never read through ``stream`` itself) that
+    the client reads with its core's ``_ClientPipe``, waiting on it with ``poll``. ``None`` where there is no
+    ``select.poll`` (Windows, whose ``select`` waits on sockets only): the client then reads and writes with
+    blocking calls on threads of its own (the portable path), its callers waiting on those with their deadlines."""
     if not hasattr(select, "poll") or not isinstance(stream, io.BufferedReader):
         return None
     return stream.fileno()
