@@ -7,6 +7,8 @@
 
 mod answer;
 mod bound;
+#[cfg(unix)]
+mod client;
 mod codec;
 mod current;
 mod decoder;
@@ -34,6 +36,8 @@ use pyo3::prelude::*;
 fn _rpcwire(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<transport::StdioTransport>()?;
     module.add_class::<decoder::FrameDecoder>()?;
+    #[cfg(unix)]
+    module.add_class::<client::ClientPipe>()?;
     module.add_function(wrap_pyfunction!(bound::_bind, module)?)?;
     module.add_function(wrap_pyfunction!(request::parse_request, module)?)?;
     module.add_function(wrap_pyfunction!(current::_current_call, module)?)?;

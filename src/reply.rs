@@ -123,5 +123,24 @@ fn response_object<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let id = request::id_to_python(py, id)?;
     let error = error.map_or_else(|| py.None().into_bound(py), Clone::clone);
-    bound::response(py)?.call1((id, result, error))
+    let class = bound::response(py)?;
+    // `Response` is a slots dataclass whose `__init__` only stores its three fields (rpcwire._types): it is
+    // made as `object.__new__` makes it, and the fields stored, without the Python frame of `__init__` that
+    // every answer a client reads would otherwise pay. (A `__post_init__` there would have to be called here.)
+    #[cfg(not(any(PyPy, GraalPy, Py_LIMITED_API)))]
+    {
+        // SAFETY: `class` is a type object; its `tp_alloc` (set for every type that `PyType_Ready` readied)
+        // returns a new reference to a zeroed instance, or NULL with an exception set.
+        let object = unsafe {
+            let class_ptr = class.as_type_ptr();
+            let alloc = (*class_ptr).tp_alloc.unwrap_or(pyo3::ffi::PyType_GenericAlloc);
+            Bound::from_owned_ptr_or_err(py, alloc(class_ptr, 0))?
+        };
+        object.setattr(pyo3::intern!(py, "id"), id)?;
+        object.setattr(pyo3::intern!(py, "result"), result)?;
+        object.setattr(pyo3::intern!(py, "error"), error)?;
+        Ok(object)
+    }
+    #[cfg(any(PyPy, GraalPy, Py_LIMITED_API))]
+    class.call1((id, result, error))
 }

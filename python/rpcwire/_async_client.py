@@ -30,6 +30,7 @@ from types import TracebackType
 from typing import Any
 
 from rpcwire import _answer, _engine
+from rpcwire._context import running_request
 from rpcwire._contract import Core
 from rpcwire._peer import (
     _CLOSE_JOIN_S,
@@ -42,6 +43,7 @@ from rpcwire._peer import (
     _check_dialect,
     _check_outgoing,
     _closed_error,
+    _current_call,
     _deadline,
     _left,
     _outcome,
@@ -139,8 +141,10 @@ class AsyncClient(_Peer):
     ) -> None:
         """What every client on a loop starts with, before it is given its way to write and read."""
         super().__init__(handler, dialect, timeout)
-        self._limits = _checked_limits(self._core, max_message_bytes, max_depth, max_batch, framing)
-        self._max_depth = self._limits[1]
+        self._set_limits(_checked_limits(self._core, max_message_bytes, max_depth, max_batch, framing))
+        # A lone call (nothing else in flight): its id and the ``sent`` list it would have its place in the
+        # ledger in, recorded only if anything but its answer comes or goes first (_settle_lone).
+        self._lone: tuple[int, list[_Sent]] | None = None
         self._framing = framing
         self._decoder = self._core.FrameDecoder(framing, max_message_bytes=self._limits[0])
         self._loop = asyncio.get_running_loop()
@@ -225,17 +229,32 @@ class AsyncClient(_Peer):
             raise self._closed
         timeout = self._timeout if timeout is None else timeout
         deadline = None if timeout is None else time.monotonic() + timeout
-        id_, line = self._request_line(method, params, on_progress)
+        ledger = self._ledger
+        lone = (
+            on_progress is None
+            and self._lone is None
+            and not (ledger._calls or ledger._others or ledger._held)
+            and running_request.get(None) is None
+            and (_current_call is None or _current_call() is None)
+        )
+        if lone:  # (what _request_line makes, for a call without progress outside a handler)
+            id_ = next(self._ids)
+            line = self._core._encode_request(method, params, id_)
+        else:
+            id_, line = self._request_line(method, params, on_progress)
         future: asyncio.Future[Response | ConnectionClosed] = self._loop.create_future()
         self._pending[id_] = future
         sent: list[_Sent] = []
         timer = None
         try:
-            _check_outgoing(line, self._limits)
+            if self._checked(line):
+                lone = False  # a message a server could refuse unread has its place in the ledger at once
             if self._output.get_write_buffer_size() > _WRITE_BUFFER:
                 await self._send(line, deadline, [id_], sent)
             else:  # the usual case, without a coroutine of its own
                 try:
+                    if lone:  # the ledger is left alone unless something else comes or goes before its answer
+                        self._lone = (id_, sent)
                     self._put(line, [id_], sent)
                 except (ConnectionError, RuntimeError) as exc:  # RuntimeError: a closed transport
                     await self._input_closed(exc)
@@ -254,9 +273,43 @@ class AsyncClient(_Peer):
                 timer.cancel()
         if on_progress is not None:
             await self._progress_reported(id_, deadline)
+        if type(response) is Response and response.error is None:
+            return response.result
         if isinstance(response, ConnectionClosed):
             raise response
         return _outcome(response)
+
+    def _settle_lone(self) -> None:
+        """The lone call takes its place in the ledger (something else is written, or read, before its answer)."""
+        lone, self._lone = self._lone, None
+        if lone is not None:
+            lone[1].append(self._ledger.written((lone[0],), False))
+
+    def _written(self, line: bytes, ids: Sequence[int], sent: list[_Sent]) -> None:
+        lone = self._lone
+        if lone is not None:
+            if lone[1] is sent:  # the lone call itself
+                return
+            self._settle_lone()
+        super()._written(line, ids, sent)
+
+    def _abandon(self, ids: Sequence[int], sent: list[_Sent], reason: str) -> None:
+        self._settle_lone()
+        super()._abandon(ids, sent, reason)
+
+    def _take_answer(self, response: Response) -> None:
+        lone = self._lone
+        if lone is not None:
+            self._lone = None
+            if type(response.id) is int and response.id == lone[0]:  # its answer: the ledger never knew it
+                waiter = self._pending.pop(lone[0], None)
+                if waiter is not None:
+                    if not waiter.done():
+                        waiter.set_result(response)
+                    return
+            else:
+                lone[1].append(self._ledger.written((lone[0],), False))
+        super()._take_answer(response)
 
     async def notify(self, method: str, params: Any = None) -> None:
         """Send a notification (no answer); as :meth:`Client.notify`."""
@@ -337,8 +390,11 @@ class AsyncClient(_Peer):
             self._put(line, [], [])
 
     def _put(self, line: bytes, ids: Sequence[int], sent: list[_Sent]) -> None:
-        """Hand one message to the transport's buffer (never waits), after its place in the ledger."""
-        self._written(line, ids, sent)
+        """Hand one message to the transport's buffer (never waits), after its place in the ledger (the lone
+        call's, later if ever: see ``_written``)."""
+        lone = self._lone
+        if lone is None or lone[1] is not sent:
+            self._written(line, ids, sent)
         self._output.write(self._core._encode_frame(line) if self._framing == "content-length" else line + b"\n")
 
     # --- reading ---------------------------------------------------------------------------------

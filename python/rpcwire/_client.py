@@ -25,13 +25,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
-from rpcwire._contract import Transport
+from rpcwire._context import running_request
+from rpcwire._contract import ClientPipe, Transport
 from rpcwire._peer import (
     _CLOSE_JOIN_S,
     _HANDLERS,
     _HANDLERS_WAITING,
-    _READABLE_BYTES,
-    _READABLE_DEPTH,
     _REMAINS_S,
     ProgressCallback,
     _batch_outcome,
@@ -39,11 +38,11 @@ from rpcwire._peer import (
     _check_dialect,
     _check_outgoing,
     _closed_error,
+    _current_call,
     _deadline,
     _left,
     _outcome,
     _Peer,
-    _refusable,
     _run_callback,
     _Sent,
     _StderrTail,
@@ -220,35 +219,43 @@ class _Output:
     def _framed(self, line: bytes) -> bytes:
         return encode_frame(line) if self._frames else line + b"\n"
 
-    def send(self, line: bytes, deadline: float | None, on_start: Callable[[], Any]) -> bool:
+    def send(
+        self, line: bytes, deadline: float | None, on_start: Callable[[], Any], started: tuple[int, bytes] | None = None
+    ) -> bool:
         """Write ``line`` as one message; ``on_start()`` just before its first byte. ``True`` once it is written
         whole; ``False`` when ``deadline`` passed with part of it written (the rest goes out in the
-        background: it was sent); ``TimeoutError`` when it passed before any of it was (nothing was sent)."""
-        if not self._lock.acquire(timeout=-1 if deadline is None else _left(deadline)):
-            raise TimeoutError("not sent: the output stayed busy until the deadline")
-        if self.stopped:
-            self._release()
-            raise BrokenPipeError("the client stopped writing")
-        if self._fd is None:
-            if deadline is None:
-                try:
-                    on_start()
-                    self._transport._write_line(line)
-                    return True
-                finally:
-                    self._release()
-            job = _Job(line, on_start, locked=True)
-            self._hand(job)  # the lock goes with it
-            return self._wait(job, deadline)
-        framed = encode_frame(line) if self._frames else line + b"\n"
-        try:
+        background: it was sent); ``TimeoutError`` when it passed before any of it was (nothing was sent).
+        ``started``: ``(written, frame)``, the lone caller's path began the message (holding the lock, with no
+        other message after it), and its first ``written`` bytes are out."""
+        if started is not None:
+            written, framed = started
             on_start()
-            written = os.write(self._fd, framed)  # a pipe with room takes a message of up to its size whole
-        except BlockingIOError:
-            written = 0
-        except BaseException:
-            self._release_quick()
-            raise
+        else:
+            if not self._lock.acquire(timeout=-1 if deadline is None else _left(deadline)):
+                raise TimeoutError("not sent: the output stayed busy until the deadline")
+            if self.stopped:
+                self._release()
+                raise BrokenPipeError("the client stopped writing")
+            if self._fd is None:
+                if deadline is None:
+                    try:
+                        on_start()
+                        self._transport._write_line(line)
+                        return True
+                    finally:
+                        self._release()
+                job = _Job(line, on_start, locked=True)
+                self._hand(job)  # the lock goes with it
+                return self._wait(job, deadline)
+            framed = encode_frame(line) if self._frames else line + b"\n"
+            try:
+                on_start()
+                written = os.write(self._fd, framed)  # a pipe with room takes a message of up to its size whole
+            except BlockingIOError:
+                written = 0
+            except BaseException:
+                self._release_quick()
+                raise
         if written == len(framed):
             self._lock.release()  # (_release_quick, inline: every call comes here)
             if self._jobs:
@@ -481,10 +488,7 @@ class Client(_Peer):
         self._transport = transport
         self._process = _process
         self._stderr_tail = _stderr_tail
-        self._limits: tuple[int, int, int | None] = transport._limits
-        self._max_depth = self._limits[1]
-        self._quick_bytes = min(self._limits[0], _READABLE_BYTES)  # _checked
-        self._quick_depth = min(self._limits[1], _READABLE_DEPTH)
+        self._set_limits(transport._limits)
         self._dispatcher = _Dispatcher()
         self._handlers = _HandlerPool(self._answer_request)
         self._exited = False
@@ -501,6 +505,18 @@ class Client(_Peer):
             out_fd = _process.stdin.fileno()
             os.set_blocking(out_fd, False)
         self._output = _Output(transport, out_fd, self._pipes["stop"][0] if "stop" in self._pipes else None)
+        # Over a pipe it waits on, the client reads the descriptor itself (the core's _ClientPipe), and a lone
+        # caller makes its call there in two steps (``call``).
+        self._pipe: ClientPipe | None = None
+        if self._fd is not None and out_fd is not None:
+            self._pipe = self._core._ClientPipe(
+                self._fd,
+                out_fd,
+                self._pipes["halt"][0],
+                framing=transport.framing,
+                max_message_bytes=self._limits[0],
+                max_depth=self._limits[1],
+            )
         # The portable path (no poll): the streams whose blocking reader ended, and whether close() gave up
         # waiting for the others (a child of the server holds them): each then closes its own as it ends.
         self._read_to_end: list[Any] = []
@@ -627,13 +643,90 @@ class Client(_Peer):
         if timeout is None:
             timeout = self._timeout
         deadline = None if timeout is None else time.monotonic() + timeout
+        pipe, ledger = self._pipe, self._ledger
+        if (
+            pipe is not None
+            and on_progress is None
+            and not (ledger._calls or ledger._others or ledger._held)
+            and running_request.get(None) is None
+            and (_current_call is None or _current_call() is None)
+            and self._read_lock.acquire(False)  # (positional: a keyword costs as much again)
+        ):
+            # The lone caller's path: nothing else in flight, nobody reading, the output free. The core writes
+            # the request and reads until a whole message is here, the GIL released, with no Python frame but
+            # this one; the call takes its place in the ledger (and in _pending) only if anything but its own
+            # answer comes first (_call, ``resumed``), as nothing else can need it before. Every other case
+            # (the output busy, a long or deep line, a pipe that takes part of it) goes on as any call.
+            output = self._output
+            if output.stopped or output._jobs or not output._lock.acquire(False):
+                self._release_read()
+            else:
+                id_ = next(self._ids)
+                try:
+                    unsent = pipe._send_call(method, params, id_, self._quick_bytes, self._quick_depth)
+                except BaseException as exc:
+                    output._release_quick()
+                    self._release_read()
+                    if isinstance(exc, OSError):
+                        raise self._write_failed(exc) from None
+                    raise
+                if unsent is None:
+                    output._lock.release()  # (_release_quick, inline)
+                    if output._jobs:
+                        with output._cond:
+                            output._cond.notify_all()
+                    try:
+                        answer = pipe._read_answer(id_, timeout)
+                    except BaseException:
+                        self._abandon([id_], [ledger.written((id_,), False)], "interrupted")
+                        self._release_read()
+                        raise
+                    if isinstance(answer, Response):  # (its type is the class itself: no subclass is made)
+                        self._last_read = time.monotonic()
+                        self._read_lock.release()
+                        if self._sleepers or not self._idle_turn or self._idle_parked:
+                            self._after_reading()
+                        return answer.result if answer.error is None else _outcome(answer)
+                    resumed = () if answer is None else answer
+                    return self._call(method, id_, b"", timeout=timeout, deadline=deadline, resumed=resumed)
+                self._release_read()
+                if type(unsent) is bytes:
+                    output._release_quick()
+                    return self._call(method, id_, unsent, timeout=timeout, deadline=deadline)
+                assert isinstance(unsent, tuple)
+                return self._call(method, id_, unsent[1], timeout=timeout, deadline=deadline, started=unsent)
         id_, line = self._request_line(method, params, on_progress)
+        return self._call(method, id_, line, timeout=timeout, deadline=deadline, on_progress=on_progress)
+
+    def _call(
+        self,
+        method: str,
+        id_: int,
+        line: bytes,
+        *,
+        timeout: float | None,
+        deadline: float | None,
+        on_progress: ProgressCallback | None = None,
+        started: tuple[int, bytes] | None = None,
+        resumed: tuple[Any, ...] | None = None,
+    ) -> Any:
+        """``call`` once its id and line are made. From the lone caller's path: ``started`` (the output held,
+        part of the message written: see ``_Output.send``), or ``resumed``, the call written whole and the
+        reading lock held, with what was read instead of its answer (``(message,)``, or ``()``: nothing yet)."""
         waiter = _Waiter()
         self._pending[id_] = waiter
         sent: list[_Sent] = []
         try:
-            suspect = self._checked(line)
-            answered = self._send(line, deadline, (id_,), sent, suspect) and self._wait(waiter, id_, deadline)
+            if resumed is not None:
+                sent.append(self._ledger.written((id_,), False))
+                if self._closed is not None and self._pending.pop(id_, None) is not None:
+                    waiter.response = self._closed  # closed while it read: not pending then, so not told
+                answered = self._wait(waiter, id_, deadline, resumed)
+            else:
+                suspect = False if started is not None else self._checked(line)
+                answered = self._send(line, deadline, (id_,), sent, suspect, started=started) and self._wait(
+                    waiter, id_, deadline
+                )
         except TimeoutError as exc:  # nothing was sent
             self._abandon([id_], sent, "timeout")
             raise TimeoutError(f"no answer to {method!r} (id {id_}) within {timeout} s ({exc})") from None
@@ -652,15 +745,6 @@ class Client(_Peer):
             raise response
         assert response is not None
         return _outcome(response)
-
-    def _checked(self, line: bytes) -> bool:
-        """``_check_outgoing`` (``ValueError``: not to be sent) and ``_refusable`` (the answer: whether a server
-        could refuse it unread) for a call's line. A line shorter than both byte limits with fewer opening
-        brackets than both depths passes both without a look at its strings (each level takes a bracket)."""
-        if len(line) <= self._quick_bytes and line.count(b"[") + line.count(b"{") <= self._quick_depth:
-            return False
-        _check_outgoing(line, self._limits)
-        return _refusable(line, False)
 
     def notify(self, method: str, params: Any = None) -> None:
         """Send a notification (no answer); bounded by the client's ``timeout`` (``TimeoutError`` if none of
@@ -709,11 +793,18 @@ class Client(_Peer):
         return outcomes
 
     def _send(
-        self, line: bytes, deadline: float | None, ids: Sequence[int], sent: list[_Sent], suspect: bool | None = None
+        self,
+        line: bytes,
+        deadline: float | None,
+        ids: Sequence[int],
+        sent: list[_Sent],
+        suspect: bool | None = None,
+        *,
+        started: tuple[int, bytes] | None = None,
     ) -> bool:
-        """Write one message (as ``_Output.send``); ``sent`` gets its place in the ledger (``ids``: the calls
-        it makes) once it begins (``suspect``: whether a server could refuse it unread, if already known).
-        When the server is gone, ``ConnectionClosed``."""
+        """Write one message (as ``_Output.send``, ``started`` included); ``sent`` gets its place in the ledger
+        (``ids``: the calls it makes) once it begins (``suspect``: whether a server could refuse it unread, if
+        already known). When the server is gone, ``ConnectionClosed``."""
         if self._closed is not None:
             raise self._closed
         if suspect is None:
@@ -722,16 +813,20 @@ class Client(_Peer):
             ledger = self._ledger
             on_start = lambda: sent.append(ledger.written(ids, suspect))  # noqa: E731
         try:
-            return self._output.send(line, deadline, on_start)
+            return self._output.send(line, deadline, on_start, started)
         except TimeoutError:
             if sent:
                 self._ledger.withdrawn(sent.pop())
             raise
         except (OSError, ValueError) as exc:  # ValueError: a closed file
-            logger.debug("writing to the server failed: %r", exc)
-            self._close_with(self._connection_closed(f"the server's input is closed ({exc})"))
-            assert self._closed is not None
-            raise self._closed from None
+            raise self._write_failed(exc) from None
+
+    def _write_failed(self, exc: Exception) -> ConnectionClosed:
+        """Writing to the server failed: the client closes (with the server's exit, if it is one)."""
+        logger.debug("writing to the server failed: %r", exc)
+        self._close_with(self._connection_closed(f"the server's input is closed ({exc})"))
+        assert self._closed is not None
+        return self._closed
 
     def _send_cancel(self, line: bytes) -> None:
         """Without waiting: in the background if the output is busy."""
@@ -739,12 +834,13 @@ class Client(_Peer):
 
     # --- waiting, and reading ----------------------------------------------------------------------
 
-    def _wait(self, waiter: _Waiter, id_: int, deadline: float | None) -> bool:
+    def _wait(self, waiter: _Waiter, id_: int, deadline: float | None, resumed: tuple[Any, ...] | None = None) -> bool:
         """Until ``waiter`` has its response (``True``) or ``deadline`` passed (``False``: the call is no
         longer pending, and any reading handed to it was handed on). An exception (an interrupt) leaves
-        nothing of the waiter behind either."""
-        if self._fd is not None and self._read_lock.acquire(blocking=False):  # nobody reads: this caller does
-            self._read_for(waiter, deadline)
+        nothing of the waiter behind either. ``resumed``: the caller holds the reading lock already, and has
+        read that (``(message,)``, or ``()``)."""
+        if resumed is not None or (self._fd is not None and self._read_lock.acquire(blocking=False)):
+            self._read_for(waiter, deadline, resumed or ())  # nobody else reads: this caller does
             if waiter.response is not None:
                 return True
             if self._pending.pop(id_, None) is not None:
@@ -825,10 +921,14 @@ class Client(_Peer):
                 if waiter.lock is not None:  # (else it is made free: _arm)
                     waiter.lock.release()
 
-    def _read_for(self, waiter: _Waiter, deadline: float | None) -> None:
-        """``_read_until`` by a caller that took the reading lock, then the reading handed on."""
+    def _read_for(self, waiter: _Waiter, deadline: float | None, first: tuple[Any, ...] = ()) -> None:
+        """``_read_until`` by a caller that took the reading lock (and read ``first``: ``(message,)``, delivered
+        first), then the reading handed on."""
         self._leading = waiter
         try:
+            if first:
+                self._last_read = time.monotonic()
+                self._deliver(first[0])
             self._read_until(waiter, deadline)
         finally:
             self._leading = None
@@ -844,7 +944,8 @@ class Client(_Peer):
         The path of a lone caller (one poll, one read, its own answer) is the one a ping-pong takes on every
         call: ``poll``'s timeout computed inline, the one event of the pipe taken without a look at the
         others, an answer given to ``_take_answer`` without ``_deliver``'s dispatch."""
-        transport = self._transport
+        transport = self._pipe
+        assert transport is not None
         poller = self._poller if waiter is not None else self._idle_poller
         fd, wake = self._fd, self._wake_fd
         while waiter is None or waiter.response is None:
@@ -895,8 +996,8 @@ class Client(_Peer):
         """The server ended: deliver what it left in its pipe (for at most ``_REMAINS_S`` and about
         ``_REMAINS_BYTES``: a child of its may hold the pipe open and write on), then fail every call with
         ``ConnectionClosed``."""
-        transport, fd = self._transport, self._fd
-        assert fd is not None  # only a reader that waits on the descriptor reads what is left
+        transport, fd = self._pipe, self._fd
+        assert transport is not None and fd is not None  # only a reader that waits on the descriptor reads it
         poller = select.poll()
         poller.register(fd, select.POLLIN)
         until = time.monotonic() + _REMAINS_S
@@ -969,9 +1070,11 @@ class Client(_Peer):
                     self._idle_parked = True
                     idle.wait()
                 self._idle_parked = False
-                self._idle_turn = False
                 while self._closed is None and (quiet := time.monotonic() - self._last_read) < _IDLE_S:
                     idle.wait(_IDLE_S - quiet)
+                # Taken only now, just before the reading lock is tried: a caller that leaves meanwhile
+                # finds the turn still set and need not set it (the lone caller's path leaves so).
+                self._idle_turn = False
             if self._closed is not None:
                 return
             if not self._read_lock.acquire(blocking=False):
@@ -1142,12 +1245,10 @@ class Client(_Peer):
 
 
 def _pollable_fd(stream: Any) -> int | None:
-    """The descriptor under ``stream`` (the transport's input) that a reader can wait on with ``poll``. A
-    core's ``_read_available`` leaves nothing in the stream's own buffer (each read asks for more than that
-    buffer holds, which ``readinto1`` reads past it: see ``rpcwire._contract.Transport``), so whatever the
-    core has not buffered itself is still behind the descriptor. ``None`` where there is no ``select.poll``
-    (Windows, whose ``select`` waits on sockets only): the client then reads and writes with blocking calls
-    on threads of its own (the portable path), its callers waiting on those with their deadlines."""
+    """The descriptor under ``stream`` (a spawned server's stdout, never read through ``stream`` itself) that
+    the client reads with its core's ``_ClientPipe``, waiting on it with ``poll``. ``None`` where there is no
+    ``select.poll`` (Windows, whose ``select`` waits on sockets only): the client then reads and writes with
+    blocking calls on threads of its own (the portable path), its callers waiting on those with their deadlines."""
     if not hasattr(select, "poll") or not isinstance(stream, io.BufferedReader):
         return None
     return stream.fileno()

@@ -177,6 +177,42 @@ class Transport(AnswerBuilder, Protocol):
 _Decoder = FrameDecoder  # in Core's body the name FrameDecoder is Core's own member
 
 
+class ClientPipe(Protocol):
+    """A spawned server's pipes as ``rpcwire.Client`` reads and writes them (``_ClientPipe(fd, out_fd, halt_fd, *,
+    framing, max_message_bytes, max_depth)``): the reading of ``Transport`` (``_read_available``,
+    ``_has_buffered_message``, ``_read_incoming``) straight from the stdout pipe, and a lone caller's call in two
+    steps. Read by one thread at a time (``RuntimeError`` for a second); only where there is ``select.poll``."""
+
+    def __init__(
+        self,
+        fd: int,
+        out_fd: int,
+        halt_fd: int,
+        *,
+        framing: Framing = "newline",
+        max_message_bytes: int,
+        max_depth: int,
+    ) -> None: ...
+
+    def _has_buffered_message(self) -> bool: ...
+    def _read_available(self) -> None: ...
+    def _read_incoming(self) -> Incoming | tuple[str, bytes] | None: ...
+
+    def _send_call(
+        self, method: str, params: Any, id: int, quick_bytes: int, quick_depth: int
+    ) -> bytes | tuple[int, bytes] | None:
+        """Encode the call and write it whole to the stdin pipe without waiting: ``None`` once written; its line
+        (nothing written) when longer than ``quick_bytes`` or with more brackets than ``quick_depth``;
+        ``(written, frame)`` when the pipe took only part of it; ``OSError`` when the pipe is gone."""
+        ...
+
+    def _read_answer(self, id: int, timeout: float | None) -> Response | tuple[Any] | None:
+        """Read until a whole message is here (within ``timeout`` seconds, waiting on the stdout and halt pipes):
+        the ``Response`` to the call ``id``; ``(message,)`` for any other message; ``None`` when nothing was
+        taken (the deadline passed, the halt pipe is readable, or the input ended)."""
+        ...
+
+
 class Core(Protocol):
     """A core module: ``rpcwire._rpcwire`` or ``rpcwire.pure``."""
 
@@ -222,6 +258,11 @@ class Core(Protocol):
 
     def _encode_frame(self, body: bytes) -> bytes:
         """One ``Content-Length`` frame of ``body`` (header and body), as the transport writes it."""
+        ...
+
+    @property
+    def _ClientPipe(self) -> type[ClientPipe]:
+        """The threaded client's pipes (``select.poll`` platforms)."""
         ...
 
     def _nests_deeper(self, line: bytes, max_depth: int) -> bool:

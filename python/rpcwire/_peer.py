@@ -55,6 +55,12 @@ try:  # the native core's, so that importing rpcwire imports no module of rpcwir
 except ImportError:  # pragma: no cover - a build without the native module
     from rpcwire.pure import _encode_frame, _nests_deeper
 
+try:  # whether the native sequential serve is calling a handler on this thread (see _context.request_context)
+    from rpcwire._rpcwire import _current_call as _native_current_call
+except ImportError:  # pragma: no cover - a build without the native module
+    _native_current_call = None  # type: ignore[assignment]
+_current_call = _native_current_call  # what a lone caller's path asks (with _context.running_request)
+
 encode_frame = _encode_frame  # a message's Content-Length frame, for Client and rpcwire.lsp
 nests_deeper = _nests_deeper
 
@@ -440,6 +446,22 @@ class _Peer:
         callback is awaited), so a callback may call the client itself; the HTTP clients run them as the
         events of a call's response arrive, on the calling thread (or task)."""
         self._listeners.setdefault(method, []).append(callback)
+
+    def _set_limits(self, limits: tuple[int, int, int | None]) -> None:
+        """The limits the client reads with and checks its messages against (``_checked``)."""
+        self._limits = limits
+        self._max_depth = limits[1]
+        self._quick_bytes = min(limits[0], _READABLE_BYTES)
+        self._quick_depth = min(limits[1], _READABLE_DEPTH)
+
+    def _checked(self, line: bytes) -> bool:
+        """``_check_outgoing`` (``ValueError``: not to be sent) and ``_refusable`` (the answer: whether a server
+        could refuse it unread) for a call's line. A line shorter than both byte limits with fewer opening
+        brackets than both depths passes both without a look at its strings (each level takes a bracket)."""
+        if len(line) <= self._quick_bytes and line.count(b"[") + line.count(b"{") <= self._quick_depth:
+            return False
+        _check_outgoing(line, self._limits)
+        return _refusable(line, False)
 
     def _request_line(self, method: str, params: Any, on_progress: ProgressCallback | None) -> tuple[int, bytes]:
         id_ = next(self._ids)

@@ -8,6 +8,7 @@ from rpcwire._types import Framing, JsonRpcError, Refused, Request, Response
 __all__ = [
     "FrameDecoder",
     "StdioTransport",
+    "_ClientPipe",
     "_bind",
     "_current_call",
     "_current_context",
@@ -127,6 +128,35 @@ class FrameDecoder:
         """The next message's bytes, a ``Refused`` for one that was dropped, or ``None`` when more input is
         needed (after ``close()``: when nothing is left). Blank lines are skipped (newline framing), or handed
         out with ``skip_blank=False``."""
+
+@final
+class _ClientPipe:
+    """A spawned server's pipes as ``rpcwire.Client`` reads and writes them (``src/client.rs``; unix only)."""
+
+    def __new__(
+        cls,
+        fd: int,
+        out_fd: int,
+        halt_fd: int,
+        *,
+        framing: Framing = "newline",
+        max_message_bytes: int,
+        max_depth: int,
+    ) -> _ClientPipe: ...
+    def _has_buffered_message(self) -> bool:
+        """As ``StdioTransport._has_buffered_message``."""
+    def _read_available(self) -> None:
+        """As ``StdioTransport._read_available``: one read of the pipe unless a whole message is buffered."""
+    def _read_incoming(self) -> Response | Request | str | list[Response | Request | str] | tuple[str, bytes] | None:
+        """As ``StdioTransport._read_incoming``."""
+    def _send_call(
+        self, method: str, params: Any, id: int, quick_bytes: int, quick_depth: int
+    ) -> bytes | tuple[int, bytes] | None:
+        """Encode the call and write it whole without waiting: ``None`` once written; its line beyond the quick
+        limits; ``(written, frame)`` when the pipe took only part of it."""
+    def _read_answer(self, id: int, timeout: float | None) -> Response | tuple[Any] | None:
+        """Until a whole message is here: the ``Response`` to the call ``id``, ``(message,)`` for any other, or
+        ``None`` (the deadline, the halt pipe, the end of input)."""
 
 def _bind(
     *,

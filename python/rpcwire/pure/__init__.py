@@ -46,6 +46,7 @@ from rpcwire._types import (
 # The rest of the core's contract (rpcwire._contract.Core), beside the public names (the underscored ones):
 # imported, not assigned (mypy matches a module against the contract by its imported names and functions,
 # not by aliases).
+from rpcwire.pure.client_pipe import ClientPipe as _ClientPipe
 from rpcwire.pure.codec import nests_deeper as _nests_deeper
 from rpcwire.pure.envelope import dispatch, parse_request
 from rpcwire.pure.envelope import encode_request as _encode_request
@@ -89,7 +90,8 @@ __all__ = [
     "RequestContext",
     "Response",
     "StdioTransport",
-    "_encode_frame",  # the rest of the core's contract, as the native module's stub lists it
+    "_ClientPipe",  # the rest of the core's contract, as the native module's stub lists it
+    "_encode_frame",
     "_encode_request",
     "_nests_deeper",
     "_parse_incoming",

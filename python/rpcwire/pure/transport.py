@@ -106,6 +106,16 @@ class _StreamLock:
         self._lock.release()
 
 
+def incoming(line: bytes | Refused | None, max_depth: int) -> Incoming | tuple[str, bytes] | None:
+    """A message a client read (``None``: the end of input) as ``_read_incoming`` gives it."""
+    if line is None:
+        return None
+    if isinstance(line, Refused):
+        return line.reason
+    message = decode_incoming(line, max_depth)
+    return (message.reason, line) if isinstance(message, Unreadable) else message
+
+
 class StdioTransport(Answers):
     """JSON-RPC 2.0 over a pair of binary streams, one message per line or per ``Content-Length``
     frame (``framing="content-length"``, LSP's base protocol) (pure Python).
@@ -281,13 +291,7 @@ class StdioTransport(Answers):
         ``list`` of these for a batch; a ``str`` saying why a message (a line over ``max_message_bytes``
         included) is neither; or, for a message that cannot be decoded, ``(why, its bytes)``, so that the
         client can look for the call it names."""
-        line = self._next()
-        if line is None:
-            return None
-        if isinstance(line, Refused):
-            return line.reason
-        message = decode_incoming(line, self._max_depth)
-        return (message.reason, line) if isinstance(message, Unreadable) else message
+        return incoming(self._next(), self._max_depth)
 
     @property
     def _limits(self) -> tuple[int, int, int | None]:
