@@ -825,6 +825,8 @@ class Client(_Peer):
         """Writing to the server failed: the client closes (with the server's exit, if it is one)."""
         logger.debug("writing to the server failed: %r", exc)
         self._close_with(self._connection_closed(f"the server's input is closed ({exc})"))
+        # Readers stop: a lone call reading (in no list the close goes through) fails with the client now.
+        self._poke("halt")
         assert self._closed is not None
         return self._closed
 

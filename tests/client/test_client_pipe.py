@@ -133,7 +133,8 @@ def test_read_answer_ends_at_its_deadline_at_the_halt_and_at_the_end(impl: Modul
 
 # Reads a request per line and answers it per its method: "notify_first" writes a notification, an answer to
 # no call, and a line that is no JSON before its answer; "refuse" answers with an error whose id is null;
-# "exit" exits unanswered; "never" answers nothing; anything else is echoed.
+# "exit" exits unanswered; "never" answers nothing; "close_input" closes its stdin and answers nothing for a while;
+# anything else is echoed.
 SCRIPTED = r"""
 import json, os, sys
 out = sys.stdout.buffer
@@ -150,6 +151,11 @@ for raw in sys.stdin.buffer:
         out.write(b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}\n')
     elif method == "exit":
         os._exit(3)
+    elif method == "close_input":  # alive, but it reads no more and answers nothing (for 20 s)
+        os.close(0)
+        import time
+        time.sleep(20)
+        os._exit(0)
     elif method != "never":
         out.write(json.dumps({"jsonrpc": "2.0", "id": id_, "result": message.get("params")}).encode() + b"\n")
     out.flush()
@@ -205,6 +211,30 @@ def test_a_lone_call_ends_when_the_client_is_closed_meanwhile(impl: ModuleType) 
     with pytest.raises(impl.ConnectionClosed):
         client.call("never")
     assert time.monotonic() - started < 20
+
+
+def test_a_lone_call_ends_when_another_callers_write_fails(impl: ModuleType) -> None:
+    """The server closed its input and lives on: the next write fails, which closes the client, and the lone
+    call reading meanwhile (in no list the close goes through) is woken and fails with it, not at its deadline."""
+    with spawn(impl, timeout=60) as client:
+        failed: list[BaseException] = []
+
+        def lone() -> None:
+            try:
+                client.call("close_input")
+            except BaseException as exc:
+                failed.append(exc)
+
+        reader = threading.Thread(target=lone)
+        reader.start()
+        time.sleep(0.5)  # the lone call is reading; the server has closed its input
+        started = time.monotonic()
+        with pytest.raises(impl.ConnectionClosed):
+            client.call("echo", 1)
+        reader.join(30)
+        assert not reader.is_alive()
+        assert time.monotonic() - started < 15  # woken by the close, not by the server's exit 20 s on
+        assert len(failed) == 1 and isinstance(failed[0], impl.ConnectionClosed)
 
 
 def test_lone_and_concurrent_calls_mix(impl: ModuleType) -> None:
