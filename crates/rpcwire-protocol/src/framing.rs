@@ -305,11 +305,13 @@ impl FrameBuffer {
             }
         }
         if let State::Body(length) = self.state {
-            // The rest of a body whose length is known: room for all of it at once, rather than
-            // doubling (and copying) the buffer as its pieces arrive.
-            self.data.reserve_exact((self.consumed + length).saturating_sub(self.data.len()));
+            // The rest of a body whose length is known: room for all of it at once (or for this
+            // read, if more), rather than doubling (and copying) the buffer as its pieces arrive.
+            let rest = (self.consumed + length).saturating_sub(self.data.len());
+            self.data.reserve_exact(rest.max(additional));
+        } else {
+            self.data.reserve(additional);
         }
-        self.data.reserve(additional);
     }
 
     /// Whether `pop_frame(at_eof)` returns a frame without more input.
