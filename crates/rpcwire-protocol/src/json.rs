@@ -79,6 +79,7 @@ static ORDINARY_IN_STRING: [bool; 256] = {
 /// Sixteen bytes are tested at a time with SSE2 (part of every `x86_64`), elsewhere one at a time:
 /// each string is passed over three times (envelope, decoding, encoding), and SSE2 beat 8-byte SWAR
 /// words (bench/README.md).
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))] // `pos` moves in the SSE2 loop only
 fn skip_ordinary<const STOP_AT_ED: bool>(bytes: &[u8], mut pos: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
     while let Some(chunk) = bytes.get(pos..pos + 16) {
@@ -98,6 +99,7 @@ fn skip_ordinary<const STOP_AT_ED: bool>(bytes: &[u8], mut pos: usize) -> usize 
 /// The decoder walks each string once, resolving its escapes as it goes and learning its width, so
 /// that the `str` is built without another pass to validate or measure it.
 #[inline]
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))] // `pos` moves in the SSE2 loop only
 fn skip_ordinary_widest(bytes: &[u8], mut pos: usize, widest: &mut u8) -> usize {
     #[cfg(target_arch = "x86_64")]
     {
@@ -208,6 +210,7 @@ impl Width {
 }
 
 /// The characters of a WTF-8 text (its bytes that do not continue a character: 0x80-0xBF).
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))] // `pos` moves in the SSE2 loop only
 pub fn count_chars(text: &[u8]) -> usize {
     let mut continuations = 0;
     let mut pos = 0;
@@ -323,6 +326,7 @@ fn plain<const STOP_AT_BACKSLASH: bool>(byte: u8) -> bool {
 }
 
 /// How many bytes at the front of `text` are ASCII (and, with `STOP_AT_BACKSLASH`, not a backslash).
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))] // `pos` moves in the SSE2 loop only
 fn ascii_prefix<const STOP_AT_BACKSLASH: bool>(text: &[u8]) -> usize {
     let mut pos = 0;
     #[cfg(target_arch = "x86_64")]
