@@ -267,14 +267,21 @@ fn checked_count(count: &Bound<'_, PyAny>, method: &str, most: usize) -> PyResul
 /// over a `FileIO`, exactly (a subclass may count what it does not fill).
 fn honest_reader(py: Python<'_>, stream: &Bound<'_, PyAny>) -> PyResult<bool> {
     let io = io_types(py)?;
+    plain_io(py, stream, &[&io.buffered_reader])
+}
+
+/// Whether `stream` is exactly a `BytesIO`, a `FileIO`, or one of `buffered` over a `FileIO`: the
+/// `io` streams that only use a buffer they are handed during the call. (A buffered stream hands
+/// large reads and writes to its raw stream, into or from the caller's buffer.)
+fn plain_io(py: Python<'_>, stream: &Bound<'_, PyAny>, buffered: &[&Py<PyType>]) -> PyResult<bool> {
+    let io = io_types(py)?;
     let kind = stream.get_type();
     if kind.is(&io.bytes_io) || kind.is(&io.file_io) {
         return Ok(true);
     }
-    if !kind.is(&io.buffered_reader) {
+    if !buffered.iter().any(|buffered| kind.is(*buffered)) {
         return Ok(false);
     }
-    // A `BufferedReader` hands large reads to its raw stream's `readinto`, into the caller's buffer.
     Ok(stream.getattr_opt(intern!(py, "raw"))?.is_some_and(|raw| raw.get_type().is(&io.file_io)))
 }
 
@@ -305,15 +312,7 @@ unsafe fn with_view<'py, T>(
 /// copies or writes the bytes during the call and keeps no export of the view).
 fn borrowing_writer(py: Python<'_>, stream: &Bound<'_, PyAny>) -> PyResult<bool> {
     let io = io_types(py)?;
-    let kind = stream.get_type();
-    if kind.is(&io.bytes_io) || kind.is(&io.file_io) {
-        return Ok(true);
-    }
-    if !(kind.is(&io.buffered_writer) || kind.is(&io.buffered_random)) {
-        return Ok(false);
-    }
-    // A `BufferedWriter` hands large writes to its raw stream's `write`, from the caller's buffer.
-    Ok(stream.getattr_opt(intern!(py, "raw"))?.is_some_and(|raw| raw.get_type().is(&io.file_io)))
+    plain_io(py, stream, &[&io.buffered_writer, &io.buffered_random])
 }
 
 /// Whether `stream`'s `write` always takes all it is given (or raises): a `BytesIO`, a
