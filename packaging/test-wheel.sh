@@ -10,8 +10,9 @@
 #
 # Both kinds run the whole suite, nothing deselected. With the pure wheel `import rpcwire` serves through
 # rpcwire.pure: the tests of what only the native core does skip themselves there, each saying why
-# (support.messages.needs_native, and the native_case marker of tests/conftest.py for the native half of a pair),
-# and a child's stderr that must be quiet may hold exactly the fallback's one warning (support.processes.QUIET_STDERR).
+# (support.messages.needs_native), the native half of a test run against both cores skips itself (the `impl` fixture
+# of tests/conftest.py: its names are rpcwire.pure's, so it would repeat the pure half), and a child's stderr that
+# must be quiet may hold exactly the fallback's one warning (support.processes.QUIET_STDERR).
 set -euo pipefail
 wheel=$(realpath "$1")
 python=$2

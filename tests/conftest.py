@@ -1,8 +1,8 @@
 """The fixtures every folder shares: each behaviour test runs against both implementations.
 
 ``impl`` is ``rpcwire`` (``native``: the Rust module, or ``rpcwire.pure`` when it is not built, in which case
-``rpcwire.NATIVE`` is false, the header of the run says so and the ``native`` case of a test marked
-``native_case`` is skipped) or ``rpcwire.pure`` (``pure``). The helpers the
+``rpcwire.NATIVE`` is false, the header of the run says so and every ``native`` case is skipped: it would run
+rpcwire.pure's code a second time) or ``rpcwire.pure`` (``pure``). The helpers the
 tests call (request lines, decoded answers, streams, servers) live in ``support/`` (tests/README.md).
 """
 
@@ -30,9 +30,12 @@ def pytest_report_header() -> str:
 @pytest.fixture(params=list(IMPLEMENTATIONS.values()), ids=list(IMPLEMENTATIONS))
 def impl(request: pytest.FixtureRequest) -> ModuleType:
     """The module under test: ``rpcwire`` (native) or ``rpcwire.pure``. Where ``rpcwire`` serves through
-    ``rpcwire.pure`` (the pure wheel), the ``native`` case of a test marked ``native_case`` is skipped: it expects
-    what only the native core does (a test of that alone: ``support.messages.needs_native``)."""
-    native_case = request.node.get_closest_marker("native_case")
-    if native_case is not None and request.param is rpcwire and not rpcwire.NATIVE:
-        pytest.skip(f"rpcwire serves through rpcwire.pure here: {native_case.args[0]}")
+    ``rpcwire.pure`` (the pure wheel), the ``native`` case is skipped: its names are rpcwire.pure's (the clients'
+    ``_core`` is rpcwire.pure), so it would repeat the ``pure`` case, and a test marked ``native_case`` expects what
+    only the native core does (a test of that alone: ``support.messages.needs_native``). What the fallback itself
+    wires is checked by ``tests/integrations/test_installed.py``."""
+    if request.param is rpcwire and not rpcwire.NATIVE:
+        native_case = request.node.get_closest_marker("native_case")
+        why = native_case.args[0] if native_case is not None else "the pure case runs the same code"
+        pytest.skip(f"rpcwire serves through rpcwire.pure here: {why}")
     return request.param
