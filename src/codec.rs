@@ -52,7 +52,7 @@ pub(crate) fn decode_value<'py>(
     scanner: &mut Scanner<'_>,
     strings: Option<&mut StringCache>,
 ) -> Result<Bound<'py, PyAny>, Error> {
-    Decoder { py, scanner, scratch: Vec::new(), strings, items: Vec::new() }.value()
+    Decoder { py, scanner, scratch: Vec::new(), strings, items: ItemStack::take() }.value()
 }
 
 /// Whether an integer literal of `digits` digits is more than Python's `int()` accepts
@@ -246,10 +246,44 @@ struct Decoder<'s, 'a, 'py, 'c> {
     /// Reused for unescaping strings.
     scratch: Vec<u8>,
     strings: Option<&'c mut StringCache>,
-    /// The items of the arrays being read, the innermost array's last: one stack shared by every
-    /// level, so that each list is made at its final length once its `]` is read, and an array
-    /// of any size is gathered without a buffer of its own.
-    items: Vec<Bound<'py, PyAny>>,
+    /// The items of the arrays being read, the innermost array's last.
+    items: ItemStack,
+}
+
+/// The items of the arrays being decoded (strong references), the innermost array's last: one stack
+/// shared by every level, so that each list is made at its final length once its `]` is read, and
+/// an array of any size is gathered without a buffer of its own. Its storage is kept by the thread
+/// from one decoding to the next (up to [`KEPT_ITEMS`] items), so that it grows rarely.
+struct ItemStack(Vec<*mut ffi::PyObject>);
+
+/// The most items whose storage a thread keeps for its next decoding.
+const KEPT_ITEMS: usize = 1 << 15;
+
+thread_local! {
+    /// The storage of the last [`ItemStack`] dropped on this thread (empty while one is in use).
+    static ITEM_STORAGE: std::cell::Cell<Vec<*mut ffi::PyObject>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+impl ItemStack {
+    /// The thread's kept storage, or a new one if a decoding is using it (one nested in another).
+    fn take() -> Self {
+        Self(ITEM_STORAGE.with(std::cell::Cell::take))
+    }
+}
+
+impl Drop for ItemStack {
+    /// Release the items of arrays a failed decoding left unfinished, and keep the storage.
+    fn drop(&mut self) {
+        for item in self.0.drain(..) {
+            // SAFETY: each is a strong reference the stack owns; the GIL is held while decoding.
+            unsafe { ffi::Py_DECREF(item) };
+        }
+        if self.0.capacity() <= KEPT_ITEMS {
+            let storage = std::mem::take(&mut self.0);
+            // `try_with`: nothing is kept once the thread's storage is gone (the thread is ending).
+            let _ = ITEM_STORAGE.try_with(|kept| kept.set(storage));
+        }
+    }
 }
 
 impl<'py> Decoder<'_, '_, 'py, '_> {
@@ -279,11 +313,11 @@ impl<'py> Decoder<'_, '_, 'py, '_> {
                 // (Building ASCII `str`s with `PyUnicode_New` and a copy, as jiter does, was tried
                 // here too and dropped: `PyUnicode_FromStringAndSize` is as quick for ASCII and
                 // keeps its cached one-character strings. Figures: bench/README.md.)
-                let first = self.items.len();
+                let first = self.items.0.len();
                 if self.scanner.open(b'[')? {
                     loop {
                         let item = self.value()?;
-                        self.items.push(item);
+                        self.items.0.push(item.into_ptr());
                         if !self.scanner.more(b']')? {
                             break;
                         }
@@ -336,15 +370,17 @@ impl<'py> Decoder<'_, '_, 'py, '_> {
 
     /// The list of the items gathered since `first` (taken off the stack), made at its length.
     fn list_from(&mut self, first: usize) -> PyResult<Bound<'py, PyAny>> {
-        let length = self.items.len() - first;
+        let length = self.items.0.len() - first;
         #[allow(clippy::cast_possible_wrap)] // the length of a `Vec` of pointers fits an `isize`
         // SAFETY: `PyList_New` returns a new list of `length` empty slots or NULL with an exception;
         // each slot is given one item (its reference moved into the list) before the list is handed out.
         unsafe {
             let list = Bound::from_owned_ptr_or_err(self.py, ffi::PyList_New(length as ffi::Py_ssize_t))?;
-            for (index, item) in self.items.drain(first..).enumerate() {
-                set_list_item(list.as_ptr(), index as ffi::Py_ssize_t, item.into_ptr());
+            for (index, &item) in self.items.0[first..].iter().enumerate() {
+                set_list_item(list.as_ptr(), index as ffi::Py_ssize_t, item);
             }
+            // Their references are the list's now.
+            self.items.0.truncate(first);
             Ok(list)
         }
     }
