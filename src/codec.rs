@@ -361,7 +361,9 @@ impl<'py> Decoder<'_, '_, 'py, '_> {
                 if exceeds_int_digit_limit(py, digits.trim_start_matches('-').len())? =>
             {
                 let position = self.scanner.value_start();
-                return Err(SyntaxError { what: "an integer longer than sys.get_int_max_str_digits()", position }.into());
+                return Err(
+                    SyntaxError { what: "an integer longer than sys.get_int_max_str_digits()", position }.into()
+                );
             }
             Number::Text { text: digits, integer: true } => int_from_json(py, digits)?,
             Number::Text { text, integer: false } => float_from_json(py, text)?,

@@ -998,9 +998,8 @@ fn gather_digits(bytes: &[u8], mut pos: usize, mantissa: &mut u64) -> usize {
         let count = not_digits.trailing_zeros() / 8;
         if count > 0 {
             let padded = (word << (64 - 8 * count)) | (0x3030_3030_3030_3030 >> (8 * count));
-            *mantissa = mantissa
-                .wrapping_mul(POWERS_OF_TEN_U64[count as usize])
-                .wrapping_add(u64::from(digits_value(padded)));
+            *mantissa =
+                mantissa.wrapping_mul(POWERS_OF_TEN_U64[count as usize]).wrapping_add(u64::from(digits_value(padded)));
         }
         return pos + count as usize;
     }
