@@ -10,6 +10,7 @@ import json
 import math
 import re
 import sys
+import tracemalloc
 import unittest.mock
 from typing import Any
 
@@ -441,6 +442,28 @@ def test_arrays_of_every_size_and_nesting_decode_like_json_loads(impl: Any) -> N
     impl.StdioTransport(io.BytesIO(b"".join(lines)), out).serve(lambda m, p: seen.append(p))
     assert seen == [json.loads(text) for text in texts]
     assert [answer["error"]["code"] for answer in answers(out.getvalue()) if "error" in answer] == [-32700] * 3
+
+
+def test_items_of_unfinished_arrays_are_released(impl: Any) -> None:
+    """A line that fails inside nested arrays releases the items read so far (the native decoder holds them
+    on a stack until each array ends): serving many such lines leaves no memory behind."""
+    items = b"1234567890123," * 5_000
+    bad = b'{"jsonrpc":"2.0","method":"m","params":[[' + items + b'"x",[1.5,x]]]}\n'
+    good = b'{"jsonrpc":"2.0","method":"m","params":[[' + items + b'1]],"id":1}\n'
+
+    def serve(lines: int) -> None:
+        impl.StdioTransport(io.BytesIO((bad + good) * lines), io.BytesIO()).serve(lambda m, p: None)
+
+    serve(5)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        serve(100)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # 100 lines' 5,000 ints, were they kept, would be about 16 MB.
+    assert grown < 1_000_000, grown
 
 
 # Every length up to past the native encoder's short-string path (32 bytes, words of 8), with a character
