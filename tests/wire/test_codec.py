@@ -10,6 +10,7 @@ import json
 import math
 import re
 import sys
+import tracemalloc
 import unittest.mock
 from typing import Any
 
@@ -379,6 +380,90 @@ def test_integer_decoding_at_the_fast_paths_edges(impl: Any, text: str) -> None:
     assert seen == [[int(text), {"k": int(text)}]]
     assert type(seen[0][0]) is int
     assert out.getvalue() == b'{"jsonrpc":"2.0","id":1,"result":[%d,{"k":%d}]}\n' % (int(text), int(text))
+
+
+# Digit runs of every length across the native scanner's eight-byte steps (and the one to seven digits it
+# reads from the same load), ended by each byte that can follow a number.
+DIGIT_RUNS = "98765432109876543210987"
+NUMBER_TEXTS = [
+    number
+    for length in range(1, len(DIGIT_RUNS) + 1)
+    for number in (
+        DIGIT_RUNS[:length],
+        "-" + DIGIT_RUNS[:length],
+        "0." + DIGIT_RUNS[:length],
+        "-" + DIGIT_RUNS[: (length + 1) // 2] + "." + DIGIT_RUNS[: length // 2 + 1],
+        DIGIT_RUNS[:length] + "e-" + str(length),
+    )
+]
+# Floats at the edges of a double: signed zeros, the largest, the smallest normal and subnormal, long mantissas.
+EDGE_FLOATS = ["0.0", "-0.0", "-0e0", "0e-5", "5e-324", "-5e-324", "4.9406564584124654e-324", "1e-320"]
+EDGE_FLOATS += ["2.2250738585072014e-308", "2.2250738585072011e-308", "1.7976931348623157e308", "-1e308"]
+EDGE_FLOATS += ["3.14159265358979323846264338327950288419716939937510", "0.30000000000000001665", "1" * 30 + ".5"]
+
+
+def test_numbers_of_every_length_decode_like_json_loads(impl: Any) -> None:
+    numbers = NUMBER_TEXTS + EDGE_FLOATS + ["-" + "9" * 25, "-" + "9" * 19, "-" + "1" + "0" * 40]
+    seen: list[Any] = []
+    lines = [
+        b'{"jsonrpc":"2.0","method":"m","params":%s,"id":1}\n' % params.encode()
+        for params in (
+            "[" + ",".join(numbers) + "]",
+            "[" + " , ".join(numbers) + " ]",
+            "{" + ",".join(f'"{k}":{number}' for k, number in enumerate(numbers)) + "}",
+            "[" + ",".join(f"[{number}]" for number in numbers) + "]",
+        )
+    ]
+    impl.StdioTransport(io.BytesIO(b"".join(lines)), io.BytesIO()).serve(lambda m, p: seen.append(p))
+    expected = [json.loads(number) for number in numbers]
+    assert [exact(value) for value in seen[0]] == [exact(value) for value in expected]
+    assert [exact(value) for value in seen[1]] == [exact(value) for value in expected]
+    assert [exact(value) for value in seen[2].values()] == [exact(value) for value in expected]
+    assert [exact(value) for [value] in seen[3]] == [exact(value) for value in expected]
+
+
+# Arrays of sizes around the native decoder's storage kept from one message to the next (2**15 items), inside
+# and beside each other: each line's lists hold what json.loads reads, including after a line that failed.
+ARRAY_SIZES = [0, 1, 2, 7, 8, 9, 16, 17, 1000, 2**15 - 1, 2**15, 2**15 + 1, 40_000]
+
+
+def test_arrays_of_every_size_and_nesting_decode_like_json_loads(impl: Any) -> None:
+    def array(size: int) -> str:
+        return "[" + ",".join(str(k) if k % 3 else f'["s{k}",{{"k":[{k}.5]}},[]]' for k in range(size)) + "]"
+
+    texts = [array(size) for size in ARRAY_SIZES]
+    texts += ["[" + ",".join(texts[:6]) + "]", "[" + array(9)[1:-1] + "," + array(2**15 + 1) + "," + array(3)[1:]]
+    # Items left unfinished by a malformed line: the next lines still decode.
+    bad = [b"[[1,2,[3,4,[5,", b"[[1,2],[3," + b"7," * 40_000 + b"x]]", b"[" + b"[1]," * 100 + b"]"]
+    lines = [b'{"jsonrpc":"2.0","method":"m","params":%s,"id":1}\n' % text.encode() for text in texts]
+    lines[3:3] = [b'{"jsonrpc":"2.0","method":"m","params":%s,"id":2}\n' % text for text in bad]
+    seen: list[Any] = []
+    out = io.BytesIO()
+    impl.StdioTransport(io.BytesIO(b"".join(lines)), out).serve(lambda m, p: seen.append(p))
+    assert seen == [json.loads(text) for text in texts]
+    assert [answer["error"]["code"] for answer in answers(out.getvalue()) if "error" in answer] == [-32700] * 3
+
+
+def test_items_of_unfinished_arrays_are_released(impl: Any) -> None:
+    """A line that fails inside nested arrays releases the items read so far (the native decoder holds them
+    on a stack until each array ends): serving many such lines leaves no memory behind."""
+    items = b"1234567890123," * 5_000
+    bad = b'{"jsonrpc":"2.0","method":"m","params":[[' + items + b'"x",[1.5,x]]]}\n'
+    good = b'{"jsonrpc":"2.0","method":"m","params":[[' + items + b'1]],"id":1}\n'
+
+    def serve(lines: int) -> None:
+        impl.StdioTransport(io.BytesIO((bad + good) * lines), io.BytesIO()).serve(lambda m, p: None)
+
+    serve(5)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        serve(100)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # 100 lines' 5,000 ints, were they kept, would be about 16 MB.
+    assert grown < 1_000_000, grown
 
 
 # Every length up to past the native encoder's short-string path (32 bytes, words of 8), with a character

@@ -981,13 +981,27 @@ impl<'a> Scanner<'a> {
 
 /// Append the decimal digits from `pos` on to `mantissa` (which wraps past 19 digits: callers
 /// count the digits); where they stop. Eight at a time while eight are digits (SWAR, as
-/// `fast_float` does), then one at a time.
+/// `fast_float` does), and the last one to seven from the same load of eight bytes when there
+/// are eight left in the text; one at a time only near its end.
 #[inline]
 fn gather_digits(bytes: &[u8], mut pos: usize, mantissa: &mut u64) -> usize {
     while let Some(chunk) = bytes.get(pos..pos + 8) {
-        let Some(value) = eight_digits(u64::from_le_bytes(chunk.try_into().expect("8 bytes"))) else { break };
-        *mantissa = mantissa.wrapping_mul(100_000_000).wrapping_add(u64::from(value));
-        pos += 8;
+        let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        let not_digits = not_digits(word);
+        if not_digits == 0 {
+            *mantissa = mantissa.wrapping_mul(100_000_000).wrapping_add(u64::from(digits_value(word)));
+            pos += 8;
+            continue;
+        }
+        // The text's first byte is the word's lowest: the digits before the first other byte are
+        // moved to the top of the word, below them '0's, and the eight read as one number.
+        let count = not_digits.trailing_zeros() / 8;
+        if count > 0 {
+            let padded = (word << (64 - 8 * count)) | (0x3030_3030_3030_3030 >> (8 * count));
+            *mantissa =
+                mantissa.wrapping_mul(POWERS_OF_TEN_U64[count as usize]).wrapping_add(u64::from(digits_value(padded)));
+        }
+        return pos + count as usize;
     }
     while let Some(&digit @ b'0'..=b'9') = bytes.get(pos) {
         *mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(digit - b'0'));
@@ -996,23 +1010,39 @@ fn gather_digits(bytes: &[u8], mut pos: usize, mantissa: &mut u64) -> usize {
     pos
 }
 
-/// The value of eight ASCII digits read as a little-endian word, if all eight are digits.
+/// 10^0 to 10^7.
+const POWERS_OF_TEN_U64: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// The top bit of each byte of `word` (eight bytes of text, the first the lowest) that is not an
+/// ASCII digit, at least up to the first one: a byte below '0' borrows, one above '9' carries into
+/// its top bit, and a digit neither borrows nor carries, so the lowest bit set is the first non-digit's.
 #[inline]
-fn eight_digits(word: u64) -> Option<u32> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    // A byte below '0' borrows, one above '9' carries, into its top bit.
+fn not_digits(word: u64) -> u64 {
     let below = word.wrapping_sub(0x30 * ONES);
     let above = word.wrapping_add(0x46 * ONES);
-    if (below | above) & (0x80 * ONES) != 0 {
-        return None;
-    }
+    (below | above) & (0x80 * ONES)
+}
+
+/// The value of eight ASCII digits read as a little-endian word.
+#[inline]
+fn digits_value(word: u64) -> u32 {
+    let digits = word.wrapping_sub(0x30 * ONES);
     // Pairs, then quadruples, then the eight: each step multiplies the higher half (the later
     // digit in little-endian order is the lower one) and adds.
-    let pairs = below.wrapping_mul(10).wrapping_add(below >> 8) & 0x00FF_00FF_00FF_00FF;
+    let pairs = digits.wrapping_mul(10).wrapping_add(digits >> 8) & 0x00FF_00FF_00FF_00FF;
     let quads = pairs.wrapping_mul(100).wrapping_add(pairs >> 16) & 0x0000_FFFF_0000_FFFF;
     let eight = quads.wrapping_mul(10_000).wrapping_add(quads >> 32) & 0xFFFF_FFFF;
     #[allow(clippy::cast_possible_truncation)] // below 10^8
-    Some(eight as u32)
+    let eight = eight as u32;
+    eight
+}
+
+/// The value of eight ASCII digits read as a little-endian word, if all eight are digits.
+#[cfg(test)]
+fn eight_digits(word: u64) -> Option<u32> {
+    (not_digits(word) == 0).then(|| digits_value(word))
 }
 
 fn is_hex4(digits: &[u8]) -> bool {
@@ -1819,6 +1849,37 @@ mod tests {
         }
         for text in [b"1234567a", b"/2345678", b":2345678", b"1234 678", b"\x80\xB9\xBA\xFF0000", b"0000000\xB0"] {
             assert_eq!(super::eight_digits(u64::from_le_bytes(*text)), None, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn digits_are_gathered_as_one_at_a_time_would_gather_them() {
+        // Every count of digits (across the eight-byte steps), stopped by every byte that is not a
+        // digit, with and without eight bytes of text left after the digits.
+        let digits = b"98765432109876543210123";
+        for count in 0..=digits.len() {
+            for stop in (0..=255u8).filter(|byte| !byte.is_ascii_digit()) {
+                for tail in [&b""[..], b"xxxxxxxxxx"] {
+                    let mut text = b"-".to_vec();
+                    text.extend_from_slice(&digits[..count]);
+                    text.push(stop);
+                    text.extend_from_slice(tail);
+                    let mut expected = 0u64;
+                    for &digit in &digits[..count] {
+                        expected = expected.wrapping_mul(10).wrapping_add(u64::from(digit - b'0'));
+                    }
+                    let mut mantissa = 7;
+                    let end = super::gather_digits(&text, 1, &mut mantissa);
+                    assert_eq!(end, 1 + count, "{count} digits then {stop}");
+                    let seven = (0..count).fold(7u64, |m, _| m.wrapping_mul(10));
+                    assert_eq!(mantissa, seven.wrapping_add(expected), "{count} digits then {stop}");
+                }
+            }
+        }
+        // Digits up to the text's end.
+        for count in 1..=digits.len() {
+            let mut mantissa = 0;
+            assert_eq!(super::gather_digits(&digits[..count], 0, &mut mantissa), count);
         }
     }
 
