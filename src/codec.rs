@@ -277,10 +277,7 @@ impl<'py> Decoder<'_, '_, 'py, '_> {
                 }
             }
             Some(b'[') => {
-                // Inline for short arrays: no heap `Vec` for the usual small ones. (Building ASCII
-                // `str`s with `PyUnicode_New` and a copy, as jiter does, was tried here too and
-                // dropped: `PyUnicode_FromStringAndSize` is as quick for ASCII and keeps its cached
-                // one-character strings. Figures: bench/README.md.)
+                // Inline for short arrays: no heap `Vec` for the usual small ones.
                 let mut items: SmallVec<[Bound<'py, PyAny>; 8]> = SmallVec::new();
                 if self.scanner.open(b'[')? {
                     loop {
