@@ -120,6 +120,21 @@ fn str_from_text<'py>(py: Python<'py>, text: StrText<'_>, scratch: &[u8]) -> PyR
     if text.width != Width::Ascii && scratch.len().max(text.unescaped.map_or(0, str::len)) >= WIDE_DIRECT_MIN {
         return new_wide_str(py, text.unescaped.map_or(scratch, str::as_bytes), text.width);
     }
+    #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
+    if text.width == Width::Ascii {
+        let ascii = text.unescaped.map_or(scratch, str::as_bytes);
+        // One character: Python's decoder hands out its cached one. Longer: a copy into the new
+        // `str`, without the decoder's walk that finds again what the scanner found (all ASCII).
+        if ascii.len() > 1 {
+            return new_str_filled(py, ascii.len(), Width::Ascii, |units| match units {
+                Units::Narrow(units) => {
+                    units.copy_from_slice(ascii);
+                    units.len()
+                }
+                Units::Ucs2(_) | Units::Ucs4(_) => 0,
+            });
+        }
+    }
     match text.unescaped {
         Some(raw) => Ok(PyString::new(py, raw)),
         None => str_from_wtf8(py, scratch, text.has_surrogate),
@@ -310,9 +325,6 @@ impl<'py> Decoder<'_, '_, 'py, '_> {
                 dict.into_any()
             }
             Some(b'[') => {
-                // (Building ASCII `str`s with `PyUnicode_New` and a copy, as jiter does, was tried
-                // here too and dropped: `PyUnicode_FromStringAndSize` is as quick for ASCII and
-                // keeps its cached one-character strings. Figures: bench/README.md.)
                 let first = self.items.0.len();
                 if self.scanner.open(b'[')? {
                     loop {

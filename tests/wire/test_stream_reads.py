@@ -144,6 +144,14 @@ def test_lines_longer_than_a_read(impl: ModuleType, pipe_reader: Any, max_messag
     assert served(impl, pipe_reader(pieces), **options) == expected
 
 
+def test_a_bytesio_is_read_from_where_it_stands_to_its_end(impl: ModuleType) -> None:
+    """An exact ``BytesIO`` (read with its own ``readinto`` by the native reader) is read from its position on."""
+    stream = io.BytesIO(LONG + b"\n" + LONG_DATA)
+    stream.seek(len(LONG) + 1)
+    assert served(impl, stream) == reference(LONG_DATA)
+    assert stream.tell() == len(LONG) + 1 + len(LONG_DATA)
+
+
 def test_answers_are_written_before_a_read_that_waits(impl: ModuleType) -> None:
     """The answer to a line read is out before the reader waits for the next piece of a pipe."""
     read_end, write_end = os.pipe()
