@@ -454,7 +454,11 @@ pub(crate) fn binary_stream<'py>(
 
 fn read_method(py: Python<'_>, stream: &Bound<'_, PyAny>) -> PyResult<ReadMethod> {
     let has = |name: &str| -> PyResult<bool> { Ok(stream.getattr_opt(name)?.is_some_and(|m| m.is_callable())) };
-    Ok(if has("readinto1")? {
+    // A `BytesIO`'s `readinto1` is `BufferedIOBase`'s, which makes a `bytes` of `read1` and copies
+    // it; its own `readinto` copies straight from its buffer, and never waits either.
+    Ok(if stream.get_type().is(&io_types(py)?.bytes_io) {
+        ReadMethod::ReadInto
+    } else if has("readinto1")? {
         ReadMethod::ReadInto1
     } else if has("read1")? {
         ReadMethod::Read1

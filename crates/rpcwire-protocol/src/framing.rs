@@ -196,6 +196,10 @@ pub fn opens_json(first_significant: Option<u8>) -> bool {
 /// hold at most this many bytes; LSP's has one or two short headers.
 pub const HEADER_LIMIT: usize = 8 * 1024;
 
+/// The most the first read into an empty frame buffer takes ([`FrameBuffer`]'s `read_room`): room for
+/// a header block and the whole of a small frame.
+pub const FIRST_READ: usize = 4 * 1024;
+
 /// Where a resync starts: the name of the header every frame has, matched in any case.
 const RESYNC_NAME: &[u8] = b"content-length";
 
@@ -290,7 +294,48 @@ impl FrameBuffer {
 
     /// Drop what was handed out or dropped, and make room for `additional` more bytes after the rest.
     fn make_room(&mut self, additional: usize) {
-        // A body found by `has_frame` and not yet handed out is kept.
+        self.drop_consumed();
+        if let State::Body(length) = self.state {
+            // The rest of a body whose length is known: room for all of it at once (or for this
+            // read, if more), rather than doubling (and copying) the buffer as its pieces arrive.
+            let rest = (self.consumed + length).saturating_sub(self.data.len());
+            self.data.reserve_exact(rest.max(additional));
+        } else {
+            self.data.reserve(additional);
+        }
+    }
+
+    /// Drop what was handed out or dropped, and make room for a read of up to `most` bytes straight
+    /// into the buffer; returns how many it may write (at most `most`, never 0 when `most` is not).
+    ///
+    /// The buffer never grows past what the frame being read needs: the rest of a body whose length
+    /// is known is read into room for exactly that rest (or the room already there, if more), so the
+    /// read after the last piece of a large body does not reallocate (and copy) it to add room the
+    /// body will not use; and the first read into a buffer that never held anything is small
+    /// ([`FIRST_READ`]), as the header it brings tells how much room a large frame needs (a first
+    /// room of a full read would be one more block made and freed beside that frame).
+    fn read_room(&mut self, most: usize) -> usize {
+        self.drop_consumed();
+        let room = match self.state {
+            State::Body(length) => {
+                let rest = (self.consumed + length).saturating_sub(self.data.len());
+                if rest > 0 {
+                    // Room for the rest, or the room already there if more (never less than `rest`).
+                    self.data.reserve_exact(rest);
+                    return most.min(self.data.capacity() - self.data.len());
+                }
+                most
+            }
+            State::Headers { .. } if self.data.capacity() == 0 => most.min(FIRST_READ),
+            _ => most,
+        };
+        self.data.reserve(room);
+        room
+    }
+
+    /// Drop what was handed out or dropped (a body found by `has_frame` and not yet handed out is
+    /// kept), moving the rest to the front.
+    fn drop_consumed(&mut self) {
         let keep = match self.ready {
             Some(Ready::Body { start, .. }) => start,
             _ => self.consumed,
@@ -303,14 +348,6 @@ impl FrameBuffer {
                 *start -= keep;
                 *end -= keep;
             }
-        }
-        if let State::Body(length) = self.state {
-            // The rest of a body whose length is known: room for all of it at once (or for this
-            // read, if more), rather than doubling (and copying) the buffer as its pieces arrive.
-            let rest = (self.consumed + length).saturating_sub(self.data.len());
-            self.data.reserve_exact(rest.max(additional));
-        } else {
-            self.data.reserve(additional);
         }
     }
 
@@ -569,9 +606,10 @@ impl Decoder {
         }
     }
 
-    /// Add bytes read straight into the buffer, without a copy: `read` writes up to `most` bytes at
-    /// the front of the room it is given and returns how many it wrote (counts above `most` are
-    /// taken as `most`); nothing is added if it fails.
+    /// Add bytes read straight into the buffer, without a copy: `read` writes up to the length of
+    /// the room it is given (at most `most` bytes; less where a frame's rest, or the first read of
+    /// `Content-Length` framing, needs less) at its front and returns how many it wrote (counts
+    /// above the room's length are taken as that length); nothing is added if it fails.
     ///
     /// # Safety
     /// `read` must have written (initialised) every byte of the count it returns: the buffer's room
@@ -581,19 +619,19 @@ impl Decoder {
         most: usize,
         read: impl FnOnce(&mut [MaybeUninit<u8>]) -> Result<usize, E>,
     ) -> Result<usize, E> {
-        let data = match &mut self.buffer {
+        let (data, room) = match &mut self.buffer {
             Buffer::Lines(buffer) => {
                 buffer.make_room(most);
-                &mut buffer.data
+                (&mut buffer.data, most)
             }
             Buffer::Frames(buffer) => {
-                buffer.make_room(most);
-                &mut buffer.data
+                let room = buffer.read_room(most);
+                (&mut buffer.data, room)
             }
         };
-        let count = read(&mut data.spare_capacity_mut()[..most])?.min(most);
-        // SAFETY: `make_room` reserved `most` bytes beyond the length, and the caller promises that
-        // `read` initialised the first `count` of them.
+        let count = read(&mut data.spare_capacity_mut()[..room])?.min(room);
+        // SAFETY: `make_room`/`read_room` reserved `room` bytes beyond the length, and the caller
+        // promises that `read` initialised the first `count` of them.
         unsafe { data.set_len(data.len() + count) };
         Ok(count)
     }
@@ -700,7 +738,9 @@ fn is_token_byte(byte: u8) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{Decoded, Decoder, Dropped, Frame, FrameBuffer, FrameError, Framing, Line, LineBuffer, HEADER_LIMIT};
+    use super::{
+        Decoded, Decoder, Dropped, Frame, FrameBuffer, FrameError, Framing, Line, LineBuffer, FIRST_READ, HEADER_LIMIT,
+    };
 
     const NO_LIMIT: usize = 1 << 40;
 
@@ -945,6 +985,71 @@ mod tests {
         decoder.close();
         assert_eq!(decoded(&mut decoder, true), ["<BadFrame(Truncated)>"]);
         assert_eq!(Dropped::Oversized { length: 9 }.reason(4), "a Content-Length (9) over max_message_bytes (4)");
+    }
+
+    /// Read `input` into a new `Content-Length` decoder as the transport's direct reads do (rooms of
+    /// up to 64 KiB): the lengths of the bodies handed out, the room each read was given, and the
+    /// buffer's capacity after each read.
+    fn read_directly(mut input: &[u8]) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
+        let mut decoder = Decoder::new(Framing::ContentLength, NO_LIMIT);
+        let (mut bodies, mut rooms, mut capacities) = (Vec::new(), Vec::new(), Vec::new());
+        loop {
+            while let Some(found) = decoder.next(true) {
+                match found {
+                    Decoded::Message(message) => bodies.push(message.len()),
+                    Decoded::Dropped(dropped) => panic!("dropped {dropped:?}"),
+                }
+            }
+            let read = |room: &mut [std::mem::MaybeUninit<u8>]| -> Result<usize, ()> {
+                rooms.push(room.len());
+                let count = room.len().min(input.len());
+                for (slot, &byte) in room.iter_mut().zip(&input[..count]) {
+                    slot.write(byte);
+                }
+                input = &input[count..];
+                Ok(count)
+            };
+            // SAFETY: `read` initialises every byte it counts.
+            let count = unsafe { decoder.feed_with(64 * 1024, read) }.unwrap();
+            if let super::Buffer::Frames(buffer) = &decoder.buffer {
+                capacities.push(buffer.data.capacity());
+            }
+            if count == 0 {
+                decoder.close();
+                assert_eq!(decoder.next(true), None);
+                return (bodies, rooms, capacities);
+            }
+        }
+    }
+
+    #[test]
+    fn a_large_frame_read_directly_is_held_in_room_for_it_alone() {
+        let body = vec![b'7'; 300_000];
+        let header = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+        let input = [header.as_slice(), &body, b"Content-Length: 2\r\n\r\n{}"].concat();
+        let (bodies, rooms, capacities) = read_directly(&input);
+        assert_eq!(bodies, [body.len(), 2]);
+        assert!(rooms[0] <= FIRST_READ, "the first read is small: {rooms:?}");
+        assert!(rooms.iter().all(|&room| room > 0 && room <= 64 * 1024), "{rooms:?}");
+        // The body's rest is read into room for it alone: the buffer never grows past the frame
+        // (the read after its last piece does not add a full read's room to it).
+        let most = capacities.iter().copied().max().unwrap_or(0);
+        assert!(most <= header.len() + body.len(), "a buffer of {most} for a frame of {}", header.len() + body.len());
+        // Reads after the first fill 64 KiB rooms until the body's rest is less.
+        let body_reads: Vec<usize> = rooms[1..].iter().copied().take_while(|&room| room == 64 * 1024).collect();
+        assert_eq!(body_reads.len(), (body.len() + header.len() - rooms[0]) / (64 * 1024));
+    }
+
+    #[test]
+    fn small_frames_read_directly_share_reads() {
+        let frame = b"Content-Length: 13\r\n\r\n{\"id\":123456}";
+        let input = frame.repeat(10_000);
+        let (bodies, rooms, capacities) = read_directly(&input);
+        assert_eq!(bodies, vec![13; 10_000]);
+        // After the first small read, full reads: a frame cut by a read's end costs no extra read
+        // once the buffer has room.
+        assert!(rooms.len() <= 2 + input.len() / (32 * 1024), "{} reads", rooms.len());
+        assert!(capacities.iter().all(|&capacity| capacity <= 4 * 64 * 1024), "{capacities:?}");
     }
 
     #[test]
