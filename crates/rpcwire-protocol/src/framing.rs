@@ -196,10 +196,6 @@ pub fn opens_json(first_significant: Option<u8>) -> bool {
 /// hold at most this many bytes; LSP's has one or two short headers.
 pub const HEADER_LIMIT: usize = 8 * 1024;
 
-/// The most the first read into an empty frame buffer takes ([`FrameBuffer`]'s `read_room`): room for
-/// a header block and the whole of a small frame.
-pub const FIRST_READ: usize = 4 * 1024;
-
 /// Where a resync starts: the name of the header every frame has, matched in any case.
 const RESYNC_NAME: &[u8] = b"content-length";
 
@@ -305,32 +301,24 @@ impl FrameBuffer {
         }
     }
 
-    /// Drop what was handed out or dropped, and make room for a read of up to `most` bytes straight
-    /// into the buffer; returns how many it may write (at most `most`, never 0 when `most` is not).
+    /// Drop what was handed out or dropped, and make room for a read of `most` bytes straight into
+    /// the buffer.
     ///
-    /// The buffer never grows past what the frame being read needs: the rest of a body whose length
-    /// is known is read into room for exactly that rest (or the room already there, if more), so the
-    /// read after the last piece of a large body does not reallocate (and copy) it to add room the
-    /// body will not use; and the first read into a buffer that never held anything is small
-    /// ([`FIRST_READ`]), as the header it brings tells how much room a large frame needs (a first
-    /// room of a full read would be one more block made and freed beside that frame).
-    fn read_room(&mut self, most: usize) -> usize {
+    /// Every read is offered the full `most` (a buffered stream handed less would keep the rest in
+    /// its own buffer, where a `poll` of its descriptor does not see it). Once a body's length is
+    /// known, its rest and one such read past it are reserved at once: the read that brings its last
+    /// piece then never reallocates it (which could move, and so copy, the whole body to a larger
+    /// block while the old one is still held), and the room past the body is touched only by what
+    /// follows it.
+    fn read_room(&mut self, most: usize) {
         self.drop_consumed();
-        let room = match self.state {
-            State::Body(length) => {
-                let rest = (self.consumed + length).saturating_sub(self.data.len());
-                if rest > 0 {
-                    // Room for the rest, or the room already there if more (never less than `rest`).
-                    self.data.reserve_exact(rest);
-                    return most.min(self.data.capacity() - self.data.len());
-                }
-                most
+        match self.state {
+            State::Body(length) if self.consumed + length > self.data.len() => {
+                let rest = self.consumed + length - self.data.len();
+                self.data.reserve_exact(rest.saturating_add(most));
             }
-            State::Headers { .. } if self.data.capacity() == 0 => most.min(FIRST_READ),
-            _ => most,
-        };
-        self.data.reserve(room);
-        room
+            _ => self.data.reserve(most),
+        }
     }
 
     /// Drop what was handed out or dropped (a body found by `has_frame` and not yet handed out is
@@ -606,10 +594,9 @@ impl Decoder {
         }
     }
 
-    /// Add bytes read straight into the buffer, without a copy: `read` writes up to the length of
-    /// the room it is given (at most `most` bytes; less where a frame's rest, or the first read of
-    /// `Content-Length` framing, needs less) at its front and returns how many it wrote (counts
-    /// above the room's length are taken as that length); nothing is added if it fails.
+    /// Add bytes read straight into the buffer, without a copy: `read` writes up to `most` bytes at
+    /// the front of the room it is given and returns how many it wrote (counts above `most` are
+    /// taken as `most`); nothing is added if it fails.
     ///
     /// # Safety
     /// `read` must have written (initialised) every byte of the count it returns: the buffer's room
@@ -619,18 +606,18 @@ impl Decoder {
         most: usize,
         read: impl FnOnce(&mut [MaybeUninit<u8>]) -> Result<usize, E>,
     ) -> Result<usize, E> {
-        let (data, room) = match &mut self.buffer {
+        let data = match &mut self.buffer {
             Buffer::Lines(buffer) => {
                 buffer.make_room(most);
-                (&mut buffer.data, most)
+                &mut buffer.data
             }
             Buffer::Frames(buffer) => {
-                let room = buffer.read_room(most);
-                (&mut buffer.data, room)
+                buffer.read_room(most);
+                &mut buffer.data
             }
         };
-        let count = read(&mut data.spare_capacity_mut()[..room])?.min(room);
-        // SAFETY: `make_room`/`read_room` reserved `room` bytes beyond the length, and the caller
+        let count = read(&mut data.spare_capacity_mut()[..most])?.min(most);
+        // SAFETY: `make_room`/`read_room` reserved `most` bytes beyond the length, and the caller
         // promises that `read` initialised the first `count` of them.
         unsafe { data.set_len(data.len() + count) };
         Ok(count)
@@ -738,9 +725,7 @@ fn is_token_byte(byte: u8) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{
-        Decoded, Decoder, Dropped, Frame, FrameBuffer, FrameError, Framing, Line, LineBuffer, FIRST_READ, HEADER_LIMIT,
-    };
+    use super::{Decoded, Decoder, Dropped, Frame, FrameBuffer, FrameError, Framing, Line, LineBuffer, HEADER_LIMIT};
 
     const NO_LIMIT: usize = 1 << 40;
 
@@ -1023,21 +1008,19 @@ mod tests {
     }
 
     #[test]
-    fn a_large_frame_read_directly_is_held_in_room_for_it_alone() {
+    fn a_large_frame_read_directly_is_reserved_once() {
         let body = vec![b'7'; 300_000];
         let header = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
         let input = [header.as_slice(), &body, b"Content-Length: 2\r\n\r\n{}"].concat();
         let (bodies, rooms, capacities) = read_directly(&input);
         assert_eq!(bodies, [body.len(), 2]);
-        assert!(rooms[0] <= FIRST_READ, "the first read is small: {rooms:?}");
-        assert!(rooms.iter().all(|&room| room > 0 && room <= 64 * 1024), "{rooms:?}");
-        // The body's rest is read into room for it alone: the buffer never grows past the frame
-        // (the read after its last piece does not add a full read's room to it).
-        let most = capacities.iter().copied().max().unwrap_or(0);
-        assert!(most <= header.len() + body.len(), "a buffer of {most} for a frame of {}", header.len() + body.len());
-        // Reads after the first fill 64 KiB rooms until the body's rest is less.
-        let body_reads: Vec<usize> = rooms[1..].iter().copied().take_while(|&room| room == 64 * 1024).collect();
-        assert_eq!(body_reads.len(), (body.len() + header.len() - rooms[0]) / (64 * 1024));
+        assert!(rooms.iter().all(|&room| room == 64 * 1024), "every read is offered a full room: {rooms:?}");
+        // The first read's room, then the body's rest and one read past it, reserved once: the read
+        // that brings the body's last piece does not grow (and move) it.
+        let mut sizes = capacities.clone();
+        sizes.dedup();
+        assert_eq!(sizes.len(), 2, "{capacities:?}");
+        assert!(sizes[1] <= header.len() + body.len() + 64 * 1024, "{capacities:?}");
     }
 
     #[test]
