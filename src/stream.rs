@@ -81,8 +81,7 @@ pub(crate) enum Found<R> {
 pub(crate) struct Reader {
     stream: Py<PyAny>,
     method: ReadMethod,
-    /// The stream's bound method for `method` (an exact `BytesIO`'s `readinto` for `readinto1`: see
-    /// [`Reader::new`]), looked up once rather than on every read.
+    /// The stream's bound method for `method`, looked up once rather than on every read.
     read: Py<PyAny>,
     /// Whether `readinto1`/`readinto` write straight into the decoder's buffer (through a `memoryview`
     /// released as soon as the call returns): only for the `io` streams that fill every byte they
@@ -98,18 +97,10 @@ impl Reader {
     /// A reader of `stream` (a binary stream: see [`binary_stream`]) into `decoder`.
     pub(crate) fn new(py: Python<'_>, stream: Bound<'_, PyAny>, decoder: Decoder) -> PyResult<Self> {
         let method = read_method(py, &stream)?;
-        // An exact `BytesIO` inherits the generic `readinto1` (a `read1` into new `bytes`, then a copy
-        // of them); its own `readinto` copies straight from its buffer, and, never waiting for
-        // input, takes what `readinto1` would.
-        let name = if method == ReadMethod::ReadInto1 && stream.get_type().is(&io_types(py)?.bytes_io) {
-            "readinto"
-        } else {
-            method.name()
-        };
         Ok(Self {
             method,
             direct: honest_reader(py, &stream)?,
-            read: stream.getattr(name)?.unbind(),
+            read: stream.getattr(method.name())?.unbind(),
             stream: stream.unbind(),
             chunk: None,
             decoder,
@@ -463,7 +454,11 @@ pub(crate) fn binary_stream<'py>(
 
 fn read_method(py: Python<'_>, stream: &Bound<'_, PyAny>) -> PyResult<ReadMethod> {
     let has = |name: &str| -> PyResult<bool> { Ok(stream.getattr_opt(name)?.is_some_and(|m| m.is_callable())) };
-    Ok(if has("readinto1")? {
+    // A `BytesIO`'s `readinto1` is `BufferedIOBase`'s, which makes a `bytes` of `read1` and copies
+    // it; its own `readinto` copies straight from its buffer, and never waits either.
+    Ok(if stream.get_type().is(&io_types(py)?.bytes_io) {
+        ReadMethod::ReadInto
+    } else if has("readinto1")? {
         ReadMethod::ReadInto1
     } else if has("read1")? {
         ReadMethod::Read1

@@ -8,7 +8,9 @@ from __future__ import annotations
 import io
 import json
 import math
+import random
 import re
+import struct
 import sys
 import tracemalloc
 import unittest.mock
@@ -167,6 +169,29 @@ def test_float_results_are_written_as_repr(impl: Any, value: float) -> None:
         repr(value).encode(),
         repr(-value).encode(),
     )
+
+
+def random_doubles(seed: int, count: int, exponents: range | None = None) -> list[float]:
+    """Finite doubles of random bits; with ``exponents``, their binary exponent (unbiased) drawn from it."""
+    rng = random.Random(seed)
+    values = []
+    while len(values) < count:
+        bits = rng.getrandbits(64)
+        if exponents is not None:
+            bits = (bits & ~(0x7FF << 52)) | ((rng.choice(exponents) + 1023) << 52)
+        value = struct.unpack("<d", bits.to_bytes(8, "little"))[0]
+        if math.isfinite(value):
+            values.append(value)
+    return values
+
+
+def test_floats_of_random_bits_are_written_as_repr(impl: Any) -> None:
+    """Every finite double as ``repr`` writes it: random bits over every exponent (subnormals too), random bits
+    across the positional range (1e-4 to 1e16, with the binades either side of its edges), and the edges."""
+    edges = [5e-324, 2.2250738585072014e-308, 1e16, 9999999999999998.0, 1e-05, 0.0001, -0.0, 9.999999999999999e-05]
+    values = [*random_doubles(20, 50_000), *random_doubles(21, 100_000, range(-16, 56)), *edges]
+    expected = "[" + ",".join(map(repr, values)) + "]"
+    assert serve_result(impl, values) == b'{"jsonrpc":"2.0","id":1,"result":' + expected.encode() + b"}\n"
 
 
 FLOAT_TEXTS = [

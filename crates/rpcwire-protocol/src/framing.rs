@@ -290,7 +290,40 @@ impl FrameBuffer {
 
     /// Drop what was handed out or dropped, and make room for `additional` more bytes after the rest.
     fn make_room(&mut self, additional: usize) {
-        // A body found by `has_frame` and not yet handed out is kept.
+        self.drop_consumed();
+        if let State::Body(length) = self.state {
+            // The rest of a body whose length is known: room for all of it at once (or for this
+            // read, if more), rather than doubling (and copying) the buffer as its pieces arrive.
+            let rest = (self.consumed + length).saturating_sub(self.data.len());
+            self.data.reserve_exact(rest.max(additional));
+        } else {
+            self.data.reserve(additional);
+        }
+    }
+
+    /// Drop what was handed out or dropped, and make room for a read of `most` bytes straight into
+    /// the buffer.
+    ///
+    /// Every read is offered the full `most` (a buffered stream handed less would keep the rest in
+    /// its own buffer, where a `poll` of its descriptor does not see it). Once a body's length is
+    /// known, its rest and one such read past it are reserved at once: the read that brings its last
+    /// piece then never reallocates it (which could move, and so copy, the whole body to a larger
+    /// block while the old one is still held), and the room past the body is touched only by what
+    /// follows it.
+    fn read_room(&mut self, most: usize) {
+        self.drop_consumed();
+        match self.state {
+            State::Body(length) if self.consumed + length > self.data.len() => {
+                let rest = self.consumed + length - self.data.len();
+                self.data.reserve_exact(rest.saturating_add(most));
+            }
+            _ => self.data.reserve(most),
+        }
+    }
+
+    /// Drop what was handed out or dropped (a body found by `has_frame` and not yet handed out is
+    /// kept), moving the rest to the front.
+    fn drop_consumed(&mut self) {
         let keep = match self.ready {
             Some(Ready::Body { start, .. }) => start,
             _ => self.consumed,
@@ -303,14 +336,6 @@ impl FrameBuffer {
                 *start -= keep;
                 *end -= keep;
             }
-        }
-        if let State::Body(length) = self.state {
-            // The rest of a body whose length is known: room for all of it at once (or for this
-            // read, if more), rather than doubling (and copying) the buffer as its pieces arrive.
-            let rest = (self.consumed + length).saturating_sub(self.data.len());
-            self.data.reserve_exact(rest.max(additional));
-        } else {
-            self.data.reserve(additional);
         }
     }
 
@@ -587,13 +612,13 @@ impl Decoder {
                 &mut buffer.data
             }
             Buffer::Frames(buffer) => {
-                buffer.make_room(most);
+                buffer.read_room(most);
                 &mut buffer.data
             }
         };
         let count = read(&mut data.spare_capacity_mut()[..most])?.min(most);
-        // SAFETY: `make_room` reserved `most` bytes beyond the length, and the caller promises that
-        // `read` initialised the first `count` of them.
+        // SAFETY: `make_room`/`read_room` reserved `most` bytes beyond the length, and the caller
+        // promises that `read` initialised the first `count` of them.
         unsafe { data.set_len(data.len() + count) };
         Ok(count)
     }
@@ -945,6 +970,69 @@ mod tests {
         decoder.close();
         assert_eq!(decoded(&mut decoder, true), ["<BadFrame(Truncated)>"]);
         assert_eq!(Dropped::Oversized { length: 9 }.reason(4), "a Content-Length (9) over max_message_bytes (4)");
+    }
+
+    /// Read `input` into a new `Content-Length` decoder as the transport's direct reads do (rooms of
+    /// up to 64 KiB): the lengths of the bodies handed out, the room each read was given, and the
+    /// buffer's capacity after each read.
+    fn read_directly(mut input: &[u8]) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
+        let mut decoder = Decoder::new(Framing::ContentLength, NO_LIMIT);
+        let (mut bodies, mut rooms, mut capacities) = (Vec::new(), Vec::new(), Vec::new());
+        loop {
+            while let Some(found) = decoder.next(true) {
+                match found {
+                    Decoded::Message(message) => bodies.push(message.len()),
+                    Decoded::Dropped(dropped) => panic!("dropped {dropped:?}"),
+                }
+            }
+            let read = |room: &mut [std::mem::MaybeUninit<u8>]| -> Result<usize, ()> {
+                rooms.push(room.len());
+                let count = room.len().min(input.len());
+                for (slot, &byte) in room.iter_mut().zip(&input[..count]) {
+                    slot.write(byte);
+                }
+                input = &input[count..];
+                Ok(count)
+            };
+            // SAFETY: `read` initialises every byte it counts.
+            let count = unsafe { decoder.feed_with(64 * 1024, read) }.unwrap();
+            if let super::Buffer::Frames(buffer) = &decoder.buffer {
+                capacities.push(buffer.data.capacity());
+            }
+            if count == 0 {
+                decoder.close();
+                assert_eq!(decoder.next(true), None);
+                return (bodies, rooms, capacities);
+            }
+        }
+    }
+
+    #[test]
+    fn a_large_frame_read_directly_is_reserved_once() {
+        let body = vec![b'7'; 300_000];
+        let header = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+        let input = [header.as_slice(), &body, b"Content-Length: 2\r\n\r\n{}"].concat();
+        let (bodies, rooms, capacities) = read_directly(&input);
+        assert_eq!(bodies, [body.len(), 2]);
+        assert!(rooms.iter().all(|&room| room == 64 * 1024), "every read is offered a full room: {rooms:?}");
+        // The first read's room, then the body's rest and one read past it, reserved once: the read
+        // that brings the body's last piece does not grow (and move) it.
+        let mut sizes = capacities.clone();
+        sizes.dedup();
+        assert_eq!(sizes.len(), 2, "{capacities:?}");
+        assert!(sizes[1] <= header.len() + body.len() + 64 * 1024, "{capacities:?}");
+    }
+
+    #[test]
+    fn small_frames_read_directly_share_reads() {
+        let frame = b"Content-Length: 13\r\n\r\n{\"id\":123456}";
+        let input = frame.repeat(10_000);
+        let (bodies, rooms, capacities) = read_directly(&input);
+        assert_eq!(bodies, vec![13; 10_000]);
+        // After the first small read, full reads: a frame cut by a read's end costs no extra read
+        // once the buffer has room.
+        assert!(rooms.len() <= 2 + input.len() / (32 * 1024), "{} reads", rooms.len());
+        assert!(capacities.iter().all(|&capacity| capacity <= 4 * 64 * 1024), "{capacities:?}");
     }
 
     #[test]

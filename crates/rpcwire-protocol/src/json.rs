@@ -1616,13 +1616,44 @@ fn write_unicode_escape(out: &mut Vec<u8>, code_point: u32) {
 /// path and a fuzzed oracle (bench/README.md).
 #[inline]
 pub fn write_float_repr(out: &mut Vec<u8>, value: f64) {
-    let mut buffer = zmij::Buffer::new();
     // Where Python writes positional digits, Żmij does too and in the same layout ("0.0001",
-    // "123.0", "1e+16"), so its text is used as is, and the digits are never copied to the heap.
+    // "123.0"), so its text is used as is, written where it goes.
     if value == 0.0 || (1e-4..1e16).contains(&value.abs()) {
-        write_short(out, buffer.format_finite(value).as_bytes());
-        return;
+        write_zmij_in_place(out, value);
+    } else {
+        write_float_scientific(out, value);
     }
+}
+
+/// Append Żmij's text of a finite `value`, formatted straight into `out`'s spare room (a
+/// `zmij::Buffer` laid over it) rather than into a buffer on the stack and then copied.
+#[inline]
+fn write_zmij_in_place(out: &mut Vec<u8>, value: f64) {
+    const ROOM: usize = std::mem::size_of::<zmij::Buffer>();
+    // A `Buffer` is its bytes alone: any address may hold one.
+    const _: () = assert!(std::mem::align_of::<zmij::Buffer>() == 1);
+    out.reserve(ROOM);
+    // SAFETY: `reserve` made `ROOM` bytes of room past the length, the size of a `Buffer`, whose
+    // alignment is 1 and which holds only `MaybeUninit` bytes (uninitialised memory is a valid
+    // one); Żmij writes inside it and hands out text inside it, which is copied to the front of
+    // the room (where Żmij writes it: the copy is then skipped) before `set_len` counts it.
+    unsafe {
+        let room = out.as_mut_ptr().add(out.len());
+        let buffer = &mut *room.cast::<zmij::Buffer>();
+        let text = buffer.format_finite(value);
+        let (at, len) = (text.as_ptr(), text.len());
+        if at != room.cast_const() {
+            std::ptr::copy(at, room, len);
+        }
+        out.set_len(out.len() + len);
+    }
+}
+
+/// `write_float_repr` outside the positional range: `1e+16` style, with Python's exponent (a sign,
+/// at least two digits) and Żmij's digits, trailing zeros dropped.
+#[cold]
+fn write_float_scientific(out: &mut Vec<u8>, value: f64) {
+    let mut buffer = zmij::Buffer::new();
     let formatted = buffer.format_finite(value.abs()).as_bytes();
     let (mantissa, exponent) = match formatted.iter().position(|&b| b == b'e') {
         Some(e_at) => (&formatted[..e_at], parse_exponent(&formatted[e_at + 1..])),
