@@ -43,23 +43,55 @@ pub(crate) fn incoming_object<'py>(
     py: Python<'py>,
     data: &[u8],
     max_depth: usize,
-    mut strings: Option<&mut StringCache>,
+    strings: Option<&mut StringCache>,
 ) -> PyResult<Incoming<'py>> {
+    match read(py, data, max_depth, strings, None)? {
+        Read::Incoming(incoming) => Ok(incoming),
+        Read::Result(_) => unreachable!("no call's result is looked for"),
+    }
+}
+
+/// What a caller waiting for the answer to its call reads.
+pub(crate) enum Read<'py> {
+    /// The `result` of the answer to its call (a lone successful response whose id is the call's): no
+    /// `Response` is made for it.
+    Result(Bound<'py, PyAny>),
+    /// Anything else, as [`incoming_object`] gives it.
+    Incoming(Incoming<'py>),
+}
+
+/// As [`incoming_object`], but the successful answer to the call `own` (a response alone on its line whose
+/// id is that integer, as `json.loads` and `==` would match it) is its bare result.
+pub(crate) fn read<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    max_depth: usize,
+    mut strings: Option<&mut StringCache>,
+    own: Option<i64>,
+) -> PyResult<Read<'py>> {
     let Ok(text) = std::str::from_utf8(data) else {
-        return Ok(Incoming::Unreadable("parse error: invalid UTF-8".to_owned()));
+        return Ok(Read::Incoming(Incoming::Unreadable("parse error: invalid UTF-8".to_owned())));
     };
     // A client reads whatever batch answers its own: no batch limit.
     let limits = Limits { max_depth, max_batch: None };
     let read_value = |scanner: &mut Scanner<'_>| codec::decode_value(py, scanner, strings.as_deref_mut());
     let parsed = match envelope::parse_incoming_with(text, limits, read_value) {
         Ok(parsed) if codec::exceeds_int_digit_limit(py, parsed.longest_integer)? => {
-            return Ok(Incoming::Unreadable("parse error: an integer longer than int() accepts".to_owned()))
+            return Ok(Read::Incoming(Incoming::Unreadable(
+                "parse error: an integer longer than int() accepts".to_owned(),
+            )))
         }
         Ok(parsed) => parsed,
         Err(Error::Python(error)) => return Err(error),
-        Err(Error::Syntax(error)) => return Ok(Incoming::Unreadable(format!("parse error: {error}"))),
+        Err(Error::Syntax(error)) => return Ok(Read::Incoming(Incoming::Unreadable(format!("parse error: {error}")))),
     };
     let message = match parsed.message {
+        // (An integer id in the int range: its digits are what `int()` reads; a fraction or exponent, a float.)
+        Message::Single(Entry::Response { id: Id::Number(digits), outcome: Outcome::Result(result) })
+            if own.is_some_and(|own| digits.parse::<i64>() == Ok(own)) =>
+        {
+            return Ok(Read::Result(result))
+        }
         Message::Single(entry) => entry_object(py, entry, strings)?,
         Message::Batch(entries) if entries.is_empty() => PyString::new(py, "an empty batch").into_any(),
         Message::Batch(entries) => {
@@ -71,7 +103,7 @@ pub(crate) fn incoming_object<'py>(
         }
         Message::BatchOverLimit => unreachable!("a client reads batches of any length"),
     };
-    Ok(Incoming::Message(message))
+    Ok(Read::Incoming(Incoming::Message(message)))
 }
 
 fn entry_object<'py>(
