@@ -305,7 +305,8 @@ impl ClientPipe {
     /// A lone caller's whole call to `method`, its id `id`, within `timeout` seconds (`None`: no bound). It
     /// takes the reading lock (if free), encodes the request and writes it whole without waiting, if it fits
     /// the quick limits, and one write to a pipe never splits it, and nobody holds the lock of `output` (the
-    /// client's `_Output`: not taken, as the GIL is held from that look to the end of the write); then it
+    /// client's `_Output`, asked with its `_locked`: not taken, as the GIL is held from that look to the end
+    /// of the write); then it
     /// reads until a whole message is here, within the deadline, waiting on the pipe and the halt pipe with
     /// the GIL released. The result of its answer (then the reading is released), or a tuple: `(0, line)`
     /// nothing written, the reading not held (also when another thread reads); `(1, response)` its answer
@@ -392,7 +393,7 @@ impl ClientPipe {
             || brackets > quick_depth
             || frame.len() + FRAMING_BYTES > ATOMIC_WRITE
             // The last Python code before the write: from here on the GIL is held to its end.
-            || output.getattr(pyo3::intern!(py, "_lock"))?.call_method0(pyo3::intern!(py, "locked"))?.is_truthy()?
+            || output.getattr(pyo3::intern!(py, "_locked"))?.call0()?.is_truthy()?
         {
             return Ok(Some(PyBytes::new(py, &frame).into_any()));
         }

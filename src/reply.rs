@@ -72,6 +72,11 @@ pub(crate) fn read<'py>(
     let Ok(text) = std::str::from_utf8(data) else {
         return Ok(Read::Incoming(Incoming::Unreadable("parse error: invalid UTF-8".to_owned())));
     };
+    if let Some(own) = own {
+        if let Some(result) = own_result(py, text, max_depth, strings.as_deref_mut(), own)? {
+            return Ok(Read::Result(result));
+        }
+    }
     // A client reads whatever batch answers its own: no batch limit.
     let limits = Limits { max_depth, max_batch: None };
     let read_value = |scanner: &mut Scanner<'_>| codec::decode_value(py, scanner, strings.as_deref_mut());
@@ -104,6 +109,34 @@ pub(crate) fn read<'py>(
         Message::BatchOverLimit => unreachable!("a client reads batches of any length"),
     };
     Ok(Read::Incoming(Incoming::Message(message)))
+}
+
+/// The result of the answer to the call `own` when the line is that answer as rpcwire's servers write it
+/// (`{"jsonrpc":"2.0","id":<own>,"result":<value>}`, nothing else): read without the envelope's members
+/// gathered. `None` for any other line (then it is read the general way, which gives that line the same).
+fn own_result<'py>(
+    py: Python<'py>,
+    text: &str,
+    max_depth: usize,
+    strings: Option<&mut StringCache>,
+    own: i64,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let head = format!(r#"{{"jsonrpc":"2.0","id":{own},"result":"#);
+    if max_depth == 0 || !text.starts_with(&head) {
+        return Ok(None);
+    }
+    // The envelope is one level: the result may nest one less.
+    let mut scanner = Scanner::new(text, max_depth - 1);
+    scanner.eat(head.as_bytes());
+    let result = match codec::decode_value(py, &mut scanner, strings) {
+        Ok(result) => result,
+        Err(Error::Python(error)) => return Err(error),
+        Err(Error::Syntax(_)) => return Ok(None),
+    };
+    if !scanner.eat(b"}") || scanner.finish().is_err() || codec::exceeds_int_digit_limit(py, scanner.longest_integer)? {
+        return Ok(None);
+    }
+    Ok(Some(result))
 }
 
 fn entry_object<'py>(

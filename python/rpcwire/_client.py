@@ -210,6 +210,7 @@ class _Output:
         self._stop_fd = stop_fd
         self._frames = transport.framing == "content-length"
         self._lock = threading.Lock()  # held while one message is written
+        self._locked = self._lock.locked  # (bound once: what a lone caller's _ClientPipe._call asks)
         self._cond = threading.Condition()  # the jobs; notified at each release of _lock
         self._jobs: collections.deque[_Job] = collections.deque()
         self._handed: _Job | None = None  # a job _lock is held for

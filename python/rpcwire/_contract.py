@@ -217,7 +217,7 @@ class ClientPipe(Protocol):
     def _call(
         self, method: str, params: Any, id: int, quick_bytes: int, quick_depth: int, timeout: float | None, output: Any
     ) -> Any:
-        """A lone caller's whole call (``id``: its id; ``output``: the client's, whose ``_lock`` guards every write).
+        """A lone caller's whole call (``id``: its id; ``output``: the client's, whose ``_lock`` guards every write, ``_locked`` its ``locked``).
         With the reading lock free, it takes it, encodes the request and writes it to the stdin pipe in one write
         that a pipe never splits (the line within ``quick_bytes`` and ``quick_depth``, at most ``PIPE_BUF`` bytes
         framed, the output's lock free, the pipe with room), then reads as the client does until a whole message

@@ -70,6 +70,7 @@ class Output:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._locked = self._lock.locked
 
     def _release_quick(self) -> None:
         self._lock.release()
@@ -149,6 +150,30 @@ def test_a_call_hands_back_anything_but_its_result(impl: ModuleType, pipes: Pipe
     os.write(pipes.server_out, b"not json\n")
     tag, ((why, data),) = pipe._call("echo", None, 8, 1 << 16, 32, 5.0, output)
     assert tag == 2 and why.startswith("parse error") and data == b"not json"
+
+
+def test_a_call_reads_its_answer_as_any_message_is_read(impl: ModuleType, pipes: Pipes) -> None:
+    """Its answer as servers write it is read as the general way reads it: the depth counts the envelope (the
+    pipe's max_depth is 16), and what follows the result, or trails the line, is looked at."""
+    pipe, output = pipes.pipe, Output()
+
+    def call(line: bytes) -> Any:
+        os.write(pipes.server_out, line + b"\n")
+        answer = pipe._call("echo", None, 4, 1 << 16, 32, 5.0, output)
+        if type(answer) is tuple and answer[0] == 2:
+            pipe._leave_reading()
+        return answer
+
+    assert call(b'{"jsonrpc":"2.0","id":4,"result":' + b"[" * 15 + b"]" * 15 + b"}") == [[[[[[[[[[[[[[[]]]]]]]]]]]]]]]
+    tag, ((why, _),) = call(b'{"jsonrpc":"2.0","id":4,"result":' + b"[" * 16 + b"]" * 16 + b"}")
+    assert tag == 2 and why.startswith("parse error")
+    assert call(b'{"jsonrpc":"2.0","id":4,"result":{"a":"\\u00e9"}}  \t') == {"a": "\u00e9"}
+    tag, response = call(b'{"jsonrpc":"2.0","id":4,"result":1,"error":null}')  # both: no valid response
+    assert tag == 1 and response.error["code"] == -32603
+    assert call(b'{"jsonrpc":"2.0","id":4,"result":1,"result":2}') == 2  # (the last member, as json.loads)
+    tag, ((why, _),) = call(b'{"jsonrpc":"2.0","id":4,"result":1}x')
+    assert tag == 2 and why.startswith("parse error")
+    assert call(b'{"jsonrpc":"2.0","id":40,"result":1}')[0] == 2  # another call's (its id begins as 4's does)
 
 
 def test_a_call_ends_at_its_deadline_at_the_halt_and_at_the_end(impl: ModuleType, pipes: Pipes) -> None:
