@@ -121,13 +121,18 @@ fn own_result<'py>(
     strings: Option<&mut StringCache>,
     own: i64,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
-    let head = format!(r#"{{"jsonrpc":"2.0","id":{own},"result":"#);
-    if max_depth == 0 || !text.starts_with(&head) {
+    const HEAD: &str = r#"{"jsonrpc":"2.0","id":"#;
+    const RESULT: &str = r#","result":"#;
+    let Some(rest) = text.strip_prefix(HEAD) else { return Ok(None) };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    // (A leading zero is no JSON number: the general way says so.)
+    let number_ok = digits == 1 || (digits > 1 && !rest.starts_with('0'));
+    if max_depth == 0 || !number_ok || rest[..digits].parse::<i64>() != Ok(own) || !rest[digits..].starts_with(RESULT) {
         return Ok(None);
     }
     // The envelope is one level: the result may nest one less.
     let mut scanner = Scanner::new(text, max_depth - 1);
-    scanner.eat(head.as_bytes());
+    scanner.eat(&text.as_bytes()[..HEAD.len() + digits + RESULT.len()]);
     let result = match codec::decode_value(py, &mut scanner, strings) {
         Ok(result) => result,
         Err(Error::Python(error)) => return Err(error),

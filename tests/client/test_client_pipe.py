@@ -174,6 +174,8 @@ def test_a_call_reads_its_answer_as_any_message_is_read(impl: ModuleType, pipes:
     tag, ((why, _),) = call(b'{"jsonrpc":"2.0","id":4,"result":1}x')
     assert tag == 2 and why.startswith("parse error")
     assert call(b'{"jsonrpc":"2.0","id":40,"result":1}')[0] == 2  # another call's (its id begins as 4's does)
+    tag, ((why, _),) = call(b'{"jsonrpc":"2.0","id":04,"result":1}')  # no JSON number
+    assert tag == 2 and why.startswith("parse error")
 
 
 def test_a_call_ends_at_its_deadline_at_the_halt_and_at_the_end(impl: ModuleType, pipes: Pipes) -> None:
