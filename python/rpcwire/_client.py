@@ -220,43 +220,35 @@ class _Output:
     def _framed(self, line: bytes) -> bytes:
         return encode_frame(line) if self._frames else line + b"\n"
 
-    def send(
-        self, line: bytes, deadline: float | None, on_start: Callable[[], Any], started: tuple[int, bytes] | None = None
-    ) -> bool:
+    def send(self, line: bytes, deadline: float | None, on_start: Callable[[], Any]) -> bool:
         """Write ``line`` as one message; ``on_start()`` just before its first byte. ``True`` once it is written
         whole; ``False`` when ``deadline`` passed with part of it written (the rest goes out in the
-        background: it was sent); ``TimeoutError`` when it passed before any of it was (nothing was sent).
-        ``started``: ``(written, frame)``, the lone caller's path began the message (holding the lock, with no
-        other message after it), and its first ``written`` bytes are out."""
-        if started is not None:
-            written, framed = started
+        background: it was sent); ``TimeoutError`` when it passed before any of it was (nothing was sent)."""
+        if not self._lock.acquire(timeout=-1 if deadline is None else _left(deadline)):
+            raise TimeoutError("not sent: the output stayed busy until the deadline")
+        if self.stopped:
+            self._release()
+            raise BrokenPipeError("the client stopped writing")
+        if self._fd is None:
+            if deadline is None:
+                try:
+                    on_start()
+                    self._transport._write_line(line)
+                    return True
+                finally:
+                    self._release()
+            job = _Job(line, on_start, locked=True)
+            self._hand(job)  # the lock goes with it
+            return self._wait(job, deadline)
+        framed = encode_frame(line) if self._frames else line + b"\n"
+        try:
             on_start()
-        else:
-            if not self._lock.acquire(timeout=-1 if deadline is None else _left(deadline)):
-                raise TimeoutError("not sent: the output stayed busy until the deadline")
-            if self.stopped:
-                self._release()
-                raise BrokenPipeError("the client stopped writing")
-            if self._fd is None:
-                if deadline is None:
-                    try:
-                        on_start()
-                        self._transport._write_line(line)
-                        return True
-                    finally:
-                        self._release()
-                job = _Job(line, on_start, locked=True)
-                self._hand(job)  # the lock goes with it
-                return self._wait(job, deadline)
-            framed = encode_frame(line) if self._frames else line + b"\n"
-            try:
-                on_start()
-                written = os.write(self._fd, framed)  # a pipe with room takes a message of up to its size whole
-            except BlockingIOError:
-                written = 0
-            except BaseException:
-                self._release_quick()
-                raise
+            written = os.write(self._fd, framed)  # a pipe with room takes a message of up to its size whole
+        except BlockingIOError:
+            written = 0
+        except BaseException:
+            self._release_quick()
+            raise
         if written == len(framed):
             self._lock.release()  # (_release_quick, inline: every call comes here)
             if self._jobs:
@@ -667,9 +659,7 @@ class Client(_Peer):
             # busy, a long or deep line, a full pipe) goes on as any call.
             id_ = next(self._ids)
             try:
-                answer = pipe._call(
-                    method, params, id_, self._quick_bytes, self._quick_depth, timeout, self._output
-                )
+                answer = pipe._call(method, params, id_, self._quick_bytes, self._quick_depth, timeout, self._output)
             except OSError as exc:  # nothing written: the pipe is gone
                 raise self._write_failed(exc) from None
             if type(answer) is not tuple:  # its result (a decoded value is never a tuple); the reading released
@@ -701,12 +691,11 @@ class Client(_Peer):
         timeout: float | None,
         deadline: float | None,
         on_progress: ProgressCallback | None = None,
-        started: tuple[int, bytes] | None = None,
         resumed: tuple[Any, ...] | None = None,
     ) -> Any:
-        """``call`` once its id and line are made. From the lone caller's path: ``started`` (the output held,
-        part of the message written: see ``_Output.send``), or ``resumed``, the call written whole and the
-        reading lock held, with what was read instead of its answer (``(message,)``, or ``()``: nothing yet)."""
+        """``call`` once its id and line are made. From the lone caller's path: ``resumed``, the call written
+        whole and the reading lock held, with what was read instead of its answer (``(message,)``, or ``()``:
+        nothing yet)."""
         waiter = _Waiter()
         self._pending[id_] = waiter
         sent: list[_Sent] = []
@@ -717,8 +706,7 @@ class Client(_Peer):
                     waiter.response = self._closed  # closed while it read: not pending then, so not told
                 answered = self._wait(waiter, id_, deadline, resumed)
             else:
-                suspect = False if started is not None else self._checked(line)
-                answered = self._send(line, deadline, (id_,), sent, suspect, started=started) and self._wait(
+                answered = self._send(line, deadline, (id_,), sent, self._checked(line)) and self._wait(
                     waiter, id_, deadline
                 )
         except TimeoutError as exc:  # nothing was sent
@@ -793,10 +781,8 @@ class Client(_Peer):
         ids: Sequence[int],
         sent: list[_Sent],
         suspect: bool | None = None,
-        *,
-        started: tuple[int, bytes] | None = None,
     ) -> bool:
-        """Write one message (as ``_Output.send``, ``started`` included); ``sent`` gets its place in the ledger
+        """Write one message (as ``_Output.send``); ``sent`` gets its place in the ledger
         (``ids``: the calls it makes) once it begins (``suspect``: whether a server could refuse it unread, if
         already known). When the server is gone, ``ConnectionClosed``."""
         if self._closed is not None:
@@ -807,7 +793,7 @@ class Client(_Peer):
             ledger = self._ledger
             on_start = lambda: sent.append(ledger.written(ids, suspect))  # noqa: E731
         try:
-            return self._output.send(line, deadline, on_start, started)
+            return self._output.send(line, deadline, on_start)
         except TimeoutError:
             if sent:
                 self._ledger.withdrawn(sent.pop())

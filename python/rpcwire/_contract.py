@@ -214,18 +214,19 @@ class ClientPipe(Protocol):
         """Seconds since ``_call`` last read its answer (``inf``: never)."""
         ...
 
-    def _call(
+    def _call(  # noqa: PLR0917 (the native method's positional arguments: one call, no keywords to parse)
         self, method: str, params: Any, id: int, quick_bytes: int, quick_depth: int, timeout: float | None, output: Any
     ) -> Any:
-        """A lone caller's whole call (``id``: its id; ``output``: the client's, whose ``_lock`` guards every write, ``_locked`` its ``locked``).
-        With the reading lock free, it takes it, encodes the request and writes it to the stdin pipe in one write
-        that a pipe never splits (the line within ``quick_bytes`` and ``quick_depth``, at most ``PIPE_BUF`` bytes
-        framed, the output's lock free, the pipe with room), then reads as the client does until a whole message
-        is here (within ``timeout`` seconds, waiting on the stdout and halt pipes). The result of its answer (the
-        reading released), or: ``(0, line)`` nothing written, the reading not held; ``(1, response)`` its answer
-        is an error (the reading released); ``(2, (message,))`` written, another message read first, the reading
-        held; ``(2, None)`` written, nothing taken (the deadline, the halt pipe, the end of input), the reading
-        held; ``(3, exception)`` written, reading failed, the reading held. An exception (nothing written, the
+        """A lone caller's whole call (``id``: its id; ``output``: the client's ``_Output``, whose ``_lock`` guards
+        every write, and ``_locked`` is that lock's ``locked``). With the reading lock free, it takes it, encodes
+        the request and writes it to the stdin pipe in one write that a pipe never splits (the line within
+        ``quick_bytes`` and ``quick_depth``, at most ``PIPE_BUF`` bytes framed, the output's lock free, the pipe
+        with room), then reads as the client does until a whole message is here (within ``timeout`` seconds,
+        waiting on the stdout and halt pipes). The result of its answer (the reading released), or:
+        ``(0, line)`` nothing written, the reading not held; ``(1, response)`` its answer is an error (the
+        reading released); ``(2, (message,))`` written, another message read first, the reading held;
+        ``(2, None)`` written, nothing taken (the deadline, the halt pipe, the end of input), the reading held;
+        ``(3, exception)`` written, reading failed, the reading held. An exception (nothing written, the
         reading released) when the line cannot be made, or the pipe is gone (``OSError``)."""
         ...
 

@@ -89,7 +89,8 @@ def test_a_call_writes_the_request_framed_and_returns_its_result(impl: ModuleTyp
     pipes = Pipes(impl, framing)
     try:
         answer = b'{"jsonrpc":"2.0","id":7,"result":{"a":[1]}}'
-        os.write(pipes.server_out, impl.Client._core._encode_frame(answer) if framing == "content-length" else answer + b"\n")
+        framed_answer = impl.Client._core._encode_frame(answer) if framing == "content-length" else answer + b"\n"
+        os.write(pipes.server_out, framed_answer)
         assert pipes.pipe._since_read() == float("inf")
         assert pipes.pipe._call("echo", {"a": [1]}, 7, 1 << 16, 32, 5.0, Output()) == {"a": [1]}
         line = impl.Client._core._encode_request("echo", {"a": [1]}, 7)
@@ -110,7 +111,8 @@ def test_a_call_that_cannot_be_written_whole_at_once_writes_nothing(impl: Module
     assert pipe._call("echo", [[1]], 3, 1 << 16, 2, 5.0, output) == (0, line)
     assert pipe._call("echo", [[1]], 3, len(line) - 1, 32, 5.0, output) == (0, line)
     long = ["y" * select.PIPE_BUF]
-    assert pipe._call("echo", long, 3, 1 << 20, 32, 5.0, output) == (0, impl.Client._core._encode_request("echo", long, 3))
+    long_line = impl.Client._core._encode_request("echo", long, 3)
+    assert pipe._call("echo", long, 3, 1 << 20, 32, 5.0, output) == (0, long_line)
     with output._lock:
         assert pipe._call("echo", [[1]], 3, 1 << 16, 32, 5.0, output) == (0, line)
     assert pipe._take_reading()

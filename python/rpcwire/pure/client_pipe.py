@@ -114,7 +114,7 @@ class ClientPipe:
             self._feed(os.read(self._fd, _READ_CHUNK))
         return incoming(line, self._max_depth)
 
-    def _call(
+    def _call(  # noqa: PLR0917 (the native method's positional arguments: one call, no keywords to parse)
         self, method: str, params: Any, id: int, quick_bytes: int, quick_depth: int, timeout: float | None, output: Any
     ) -> Any:
         """A lone caller's whole call (as the native ``_ClientPipe._call``): the result of its answer, or ``(0, line)``
