@@ -313,8 +313,9 @@ impl ClientPipe {
     /// is an error (the reading released); `(2, (message,))` written, the reading held, and another message
     /// read (as `_read_incoming` gives it); `(2, None)` written, the reading held, nothing taken (the
     /// deadline passed, the client halts, or the input ended: then `_has_buffered_message` is true and
-    /// `_read_incoming` says so); `(3, exception)` written, the reading held, and the reading failed. An exception (nothing written, the reading released) when the line
-    /// cannot be made, or the pipe is gone (`OSError`).
+    /// `_read_incoming` says so); `(3, exception)` written, the reading held, and the reading failed.
+    /// An exception (nothing written, the reading released) when the line cannot be made, or the pipe is
+    /// gone (`OSError`).
     #[pyo3(name = "_call")]
     #[allow(clippy::too_many_arguments)]
     fn lone_call<'py>(
@@ -330,7 +331,7 @@ impl ClientPipe {
     ) -> PyResult<Bound<'py, PyAny>> {
         let deadline = deadline_after(timeout);
         let taken = self.take_reading();
-        let written = self.write_lone(py, method, params, id, quick_bytes, quick_depth, output, taken);
+        let written = self.write_lone(py, (method, params, id), (quick_bytes, quick_depth), output, taken);
         let unsent = match written {
             Ok(None) => None,
             Ok(Some(line)) => Some(line),
@@ -370,17 +371,14 @@ impl ClientPipe {
 }
 
 impl ClientPipe {
-    /// `_call`'s writing: `None` once written; the line when nothing was written (`taken`: whether it holds
-    /// the reading lock; without it, the line is all it makes).
-    #[allow(clippy::too_many_arguments)]
+    /// `_call`'s writing of the call `id` to `method` with `params`: `None` once written; the line when
+    /// nothing was written (`taken`: whether it holds the reading lock; without it, the line is all it makes;
+    /// `quick`: the quick limits, bytes and depth).
     fn write_lone<'py>(
         &self,
         py: Python<'py>,
-        method: &Bound<'py, PyAny>,
-        params: Option<&Bound<'py, PyAny>>,
-        id: i64,
-        quick_bytes: usize,
-        quick_depth: usize,
+        (method, params, id): (&Bound<'py, PyAny>, Option<&Bound<'py, PyAny>>, i64),
+        (quick_bytes, quick_depth): (usize, usize),
         output: &Bound<'py, PyAny>,
         taken: bool,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
