@@ -1,23 +1,27 @@
 //! The threaded client's pipes (`_ClientPipe`): how `rpcwire.Client` reads a spawned server's stdout, and
-//! how a lone caller makes its whole call in two calls into the core.
+//! how a lone caller makes its whole call in one call into the core.
 //!
 //! The client's reading (`_read_available`, `_has_buffered_message`, `_read_incoming`, as a transport has
 //! them) goes straight to the stdout pipe's descriptor into the protocol crate's framing [`Decoder`], with
 //! the GIL released for the system call; what it hands out is classified by `reply` as every client's
-//! reading is. One thread reads at a time (the client's reading lock, in Python), so the state's lock is
-//! only ever taken, never waited for: a second reader is a bug, refused with `RuntimeError`.
+//! reading is. One thread reads at a time: the client's reading lock is here (`_take_reading`, only ever
+//! tried), and the state's lock is only ever taken, never waited for: a second reader is a bug, refused
+//! with `RuntimeError`.
 //!
-//! The lone caller's path (`Client.call` when nothing else is in flight): `_send_call` encodes the request,
-//! checks it against the quick limits and writes it whole to the stdin pipe (non-blocking: a pipe with
-//! room takes a small message whole) while the caller holds the output; `_read_answer` then waits with
-//! `poll` on the stdout pipe and the client's halt pipe, the GIL released, reading and framing what comes
-//! until a whole message is there, within the caller's timeout. It returns the caller's own answer, or
-//! hands anything else back for the Python paths (another message, the halt, the deadline, the end of
-//! input), which then go on exactly as a call that took them from the start: nothing is lost and
-//! nothing is written twice. Only for platforms with `poll` (unix); elsewhere the client reads on a
-//! thread (the portable path) and never makes one.
+//! The lone caller's path (`Client.call` when nothing else is in flight): `_call` takes the reading lock,
+//! encodes the request and writes it to the stdin pipe (non-blocking) in one write that a pipe never splits
+//! (at most `PIPE_BUF` bytes: all of it or nothing), when nobody holds the client's output lock: it does not
+//! take that lock, as the GIL is held from the look to the end of the write, and every other writer holds
+//! the lock across its writes. It then waits with `poll` on the stdout pipe and the client's halt pipe, the
+//! GIL released, reading and framing what comes until a whole message is there, within the caller's
+//! timeout. It returns the result of the caller's own answer (its envelope read without a `Response` made
+//! for it), or hands anything else back for the Python paths (nothing written; another message; the halt,
+//! the deadline, the end of input), which then go on exactly as a call that took them from the start:
+//! nothing is lost and nothing is written twice. Only for platforms with `poll` (unix); elsewhere the
+//! client reads on a thread (the portable path) and never makes one.
 
 use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
@@ -39,6 +43,16 @@ const READ_CHUNK: usize = 64 * 1024;
 
 const CONCURRENT_READ: &str = "the client's pipe is read by one thread at a time";
 
+/// The longest write to a pipe that is never split: a non-blocking one writes all of it or nothing (POSIX's
+/// `PIPE_BUF`; Python's `select.PIPE_BUF`).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const ATOMIC_WRITE: usize = libc::PIPE_BUF;
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+const ATOMIC_WRITE: usize = 512;
+
+/// The most a framing adds to a line: a `Content-Length` header with the longest count, or a newline.
+const FRAMING_BYTES: usize = "Content-Length: \r\n\r\n".len() + 20;
+
 /// What the reading thread owns.
 struct State {
     decoder: Decoder,
@@ -56,7 +70,14 @@ pub(crate) struct ClientPipe {
     framing: Framing,
     max_message_bytes: usize,
     max_depth: usize,
+    /// Whether `out_fd` is a pipe (a FIFO): only then does `_call` write without the output's lock.
+    out_is_pipe: bool,
     state: Mutex<State>,
+    /// The client's reading lock: held by the one thread reading (only ever tried, never waited for).
+    reading: AtomicBool,
+    /// When `_call` last read its answer: nanoseconds since `born` (0: never).
+    last_read: AtomicU64,
+    born: Instant,
 }
 
 /// What one wait on the pipes found.
@@ -113,6 +134,32 @@ impl ClientPipe {
             }
         }
     }
+}
+
+/// What `_call` read: the result of its answer, or any other message (`None`: nothing taken).
+enum Got<'py> {
+    Result(Bound<'py, PyAny>),
+    Message(Option<Bound<'py, PyAny>>),
+}
+
+/// `(tag, value)`: what `_call` hands back when it is not the result.
+fn tagged<'py>(py: Python<'py>, tag: u8, value: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    Ok(PyTuple::new(py, [tag.into_pyobject(py)?.into_any(), value])?.into_any())
+}
+
+/// The instant `timeout` seconds from now (`None`: no bound, or beyond what an `Instant` holds).
+fn deadline_after(timeout: Option<f64>) -> Option<Instant> {
+    timeout.and_then(|timeout| {
+        Duration::try_from_secs_f64(timeout.max(0.0)).ok().and_then(|left| Instant::now().checked_add(left))
+    })
+}
+
+fn is_pipe(fd: i32) -> bool {
+    // SAFETY: `stat` is a plain struct that `fstat` fills; an all-zero one is a valid value to pass it.
+    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `stat` is a live, writable `libc::stat` for the whole call.
+    let done = unsafe { libc::fstat(fd, &raw mut stat) };
+    done == 0 && (stat.st_mode & libc::S_IFMT) == libc::S_IFIFO
 }
 
 fn feed(state: &mut State, count: usize) {
@@ -192,6 +239,10 @@ impl ClientPipe {
             framing,
             max_message_bytes,
             max_depth: limits.max_depth,
+            out_is_pipe: is_pipe(out_fd),
+            reading: AtomicBool::new(false),
+            last_read: AtomicU64::new(0),
+            born: Instant::now(),
             state: Mutex::new(State {
                 decoder: Decoder::new(framing, max_message_bytes),
                 chunk: vec![0; READ_CHUNK],
@@ -224,78 +275,181 @@ impl ClientPipe {
         self.incoming(py, &mut state)
     }
 
-    /// Encode the call `id` to `method` and write it to the server's stdin, whole, without waiting (the
-    /// caller holds the output). `None`: written. The line (`bytes`, nothing written) when it is longer than
-    /// `quick_bytes` or has more brackets than `quick_depth` (the caller checks it against the limits).
-    /// `(written, frame)` when the pipe took only part of it (the caller writes the rest). `OSError` when
-    /// the pipe is gone (nothing written).
-    #[pyo3(name = "_send_call")]
-    fn send_call<'py>(
+    /// Take the client's reading lock if nobody holds it (`True`: taken).
+    #[pyo3(name = "_take_reading")]
+    fn take_reading(&self) -> bool {
+        self.reading.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
+    }
+
+    /// Release the client's reading lock (held by the caller).
+    #[pyo3(name = "_leave_reading")]
+    fn leave_reading(&self) {
+        self.reading.store(false, Ordering::Release);
+    }
+
+    /// Whether a thread holds the client's reading lock.
+    #[pyo3(name = "_reading_taken")]
+    fn is_reading(&self) -> bool {
+        self.reading.load(Ordering::Acquire)
+    }
+
+    /// Seconds since `_call` last read its answer (`inf`: never).
+    #[pyo3(name = "_since_read")]
+    fn since_read(&self) -> f64 {
+        match self.last_read.load(Ordering::Relaxed) {
+            0 => f64::INFINITY,
+            nanos => self.born.elapsed().saturating_sub(Duration::from_nanos(nanos)).as_secs_f64(),
+        }
+    }
+
+    /// A lone caller's whole call to `method`, its id `id`, within `timeout` seconds (`None`: no bound). It
+    /// takes the reading lock (if free), encodes the request and writes it whole without waiting, if it fits
+    /// the quick limits, and one write to a pipe never splits it, and nobody holds the lock of `output` (the
+    /// client's `_Output`, asked with its `_locked`: not taken, as the GIL is held from that look to the end
+    /// of the write); then it
+    /// reads until a whole message is here, within the deadline, waiting on the pipe and the halt pipe with
+    /// the GIL released. The result of its answer (then the reading is released), or a tuple: `(0, line)`
+    /// nothing written, the reading not held (also when another thread reads); `(1, response)` its answer
+    /// is an error (the reading released); `(2, (message,))` written, the reading held, and another message
+    /// read (as `_read_incoming` gives it); `(2, None)` written, the reading held, nothing taken (the
+    /// deadline passed, the client halts, or the input ended: then `_has_buffered_message` is true and
+    /// `_read_incoming` says so); `(3, exception)` written, the reading held, and the reading failed.
+    /// An exception (nothing written, the reading released) when the line cannot be made, or the pipe is
+    /// gone (`OSError`).
+    #[pyo3(name = "_call")]
+    #[allow(clippy::too_many_arguments)]
+    fn lone_call<'py>(
         &self,
         py: Python<'py>,
         method: &Bound<'py, PyAny>,
         params: Option<&Bound<'py, PyAny>>,
-        id: &Bound<'py, PyAny>,
+        id: i64,
         quick_bytes: usize,
         quick_depth: usize,
-    ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let mut frame = Vec::with_capacity(128);
-        outgoing::call(&mut frame, method, params, Some(id))?;
-        let brackets = frame.iter().filter(|&&byte| byte == b'[' || byte == b'{').count();
-        if frame.len() > quick_bytes || brackets > quick_depth {
-            return Ok(Some(PyBytes::new(py, &frame).into_any()));
-        }
-        self.framing.frame(&mut frame);
-        let written = loop {
-            // SAFETY: `frame` is a live buffer of `frame.len()` bytes for the whole call.
-            let count = unsafe { libc::write(self.out_fd, frame.as_ptr().cast(), frame.len()) };
-            if let Ok(count) = usize::try_from(count) {
-                break count;
-            }
-            let error = io::Error::last_os_error();
-            match error.kind() {
-                io::ErrorKind::WouldBlock => break 0,
-                io::ErrorKind::Interrupted => py.check_signals()?,
-                _ => return Err(error.into()),
+        timeout: Option<f64>,
+        output: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let deadline = deadline_after(timeout);
+        let taken = self.take_reading();
+        let written = self.write_lone(py, (method, params, id), (quick_bytes, quick_depth), output, taken);
+        let unsent = match written {
+            Ok(None) => None,
+            Ok(Some(line)) => Some(line),
+            Err(error) => {
+                if taken {
+                    self.leave_reading();
+                }
+                return Err(error);
             }
         };
-        if written == frame.len() {
-            return Ok(None);
+        if let Some(line) = unsent {
+            if taken {
+                self.leave_reading();
+            }
+            return tagged(py, 0, line);
         }
-        Ok(Some(
-            PyTuple::new(py, [written.into_pyobject(py)?.into_any(), PyBytes::new(py, &frame).into_any()])?.into_any(),
-        ))
+        match self.read_own(py, id, deadline) {
+            Ok(Got::Result(result)) => {
+                self.read_done();
+                Ok(result)
+            }
+            Ok(Got::Message(None)) => tagged(py, 2, py.None().into_bound(py)),
+            Ok(Got::Message(Some(message))) => {
+                let id = id.into_pyobject(py)?.into_any();
+                match answers(py, &message, &id) {
+                    Ok(true) => {
+                        self.read_done();
+                        tagged(py, 1, message)
+                    }
+                    Ok(false) => tagged(py, 2, PyTuple::new(py, [message])?.into_any()),
+                    Err(error) => tagged(py, 3, error.into_value(py).into_bound(py).into_any()),
+                }
+            }
+            Err(error) => tagged(py, 3, error.into_value(py).into_bound(py).into_any()),
+        }
     }
+}
 
-    /// Read until a whole message is here, within `timeout` seconds (`None`: no bound), waiting on the pipe
-    /// and the halt pipe with the GIL released. The `Response` to the call `id`; `(message,)` for any other
-    /// message (as `_read_incoming` gives it), for the client to deliver; `None` when nothing was taken: the
-    /// deadline passed, the client halts, or the input ended (then `_has_buffered_message` is true and
-    /// `_read_incoming` says so).
-    #[pyo3(name = "_read_answer")]
-    fn read_answer<'py>(
+impl ClientPipe {
+    /// `_call`'s writing of the call `id` to `method` with `params`: `None` once written; the line when
+    /// nothing was written (`taken`: whether it holds the reading lock; without it, the line is all it makes;
+    /// `quick`: the quick limits, bytes and depth).
+    fn write_lone<'py>(
         &self,
         py: Python<'py>,
-        id: &Bound<'py, PyAny>,
-        timeout: Option<f64>,
+        (method, params, id): (&Bound<'py, PyAny>, Option<&Bound<'py, PyAny>>, i64),
+        (quick_bytes, quick_depth): (usize, usize),
+        output: &Bound<'py, PyAny>,
+        taken: bool,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let mut frame = Vec::with_capacity(128);
+        outgoing::call(&mut frame, method, params, Some(&id.into_pyobject(py)?.into_any()))?;
+        let brackets = frame.iter().filter(|&&byte| byte == b'[' || byte == b'{').count();
+        if !taken
+            || !self.out_is_pipe
+            || frame.len() > quick_bytes
+            || brackets > quick_depth
+            || frame.len() + FRAMING_BYTES > ATOMIC_WRITE
+            // The last Python code before the write: from here on the GIL is held to its end.
+            || output.getattr(pyo3::intern!(py, "_locked"))?.call0()?.is_truthy()?
+        {
+            return Ok(Some(PyBytes::new(py, &frame).into_any()));
+        }
+        let line_len = frame.len();
+        self.framing.frame(&mut frame);
+        // SAFETY: `frame` is a live buffer of `frame.len()` bytes for the whole call.
+        let count = unsafe { libc::write(self.out_fd, frame.as_ptr().cast(), frame.len()) };
+        match usize::try_from(count) {
+            // A write to a pipe of at most PIPE_BUF bytes is all or nothing.
+            Ok(count) if count == frame.len() => Ok(None),
+            Ok(_) => Err(PyRuntimeError::new_err("a pipe split a write of at most PIPE_BUF bytes")),
+            Err(_) => {
+                let error = io::Error::last_os_error();
+                match error.kind() {
+                    // (Interrupted: its signal's handler runs as the call goes on, the general way.)
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => {
+                        frame.truncate(line_len);
+                        Ok(Some(PyBytes::new(py, &frame).into_any()))
+                    }
+                    _ => Err(error.into()),
+                }
+            }
+        }
+    }
+
+    /// Its answer read: when, and the reading released.
+    fn read_done(&self) {
+        let nanos = u64::try_from(self.born.elapsed().as_nanos()).unwrap_or(u64::MAX).max(1);
+        self.last_read.store(nanos, Ordering::Relaxed);
+        self.leave_reading();
+    }
+
+    /// Read (the reading lock held) until a whole message is here, or the deadline, the halt, the end of
+    /// input (`Got::Message(None)`, nothing taken).
+    fn read_own<'py>(&self, py: Python<'py>, id: i64, deadline: Option<Instant>) -> PyResult<Got<'py>> {
         let mut state = self.state()?;
-        let deadline = timeout.and_then(|timeout| {
-            Duration::try_from_secs_f64(timeout.max(0.0)).ok().and_then(|left| Instant::now().checked_add(left))
-        });
         while !state.decoder.has_message(true) {
             let (fd, halt_fd) = (self.fd, self.halt_fd);
             let chunk: &mut [u8] = &mut state.chunk;
             match py.detach(|| wait_and_read(fd, halt_fd, deadline, chunk))? {
                 Waited::Read(count) => feed(&mut state, count),
-                Waited::Nothing => return Ok(None),
+                Waited::Nothing => return Ok(Got::Message(None)),
                 Waited::Interrupted => py.check_signals()?,
             }
         }
-        let Some(message) = self.incoming(py, &mut state)? else { return Ok(None) };
-        if answers(py, &message, id)? {
-            return Ok(Some(message));
-        }
-        Ok(Some(PyTuple::new(py, [message])?.into_any()))
+        let State { decoder, strings, .. } = &mut *state;
+        Ok(match decoder.next(true) {
+            Some(Decoded::Message(line)) => match reply::read(py, line, self.max_depth, Some(strings), Some(id))? {
+                reply::Read::Result(result) => Got::Result(result),
+                reply::Read::Incoming(reply::Incoming::Message(message)) => Got::Message(Some(message)),
+                reply::Read::Incoming(reply::Incoming::Unreadable(reason)) => Got::Message(Some(
+                    (PyString::new(py, &reason), PyBytes::new(py, line)).into_pyobject(py)?.into_any(),
+                )),
+            },
+            Some(Decoded::Dropped(dropped)) => {
+                Got::Message(Some(PyString::new(py, &dropped.reason(self.max_message_bytes)).into_any()))
+            }
+            None => Got::Message(None),
+        })
     }
 }

@@ -43,23 +43,60 @@ pub(crate) fn incoming_object<'py>(
     py: Python<'py>,
     data: &[u8],
     max_depth: usize,
-    mut strings: Option<&mut StringCache>,
+    strings: Option<&mut StringCache>,
 ) -> PyResult<Incoming<'py>> {
+    match read(py, data, max_depth, strings, None)? {
+        Read::Incoming(incoming) => Ok(incoming),
+        Read::Result(_) => unreachable!("no call's result is looked for"),
+    }
+}
+
+/// What a caller waiting for the answer to its call reads.
+pub(crate) enum Read<'py> {
+    /// The `result` of the answer to its call (a lone successful response whose id is the call's): no
+    /// `Response` is made for it.
+    Result(Bound<'py, PyAny>),
+    /// Anything else, as [`incoming_object`] gives it.
+    Incoming(Incoming<'py>),
+}
+
+/// As [`incoming_object`], but the successful answer to the call `own` (a response alone on its line whose
+/// id is that integer, as `json.loads` and `==` would match it) is its bare result.
+pub(crate) fn read<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    max_depth: usize,
+    mut strings: Option<&mut StringCache>,
+    own: Option<i64>,
+) -> PyResult<Read<'py>> {
     let Ok(text) = std::str::from_utf8(data) else {
-        return Ok(Incoming::Unreadable("parse error: invalid UTF-8".to_owned()));
+        return Ok(Read::Incoming(Incoming::Unreadable("parse error: invalid UTF-8".to_owned())));
     };
+    if let Some(own) = own {
+        if let Some(result) = own_result(py, text, max_depth, strings.as_deref_mut(), own)? {
+            return Ok(Read::Result(result));
+        }
+    }
     // A client reads whatever batch answers its own: no batch limit.
     let limits = Limits { max_depth, max_batch: None };
     let read_value = |scanner: &mut Scanner<'_>| codec::decode_value(py, scanner, strings.as_deref_mut());
     let parsed = match envelope::parse_incoming_with(text, limits, read_value) {
         Ok(parsed) if codec::exceeds_int_digit_limit(py, parsed.longest_integer)? => {
-            return Ok(Incoming::Unreadable("parse error: an integer longer than int() accepts".to_owned()))
+            return Ok(Read::Incoming(Incoming::Unreadable(
+                "parse error: an integer longer than int() accepts".to_owned(),
+            )))
         }
         Ok(parsed) => parsed,
         Err(Error::Python(error)) => return Err(error),
-        Err(Error::Syntax(error)) => return Ok(Incoming::Unreadable(format!("parse error: {error}"))),
+        Err(Error::Syntax(error)) => return Ok(Read::Incoming(Incoming::Unreadable(format!("parse error: {error}")))),
     };
     let message = match parsed.message {
+        // (An integer id in the int range: its digits are what `int()` reads; a fraction or exponent, a float.)
+        Message::Single(Entry::Response { id: Id::Number(digits), outcome: Outcome::Result(result) })
+            if own.is_some_and(|own| digits.parse::<i64>() == Ok(own)) =>
+        {
+            return Ok(Read::Result(result))
+        }
         Message::Single(entry) => entry_object(py, entry, strings)?,
         Message::Batch(entries) if entries.is_empty() => PyString::new(py, "an empty batch").into_any(),
         Message::Batch(entries) => {
@@ -71,7 +108,40 @@ pub(crate) fn incoming_object<'py>(
         }
         Message::BatchOverLimit => unreachable!("a client reads batches of any length"),
     };
-    Ok(Incoming::Message(message))
+    Ok(Read::Incoming(Incoming::Message(message)))
+}
+
+/// The result of the answer to the call `own` when the line is that answer as rpcwire's servers write it
+/// (`{"jsonrpc":"2.0","id":<own>,"result":<value>}`, nothing else): read without the envelope's members
+/// gathered. `None` for any other line (then it is read the general way, which gives that line the same).
+fn own_result<'py>(
+    py: Python<'py>,
+    text: &str,
+    max_depth: usize,
+    strings: Option<&mut StringCache>,
+    own: i64,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    const HEAD: &str = r#"{"jsonrpc":"2.0","id":"#;
+    const RESULT: &str = r#","result":"#;
+    let Some(rest) = text.strip_prefix(HEAD) else { return Ok(None) };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    // (A leading zero is no JSON number: the general way says so.)
+    let number_ok = digits == 1 || (digits > 1 && !rest.starts_with('0'));
+    if max_depth == 0 || !number_ok || rest[..digits].parse::<i64>() != Ok(own) || !rest[digits..].starts_with(RESULT) {
+        return Ok(None);
+    }
+    // The envelope is one level: the result may nest one less.
+    let mut scanner = Scanner::new(text, max_depth - 1);
+    scanner.eat(&text.as_bytes()[..HEAD.len() + digits + RESULT.len()]);
+    let result = match codec::decode_value(py, &mut scanner, strings) {
+        Ok(result) => result,
+        Err(Error::Python(error)) => return Err(error),
+        Err(Error::Syntax(_)) => return Ok(None),
+    };
+    if !scanner.eat(b"}") || scanner.finish().is_err() || codec::exceeds_int_digit_limit(py, scanner.longest_integer)? {
+        return Ok(None);
+    }
+    Ok(Some(result))
 }
 
 fn entry_object<'py>(

@@ -210,6 +210,7 @@ class _Output:
         self._stop_fd = stop_fd
         self._frames = transport.framing == "content-length"
         self._lock = threading.Lock()  # held while one message is written
+        self._locked = self._lock.locked  # (bound once: what a lone caller's _ClientPipe._call asks)
         self._cond = threading.Condition()  # the jobs; notified at each release of _lock
         self._jobs: collections.deque[_Job] = collections.deque()
         self._handed: _Job | None = None  # a job _lock is held for
@@ -219,43 +220,35 @@ class _Output:
     def _framed(self, line: bytes) -> bytes:
         return encode_frame(line) if self._frames else line + b"\n"
 
-    def send(
-        self, line: bytes, deadline: float | None, on_start: Callable[[], Any], started: tuple[int, bytes] | None = None
-    ) -> bool:
+    def send(self, line: bytes, deadline: float | None, on_start: Callable[[], Any]) -> bool:
         """Write ``line`` as one message; ``on_start()`` just before its first byte. ``True`` once it is written
         whole; ``False`` when ``deadline`` passed with part of it written (the rest goes out in the
-        background: it was sent); ``TimeoutError`` when it passed before any of it was (nothing was sent).
-        ``started``: ``(written, frame)``, the lone caller's path began the message (holding the lock, with no
-        other message after it), and its first ``written`` bytes are out."""
-        if started is not None:
-            written, framed = started
+        background: it was sent); ``TimeoutError`` when it passed before any of it was (nothing was sent)."""
+        if not self._lock.acquire(timeout=-1 if deadline is None else _left(deadline)):
+            raise TimeoutError("not sent: the output stayed busy until the deadline")
+        if self.stopped:
+            self._release()
+            raise BrokenPipeError("the client stopped writing")
+        if self._fd is None:
+            if deadline is None:
+                try:
+                    on_start()
+                    self._transport._write_line(line)
+                    return True
+                finally:
+                    self._release()
+            job = _Job(line, on_start, locked=True)
+            self._hand(job)  # the lock goes with it
+            return self._wait(job, deadline)
+        framed = encode_frame(line) if self._frames else line + b"\n"
+        try:
             on_start()
-        else:
-            if not self._lock.acquire(timeout=-1 if deadline is None else _left(deadline)):
-                raise TimeoutError("not sent: the output stayed busy until the deadline")
-            if self.stopped:
-                self._release()
-                raise BrokenPipeError("the client stopped writing")
-            if self._fd is None:
-                if deadline is None:
-                    try:
-                        on_start()
-                        self._transport._write_line(line)
-                        return True
-                    finally:
-                        self._release()
-                job = _Job(line, on_start, locked=True)
-                self._hand(job)  # the lock goes with it
-                return self._wait(job, deadline)
-            framed = encode_frame(line) if self._frames else line + b"\n"
-            try:
-                on_start()
-                written = os.write(self._fd, framed)  # a pipe with room takes a message of up to its size whole
-            except BlockingIOError:
-                written = 0
-            except BaseException:
-                self._release_quick()
-                raise
+            written = os.write(self._fd, framed)  # a pipe with room takes a message of up to its size whole
+        except BlockingIOError:
+            written = 0
+        except BaseException:
+            self._release_quick()
+            raise
         if written == len(framed):
             self._lock.release()  # (_release_quick, inline: every call comes here)
             if self._jobs:
@@ -533,7 +526,13 @@ class Client(_Peer):
         if self._fd is None:
             self._reader = threading.Thread(target=self._read_all, name="rpcwire-client-reader", daemon=True)
         else:
-            self._read_lock = threading.Lock()  # held by the one thread reading
+            # The reading lock (held by the one thread reading; only ever tried): the pipe's, as its lone
+            # caller's path takes it there.
+            assert self._pipe is not None
+            self._take_read: Callable[[], bool] = self._pipe._take_reading
+            self._leave_read: Callable[[], None] = self._pipe._leave_reading
+            self._read_taken: Callable[[], bool] = self._pipe._reading_taken
+            self._since_read: Callable[[], float] = self._pipe._since_read
             self._last_read = time.monotonic()
             self._idle_reading = False
             self._idle_lock = threading.Lock()
@@ -650,51 +649,36 @@ class Client(_Peer):
             and not (ledger._calls or ledger._others or ledger._held)
             and running_request.get(None) is None
             and (_current_call is None or _current_call() is None)
-            and self._read_lock.acquire(False)  # (positional: a keyword costs as much again)
+            and not (self._output.stopped or self._output._jobs)
         ):
-            # The lone caller's path: nothing else in flight, nobody reading, the output free. The core writes
-            # the request and reads until a whole message is here, the GIL released, with no Python frame but
-            # this one; the call takes its place in the ledger (and in _pending) only if anything but its own
-            # answer comes first (_call, ``resumed``), as nothing else can need it before. Every other case
-            # (the output busy, a long or deep line, a pipe that takes part of it) goes on as any call.
-            output = self._output
-            if output.stopped or output._jobs or not output._lock.acquire(False):
-                self._release_read()
-            else:
-                id_ = next(self._ids)
-                try:
-                    unsent = pipe._send_call(method, params, id_, self._quick_bytes, self._quick_depth)
-                except BaseException as exc:
-                    output._release_quick()
-                    self._release_read()
-                    if isinstance(exc, OSError):
-                        raise self._write_failed(exc) from None
-                    raise
-                if unsent is None:
-                    output._lock.release()  # (_release_quick, inline)
-                    if output._jobs:
-                        with output._cond:
-                            output._cond.notify_all()
-                    try:
-                        answer = pipe._read_answer(id_, timeout)
-                    except BaseException:
-                        self._abandon([id_], [ledger.written((id_,), False)], "interrupted")
-                        self._release_read()
-                        raise
-                    if isinstance(answer, Response):  # (its type is the class itself: no subclass is made)
-                        self._last_read = time.monotonic()
-                        self._read_lock.release()
-                        if self._sleepers or not self._idle_turn or self._idle_parked:
-                            self._after_reading()
-                        return answer.result if answer.error is None else _outcome(answer)
-                    resumed = () if answer is None else answer
-                    return self._call(method, id_, b"", timeout=timeout, deadline=deadline, resumed=resumed)
-                self._release_read()
-                if type(unsent) is bytes:
-                    output._release_quick()
-                    return self._call(method, id_, unsent, timeout=timeout, deadline=deadline)
-                assert isinstance(unsent, tuple)
-                return self._call(method, id_, unsent[1], timeout=timeout, deadline=deadline, started=unsent)
+            # The lone caller's path: nothing else in flight, nobody reading, the output free. One call into the
+            # core takes the reading, writes the request and reads until a whole message is here, the GIL
+            # released, with no Python frame but this one (see ``_ClientPipe._call``); the call takes its place
+            # in the ledger (and in _pending) only if anything but its own answer comes first (_call,
+            # ``resumed``), as nothing else can need it before. Every other case (another reader, the output
+            # busy, a long or deep line, a full pipe) goes on as any call.
+            id_ = next(self._ids)
+            try:
+                answer = pipe._call(method, params, id_, self._quick_bytes, self._quick_depth, timeout, self._output)
+            except OSError as exc:  # nothing written: the pipe is gone
+                raise self._write_failed(exc) from None
+            if type(answer) is not tuple:  # its result (a decoded value is never a tuple); the reading released
+                if self._sleepers or not self._idle_turn or self._idle_parked:
+                    self._after_reading()
+                return answer
+            tag, detail = answer
+            if tag == 0:  # nothing written, the reading not held
+                return self._call(method, id_, detail, timeout=timeout, deadline=deadline)
+            if tag == 1:  # its answer, an error; the reading released
+                if self._sleepers or not self._idle_turn or self._idle_parked:
+                    self._after_reading()
+                return _outcome(detail)
+            if tag == 2:  # written; anything else first, or nothing yet: the call goes on with the reading held
+                resumed = () if detail is None else detail
+                return self._call(method, id_, b"", timeout=timeout, deadline=deadline, resumed=resumed)
+            self._abandon([id_], [ledger.written((id_,), False)], "interrupted")
+            self._release_read()
+            raise detail
         id_, line = self._request_line(method, params, on_progress)
         return self._call(method, id_, line, timeout=timeout, deadline=deadline, on_progress=on_progress)
 
@@ -707,12 +691,11 @@ class Client(_Peer):
         timeout: float | None,
         deadline: float | None,
         on_progress: ProgressCallback | None = None,
-        started: tuple[int, bytes] | None = None,
         resumed: tuple[Any, ...] | None = None,
     ) -> Any:
-        """``call`` once its id and line are made. From the lone caller's path: ``started`` (the output held,
-        part of the message written: see ``_Output.send``), or ``resumed``, the call written whole and the
-        reading lock held, with what was read instead of its answer (``(message,)``, or ``()``: nothing yet)."""
+        """``call`` once its id and line are made. From the lone caller's path: ``resumed``, the call written
+        whole and the reading lock held, with what was read instead of its answer (``(message,)``, or ``()``:
+        nothing yet)."""
         waiter = _Waiter()
         self._pending[id_] = waiter
         sent: list[_Sent] = []
@@ -723,8 +706,7 @@ class Client(_Peer):
                     waiter.response = self._closed  # closed while it read: not pending then, so not told
                 answered = self._wait(waiter, id_, deadline, resumed)
             else:
-                suspect = False if started is not None else self._checked(line)
-                answered = self._send(line, deadline, (id_,), sent, suspect, started=started) and self._wait(
+                answered = self._send(line, deadline, (id_,), sent, self._checked(line)) and self._wait(
                     waiter, id_, deadline
                 )
         except TimeoutError as exc:  # nothing was sent
@@ -799,10 +781,8 @@ class Client(_Peer):
         ids: Sequence[int],
         sent: list[_Sent],
         suspect: bool | None = None,
-        *,
-        started: tuple[int, bytes] | None = None,
     ) -> bool:
-        """Write one message (as ``_Output.send``, ``started`` included); ``sent`` gets its place in the ledger
+        """Write one message (as ``_Output.send``); ``sent`` gets its place in the ledger
         (``ids``: the calls it makes) once it begins (``suspect``: whether a server could refuse it unread, if
         already known). When the server is gone, ``ConnectionClosed``."""
         if self._closed is not None:
@@ -813,7 +793,7 @@ class Client(_Peer):
             ledger = self._ledger
             on_start = lambda: sent.append(ledger.written(ids, suspect))  # noqa: E731
         try:
-            return self._output.send(line, deadline, on_start, started)
+            return self._output.send(line, deadline, on_start)
         except TimeoutError:
             if sent:
                 self._ledger.withdrawn(sent.pop())
@@ -841,7 +821,7 @@ class Client(_Peer):
         longer pending, and any reading handed to it was handed on). An exception (an interrupt) leaves
         nothing of the waiter behind either. ``resumed``: the caller holds the reading lock already, and has
         read that (``(message,)``, or ``()``)."""
-        if resumed is not None or (self._fd is not None and self._read_lock.acquire(blocking=False)):
+        if resumed is not None or (self._fd is not None and self._take_read()):
             self._read_for(waiter, deadline, resumed or ())  # nobody else reads: this caller does
             if waiter.response is not None:
                 return True
@@ -860,7 +840,7 @@ class Client(_Peer):
 
     def _wait_for(self, waiter: _Waiter, id_: int, deadline: float | None) -> bool:
         while waiter.response is None:
-            if self._fd is not None and self._read_lock.acquire(blocking=False):
+            if self._fd is not None and self._take_read():
                 self._read_for(waiter, deadline)
                 if waiter.response is None and self._pending.pop(id_, None) is not None:
                     return False
@@ -870,7 +850,7 @@ class Client(_Peer):
                     self._arm(waiter)
                     self._sleepers[id(waiter)] = waiter
                 # Registered first, then looked: a reader that stops after this look hands on to a sleeper.
-                if not self._read_lock.locked():
+                if not self._read_taken():
                     self._unsleep(waiter)
                     continue
                 if self._idle_reading:
@@ -934,7 +914,7 @@ class Client(_Peer):
             self._read_until(waiter, deadline)
         finally:
             self._leading = None
-            self._read_lock.release()
+            self._leave_read()
             self._after_reading()
 
     def _read_until(self, waiter: _Waiter | None, deadline: float | None) -> None:
@@ -1021,7 +1001,7 @@ class Client(_Peer):
         self._close_with(self._connection_closed("the server process ended"))
 
     def _release_read(self) -> None:
-        self._read_lock.release()
+        self._leave_read()
         self._after_reading()
 
     def _after_reading(self) -> None:
@@ -1072,14 +1052,14 @@ class Client(_Peer):
                     self._idle_parked = True
                     idle.wait()
                 self._idle_parked = False
-                while self._closed is None and (quiet := time.monotonic() - self._last_read) < _IDLE_S:
+                while self._closed is None and (quiet := self._quiet()) < _IDLE_S:
                     idle.wait(_IDLE_S - quiet)
                 # Taken only now, just before the reading lock is tried: a caller that leaves meanwhile
                 # finds the turn still set and need not set it (the lone caller's path leaves so).
                 self._idle_turn = False
             if self._closed is not None:
                 return
-            if not self._read_lock.acquire(blocking=False):
+            if not self._take_read():
                 continue  # a caller reads: it gives the turn back when it leaves
             self._idle_reading = True
             try:
@@ -1090,6 +1070,10 @@ class Client(_Peer):
             finally:
                 self._idle_reading = False
                 self._release_read()
+
+    def _quiet(self) -> float:
+        """Seconds since anything was last read (by a reader here, or by a lone caller's ``_ClientPipe._call``)."""
+        return min(time.monotonic() - self._last_read, self._since_read())
 
     def _watch_exit(self) -> None:
         """A spawned server's exit: writers stop, readers read what it left and fail every call."""
@@ -1104,7 +1088,7 @@ class Client(_Peer):
             return
         self._poke("stop")
         self._poke("halt")
-        if self._read_lock.acquire(blocking=False):
+        if self._take_read():
             try:
                 if self._closed is None:
                     self._read_remains()

@@ -180,8 +180,8 @@ _Decoder = FrameDecoder  # in Core's body the name FrameDecoder is Core's own me
 class ClientPipe(Protocol):
     """A spawned server's pipes as ``rpcwire.Client`` reads and writes them (``_ClientPipe(fd, out_fd, halt_fd, *,
     framing, max_message_bytes, max_depth)``): the reading of ``Transport`` (``_read_available``,
-    ``_has_buffered_message``, ``_read_incoming``) straight from the stdout pipe, and a lone caller's call in two
-    steps. Read by one thread at a time (``RuntimeError`` for a second); only where there is ``select.poll``."""
+    ``_has_buffered_message``, ``_read_incoming``) straight from the stdout pipe, and a lone caller's call in one
+    step. Read by one thread at a time (``RuntimeError`` for a second); only where there is ``select.poll``."""
 
     def __init__(
         self,
@@ -198,18 +198,36 @@ class ClientPipe(Protocol):
     def _read_available(self) -> None: ...
     def _read_incoming(self) -> Incoming | tuple[str, bytes] | None: ...
 
-    def _send_call(
-        self, method: str, params: Any, id: int, quick_bytes: int, quick_depth: int
-    ) -> bytes | tuple[int, bytes] | None:
-        """Encode the call and write it whole to the stdin pipe without waiting: ``None`` once written; its line
-        (nothing written) when longer than ``quick_bytes`` or with more brackets than ``quick_depth``;
-        ``(written, frame)`` when the pipe took only part of it; ``OSError`` when the pipe is gone."""
+    def _take_reading(self) -> bool:
+        """Take the client's reading lock if nobody holds it (``True``: taken; only ever tried, never waited for)."""
         ...
 
-    def _read_answer(self, id: int, timeout: float | None) -> Response | tuple[Any] | None:
-        """Read until a whole message is here (within ``timeout`` seconds, waiting on the stdout and halt pipes):
-        the ``Response`` to the call ``id``; ``(message,)`` for any other message; ``None`` when nothing was
-        taken (the deadline passed, the halt pipe is readable, or the input ended)."""
+    def _leave_reading(self) -> None:
+        """Release the client's reading lock (held by the caller)."""
+        ...
+
+    def _reading_taken(self) -> bool:
+        """Whether a thread holds the client's reading lock."""
+        ...
+
+    def _since_read(self) -> float:
+        """Seconds since ``_call`` last read its answer (``inf``: never)."""
+        ...
+
+    def _call(  # noqa: PLR0917 (the native method's positional arguments: one call, no keywords to parse)
+        self, method: str, params: Any, id: int, quick_bytes: int, quick_depth: int, timeout: float | None, output: Any
+    ) -> Any:
+        """A lone caller's whole call (``id``: its id; ``output``: the client's ``_Output``, whose ``_lock`` guards
+        every write, and ``_locked`` is that lock's ``locked``). With the reading lock free, it takes it, encodes
+        the request and writes it to the stdin pipe in one write that a pipe never splits (the line within
+        ``quick_bytes`` and ``quick_depth``, at most ``PIPE_BUF`` bytes framed, the output's lock free, the pipe
+        with room), then reads as the client does until a whole message is here (within ``timeout`` seconds,
+        waiting on the stdout and halt pipes). The result of its answer (the reading released), or:
+        ``(0, line)`` nothing written, the reading not held; ``(1, response)`` its answer is an error (the
+        reading released); ``(2, (message,))`` written, another message read first, the reading held;
+        ``(2, None)`` written, nothing taken (the deadline, the halt pipe, the end of input), the reading held;
+        ``(3, exception)`` written, reading failed, the reading held. An exception (nothing written, the
+        reading released) when the line cannot be made, or the pipe is gone (``OSError``)."""
         ...
 
 

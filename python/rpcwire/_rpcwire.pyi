@@ -149,14 +149,20 @@ class _ClientPipe:
         """As ``StdioTransport._read_available``: one read of the pipe unless a whole message is buffered."""
     def _read_incoming(self) -> Response | Request | str | list[Response | Request | str] | tuple[str, bytes] | None:
         """As ``StdioTransport._read_incoming``."""
-    def _send_call(
-        self, method: str, params: Any, id: int, quick_bytes: int, quick_depth: int
-    ) -> bytes | tuple[int, bytes] | None:
-        """Encode the call and write it whole without waiting: ``None`` once written; its line beyond the quick
-        limits; ``(written, frame)`` when the pipe took only part of it."""
-    def _read_answer(self, id: int, timeout: float | None) -> Response | tuple[Any] | None:
-        """Until a whole message is here: the ``Response`` to the call ``id``, ``(message,)`` for any other, or
-        ``None`` (the deadline, the halt pipe, the end of input)."""
+    def _take_reading(self) -> bool:
+        """Take the client's reading lock if nobody holds it (``True``: taken)."""
+    def _leave_reading(self) -> None:
+        """Release the client's reading lock (held by the caller)."""
+    def _reading_taken(self) -> bool:
+        """Whether a thread holds the client's reading lock."""
+    def _since_read(self) -> float:
+        """Seconds since ``_call`` last read its answer (``inf``: never)."""
+    def _call(
+        self, method: str, params: Any, id: int, quick_bytes: int, quick_depth: int, timeout: float | None, output: Any
+    ) -> Any:
+        """A lone caller's whole call: the result of its answer, or ``(0, line)`` nothing written, ``(1, response)``
+        its answer an error, ``(2, (message,) or None)`` written and something else (or nothing) read, the reading
+        held, ``(3, exception)`` written and reading failed, the reading held."""
 
 def _bind(
     *,

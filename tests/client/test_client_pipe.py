@@ -1,5 +1,5 @@
 """The lone caller's path of ``Client`` (the core's ``_ClientPipe``: the stdout pipe read by the client itself,
-a call made in two calls into the core), asked of both cores alike: the pipe's own steps, then a real server
+a call made in one call into the core), asked of both cores alike: the pipe's own steps, then a real server
 that interleaves what a lone call reads before its answer, ends mid-call, or never answers."""
 
 from __future__ import annotations
@@ -65,68 +65,141 @@ def test_the_pipe_reads_as_a_transport_does(impl: ModuleType, pipes: Pipes) -> N
     assert pipe._read_incoming() is None
 
 
+class Output:
+    """What ``_ClientPipe._call`` asks of the client's output: its lock (a held one: nothing is written)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._locked = self._lock.locked
+
+    def _release_quick(self) -> None:
+        self._lock.release()
+
+
+def free_reading(pipe: Any) -> bool:
+    """Whether the reading lock is free (taken and given back to find out)."""
+    if not pipe._take_reading():
+        return False
+    pipe._leave_reading()
+    return True
+
+
 @pytest.mark.parametrize("framing", ["newline", "content-length"])
-def test_send_call_writes_the_request_framed(impl: ModuleType, framing: str) -> None:
+def test_a_call_writes_the_request_framed_and_returns_its_result(impl: ModuleType, framing: str) -> None:
     pipes = Pipes(impl, framing)
     try:
-        assert pipes.pipe._send_call("echo", {"a": [1]}, 7, 1 << 16, 32) is None
+        answer = b'{"jsonrpc":"2.0","id":7,"result":{"a":[1]}}'
+        framed_answer = impl.Client._core._encode_frame(answer) if framing == "content-length" else answer + b"\n"
+        os.write(pipes.server_out, framed_answer)
+        assert pipes.pipe._since_read() == float("inf")
+        assert pipes.pipe._call("echo", {"a": [1]}, 7, 1 << 16, 32, 5.0, Output()) == {"a": [1]}
         line = impl.Client._core._encode_request("echo", {"a": [1]}, 7)
         framed = impl.Client._core._encode_frame(line) if framing == "content-length" else line + b"\n"
         assert os.read(pipes.server_in, 1 << 16) == framed
+        assert free_reading(pipes.pipe)  # released with its result
+        assert 0 <= pipes.pipe._since_read() < 10
     finally:
         pipes.close()
 
 
-def test_send_call_beyond_the_quick_limits_writes_nothing(impl: ModuleType, pipes: Pipes) -> None:
-    """Longer than ``quick_bytes``, or more brackets than ``quick_depth``: the line comes back, unwritten."""
+def test_a_call_that_cannot_be_written_whole_at_once_writes_nothing(impl: ModuleType, pipes: Pipes) -> None:
+    """Longer than ``quick_bytes``, more brackets than ``quick_depth``, longer than one write a pipe never splits
+    (``PIPE_BUF``), the output's lock held, or another thread reading: ``(0, line)``, nothing written, the reading
+    not held; a full pipe likewise."""
+    pipe, output = pipes.pipe, Output()
     line = impl.Client._core._encode_request("echo", [[1]], 3)
-    assert pipes.pipe._send_call("echo", [[1]], 3, 1 << 16, 2) == line
-    assert pipes.pipe._send_call("echo", [[1]], 3, len(line) - 1, 32) == line
+    assert pipe._call("echo", [[1]], 3, 1 << 16, 2, 5.0, output) == (0, line)
+    assert pipe._call("echo", [[1]], 3, len(line) - 1, 32, 5.0, output) == (0, line)
+    long = ["y" * select.PIPE_BUF]
+    long_line = impl.Client._core._encode_request("echo", long, 3)
+    assert pipe._call("echo", long, 3, 1 << 20, 32, 5.0, output) == (0, long_line)
+    with output._lock:
+        assert pipe._call("echo", [[1]], 3, 1 << 16, 32, 5.0, output) == (0, line)
+    assert pipe._take_reading()
+    assert pipe._reading_taken()
+    assert pipe._call("echo", [[1]], 3, 1 << 16, 32, 5.0, output) == (0, line)
+    assert pipe._reading_taken()  # still the other reader's
+    pipe._leave_reading()
     assert select.select([pipes.server_in], [], [], 0)[0] == []
-
-
-def test_send_call_that_the_pipe_takes_in_part_says_how_much(impl: ModuleType, pipes: Pipes) -> None:
-    """A full pipe takes part of the message (or none): ``(written, frame)``, the written part really out."""
     try:
         while True:
             os.write(pipes.in_write, b"x" * 512)
     except BlockingIOError:
         pass
-    params = {"text": "y" * 100_000}
-    sent = pipes.pipe._send_call("echo", params, 1, 1 << 20, 32)
-    assert isinstance(sent, tuple)
-    written, frame = sent
-    assert frame == impl.Client._core._encode_request("echo", params, 1) + b"\n"
-    assert 0 <= written < len(frame)
+    assert pipe._call("echo", [[1]], 3, 1 << 16, 32, 5.0, output) == (0, line)
+    assert free_reading(pipe) and not output._lock.locked()
 
 
-def test_read_answer_returns_its_answer_and_hands_back_anything_else(impl: ModuleType, pipes: Pipes) -> None:
-    pipe = pipes.pipe
+def test_a_call_hands_back_anything_but_its_result(impl: ModuleType, pipes: Pipes) -> None:
+    """Another message first: ``(2, (message,))``, the reading held; its answer an error: ``(1, response)``,
+    the reading released; another call's answer, or an id that is no int (as ``_take_answer`` matches): ``(2, ...)``."""
+    pipe, output = pipes.pipe, Output()
     os.write(pipes.server_out, b'{"jsonrpc":"2.0","method":"log","params":[1]}\n{"jsonrpc":"2.0","id":4,"result":5}\n')
-    (first,) = pipe._read_answer(4, 5.0)
-    assert first == impl.Request("log", [1], None, True)
-    assert pipe._read_answer(4, 5.0) == impl.Response(4, 5, None)
+    assert pipe._call("echo", None, 4, 1 << 16, 32, 5.0, output) == (2, (impl.Request("log", [1], None, True),))
+    assert not free_reading(pipe)
+    pipe._leave_reading()
+    assert pipe._call("echo", None, 4, 1 << 16, 32, 5.0, output) == 5
+    error = {"code": -32601, "message": "no"}
+    os.write(pipes.server_out, b'{"jsonrpc":"2.0","id":6,"error":{"code":-32601,"message":"no"}}\n')
+    assert pipe._call("echo", None, 6, 1 << 16, 32, 5.0, output) == (1, impl.Response(6, None, error))
+    assert free_reading(pipe)
     os.write(pipes.server_out, b'{"jsonrpc":"2.0","id":3,"result":5}\n{"jsonrpc":"2.0","id":1.0,"result":5}\n')
-    assert pipe._read_answer(4, 5.0) == (impl.Response(3, 5, None),)  # another call's answer
-    (other,) = pipe._read_answer(1, 5.0)  # an id that is no int answers no call (as _take_answer matches)
-    assert type(other.id) is float
+    assert pipe._call("echo", None, 4, 1 << 16, 32, 5.0, output) == (2, (impl.Response(3, 5, None),))
+    pipe._leave_reading()
+    tag, (other,) = pipe._call("echo", None, 1, 1 << 16, 32, 5.0, output)
+    assert tag == 2 and type(other.id) is float and other.result == 5
+    pipe._leave_reading()
+    os.write(pipes.server_out, b"not json\n")
+    tag, ((why, data),) = pipe._call("echo", None, 8, 1 << 16, 32, 5.0, output)
+    assert tag == 2 and why.startswith("parse error") and data == b"not json"
 
 
-def test_read_answer_ends_at_its_deadline_at_the_halt_and_at_the_end(impl: ModuleType, pipes: Pipes) -> None:
-    pipe = pipes.pipe
+def test_a_call_reads_its_answer_as_any_message_is_read(impl: ModuleType, pipes: Pipes) -> None:
+    """Its answer as servers write it is read as the general way reads it: the depth counts the envelope (the
+    pipe's max_depth is 16), and what follows the result, or trails the line, is looked at."""
+    pipe, output = pipes.pipe, Output()
+
+    def call(line: bytes) -> Any:
+        os.write(pipes.server_out, line + b"\n")
+        answer = pipe._call("echo", None, 4, 1 << 16, 32, 5.0, output)
+        if type(answer) is tuple and answer[0] == 2:
+            pipe._leave_reading()
+        return answer
+
+    assert call(b'{"jsonrpc":"2.0","id":4,"result":' + b"[" * 15 + b"]" * 15 + b"}") == [[[[[[[[[[[[[[[]]]]]]]]]]]]]]]
+    tag, ((why, _),) = call(b'{"jsonrpc":"2.0","id":4,"result":' + b"[" * 16 + b"]" * 16 + b"}")
+    assert tag == 2 and why.startswith("parse error")
+    assert call(b'{"jsonrpc":"2.0","id":4,"result":{"a":"\\u00e9"}}  \t') == {"a": "\u00e9"}
+    tag, response = call(b'{"jsonrpc":"2.0","id":4,"result":1,"error":null}')  # both: no valid response
+    assert tag == 1 and response.error["code"] == -32603
+    assert call(b'{"jsonrpc":"2.0","id":4,"result":1,"result":2}') == 2  # (the last member, as json.loads)
+    tag, ((why, _),) = call(b'{"jsonrpc":"2.0","id":4,"result":1}x')
+    assert tag == 2 and why.startswith("parse error")
+    assert call(b'{"jsonrpc":"2.0","id":40,"result":1}')[0] == 2  # another call's (its id begins as 4's does)
+    tag, ((why, _),) = call(b'{"jsonrpc":"2.0","id":04,"result":1}')  # no JSON number
+    assert tag == 2 and why.startswith("parse error")
+
+
+def test_a_call_ends_at_its_deadline_at_the_halt_and_at_the_end(impl: ModuleType, pipes: Pipes) -> None:
+    """Nothing taken: ``(2, None)``, the call written and the reading held."""
+    pipe, output = pipes.pipe, Output()
     os.write(pipes.server_out, b'{"jsonrpc":"2.0","id":1,')  # half a message never holds it past its time
     started = time.monotonic()
-    assert pipe._read_answer(1, 0.2) is None
+    assert pipe._call("echo", None, 1, 1 << 16, 32, 0.2, output) == (2, None)
     assert 0.15 < time.monotonic() - started < 10
+    pipe._leave_reading()
     threading.Timer(0.2, os.write, (pipes.halt, b"!")).start()
-    assert pipe._read_answer(1, None) is None  # the halt pipe, without a deadline
+    assert pipe._call("echo", None, 1, 1 << 16, 32, None, output) == (2, None)  # the halt pipe, without a deadline
+    pipe._leave_reading()
     os.read(pipes.halt_read, 1)
     os.write(pipes.server_out, b'"result":2}\n')
-    assert pipe._read_answer(1, None) == impl.Response(1, 2, None)
+    assert pipe._call("echo", None, 1, 1 << 16, 32, None, output) == 2
     os.close(pipes.server_out)
-    assert pipe._read_answer(1, None) is None  # the end of input: buffered, for _read_incoming to say
+    assert pipe._call("echo", None, 1, 1 << 16, 32, None, output) == (2, None)  # the end of input
+    pipe._leave_reading()
     assert pipe._has_buffered_message() is True
     assert pipe._read_incoming() is None
+    assert os.read(pipes.server_in, 1 << 16).count(b"\n") == 4  # each call was written, once
 
 
 # --- a real server ------------------------------------------------------------------------------------------------

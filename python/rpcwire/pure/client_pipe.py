@@ -1,12 +1,13 @@
 """The threaded client's pipes, in Python: the twin of the native ``_ClientPipe`` (``src/client.rs``), with the same
-behaviour: ``rpcwire.Client`` reads a spawned server's stdout through it, and a lone caller makes its call with
-``_send_call`` and ``_read_answer``."""
+behaviour: ``rpcwire.Client`` reads a spawned server's stdout through it, and a lone caller makes its whole call with
+``_call``."""
 
 from __future__ import annotations
 
 import math
 import os
 import select
+import stat
 import threading
 import time
 from typing import Any
@@ -20,6 +21,7 @@ from rpcwire.pure.transport import incoming
 __all__ = ["ClientPipe"]
 
 _READ_CHUNK = 64 * 1024  # the most one read takes
+_FRAMING_BYTES = len("Content-Length: \r\n\r\n") + 20  # the most a framing adds to a line
 _CONCURRENT_READ = "the client's pipe is read by one thread at a time"
 
 
@@ -48,6 +50,25 @@ class ClientPipe:
         self._poller.register(fd, select.POLLIN)
         self._poller.register(halt_fd, select.POLLIN)
         self._halt_fd = halt_fd
+        self._out_is_pipe = stat.S_ISFIFO(os.fstat(out_fd).st_mode)
+        self._reading = threading.Lock()  # the client's reading lock (only ever tried)
+        self._last_read: float | None = None  # when _call last read its answer
+
+    def _take_reading(self) -> bool:
+        """Take the client's reading lock if nobody holds it (``True``: taken)."""
+        return self._reading.acquire(False)
+
+    def _leave_reading(self) -> None:
+        """Release the client's reading lock (held by the caller)."""
+        self._reading.release()
+
+    def _reading_taken(self) -> bool:
+        """Whether a thread holds the client's reading lock."""
+        return self._reading.locked()
+
+    def _since_read(self) -> float:
+        """Seconds since ``_call`` last read its answer (``inf``: never)."""
+        return math.inf if self._last_read is None else time.monotonic() - self._last_read
 
     def _take(self) -> None:
         if not self._lock.acquire(blocking=False):
@@ -93,27 +114,58 @@ class ClientPipe:
             self._feed(os.read(self._fd, _READ_CHUNK))
         return incoming(line, self._max_depth)
 
-    def _send_call(
-        self, method: str, params: Any, id: int, quick_bytes: int, quick_depth: int
-    ) -> bytes | tuple[int, bytes] | None:
-        """Encode the call and write it whole without waiting: ``None`` once written; its line (nothing written)
-        beyond the quick limits; ``(written, frame)`` when the pipe took only part of it."""
-        line = encode_request(method, params, id)
-        if len(line) > quick_bytes or line.count(b"[") + line.count(b"{") > quick_depth:
-            return line
-        frame = encode_frame(line) if self._frames else line + b"\n"
+    def _call(  # noqa: PLR0917 (the native method's positional arguments: one call, no keywords to parse)
+        self, method: str, params: Any, id: int, quick_bytes: int, quick_depth: int, timeout: float | None, output: Any
+    ) -> Any:
+        """A lone caller's whole call (as the native ``_ClientPipe._call``): the result of its answer, or ``(0, line)``
+        nothing written; ``(1, response)`` its answer, an error; ``(2, (message,) or None)`` written, the reading
+        held, something else (or nothing) read; ``(3, exception)`` written, the reading held, reading failed."""
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        taken = self._take_reading()
         try:
-            written = os.write(self._out_fd, frame)
-        except BlockingIOError:
-            written = 0
-        return None if written == len(frame) else (written, frame)
+            line = encode_request(method, params, id)
+            if (
+                not taken
+                or not self._out_is_pipe
+                or len(line) > quick_bytes
+                or line.count(b"[") + line.count(b"{") > quick_depth
+                or len(line) + _FRAMING_BYTES > select.PIPE_BUF
+                or not output._lock.acquire(False)  # (taken here: os.write lets other threads run)
+            ):
+                if taken:
+                    self._leave_reading()
+                return (0, line)
+            try:
+                written = os.write(self._out_fd, encode_frame(line) if self._frames else line + b"\n")
+            except (BlockingIOError, InterruptedError):
+                written = 0
+            finally:
+                output._release_quick()
+        except BaseException:
+            if taken:
+                self._leave_reading()
+            raise
+        if written == 0:  # a write of at most PIPE_BUF bytes to a pipe is all or nothing
+            self._leave_reading()
+            return (0, line)
+        try:
+            message = self._read_own(deadline)
+        except BaseException as exc:  # (an interrupt too: the call was written, the caller says so)
+            return (3, exc)
+        if message is None:
+            return (2, None)
+        if type(message) is Response and type(message.id) is int and message.id == id:
+            self._read_done()
+            return message.result if message.error is None else (1, message)
+        return (2, (message,))
 
-    def _read_answer(self, id: int, timeout: float | None) -> Response | tuple[Any] | None:
-        """Read until a whole message is here, within ``timeout`` seconds: the ``Response`` to the call ``id``;
-        ``(message,)`` for any other; ``None`` when nothing was taken (the deadline, the halt, the end of input)."""
+    def _read_done(self) -> None:
+        self._last_read = time.monotonic()
+        self._leave_reading()
+
+    def _read_own(self, deadline: float | None) -> Incoming | tuple[str, bytes] | None:
         self._take()
         try:
-            deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
             while not self._buffered():
                 wait = None if deadline is None else math.ceil(max(0.0, deadline - time.monotonic()) * 1000)
                 if wait == 0:
@@ -122,11 +174,6 @@ class ClientPipe:
                 if not events or any(fd == self._halt_fd for fd, _ in events):
                     return None
                 self._feed(os.read(self._fd, _READ_CHUNK))
-            message = self._incoming()
-            if message is None:
-                return None
-            if type(message) is Response and type(message.id) is int and message.id == id:
-                return message
-            return (message,)
+            return self._incoming()
         finally:
             self._lock.release()
