@@ -484,10 +484,22 @@ unsafe fn write_str(out: &mut Vec<u8>, text: *mut ffi::PyObject) -> bool {
 #[inline(never)]
 unsafe fn write_any_str(out: &mut Vec<u8>, text: *mut ffi::PyObject) -> bool {
     // SAFETY: (the caller's) a ready string's kind, length and data pointer describe its code
-    // points for as long as the reference lives.
+    // points for as long as the reference lives; a non-ASCII one (compact or not) begins with a
+    // `PyCompactUnicodeObject`, whose UTF-8 pointer, once set, keeps its bytes as long as the string.
     unsafe {
         if ffi::PyUnicode_IS_READY(text) == 0 {
             return false;
+        }
+        if ffi::PyUnicode_IS_ASCII(text) == 0 {
+            // A non-ASCII `str` whose UTF-8 form CPython already keeps (made by an earlier
+            // `PyUnicode_AsUTF8`: another encoder, a C API parse, pyo3's `to_str`) is escaped from
+            // those bytes, which need no narrowing; none is made for it here.
+            let compact = &*text.cast::<ffi::PyCompactUnicodeObject>();
+            if !compact.utf8.is_null() {
+                let utf8_length = usize::try_from(compact.utf8_length).unwrap_or(0);
+                write_escaped_str(out, std::slice::from_raw_parts(compact.utf8.cast::<u8>(), utf8_length));
+                return true;
+            }
         }
         let length = usize::try_from(ffi::PyUnicode_GET_LENGTH(text)).unwrap_or(0);
         let data = ffi::PyUnicode_DATA(text);

@@ -5,6 +5,7 @@ strings are decoded as ``json.loads`` decodes them.
 
 from __future__ import annotations
 
+import ctypes
 import io
 import json
 import math
@@ -525,6 +526,28 @@ WIDE_STRINGS = [
 
 def test_strings_of_every_width_are_written_as_json_writes_them(impl: Any) -> None:
     value = [WIDE_STRINGS, {text: len(text) for text in WIDE_STRINGS}]
+    assert serve_result(impl, value) == b'{"jsonrpc":"2.0","id":1,"result":' + expected_bytes(value) + b"}\n"
+
+
+MIXED_TEXT = 'def f(q: str) -> "r\\n":  # \u2014 caf\xe9\t\U0001f600\n'
+
+
+def keep_utf8(text: str) -> str:
+    """A copy of ``text`` on which CPython keeps its UTF-8 form, as ``PyUnicode_AsUTF8AndSize`` leaves it (another
+    encoder, a C API parse of the string): the native encoder escapes a non-ASCII ``str`` from those bytes then."""
+    copy = (text + "_")[:-1]
+    if sys.implementation.name == "cpython":
+        size = sys.getsizeof(copy)
+        as_utf8 = ctypes.pythonapi.PyUnicode_AsUTF8AndSize
+        as_utf8.argtypes, as_utf8.restype = [ctypes.py_object, ctypes.c_void_p], ctypes.c_void_p
+        as_utf8(copy, None)
+        assert sys.getsizeof(copy) > size or copy.isascii()  # (the kept UTF-8 counts in its size)
+    return copy
+
+
+def test_strings_whose_utf8_python_keeps_are_written_as_json_writes_them(impl: Any) -> None:
+    kept = [keep_utf8(text) for text in WIDE_STRINGS if not _SURROGATE.search(text)]
+    value = [kept, {text: len(text) for text in kept}, keep_utf8(MIXED_TEXT * 300)]
     assert serve_result(impl, value) == b'{"jsonrpc":"2.0","id":1,"result":' + expected_bytes(value) + b"}\n"
 
 
