@@ -1029,8 +1029,7 @@ mod tests {
         let input = frame.repeat(10_000);
         let (bodies, rooms, capacities) = read_directly(&input);
         assert_eq!(bodies, vec![13; 10_000]);
-        // After the first small read, full reads: a frame cut by a read's end costs no extra read
-        // once the buffer has room.
+        // Full reads: a frame cut by a read's end costs no extra read once the buffer has room.
         assert!(rooms.len() <= 2 + input.len() / (32 * 1024), "{} reads", rooms.len());
         assert!(capacities.iter().all(|&capacity| capacity <= 4 * 64 * 1024), "{capacities:?}");
     }
