@@ -315,7 +315,8 @@ impl ClientPipe {
     /// deadline passed, the client halts, or the input ended: then `_has_buffered_message` is true and
     /// `_read_incoming` says so); `(3, exception)` written, the reading held, and the reading failed.
     /// An exception (nothing written, the reading released) when the line cannot be made, or the pipe is
-    /// gone (`OSError`).
+    /// gone (`OSError`); after the write, only when there is no memory to hand back what was read (the
+    /// reading released then too).
     #[pyo3(name = "_call")]
     #[allow(clippy::too_many_arguments)]
     fn lone_call<'py>(
@@ -348,25 +349,32 @@ impl ClientPipe {
             }
             return tagged(py, 0, line);
         }
-        match self.read_own(py, id, deadline) {
+        let outcome = match self.read_own(py, id, deadline) {
             Ok(Got::Result(result)) => {
                 self.read_done();
-                Ok(result)
+                return Ok(result);
             }
             Ok(Got::Message(None)) => tagged(py, 2, py.None().into_bound(py)),
-            Ok(Got::Message(Some(message))) => {
+            Ok(Got::Message(Some(message))) => (|| {
                 let id = id.into_pyobject(py)?.into_any();
                 match answers(py, &message, &id) {
                     Ok(true) => {
+                        let outcome = tagged(py, 1, message)?;
                         self.read_done();
-                        tagged(py, 1, message)
+                        Ok(outcome)
                     }
                     Ok(false) => tagged(py, 2, PyTuple::new(py, [message])?.into_any()),
                     Err(error) => tagged(py, 3, error.into_value(py).into_bound(py).into_any()),
                 }
-            }
+            })(),
             Err(error) => tagged(py, 3, error.into_value(py).into_bound(py).into_any()),
+        };
+        // Only making the outcome fails here (no memory): the call was written, but nobody would read
+        // for it or for anyone else with the reading held, so it is released.
+        if outcome.is_err() {
+            self.leave_reading();
         }
+        outcome
     }
 }
 
