@@ -280,9 +280,10 @@ thread_local! {
 }
 
 impl ItemStack {
-    /// The thread's kept storage, or a new one if a decoding is using it (one nested in another).
+    /// The thread's kept storage, or a new one if a decoding is using it (one nested in another) or
+    /// the thread's storage is gone (code run by a thread's exit).
     fn take() -> Self {
-        Self(ITEM_STORAGE.with(std::cell::Cell::take))
+        Self(ITEM_STORAGE.try_with(std::cell::Cell::take).unwrap_or_default())
     }
 }
 
