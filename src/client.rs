@@ -118,21 +118,35 @@ impl ClientPipe {
             let State { decoder, strings, .. } = state;
             let closed = decoder.is_closed();
             match decoder.next(true) {
-                Some(Decoded::Message(line)) => {
-                    return Ok(Some(match reply::incoming_object(py, line, self.max_depth, Some(strings))? {
-                        reply::Incoming::Message(message) => message,
-                        reply::Incoming::Unreadable(reason) => {
-                            (PyString::new(py, &reason), PyBytes::new(py, line)).into_pyobject(py)?.into_any()
-                        }
-                    }));
-                }
-                Some(Decoded::Dropped(dropped)) => {
-                    return Ok(Some(PyString::new(py, &dropped.reason(self.max_message_bytes)).into_any()))
-                }
+                Some(decoded) => return Ok(Some(self.handed_out(py, &decoded, strings, None)?.into_message())),
                 None if closed => return Ok(None),
                 None => self.fill(py, state)?,
             }
         }
+    }
+
+    /// A message read, as the client's reading hands it out: what `reply` makes of a line (a line it
+    /// cannot read as `(reason, line)`), a dropped one as its reason; with `own`, the successful answer
+    /// to that call as its bare result.
+    fn handed_out<'py>(
+        &self,
+        py: Python<'py>,
+        decoded: &Decoded<'_>,
+        strings: &mut StringCache,
+        own: Option<i64>,
+    ) -> PyResult<Got<'py>> {
+        Ok(match *decoded {
+            Decoded::Message(line) => match reply::read(py, line, self.max_depth, Some(strings), own)? {
+                reply::Read::Result(result) => Got::Result(result),
+                reply::Read::Incoming(reply::Incoming::Message(message)) => Got::Message(Some(message)),
+                reply::Read::Incoming(reply::Incoming::Unreadable(reason)) => Got::Message(Some(
+                    (PyString::new(py, &reason), PyBytes::new(py, line)).into_pyobject(py)?.into_any(),
+                )),
+            },
+            Decoded::Dropped(ref dropped) => {
+                Got::Message(Some(PyString::new(py, &dropped.reason(self.max_message_bytes)).into_any()))
+            }
+        })
     }
 }
 
@@ -140,6 +154,16 @@ impl ClientPipe {
 enum Got<'py> {
     Result(Bound<'py, PyAny>),
     Message(Option<Bound<'py, PyAny>>),
+}
+
+impl<'py> Got<'py> {
+    /// The message read when no call's result was looked for.
+    fn into_message(self) -> Bound<'py, PyAny> {
+        match self {
+            Got::Message(Some(message)) => message,
+            Got::Result(_) | Got::Message(None) => unreachable!("a message read, no call's result looked for"),
+        }
+    }
 }
 
 /// `(tag, value)`: what `_call` hands back when it is not the result.
@@ -306,9 +330,8 @@ impl ClientPipe {
     /// takes the reading lock (if free), encodes the request and writes it whole without waiting, if it fits
     /// the quick limits, and one write to a pipe never splits it, and nobody holds the lock of `output` (the
     /// client's `_Output`, asked with its `_locked`: not taken, as the GIL is held from that look to the end
-    /// of the write); then it
-    /// reads until a whole message is here, within the deadline, waiting on the pipe and the halt pipe with
-    /// the GIL released. The result of its answer (then the reading is released), or a tuple: `(0, line)`
+    /// of the write); then it reads until a whole message is here, within the deadline, waiting on the pipe
+    /// and the halt pipe with the GIL released. The result of its answer (then the reading is released), or a tuple: `(0, line)`
     /// nothing written, the reading not held (also when another thread reads); `(1, response)` its answer
     /// is an error (the reading released); `(2, (message,))` written, the reading held, and another message
     /// read (as `_read_incoming` gives it); `(2, None)` written, the reading held, nothing taken (the
@@ -332,22 +355,17 @@ impl ClientPipe {
     ) -> PyResult<Bound<'py, PyAny>> {
         let deadline = deadline_after(timeout);
         let taken = self.take_reading();
-        let written = self.write_lone(py, (method, params, id), (quick_bytes, quick_depth), output, taken);
-        let unsent = match written {
+        // Nothing written (or the line could not be made): the reading, if taken, is released.
+        let unsent = match self.write_lone(py, (method, params, id), (quick_bytes, quick_depth), output, taken) {
             Ok(None) => None,
-            Ok(Some(line)) => Some(line),
-            Err(error) => {
-                if taken {
-                    self.leave_reading();
-                }
-                return Err(error);
-            }
+            Ok(Some(line)) => Some(tagged(py, 0, line)),
+            Err(error) => Some(Err(error)),
         };
-        if let Some(line) = unsent {
+        if let Some(unsent) = unsent {
             if taken {
                 self.leave_reading();
             }
-            return tagged(py, 0, line);
+            return unsent;
         }
         let outcome = match self.read_own(py, id, deadline) {
             Ok(Got::Result(result)) => {
@@ -446,18 +464,9 @@ impl ClientPipe {
             }
         }
         let State { decoder, strings, .. } = &mut *state;
-        Ok(match decoder.next(true) {
-            Some(Decoded::Message(line)) => match reply::read(py, line, self.max_depth, Some(strings), Some(id))? {
-                reply::Read::Result(result) => Got::Result(result),
-                reply::Read::Incoming(reply::Incoming::Message(message)) => Got::Message(Some(message)),
-                reply::Read::Incoming(reply::Incoming::Unreadable(reason)) => Got::Message(Some(
-                    (PyString::new(py, &reason), PyBytes::new(py, line)).into_pyobject(py)?.into_any(),
-                )),
-            },
-            Some(Decoded::Dropped(dropped)) => {
-                Got::Message(Some(PyString::new(py, &dropped.reason(self.max_message_bytes)).into_any()))
-            }
-            None => Got::Message(None),
-        })
+        match decoder.next(true) {
+            Some(decoded) => self.handed_out(py, &decoded, strings, Some(id)),
+            None => Ok(Got::Message(None)),
+        }
     }
 }
