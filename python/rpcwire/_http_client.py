@@ -24,6 +24,10 @@ The rules both follow (docs/semantics.md, "The HTTP clients"):
   request; draining it could take forever).
 - **An error with ``id: null``** in the answer to a POST can only be the server's refusal of that POST:
   every call of it left without an answer of its own fails with that error.
+- **An answer is read no further than ``max_message_bytes``** (the stream clients' limit and default): a
+  body, or an event's data, or a line of an event stream, that passes it fails the call with
+  ``ConnectionError`` as its bytes arrive (a ``Content-Length`` over it, at the head), and the connection is
+  closed unread. The limit is per message: an event stream's events together may be longer.
 
 A status other than 200/202/204 raises :class:`HttpError`.
 """
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import logging
 import select
 import socket
@@ -44,7 +49,7 @@ from types import TracebackType
 from typing import Any
 
 from rpcwire._peer import ProgressCallback, _batch_outcome, _outcome, _outgoing_traceparent, _Peer
-from rpcwire._types import Request, Response
+from rpcwire._types import DEFAULT_MAX_MESSAGE_BYTES, Request, Response
 
 __all__ = ["AsyncHttpClient", "HttpClient", "HttpError"]
 
@@ -58,6 +63,7 @@ _READ = 65536  # bytes asked of each read
 _MAX_LINE = 65536  # a status line, header line or chunk-size line longer than this: not a server to talk to
 _MAX_HEAD = 256 * 1024  # all the header lines of a response together
 _MAX_ERROR_BODY = 65536  # what HttpError keeps of a refusal's body
+_FIELD = len(b"data: \r")  # what an event-stream line may hold beyond its data: the field's name and a \r
 
 
 class HttpError(OSError):
@@ -82,6 +88,11 @@ def _remaining(deadline: float | None) -> float | None:
 
 def _sent_but_unanswered(cause: str) -> ConnectionError:
     return ConnectionError(f"{cause}; the request was sent and may have run, so it is not sent again")
+
+
+def _over_limit(limit: int) -> ConnectionError:
+    """An answer longer than ``max_message_bytes``: raised as soon as it is known, the rest left unread."""
+    return _sent_but_unanswered(f"the answer is over max_message_bytes ({limit}), its connection closed unread")
 
 
 # --- HTTP/1.1 without I/O --------------------------------------------------------------------------------
@@ -256,10 +267,13 @@ def _is_event_stream(content_type: str | None) -> bool:
 
 class _Events:
     """Server-sent events, a line at a time: ``line`` returns an event's data (its ``data:`` lines joined by
-    ``\\n``) when the blank line that ends it arrives; ``end`` returns an event the stream left unended."""
+    ``\\n``) when the blank line that ends it arrives; ``end`` returns an event the stream left unended. An
+    event's data longer than ``limit`` raises ``ConnectionError`` at the line that passes it."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
         self._data: list[bytes] = []
+        self._size = 0  # the event's data so far, the \n that join its lines included
 
     def line(self, raw: bytes) -> bytes | None:
         line = raw.rstrip(b"\r\n")
@@ -267,41 +281,60 @@ class _Events:
             return self.end()
         if line.startswith(b"data:"):
             value = line[5:]
-            self._data.append(value[1:] if value.startswith(b" ") else value)
+            value = value[1:] if value.startswith(b" ") else value
+            self._size += len(value) + (1 if self._data else 0)
+            if self._size > self._limit:
+                raise _over_limit(self._limit)
+            self._data.append(value)
         return None
 
     def end(self) -> bytes | None:
-        data, self._data = self._data, []
+        data, self._data, self._size = self._data, [], 0
         return b"\n".join(data) if data else None
 
 
 class _Reply:
     """The body of the answer to one POST, as its bytes arrive: ``body`` each piece, ``answers`` at the end
     (or as soon as ``answered``). ``answered``: an event stream carried the answer to every call of the POST
-    (or the server's refusal of it, an error with ``id: null`` alone), so nothing more need be read."""
+    (or the server's refusal of it, an error with ``id: null`` alone), so nothing more need be read.
+
+    What it holds is bounded by the peer's ``max_message_bytes`` (plus one piece): a JSON answer longer than
+    that (its ``Content-Length`` already, here), an event's data or a line of the stream, raises
+    ``ConnectionError`` from the piece that passes it; the caller then closes the connection."""
 
     def __init__(self, peer: _HttpPeer, ids: Iterable[int], status: int, reason: str, headers: dict[str, str]) -> None:
         self._peer = peer
         self._ids = set(ids)
         self._status = status
         self._reason = reason
+        self._limit = limit = peer._limits[0]
         self.stream = status == 200 and _is_event_stream(headers.get("content-type"))
         self._parts: list[bytes] = []
         self._size = 0
         self._line: list[bytes] = []  # the event-stream line begun and not ended yet, in pieces
-        self._events = _Events()
+        self._line_size = 0
+        self._events = _Events(limit)
         self._answers: _Answers = {}
         self.answered = False
+        if status == 200 and not self.stream and not {"transfer-encoding", "content-encoding"} & headers.keys():
+            length = headers.get("content-length", "").strip()
+            if length.isascii() and length.isdigit() and int(length) > limit:
+                raise _over_limit(limit)  # known at the head: not a byte of the body is read
 
     def body(self, data: bytes) -> None:
         if not data or self.answered:
             return
         if not self.stream:
             if self._status == 200 or self._size < _MAX_ERROR_BODY:
-                self._parts.append(data)
                 self._size += len(data)
+                if self._status == 200 and self._size > self._limit:
+                    raise _over_limit(self._limit)
+                self._parts.append(data)
             return
         if b"\n" not in data:  # a long line in many pieces is joined once, at its end
+            self._line_size += len(data)
+            if self._line_size > self._limit + _FIELD:
+                raise _over_limit(self._limit)
             self._line.append(data)
             return
         lines = data.split(b"\n")
@@ -309,6 +342,9 @@ class _Reply:
             lines[0] = b"".join([*self._line, lines[0]])
         tail = lines.pop()
         self._line = [tail] if tail else []
+        self._line_size = len(tail)
+        if self._line_size > self._limit + _FIELD:
+            raise _over_limit(self._limit)
         for line in lines:
             if (event := self._events.line(line)) is not None:
                 self._event(event)
@@ -398,9 +434,19 @@ class _HttpPeer(_Peer):
     """What both HTTP clients share: the URL, the request's bytes, and reading an answer."""
 
     def __init__(
-        self, url: str, headers: dict[str, str] | None, timeout: float | None, dialect: str, max_connections: int
+        self,
+        url: str,
+        headers: dict[str, str] | None,
+        timeout: float | None,
+        dialect: str,
+        *,
+        max_connections: int,
+        max_message_bytes: int,
     ) -> None:
         super().__init__(None, dialect, timeout)
+        # checked by the core's own StdioTransport, so with the stream clients' very errors
+        limits = self._core.StdioTransport(io.BytesIO(), io.BytesIO(), max_message_bytes=max_message_bytes)._limits
+        self._set_limits(limits)
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https"):
             raise ValueError(f"an http:// or https:// URL, not {url!r}")
@@ -582,9 +628,12 @@ class HttpClient(_HttpPeer):
         timeout: float | None = None,
         dialect: str = "mcp",
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         session: Any = None,
     ) -> None:
-        super().__init__(url, headers, timeout, dialect, max_connections)
+        super().__init__(
+            url, headers, timeout, dialect, max_connections=max_connections, max_message_bytes=max_message_bytes
+        )
         self._session = session
         self._pool = _Pool(max_connections)
         self._tls: ssl.SSLContext | None = None
@@ -755,9 +804,12 @@ class AsyncHttpClient(_HttpPeer):
         timeout: float | None = None,
         dialect: str = "mcp",
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         session: Any = None,
     ) -> None:
-        super().__init__(url, headers, timeout, dialect, max_connections)
+        super().__init__(
+            url, headers, timeout, dialect, max_connections=max_connections, max_message_bytes=max_message_bytes
+        )
         self._session = session
         if self._https and session is None:
             raise ValueError("AsyncHttpClient speaks plain http:// only (put TLS in front of the server)")

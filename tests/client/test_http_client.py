@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import inspect
+import io
 import json
 import re
 import socket
@@ -741,3 +743,139 @@ def test_an_error_with_id_null_in_an_array_fails_the_entries_left_unanswered(imp
     with RawServer(respond) as server, impl.HttpClient(server.url(), timeout=BOUND) as client:
         ok, refused = client.batch([("echo", {"n": 1}), ("echo", {"n": 2})])
         assert ok == 1 and isinstance(refused, rpcwire.JsonRpcError) and refused.code == -32600
+
+
+# --- max_message_bytes: an answer is read no further than the limit ---------------------------------------
+
+LIMIT = 64 * 1024  # the clients' max_message_bytes in these tests
+HUGE = 32 * 1024 * 1024  # what the server offers of an over-long answer
+STOPPED_EARLY = 8 * 1024 * 1024  # what it may have sent before the client went: socket buffers, not the answer
+_EVENTS = b"text/event-stream"
+
+
+def over_long(framing: str) -> Respond:
+    """Echoes ``echo``; answers any other method with ``HUGE`` bytes framed as ``framing`` (``length``,
+    ``chunked``, ``until-close``; ``event-line``: one event whose data is one long line; ``event-lines``: one
+    event of many short ``data:`` lines), sent in 64 KiB pieces into a small send buffer until the client goes.
+    ``executed["sent"]`` counts the bytes it managed to send, ``executed["gone"]`` the answers it stopped."""
+
+    def respond(server: RawServer, conn: socket.socket, head: bytes, reader: BinaryIO) -> bool:
+        message = read_body(head, reader)
+        if message["method"] == "echo":
+            send_json(conn, answer(message))
+            return True
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 * 1024)
+        events = framing.startswith("event")
+        start = b'{"jsonrpc":"2.0","id":%d,"result":"' % message["id"]
+        piece = b"x\ndata: x" * 8192 if framing == "event-lines" else b"x" * 65536
+        body = [b"event: message\ndata: " + start if events else start, *[piece] * (HUGE // len(piece))]
+        body.append(b'"}\n\n' if events else b'"}')
+        heads = {
+            "length": b"Content-Length: %d\r\n" % sum(map(len, body)),
+            "chunked": b"Transfer-Encoding: chunked\r\n",
+            "until-close": b"Connection: close\r\n",
+        }
+        content_type = _EVENTS if events else b"application/json"
+        head_bytes = b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\n%s\r\n" % (
+            content_type,
+            heads.get(framing, heads["chunked"]),
+        )
+        chunked = b"chunked" in head_bytes
+        sent = 0
+        try:
+            conn.sendall(head_bytes)
+            for data in body:
+                conn.sendall(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
+                sent += len(data)
+            if chunked:
+                conn.sendall(b"0\r\n\r\n")
+        except OSError:
+            pass
+        with server.lock:
+            server.executed["sent"] += sent
+            server.executed["gone"] += sent < HUGE
+            server.changed.notify_all()
+        client_gone(conn, 10)
+        return False
+
+    return respond
+
+
+@WITH_HTTPX
+@pytest.mark.filterwarnings("ignore:coroutine method 'aclose':RuntimeWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("framing", ["length", "chunked", "until-close", "event-line", "event-lines"])
+def test_an_answer_over_max_message_bytes_fails_the_call_as_it_arrives(
+    impl: ModuleType, kind: str, framing: str
+) -> None:
+    """The call raises ``ConnectionError`` naming the limit once the answer (or the event) passes it, long
+    before the server could send it all; the connection is dropped, and the next call works on a new one."""
+    with (
+        RawServer(over_long(framing)) as server,
+        http_client(impl, kind, server.url(), timeout=BOUND, max_message_bytes=LIMIT) as client,
+    ):
+        assert client.call("echo", {"n": 1}) == 1
+        events = framing.startswith("event")
+        with pytest.raises(ConnectionError, match=r"max_message_bytes \(65536\)"):
+            client.call("huge", {"n": 2}, on_progress=(lambda *e: None) if events else None)
+        assert server.wait(lambda: server.executed["gone"] == 1, BOUND)  # the client closed the connection
+        assert server.executed["sent"] < STOPPED_EARLY
+        assert client.call("echo", {"n": 3}) == 3
+        assert server.accepted == 2  # the over-long answer's connection was not reused
+
+
+def padded(id_: int, size: int) -> bytes:
+    """An answer to ``id_`` of exactly ``size`` bytes (its result a string of x's)."""
+    empty = compact({"jsonrpc": "2.0", "id": id_, "result": ""})
+    return compact({"jsonrpc": "2.0", "id": id_, "result": "x" * (size - len(empty))})
+
+
+def exact_sizes(server: RawServer, conn: socket.socket, head: bytes, reader: BinaryIO) -> bool:
+    """Answers a call whose ``params["n"]`` is a size with an answer of that many bytes: as JSON, or as one
+    event (its data on two lines, joined by the one ``\\n`` counted) after 40 progress events of 4 KiB."""
+    message = read_body(head, reader)
+    size = message["params"]["n"]
+    if "_meta" not in message["params"]:
+        body = padded(message["id"], size)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % size)
+        conn.sendall(body)
+        return True
+    start_events(conn)
+    for step in range(40):
+        event = progress(message, step)
+        event["params"]["message"] = "p" * 4096
+        send_event(conn, event)
+    body = padded(message["id"], size - 1)  # the "\n" that joins its two lines makes it size bytes
+    split = body.index(b'"result"')
+    data = b"event: message\r\ndata: %s\r\ndata:%s\r\n\r\n" % (body[:split], body[split:])
+    conn.sendall(b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data))
+    return True
+
+
+@WITH_HTTPX
+def test_max_message_bytes_is_per_message(impl: ModuleType, kind: str) -> None:
+    """An answer (or an event's data) of exactly ``max_message_bytes`` is read, one byte more fails the call;
+    an event stream's many events together may be far longer (40 progress events of 4 KiB first)."""
+    with (
+        RawServer(exact_sizes) as server,
+        http_client(impl, kind, server.url(), timeout=BOUND, max_message_bytes=LIMIT) as client,
+    ):
+        seen: list[Any] = []
+        for events in (False, True):
+            on_progress = (lambda *e: seen.append(e)) if events else None
+            assert len(client.call("sized", {"n": LIMIT}, on_progress=on_progress)) > LIMIT - 64
+            with pytest.raises(ConnectionError, match="max_message_bytes"):
+                client.call("sized", {"n": LIMIT + 1}, on_progress=on_progress)
+            assert len(client.call("sized", {"n": LIMIT}, on_progress=on_progress)) > LIMIT - 64
+            assert len(seen) == (120 if events else 0)
+
+
+def test_max_message_bytes_is_checked_as_the_stream_clients_check_it(impl: ModuleType) -> None:
+    for client in (impl.HttpClient, impl.AsyncHttpClient):
+        assert inspect.signature(client).parameters["max_message_bytes"].default == rpcwire.DEFAULT_MAX_MESSAGE_BYTES
+        for bad, error in ((0, ValueError), (-1, ValueError), (1.5, TypeError), ("1", TypeError)):
+            with pytest.raises(error) as raised:
+                client("http://127.0.0.1:1/rpc", max_message_bytes=bad)
+            with pytest.raises(error) as expected:
+                impl.StdioTransport(io.BytesIO(), io.BytesIO(), max_message_bytes=bad)
+            assert str(raised.value) == str(expected.value)
