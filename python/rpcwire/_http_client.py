@@ -617,7 +617,9 @@ class HttpClient(_HttpPeer):
     """A JSON-RPC client over HTTP: ``HttpClient("http://127.0.0.1:8000/rpc")``; ``call``, ``notify`` and
     ``batch`` as :class:`rpcwire.Client`'s. Thread-safe: up to ``max_connections`` keep-alive connections
     serve the calls in flight (a caller waits for a free one within its timeout). ``timeout`` bounds each
-    whole call. ``session``: a caller's own ``httpx.Client`` to post with instead (its pool, proxies, TLS
+    whole call. ``max_message_bytes`` (64 MiB, as the stream clients') bounds each answer read: one longer (a
+    body, or one event of a stream) fails its call with ``ConnectionError`` as it arrives, its connection
+    closed unread. ``session``: a caller's own ``httpx.Client`` to post with instead (its pool, proxies, TLS
     and auth)."""
 
     def __init__(
@@ -793,8 +795,9 @@ class _AsyncConnection:
 
 class AsyncHttpClient(_HttpPeer):
     """The asyncio HTTP client: ``AsyncHttpClient(url)``; ``call``, ``notify`` and ``batch`` awaited. Up to
-    ``max_connections`` keep-alive connections serve the calls in flight. ``session``: a caller's own
-    ``httpx.AsyncClient`` to post with instead (then https:// works too)."""
+    ``max_connections`` keep-alive connections serve the calls in flight; ``max_message_bytes`` as
+    :class:`HttpClient`'s. ``session``: a caller's own ``httpx.AsyncClient`` to post with instead (then
+    https:// works too)."""
 
     def __init__(
         self,
