@@ -29,10 +29,11 @@ is installed or not whenever the built-in checker handles its type.
 A failure is :class:`InvalidParams` (-32602) whose ``data`` is a list (at most :data:`MAX_ERRORS`) of
 ``{"path": [...], "expected": "...", "got": "..."}``: ``path`` starts with the parameter's name (then list
 indexes and member names, each name or key cut to :data:`GOT_LENGTH` characters), ``expected`` describes the
-type (pydantic's message without its leading "Input should be "; ``"a valid value"`` for a validator's own
-message, logged at DEBUG instead), ``got`` is ``"missing"``, a short ``repr`` of a scalar (at most
-:data:`GOT_LENGTH` characters) or the type's name of anything else (``"list"``, ``"dict"``): never the input
-echoed back whole. The checking stops once :data:`MAX_ERRORS` errors are found.
+type (pydantic's message without its leading "Input should be ", a part of it that may come from the input,
+such as a discriminated union's tag, cut to :data:`GOT_LENGTH` characters; ``"a valid value"`` for a
+validator's own message, logged at DEBUG instead), ``got`` is ``"missing"``, a short ``repr`` of a scalar (at
+most :data:`GOT_LENGTH` characters) or the type's name of anything else (``"list"``, ``"dict"``): never the
+input echoed back whole. The checking stops once :data:`MAX_ERRORS` errors are found.
 
 Return annotations are not checked; they only say how a result is converted for the encoder (dataclasses to
 dicts without a deep copy, pydantic models by ``model_dump(mode="json")``, enums to their values, tuples and
@@ -94,19 +95,20 @@ class _Invalid(Exception):
         self.errors = errors
 
 
-def _cut(text: str) -> str:
+def cut(text: str) -> str:
+    """``text`` as the errors send what came from the input: at most :data:`GOT_LENGTH` characters (then ``…``)."""
     return text if len(text) <= GOT_LENGTH else text[: GOT_LENGTH - 1] + "…"
 
 
 def _got(value: Any) -> str:
     if value is None or type(value) in (bool, int, float, str):
-        return _cut(repr(value))
+        return cut(repr(value))
     return type(value).__name__
 
 
 def _segment(key: Any) -> Any:
     """A path's segment: a name or a key (from the input: cut as ``got`` is), or an index."""
-    return _cut(key) if type(key) is str else key
+    return cut(key) if type(key) is str else key
 
 
 def _refuse(expected: str, value: Any) -> _Invalid:
@@ -760,6 +762,39 @@ def _pydantic_own_errors() -> frozenset[str]:
     return frozenset(typing.get_args(ErrorType)) - {"value_error", "assertion_error"}
 
 
+# The members of pydantic's error contexts that come from the type (a Literal's values, the expected tags, a
+# pattern, a bound): sent as pydantic wrote them, as the built-in checker's ``expected`` is. Any other (a
+# discriminated union's tag, a parser's or an exception's text) may carry the input, and is cut where the
+# message holds it, as ``got`` is.
+_PYDANTIC_TYPE_CONTEXT = frozenset(
+    {
+        "class",
+        "class_name",
+        "decimal_places",
+        "discriminator",
+        "encoding",
+        "expected",
+        "expected_plural",
+        "expected_schemes",
+        "expected_tags",
+        "expected_version",
+        "field_type",
+        "ge",
+        "gt",
+        "le",
+        "lt",
+        "max_digits",
+        "max_length",
+        "method_name",
+        "min_length",
+        "multiple_of",
+        "pattern",
+        "tz_expected",
+        "whole_digits",
+    }
+)
+
+
 def _from_pydantic(error: Any, where: str) -> Error:
     kind = error.get("type")
     message = str(error.get("msg", ""))
@@ -778,8 +813,13 @@ def _from_pydantic(error: Any, where: str) -> Error:
         # with expose_errors=False; logged (DEBUG: a caller can cause any number of them).
         _log.debug("methods(): %s: at %s, a validator refused the value: %s", where, _segments(path), message)
         message = "a valid value"
-    elif message.startswith("Input should be "):
-        message = message[len("Input should be ") :]
+    else:
+        for key, value in (error.get("ctx") or {}).items():
+            text = str(value)
+            if key not in _PYDANTIC_TYPE_CONTEXT and len(text) > GOT_LENGTH:
+                message = message.replace(text, cut(text))
+        if message.startswith("Input should be "):
+            message = message[len("Input should be ") :]
     return (path, message, got)
 
 

@@ -1,5 +1,6 @@
 """``methods()`` with annotated functions against hostile or extreme input: the checking's work bounded by the
-input (unions), input as deep as the transport accepts (checking and converting without the interpreter's stack)."""
+input (unions), input as deep as the transport accepts (checking and converting without the interpreter's stack),
+texts of ``data`` cut whatever produced them."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import json
 import sys
 import threading
 from types import ModuleType
-from typing import Any, Optional
+from typing import Annotated, Any, Literal, Optional, Union
 
+import pydantic
 import pytest
 import rpcwire
+from rpcwire._typed import GOT_LENGTH
 from rpcwire._types import MAX_MAX_DEPTH
 from support.messages import answers, err, ok, request
 from support.serving import MODES, serve_in_mode
@@ -275,3 +278,49 @@ def test_deep_input_on_small_worker_stacks(impl: ModuleType, mode: str) -> None:
     finally:
         threading.stack_size(previous)
     assert sorted(answers(out.getvalue()), key=lambda answer: answer["id"]) == expected
+
+
+# --- texts of data are cut, whatever produced them --------------------------------------------------------------
+
+
+class Cat(pydantic.BaseModel):
+    kind: Literal["cat"]
+
+
+class Dog(pydantic.BaseModel):
+    kind: Literal["dog"]
+
+
+def adopt(pet: Annotated[Union[Cat, Dog], pydantic.Field(discriminator="kind")]) -> str:  # noqa: UP007
+    return pet.kind
+
+
+def test_pydantic_messages_do_not_echo_the_input(impl: ModuleType) -> None:
+    """A discriminated union's tag is part of pydantic's message: cut there as ``got`` is."""
+    registry = rpcwire.methods({"adopt": adopt})
+    tag = "x" * 5_000
+    got = answer(impl, registry, request("adopt", [{"kind": tag}]))
+    cut = "x" * (GOT_LENGTH - 1) + "…"
+    assert got == invalid(
+        (["pet"], f"Input tag '{cut}' found using 'kind' does not match any of the expected tags: 'cat', 'dog'", "dict")
+    )
+    long_number = int("9" * 1_000)
+    got = answer(impl, registry, request("adopt", [{"kind": long_number}]))
+    assert "9" * GOT_LENGTH not in json.dumps(got)
+    # pydantic's texts of the type itself (the expected tags, a Literal's values) are as it wrote them.
+    assert answer(impl, registry, request("adopt", [{"kind": "cow"}])) == invalid(
+        (["pet"], "Input tag 'cow' found using 'kind' does not match any of the expected tags: 'cat', 'dog'", "dict")
+    )
+
+
+def test_binding_errors_cut_the_name_as_paths_do(impl: ModuleType) -> None:
+    """An unexpected argument's name in the binding's reason: cut as in ``path`` (the rest of the reason kept)."""
+
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    registry = rpcwire.methods({"add": add})
+    long = "x" * 100_000
+    cut = "x" * (GOT_LENGTH - 1) + "…"
+    got = answer(impl, registry, request("add", {"a": 1, "b": 2, long: 3}))
+    assert got == err(1, INVALID, "Invalid params", f"got an unexpected keyword argument '{cut}'")
