@@ -12,8 +12,11 @@ JSON has one number type), ``str``, ``bool``, ``None``, ``Any``/``object``, ``li
 ``tuple[X, Y]``/``tuple[X, ...]`` (a tuple), ``set[X]``/``frozenset[X]``, ``dict[str, X]`` (and
 ``Mapping``), ``X | Y``/``Optional``/``Union`` (the first alternative that accepts), ``Literal``, ``TypedDict``
 (required and optional keys; other keys pass as they came), dataclasses (a JSON object becomes the instance,
-nested; an unknown member is refused), ``Enum`` (by value), ``NewType`` and ``Annotated`` (its base type,
-unless its metadata are pydantic's or annotated-types' constraints).
+nested; an unknown member is refused), ``Enum`` (by value: the member), ``NewType`` and ``Annotated`` (its base
+type, unless its metadata are pydantic's or annotated-types' constraints). Scalars, ``Literal`` values and
+``Enum`` members follow one rule: a value of the JSON type declared, never coerced (``True`` is not ``1``,
+``1.0`` is not the member ``1``), an ``int`` being accepted where a ``float`` is declared (``Literal[2.0]``, a
+member ``2.0``), as for ``float``.
 
 The checking does not recurse on the interpreter's stack (a list of generators is its stack, ``_run``): input
 as deep as the transport accepts (``max_depth`` up to 512) is checked, and a result converted, on any thread.
@@ -46,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import collections.abc
+import contextlib
 import dataclasses
 import enum
 import functools
@@ -152,8 +156,8 @@ def describe(tp: Any) -> str:
     args = typing.get_args(tp)
     if origin is typing.Union or origin is types.UnionType:
         return " | ".join(describe(arg) for arg in args)
-    if origin is typing.Literal:
-        return " | ".join(repr(arg) for arg in args)
+    if origin is typing.Literal:  # an Enum member by its value: what is sent for it
+        return " | ".join(repr(arg.value if isinstance(arg, enum.Enum) else arg) for arg in args)
     if origin is typing.Annotated:
         return describe(args[0])
     if origin is not None and args:
@@ -688,6 +692,14 @@ def _key_qualifier(annotation: Any) -> str | None:
     return name if name in ("Required", "NotRequired", "ReadOnly") else None
 
 
+# --- leaves: one rule for scalars, Literal values and Enum members ---------------------------------------------
+#
+# A value is accepted where its JSON type is the one declared (the type, or a Literal value's or an Enum member
+# value's type), with no coercion: a bool is not an int (nor 1 a True), a float is not an int (1.0 is not the
+# member 1), a number is not a str. The one widening: an int where a float is declared, JSON having one number
+# type; the function then receives the int as given (the member, for an Enum).
+
+
 def _int(value: Any) -> Any:
     if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
         return value
@@ -720,19 +732,32 @@ def _none(value: Any) -> Any:
 
 _SIMPLE: dict[Any, Checker] = {int: _int, float: _float, str: _str, bool: _bool}
 _EXACT: dict[Checker | None, type] = {_int: int, _float: float, _str: str, _bool: bool, _none: type(None)}
+_AS_GIVEN = object()
 
 
 def _literal(tp: Any, args: tuple[Any, ...]) -> Checker:
-    allowed = {(type(arg), arg) for arg in args}  # True is not 1
+    # (type, value) -> what the function receives: the value as given, or the Enum member whose value it is.
+    allowed: dict[tuple[type, Any], Any] = {}
+    for arg in args:
+        if isinstance(arg, enum.Enum):
+            allowed[(type(arg), arg)] = arg
+            with contextlib.suppress(TypeError):  # an unhashable member value: never a JSON scalar anyway
+                allowed.setdefault((type(arg.value), arg.value), arg)
+        else:
+            allowed.setdefault((type(arg), arg), _AS_GIVEN)
     expected = describe(tp)
 
     def check(value: Any) -> Any:
+        kind = type(value)
         try:
-            if (type(value), value) in allowed:
-                return value
+            found = allowed.get((kind, value))
+            if found is None and kind is int:  # an int for a float value
+                found = allowed.get((float, value))
         except TypeError:  # unhashable: a list or a dict
-            pass
-        raise _refuse(expected, value)
+            found = None
+        if found is None:
+            raise _refuse(expected, value)
+        return value if found is _AS_GIVEN else found
 
     return check
 
@@ -743,12 +768,14 @@ def _enum(tp: type[enum.Enum]) -> Checker:
     def check(value: Any) -> Any:
         if isinstance(value, tp):
             return value
-        if not isinstance(value, bool):  # True would find the member of value 1
-            try:
-                return tp(value)
-            except (ValueError, TypeError):
-                pass
-        raise _refuse(expected, value)
+        try:
+            member = tp(value)  # by value (a Flag's combination, the class's _missing_, too)
+        except (ValueError, TypeError):
+            raise _refuse(expected, value) from None
+        declared = type(member.value)
+        if declared is type(value) or (declared is float and type(value) is int):
+            return member
+        raise _refuse(expected, value)  # found by equality across types: 1.0 or True for the member 1
 
     return check
 

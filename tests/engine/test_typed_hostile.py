@@ -1,10 +1,11 @@
 """``methods()`` with annotated functions against hostile or extreme input: the checking's work bounded by the
 input (unions), input as deep as the transport accepts (checking and converting without the interpreter's stack),
-texts of ``data`` cut whatever produced them."""
+texts of ``data`` cut whatever produced them, and one rule for scalars, ``Literal`` and ``Enum``."""
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import io
 import json
 import sys
@@ -324,3 +325,90 @@ def test_binding_errors_cut_the_name_as_paths_do(impl: ModuleType) -> None:
     cut = "x" * (GOT_LENGTH - 1) + "…"
     got = answer(impl, registry, request("add", {"a": 1, "b": 2, long: 3}))
     assert got == err(1, INVALID, "Invalid params", f"got an unexpected keyword argument '{cut}'")
+
+
+# --- one rule for scalars, Literal and Enum ------------------------------------------------------------------
+
+
+class One(enum.Enum):
+    ONE = 1
+
+
+class OneInt(enum.IntEnum):
+    ONE = 1
+
+
+class OneFloat(enum.Enum):
+    ONE = 1.0
+
+
+class Half(enum.Enum):
+    TWO = 2.0
+
+
+class Yes(enum.Enum):
+    YES = True
+
+
+class Word(enum.Enum):
+    ONE = "1"
+
+
+class Colour(enum.Enum):
+    RED = "red"
+
+
+VALUES = [1, 1.0, True, "1", None]
+# The declared kind, its annotations (a plain type, a Literal, Enums), and the values of VALUES each accepts.
+RULE = [
+    ("integer", [int, Literal[1], One, OneInt], [1]),
+    ("float", [float, Literal[1.0], OneFloat], [1, 1.0]),
+    ("boolean", [bool, Literal[True], Yes], [True]),
+    ("string", [str, Literal["1"], Word], ["1"]),
+]
+
+
+@pytest.mark.parametrize(("kind", "annotations", "accepted"), RULE, ids=[row[0] for row in RULE])
+def test_scalars_literals_and_enums_follow_one_rule(
+    impl: ModuleType, kind: str, annotations: list[Any], accepted: list[Any]
+) -> None:
+    """A value of another JSON kind is refused by each (no coercion: 1.0 is not the member 1, True is not 1),
+    the one widening being an integer where a float is declared (JSON has one number type)."""
+
+    def check(value: Any) -> Any:
+        return rpcwire._typed.dump(value)
+
+    for annotation in annotations:
+        check.__annotations__ = {"value": annotation}
+        registry = rpcwire.methods({"check": check})
+        for value in VALUES:
+            got = answer(impl, registry, request("check", [value]))
+            if any(type(value) is type(good) and value == good for good in accepted):
+                assert got == ok(1, value), (annotation, value, got)
+            else:
+                assert got["error"]["code"] == INVALID, (annotation, value, got)
+
+
+def test_an_integer_for_a_float_member_is_the_member(impl: ModuleType) -> None:
+    def member(value: Half) -> str:
+        assert value is Half.TWO
+        return value.name
+
+    def literal(value: Literal[2.0]) -> Any:
+        return value
+
+    registry = rpcwire.methods({"member": member, "literal": literal})
+    assert answer(impl, registry, request("member", [2])) == ok(1, "TWO")
+    assert answer(impl, registry, request("member", [2.0])) == ok(1, "TWO")
+    assert answer(impl, registry, request("literal", [2])) == ok(1, 2)  # as given, as for float
+    assert answer(impl, registry, request("member", [True])) == invalid((["value"], "Half (2.0)", "True"))
+
+
+def test_a_literal_of_enum_members_takes_their_values(impl: ModuleType) -> None:
+    def paint(colour: Literal[Colour.RED]) -> str:
+        assert colour is Colour.RED
+        return colour.name
+
+    registry = rpcwire.methods({"paint": paint})
+    assert answer(impl, registry, request("paint", ["red"])) == ok(1, "RED")
+    assert answer(impl, registry, request("paint", ["blue"])) == invalid((["colour"], "'red'", "'blue'"))
