@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
 from rpcwire._schema import mcp_tool, openrpc_document
-from rpcwire._typed import Typed, compile_function
+from rpcwire._typed import Typed, compile_function, cut
 from rpcwire._types import InvalidParams, MethodNotFound
 
 __all__ = ["Methods", "methods"]
@@ -201,10 +201,16 @@ def _bind(signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str,
     try:
         signature.bind(*args, **kwargs)
     except TypeError as exc:
-        # The reason names the caller's arguments ("got an unexpected keyword argument '...'"): cut at a few
-        # hundred characters, so that the input is never echoed back whole.
+        # The reason may name an argument the caller gave ("got an unexpected keyword argument '...'"): that name
+        # cut as in a typed function's error paths; the whole at a few hundred characters (the other names are
+        # the function's own), so that the input is never echoed back whole.
         reason = str(exc)
+        if reason.startswith(_UNEXPECTED) and reason.endswith("'"):
+            reason = f"{_UNEXPECTED}{cut(reason[len(_UNEXPECTED) : -1])}'"
         raise InvalidParams(data=reason if len(reason) <= 200 else reason[:199] + "…") from None
+
+
+_UNEXPECTED = "got an unexpected keyword argument '"
 
 
 def methods(

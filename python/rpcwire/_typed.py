@@ -12,8 +12,16 @@ JSON has one number type), ``str``, ``bool``, ``None``, ``Any``/``object``, ``li
 ``tuple[X, Y]``/``tuple[X, ...]`` (a tuple), ``set[X]``/``frozenset[X]``, ``dict[str, X]`` (and
 ``Mapping``), ``X | Y``/``Optional``/``Union`` (the first alternative that accepts), ``Literal``, ``TypedDict``
 (required and optional keys; other keys pass as they came), dataclasses (a JSON object becomes the instance,
-nested; an unknown member is refused), ``Enum`` (by value), ``NewType`` and ``Annotated`` (its base type,
-unless its metadata are pydantic's or annotated-types' constraints).
+nested; an unknown member is refused), ``Enum`` (by value: the member), ``NewType`` and ``Annotated`` (its base
+type, unless its metadata are pydantic's or annotated-types' constraints). Scalars, ``Literal`` values and
+``Enum`` members follow one rule: a value of the JSON type declared, never coerced (``True`` is not ``1``,
+``1.0`` is not the member ``1``), an ``int`` being accepted where a ``float`` is declared (``Literal[2.0]``, a
+member ``2.0``), as for ``float``.
+
+The checking does not recurse on the interpreter's stack (a list of generators is its stack, ``_run``): input
+as deep as the transport accepts (``max_depth`` up to 512) is checked, and a result converted, on any thread.
+Its work is bounded by the input's size times the annotation's: a union's outcome for a value is kept for the
+walk, so that alternatives sharing a member's type do not each walk that member again.
 
 Anything else (a pydantic model, ``datetime``, ``Annotated[int, Field(gt=0)]``, ``conint(...)``): pydantic's
 ``TypeAdapter(...).validate_python`` when pydantic imports, in its default (lax) mode; without pydantic, or a
@@ -24,10 +32,11 @@ is installed or not whenever the built-in checker handles its type.
 A failure is :class:`InvalidParams` (-32602) whose ``data`` is a list (at most :data:`MAX_ERRORS`) of
 ``{"path": [...], "expected": "...", "got": "..."}``: ``path`` starts with the parameter's name (then list
 indexes and member names, each name or key cut to :data:`GOT_LENGTH` characters), ``expected`` describes the
-type (pydantic's message without its leading "Input should be "; ``"a valid value"`` for a validator's own
-message, logged at DEBUG instead), ``got`` is ``"missing"``, a short ``repr`` of a scalar (at most
-:data:`GOT_LENGTH` characters) or the type's name of anything else (``"list"``, ``"dict"``): never the input
-echoed back whole. The checking stops once :data:`MAX_ERRORS` errors are found.
+type (pydantic's message without its leading "Input should be ", a part of it that may come from the input,
+such as a discriminated union's tag, cut to :data:`GOT_LENGTH` characters; ``"a valid value"`` for a
+validator's own message, logged at DEBUG instead), ``got`` is ``"missing"``, a short ``repr`` of a scalar (at
+most :data:`GOT_LENGTH` characters) or the type's name of anything else (``"list"``, ``"dict"``): never the
+input echoed back whole. The checking stops once :data:`MAX_ERRORS` errors are found.
 
 Return annotations are not checked; they only say how a result is converted for the encoder (dataclasses to
 dicts without a deep copy, pydantic models by ``model_dump(mode="json")``, enums to their values, tuples and
@@ -40,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import collections.abc
+import contextlib
 import dataclasses
 import enum
 import functools
@@ -48,8 +58,8 @@ import itertools
 import logging
 import types
 import typing
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Generator, Iterable
+from typing import Any, Union
 
 from rpcwire._types import InvalidParams
 
@@ -73,41 +83,64 @@ _SETS = {set: set, frozenset: frozenset, collections.abc.Set: frozenset, collect
 _CONSTRAINT_MODULES = frozenset({"pydantic", "pydantic_core", "annotated_types"})
 
 
-class _Invalid(Exception):
-    """A checker's refusal: its errors' paths are relative to the value it was given."""
+# An error is (path, expected, got); ``path`` is a chain of pairs (segment, the rest of the path) ending in ``()``,
+# its outermost segment first. The errors found below a value are never changed by the levels above: each level
+# puts its segment in front in one step (a deep error is not copied once per level), and an outcome a union keeps
+# (``_run``) can be handed out again. ``_under`` turns them into ``data``'s dicts, once, at the top.
+Error = tuple[Any, str, str]
 
-    def __init__(self, errors: list[dict[str, Any]]) -> None:
+
+class _Invalid(Exception):
+    """A refusal: its errors' paths are relative to the value refused. A leaf checker raises it; a walk returns
+    it as a value's outcome."""
+
+    def __init__(self, errors: list[Error]) -> None:
         super().__init__()
         self.errors = errors
 
 
-def _cut(text: str) -> str:
+def cut(text: str) -> str:
+    """``text`` as the errors send what came from the input: at most :data:`GOT_LENGTH` characters (then ``…``)."""
     return text if len(text) <= GOT_LENGTH else text[: GOT_LENGTH - 1] + "…"
 
 
 def _got(value: Any) -> str:
     if value is None or type(value) in (bool, int, float, str):
-        return _cut(repr(value))
+        return cut(repr(value))
     return type(value).__name__
 
 
 def _segment(key: Any) -> Any:
     """A path's segment: a name or a key (from the input: cut as ``got`` is), or an index."""
-    return _cut(key) if type(key) is str else key
+    return cut(key) if type(key) is str else key
 
 
 def _refuse(expected: str, value: Any) -> _Invalid:
-    return _Invalid([{"path": [], "expected": expected, "got": _got(value)}])
+    return _Invalid([((), expected, _got(value))])
+
+
+def _below(key: Any, exc: _Invalid, errors: list[Error]) -> None:
+    """``exc``'s errors, found under ``key`` (an index, a member's name or a key), added to ``errors``."""
+    segment = _segment(key)
+    errors.extend(((segment, path), expected, got) for path, expected, got in exc.errors)
+
+
+def _segments(path: Any) -> list[Any]:
+    out = []
+    while path:
+        segment, path = path
+        out.append(segment)
+    return out
 
 
 def _under(segments: tuple[Any, ...], exc: _Invalid, errors: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
-    """``exc``'s errors moved under ``segments`` (a path), added to ``errors``."""
-    segments = tuple(map(_segment, segments))
-    for error in exc.errors:
-        error["path"][0:0] = segments
+    """``exc``'s errors as ``data`` lists them, under ``segments`` (a parameter's name, an index among
+    ``*args``), added to ``errors``."""
+    prefix = list(map(_segment, segments))
+    found = [{"path": prefix + _segments(path), "expected": expected, "got": got} for path, expected, got in exc.errors]
     if errors is None:
-        return exc.errors
-    errors.extend(exc.errors)
+        return found
+    errors.extend(found)
     return errors
 
 
@@ -123,8 +156,8 @@ def describe(tp: Any) -> str:
     args = typing.get_args(tp)
     if origin is typing.Union or origin is types.UnionType:
         return " | ".join(describe(arg) for arg in args)
-    if origin is typing.Literal:
-        return " | ".join(repr(arg) for arg in args)
+    if origin is typing.Literal:  # an Enum member by its value: what is sent for it
+        return " | ".join(repr(arg.value if isinstance(arg, enum.Enum) else arg) for arg in args)
     if origin is typing.Annotated:
         return describe(args[0])
     if origin is not None and args:
@@ -134,15 +167,324 @@ def describe(tp: Any) -> str:
     return repr(tp).replace("typing.", "")
 
 
+# --- the walk ------------------------------------------------------------------------------------------------
+#
+# An annotation compiles to a node. A leaf (a scalar type, a Literal, an Enum, a type pydantic checks, a union or
+# an Optional of leaves) is a plain function, ``checker(value)``, which returns the value the function receives or
+# raises ``_Invalid``; a type with members (a list, a tuple, a set, a dict, a dataclass or a TypedDict, a union of
+# such types) is a ``_Walked`` whose ``walk(value)`` is a generator: it checks its leaf members in place, yields
+# ``(node, element)`` for each member walked in turn and is sent back that member's outcome (its value, or an
+# ``_Invalid``), and returns the value's own outcome. ``_run`` drives the generators with a list as its stack, so
+# the walk does not recurse on the interpreter's stack however deep the input nests (worker threads' stacks are
+# small), and keeps a union's outcomes (see ``_run``), so that the work is bounded by the input's size.
+
+
+class _Walked:
+    """A compiled type with members (see above)."""
+
+    __slots__ = ()
+
+    def walk(self, value: Any) -> Generator[tuple[Any, Any], Any, Any]:
+        raise NotImplementedError
+
+
+Node = Union[Checker, _Walked, None]  # noqa: UP007 (a runtime alias: X | Y of a Callable alias fails on 3.10)
+"""A compiled annotation: a leaf checker, a walked type, or ``None`` (anything is accepted as it is)."""
+
+
+def _walk(node: _Walked, value: Any) -> Generator[tuple[Any, Any], Any, Any]:
+    """The walk of one value under one node: the walk's step per (value, type) met (``_run`` calls it for each;
+    tests count the calls)."""
+    return node.walk(value)
+
+
+def _run(walk: Generator[tuple[Any, Any], Any, Any], request: tuple[Any, Any]) -> Any:
+    """The outcome of a walk that asked for its first member's outcome (``request``): the value the function
+    receives, or an ``_Invalid``.
+
+    One generator per level being walked, on a list. A union's outcome for a list or a dict is kept for the rest of
+    the walk, by the value's identity: alternatives that share a member's type (``A | B`` whose classes both have a
+    member ``A | B | None``) ask for that member's outcome under the union again and get it without a second walk,
+    where trying each alternative anew would walk the member once per way down (2**depth). So each list or dict is
+    walked at most once per node of the annotation. (The same object met twice under one union, which a decoded
+    request never holds, is given the same outcome both times.)
+    """
+    memo: dict[tuple[int, _Walked], Any] = {}
+    stack: list[tuple[Generator[tuple[Any, Any], Any, Any], Any]] = []
+    key: Any = None
+    while True:
+        node, element = request
+        stack.append((walk, key))
+        key = None
+        sent: Any = None
+        if type(node) is _Union and isinstance(element, (list, dict)):
+            key = (id(element), node)
+        if key is not None and key in memo:
+            sent = memo[key]
+            walk, key = stack.pop()
+        else:
+            walk = _walk(node, element)
+        while True:  # the outcomes handed back to walks that end, down the stack
+            try:
+                request = walk.send(sent)
+                break
+            except StopIteration as stop:
+                sent = stop.value
+                if key is not None:
+                    memo[key] = sent
+                if not stack:
+                    return sent
+                walk, key = stack.pop()
+
+
+def _entry(node: Node) -> Checker | None:
+    """A parameter's checker: a leaf as it is, a walked type through ``_run`` (a value whose members are all
+    leaves, the usual dataclass, ends in its first step: no stack)."""
+    if not isinstance(node, _Walked):
+        return node
+
+    def check(value: Any) -> Any:
+        walk = _walk(node, value)
+        try:
+            request = walk.send(None)
+        except StopIteration as stop:
+            outcome = stop.value
+        else:
+            outcome = _run(walk, request)
+        if type(outcome) is _Invalid:
+            raise outcome
+        return outcome
+
+    return check
+
+
+def _member(node: Node) -> tuple[Node, bool]:
+    """A member's node and whether it is walked (else called in place)."""
+    return node, isinstance(node, _Walked)
+
+
+def _elements(
+    value: Any, pairs: Iterable[tuple[Any, Any]], item: Node, walked: bool, copy: Callable[[Any], Any]
+) -> Generator[tuple[Any, Any], Any, Any]:
+    """A list's or a dict's elements (``pairs``: index or key, element) checked; ``copy`` of it made only when an
+    element was converted."""
+    out = value
+    errors: list[Error] = []
+    for key, element in pairs:
+        if walked:
+            checked = yield item, element
+        else:
+            try:
+                checked = item(element)  # type: ignore[misc,operator]
+            except _Invalid as exc:
+                checked = exc
+        if type(checked) is _Invalid:
+            _below(key, checked, errors)
+            if len(errors) >= MAX_ERRORS:
+                break  # no more are sent: the rest is not looked at
+            continue
+        if checked is not element:
+            if out is value:
+                out = copy(value)
+            out[key] = checked
+    return _Invalid(errors) if errors else out
+
+
+class _List(_Walked):
+    """``list[X]`` (``Sequence``...), ``tuple[X, ...]`` and ``set[X]``: a JSON array, each element checked, then
+    ``finish`` (``tuple``, ``set``, ``frozenset``) applied when given."""
+
+    __slots__ = ("expected", "finish", "item", "walked")
+
+    def __init__(self, tp: Any, item: Node, finish: Callable[[Any], Any] | None = None) -> None:
+        self.expected = describe(tp)
+        self.item, self.walked = _member(item)
+        self.finish = finish
+
+    def walk(self, value: Any) -> Generator[tuple[Any, Any], Any, Any]:
+        if not isinstance(value, list):
+            return _refuse(self.expected, value)
+        out = value
+        if self.item is not None:
+            out = yield from _elements(value, enumerate(value), self.item, self.walked, list)
+            if type(out) is _Invalid:
+                return out
+        if self.finish is None:
+            return out
+        try:
+            return self.finish(out)
+        except TypeError:  # an unhashable element of a set
+            return _refuse(self.expected, value)
+
+
+class _Dict(_Walked):
+    """``dict[str, X]`` (``Mapping``...): a JSON object, each value checked (``keys``: its keys are ``str``)."""
+
+    __slots__ = ("expected", "item", "keys", "walked")
+
+    def __init__(self, tp: Any, item: Node, *, keys: bool = True) -> None:
+        self.expected = describe(tp) if keys else "dict"
+        self.item, self.walked = _member(item)
+        self.keys = keys
+
+    def walk(self, value: Any) -> Generator[tuple[Any, Any], Any, Any]:
+        if not isinstance(value, dict) or (self.keys and not all(type(key) is str for key in value)):
+            return _refuse(self.expected, value)
+        if self.item is None:
+            return value
+        return (yield from _elements(value, value.items(), self.item, self.walked, dict))
+
+
+class _Tuple(_Walked):
+    """``tuple[X, Y]``: an array of that length, each element checked by its own type."""
+
+    __slots__ = ("expected", "items")
+
+    def __init__(self, tp: Any, items: list[Node]) -> None:
+        self.expected = describe(tp)
+        self.items = [_member(item) for item in items]
+
+    def walk(self, value: Any) -> Generator[tuple[Any, Any], Any, Any]:
+        if not isinstance(value, (list, tuple)) or len(value) != len(self.items):
+            return _refuse(self.expected, value)
+        out = list(value)
+        errors: list[Error] = []
+        for index, (item, walked) in enumerate(self.items):
+            if item is None:
+                continue
+            element = out[index]
+            if walked:
+                checked = yield item, element
+            else:
+                try:
+                    checked = item(element)  # type: ignore[operator]
+                except _Invalid as exc:
+                    checked = exc
+            if type(checked) is _Invalid:
+                _below(index, checked, errors)
+            else:
+                out[index] = checked
+        return _Invalid(errors) if errors else tuple(out)
+
+
+class _Object(_Walked):
+    """A JSON object's members checked by name: a TypedDict (``build`` None: the dict, other keys kept) or a
+    dataclass (``build``: its instance, an unknown member refused). Made before its members' nodes (``fill``), so
+    that a member of the class's own type refers to it."""
+
+    __slots__ = ("build", "expected", "fields", "required")
+
+    def __init__(self, tp: type, build: type | None) -> None:
+        self.expected = describe(tp)
+        self.build = build
+        self.fields: dict[str, tuple[Node, bool]] = {}
+        self.required: list[tuple[str, str]] = []
+
+    def fill(self, fields: dict[str, Node], required: list[tuple[str, str]]) -> None:
+        self.fields = {key: _member(node) for key, node in fields.items()}
+        self.required = required
+
+    def walk(self, value: Any) -> Generator[tuple[Any, Any], Any, Any]:
+        build = self.build
+        if build is not None and isinstance(value, build):
+            return value
+        if not isinstance(value, dict):
+            return _refuse(self.expected, value)
+        fields = self.fields
+        out = value if build is None else {}
+        errors: list[Error] = []
+        for key, element in value.items():
+            field = fields.get(key) if type(key) is str else None
+            if field is None:
+                if build is not None:
+                    errors.append(((_segment(key), ()), "no such member", _got(element)))
+                    if len(errors) >= MAX_ERRORS:
+                        break  # no more are sent: the rest is not looked at
+                continue
+            node, walked = field
+            checked = element
+            if walked:
+                checked = yield node, element
+            elif node is not None:
+                try:
+                    checked = node(element)  # type: ignore[operator]
+                except _Invalid as exc:
+                    checked = exc
+            if type(checked) is _Invalid:
+                _below(key, checked, errors)
+                if len(errors) >= MAX_ERRORS:
+                    break
+                continue
+            if build is not None:
+                out[key] = checked
+            elif checked is not element:
+                if out is value:
+                    out = dict(value)
+                out[key] = checked
+        for key, description in self.required:
+            if len(errors) >= MAX_ERRORS:
+                break
+            if key not in value:
+                errors.append(((_segment(key), ()), description, "missing"))
+        if errors:
+            return _Invalid(errors[:MAX_ERRORS])
+        return out if build is None else build(**out)
+
+
+class _Union(_Walked):
+    """``X | Y`` of which a walked type: the first alternative that accepts (its outcomes kept by ``_run``);
+    ``Optional[X]``: ``None``, or X with X's own errors. Made before its alternatives' nodes (``fill``), so that an
+    alternative whose members are of this union's type refers to it."""
+
+    __slots__ = ("alternatives", "expected", "optional")
+
+    def __init__(self, tp: Any) -> None:
+        self.expected = describe(tp)
+        self.alternatives: list[tuple[Node, bool]] = []
+        self.optional: tuple[Node, bool] | None = None
+
+    def fill(self, found: list[Node]) -> None:
+        self.alternatives = [_member(node) for node in found]
+        others = [node for node in found if node is not _none]
+        self.optional = _member(others[0]) if len(others) == 1 and len(found) == 2 else None
+
+    def walk(self, value: Any) -> Generator[tuple[Any, Any], Any, Any]:
+        if self.optional is not None:
+            if value is None:
+                return None
+            node, walked = self.optional
+            if walked:
+                return (yield node, value)
+            if node is None:
+                return value
+            try:
+                return node(value)  # type: ignore[operator]
+            except _Invalid as exc:
+                return exc
+        for node, walked in self.alternatives:
+            if walked:
+                checked = yield node, value
+                if type(checked) is not _Invalid:
+                    return checked
+            elif node is None:  # Any
+                return value
+            else:
+                try:
+                    return node(value)  # type: ignore[operator]
+                except _Invalid:
+                    pass
+        return _refuse(self.expected, value)
+
+
 class _Compiler:
-    """Builds the checkers of one function (``globalns`` resolves the strings among its annotations)."""
+    """Builds the nodes of one function (``globalns`` resolves the strings among its annotations)."""
 
     def __init__(self, globalns: dict[str, Any], where: str, localns: dict[str, Any] | None = None) -> None:
         self.globalns = globalns
         self.localns = localns
         self.where = where
         self.notes: list[str] = []
-        self.done: dict[Any, Checker | None] = {}  # dataclasses and TypedDicts met, for recursive types
+        self.done: dict[Any, Node] = {}  # dataclasses, TypedDicts (recursive types) and unions of them met
 
     def resolve(self, tp: Any) -> Any:
         if isinstance(tp, typing.ForwardRef):
@@ -152,7 +494,11 @@ class _Compiler:
         return tp
 
     def checker(self, tp: Any) -> Checker | None:
-        """The checker of ``tp``, or ``None`` when every value is accepted as it is."""
+        """The checker of a parameter of type ``tp``, or ``None`` when every value is accepted as it is."""
+        return _entry(self.node(tp))
+
+    def node(self, tp: Any) -> Node:
+        """The node of ``tp``, or ``None`` when every value is accepted as it is."""
         try:
             tp = self.resolve(tp)
         except Exception as exc:
@@ -176,24 +522,24 @@ class _Compiler:
         if origin is typing.Annotated:
             if any(type(meta).__module__.partition(".")[0] in _CONSTRAINT_MODULES for meta in tp.__metadata__):
                 return self.pydantic(tp, f"the constraints of {describe(tp)}")
-            return self.checker(args[0])
+            return self.node(args[0])
         if origin is typing.Union or origin is types.UnionType:
             return self.union(tp, args)
         if origin is typing.Literal:
             return _literal(tp, args)
         if tp in _SEQUENCES or origin in _SEQUENCES:
-            return _list(tp, self.checker(args[0]) if args else None)
+            return _List(tp, self.node(args[0]) if args else None)
         if tp is tuple or origin is tuple:
             return self.tuple_of(tp, args)
         if tp in _SETS or origin in _SETS:
-            return _set(tp, _SETS[origin or tp], self.checker(args[0]) if args else None)
+            return _List(tp, self.node(args[0]) if args else None, _SETS[origin or tp])
         if tp in _MAPPINGS or origin in _MAPPINGS:
             if args and self.resolve(args[0]) is not str:
                 return self.pydantic(tp, f"the keys of {describe(tp)}")
-            return _dict(tp, self.checker(args[1]) if args else None)
+            return _Dict(tp, self.node(args[1]) if args else None)
         supertype = getattr(tp, "__supertype__", None)  # NewType
         if supertype is not None:
-            return self.checker(supertype)
+            return self.node(supertype)
         if isinstance(tp, type):
             if hasattr(tp, "__pydantic_validator__"):  # a pydantic model or dataclass
                 return self.pydantic(tp, describe(tp))
@@ -205,7 +551,7 @@ class _Compiler:
                 return _enum(tp)
         return self.pydantic(tp, describe(tp))
 
-    def pydantic(self, tp: Any, what: str) -> Checker | None:
+    def pydantic(self, tp: Any, what: str) -> Node:
         try:
             import pydantic  # noqa: PLC0415 (only for the types the built-in checker does not know)
         except ImportError:
@@ -230,28 +576,40 @@ class _Compiler:
 
         return check
 
-    def fallback(self, tp: Any) -> Checker | None:
+    def fallback(self, tp: Any) -> Node:
         """Without pydantic: the base type of an ``Annotated`` (or a dict's values), nothing for a class."""
         origin = typing.get_origin(tp)
         if origin is typing.Annotated:
-            return self.checker(typing.get_args(tp)[0])
+            return self.node(typing.get_args(tp)[0])
         if origin in _MAPPINGS:
-            return _dict(tp, self.checker(typing.get_args(tp)[1]), keys=False)
+            return _Dict(tp, self.node(typing.get_args(tp)[1]), keys=False)
         return None
 
-    def union(self, tp: Any, args: tuple[Any, ...]) -> Checker | None:
-        found = [self.checker(arg) for arg in args]
-        checkers = [checker for checker in found if checker is not None]
-        if len(checkers) < len(found):  # Any among them
+    def union(self, tp: Any, args: tuple[Any, ...]) -> Node:
+        notes = len(self.notes)
+        # Registered first: a union whose alternatives have members of its own type (``A | B`` with a member
+        # ``A | B | None`` in both) is one node, so that _run keeps one outcome per value for all of them.
+        walked = self.done[tp] = _Union(tp)
+        found = [self.node(arg) for arg in args]
+        walked.fill(found)
+        if len(self.notes) > notes:
+            del self.done[tp]  # compiled again for another parameter, which gets its own warning
+        if any(isinstance(node, _Walked) for node in found) and all(node is not None for node in found):
+            return walked
+        # Any among them, or leaves only: None, or a plain function called in place (a member that referred to
+        # this union while it was compiled keeps the node, which does the same).
+        self.done.pop(tp, None)
+        if any(node is None for node in found):
             return None
-        others = [checker for checker in checkers if checker is not _none]
-        if len(others) == 1 and len(checkers) == 2:  # Optional[X]: X's own errors (their paths) when not None
-            other = others[0]
+        others = [node for node in found if node is not _none]
+        if len(others) == 1 and len(found) == 2:  # Optional[X]: X's own errors (their paths) when not None
+            other: Checker = others[0]  # type: ignore[assignment]
 
             def optional(value: Any) -> Any:
                 return None if value is None else other(value)
 
             return optional
+        checkers: list[Checker] = found  # type: ignore[assignment]
         expected = describe(tp)
 
         def union(value: Any) -> Any:
@@ -264,38 +622,14 @@ class _Compiler:
 
         return union
 
-    def tuple_of(self, tp: Any, args: tuple[Any, ...]) -> Checker:
-        expected = describe(tp)
+    def tuple_of(self, tp: Any, args: tuple[Any, ...]) -> Node:
         if not args or (len(args) == 2 and args[1] is Ellipsis):
-            items = _list(tp, self.checker(args[0]) if args else None)
-
-            def variable(value: Any) -> Any:
-                return tuple(items(value))
-
-            return variable
+            return _List(tp, self.node(args[0]) if args else None, tuple)
         if args == ((),):  # tuple[()]
             args = ()
-        checkers = [self.checker(arg) for arg in args]
-        length = len(checkers)
+        return _Tuple(tp, [self.node(arg) for arg in args])
 
-        def fixed(value: Any) -> Any:
-            if not isinstance(value, (list, tuple)) or len(value) != length:
-                raise _refuse(expected, value)
-            out = list(value)
-            errors = None
-            for index, checker in enumerate(checkers):
-                if checker is not None:
-                    try:
-                        out[index] = checker(out[index])
-                    except _Invalid as exc:
-                        errors = _under((index,), exc, errors)
-            if errors:
-                raise _Invalid(errors)
-            return tuple(out)
-
-        return fixed
-
-    def dataclass(self, tp: type) -> Checker:
+    def dataclass(self, tp: type) -> Node:
         hints = _hints(tp)
         members = [
             (
@@ -308,7 +642,7 @@ class _Compiler:
         ]
         return self.members(tp, members, tp)
 
-    def typed_dict(self, tp: type) -> Checker:
+    def typed_dict(self, tp: type) -> Node:
         members = []
         for key, hint in _hints(tp).items():
             annotation = self.safe(hint)
@@ -321,22 +655,20 @@ class _Compiler:
             members.append((key, annotation, is_required))
         return self.members(tp, members, None)
 
-    def members(self, tp: type, members: list[tuple[str, Any, bool]], build: type | None) -> Checker:
-        """The checker of a dataclass or a TypedDict of ``members`` (name, annotation, required)."""
-        cell: list[Checker] = []
-        self.done[tp] = _forward(cell)  # a member of the class's own type
-        fields: dict[str, Checker | None] = {}
+    def members(self, tp: type, members: list[tuple[str, Any, bool]], build: type | None) -> Node:
+        """The node of a dataclass or a TypedDict of ``members`` (name, annotation, required)."""
+        node = _Object(tp, build)
+        self.done[tp] = node  # a member of the class's own type
+        fields: dict[str, Node] = {}
         required: list[tuple[str, str]] = []
         saved, self.where = self.where, f"{self.where} ({tp.__name__})"
         for key, annotation, is_required in members:
-            fields[key] = self.checker(annotation)
+            fields[key] = self.node(annotation)
             if is_required:
                 required.append((key, describe(self.safe(annotation))))
         self.where = saved
-        check = _object(tp, fields, required, build)
-        cell.append(check)
-        self.done[tp] = check
-        return check
+        node.fill(fields, required)
+        return node
 
     def safe(self, tp: Any) -> Any:
         try:
@@ -353,20 +685,19 @@ def _hints(tp: type) -> dict[str, Any]:
         return dict(getattr(tp, "__annotations__", {}))
 
 
-def _forward(cell: list[Checker]) -> Checker:
-    """The checker that ``cell`` will hold once built (a recursive type)."""
-
-    def forward(value: Any) -> Any:
-        return cell[0](value)
-
-    return forward
-
-
 def _key_qualifier(annotation: Any) -> str | None:
     """``"Required"``, ``"NotRequired"`` or ``"ReadOnly"`` for a TypedDict key's qualifier, else ``None``. By
     name: ``typing``'s (3.11+) and ``typing_extensions``' (what 3.10 has) are different objects."""
     name = getattr(typing.get_origin(annotation), "_name", None)
     return name if name in ("Required", "NotRequired", "ReadOnly") else None
+
+
+# --- leaves: one rule for scalars, Literal values and Enum members ---------------------------------------------
+#
+# A value is accepted where its JSON type is the one declared (the type, or a Literal value's or an Enum member
+# value's type), with no coercion: a bool is not an int (nor 1 a True), a float is not an int (1.0 is not the
+# member 1), a number is not a str. The one widening: an int where a float is declared, JSON having one number
+# type; the function then receives the int as given (the member, for an Enum).
 
 
 def _int(value: Any) -> Any:
@@ -401,19 +732,32 @@ def _none(value: Any) -> Any:
 
 _SIMPLE: dict[Any, Checker] = {int: _int, float: _float, str: _str, bool: _bool}
 _EXACT: dict[Checker | None, type] = {_int: int, _float: float, _str: str, _bool: bool, _none: type(None)}
+_AS_GIVEN = object()
 
 
 def _literal(tp: Any, args: tuple[Any, ...]) -> Checker:
-    allowed = {(type(arg), arg) for arg in args}  # True is not 1
+    # (type, value) -> what the function receives: the value as given, or the Enum member whose value it is.
+    allowed: dict[tuple[type, Any], Any] = {}
+    for arg in args:
+        if isinstance(arg, enum.Enum):
+            allowed[(type(arg), arg)] = arg
+            with contextlib.suppress(TypeError):  # an unhashable member value: never a JSON scalar anyway
+                allowed.setdefault((type(arg.value), arg.value), arg)
+        else:
+            allowed.setdefault((type(arg), arg), _AS_GIVEN)
     expected = describe(tp)
 
     def check(value: Any) -> Any:
+        kind = type(value)
         try:
-            if (type(value), value) in allowed:
-                return value
+            found = allowed.get((kind, value))
+            if found is None and kind is int:  # an int for a float value
+                found = allowed.get((float, value))
         except TypeError:  # unhashable: a list or a dict
-            pass
-        raise _refuse(expected, value)
+            found = None
+        if found is None:
+            raise _refuse(expected, value)
+        return value if found is _AS_GIVEN else found
 
     return check
 
@@ -424,119 +768,14 @@ def _enum(tp: type[enum.Enum]) -> Checker:
     def check(value: Any) -> Any:
         if isinstance(value, tp):
             return value
-        if not isinstance(value, bool):  # True would find the member of value 1
-            try:
-                return tp(value)
-            except (ValueError, TypeError):
-                pass
-        raise _refuse(expected, value)
-
-    return check
-
-
-def _list(tp: Any, item: Checker | None) -> Checker:
-    expected = describe(tp)
-
-    def check(value: Any) -> Any:
-        if not isinstance(value, list):
-            raise _refuse(expected, value)
-        return value if item is None else _elements(value, enumerate(value), item, list)
-
-    return check
-
-
-def _elements(value: Any, pairs: Any, item: Checker, copy: Callable[[Any], Any]) -> Any:
-    """A list's or a dict's elements (``pairs``: index or key, element) checked; ``copy`` of it made only when
-    an element was converted."""
-    out = value
-    errors = None
-    for key, element in pairs:
         try:
-            checked = item(element)
-        except _Invalid as exc:
-            errors = _under((key,), exc, errors)
-            if len(errors) >= MAX_ERRORS:
-                break
-            continue
-        if checked is not element:
-            if out is value:
-                out = copy(value)
-            out[key] = checked
-    if errors:
-        raise _Invalid(errors)
-    return out
-
-
-def _set(tp: Any, kind: type, item: Checker | None) -> Checker:
-    items = _list(tp, item)
-    expected = describe(tp)
-
-    def check(value: Any) -> Any:
-        checked = items(value)
-        try:
-            return kind(checked)
-        except TypeError:  # an unhashable element
+            member = tp(value)  # by value (a Flag's combination, the class's _missing_, too)
+        except (ValueError, TypeError):
             raise _refuse(expected, value) from None
-
-    return check
-
-
-def _dict(tp: Any, item: Checker | None, *, keys: bool = True) -> Checker:
-    expected = describe(tp) if keys else "dict"
-
-    def check(value: Any) -> Any:
-        if not isinstance(value, dict) or (keys and not all(type(key) is str for key in value)):
-            raise _refuse(expected, value)
-        return value if item is None else _elements(value, value.items(), item, dict)
-
-    return check
-
-
-def _object(
-    tp: type, fields: dict[str, Checker | None], required: list[tuple[str, str]], build: type | None
-) -> Checker:
-    """A JSON object's members checked by name: a TypedDict (``build`` None: the dict, other keys kept) or a
-    dataclass (``build``: its instance, an unknown member refused)."""
-    expected = describe(tp)
-
-    def check(value: Any) -> Any:
-        if build is not None and isinstance(value, build):
-            return value
-        if not isinstance(value, dict):
-            raise _refuse(expected, value)
-        out = value if build is None else {}
-        errors: list[dict[str, Any]] = []
-        for key, element in value.items():
-            if key not in fields:
-                if build is not None:
-                    errors.append({"path": [_segment(key)], "expected": "no such member", "got": _got(element)})
-                    if len(errors) >= MAX_ERRORS:
-                        break  # no more are sent: the rest is not looked at
-                continue
-            checker = fields[key]
-            checked = element
-            if checker is not None:
-                try:
-                    checked = checker(element)
-                except _Invalid as exc:
-                    _under((key,), exc, errors)
-                    if len(errors) >= MAX_ERRORS:
-                        break
-                    continue
-            if build is not None:
-                out[key] = checked
-            elif checked is not element:
-                if out is value:
-                    out = dict(value)
-                out[key] = checked
-        for key, description in required:
-            if len(errors) >= MAX_ERRORS:
-                break
-            if key not in value:
-                errors.append({"path": [_segment(key)], "expected": description, "got": "missing"})
-        if errors:
-            raise _Invalid(errors[:MAX_ERRORS])
-        return out if build is None else build(**out)
+        declared = type(member.value)
+        if declared is type(value) or (declared is float and type(value) is int):
+            return member
+        raise _refuse(expected, value)  # found by equality across types: 1.0 or True for the member 1
 
     return check
 
@@ -550,10 +789,45 @@ def _pydantic_own_errors() -> frozenset[str]:
     return frozenset(typing.get_args(ErrorType)) - {"value_error", "assertion_error"}
 
 
-def _from_pydantic(error: Any, where: str) -> dict[str, Any]:
+# The members of pydantic's error contexts that come from the type (a Literal's values, the expected tags, a
+# pattern, a bound): sent as pydantic wrote them, as the built-in checker's ``expected`` is. Any other (a
+# discriminated union's tag, a parser's or an exception's text) may carry the input, and is cut where the
+# message holds it, as ``got`` is.
+_PYDANTIC_TYPE_CONTEXT = frozenset(
+    {
+        "class",
+        "class_name",
+        "decimal_places",
+        "discriminator",
+        "encoding",
+        "expected",
+        "expected_plural",
+        "expected_schemes",
+        "expected_tags",
+        "expected_version",
+        "field_type",
+        "ge",
+        "gt",
+        "le",
+        "lt",
+        "max_digits",
+        "max_length",
+        "method_name",
+        "min_length",
+        "multiple_of",
+        "pattern",
+        "tz_expected",
+        "whole_digits",
+    }
+)
+
+
+def _from_pydantic(error: Any, where: str) -> Error:
     kind = error.get("type")
     message = str(error.get("msg", ""))
-    path = [_segment(segment) for segment in error.get("loc", ())]
+    path: Any = ()
+    for segment in reversed(error.get("loc", ())):
+        path = (_segment(segment), path)
     if kind == "missing":
         got = "missing"
         message = "a value"
@@ -564,41 +838,90 @@ def _from_pydantic(error: Any, where: str) -> dict[str, Any]:
     elif kind not in _pydantic_own_errors():
         # The text of an exception raised by a validator (user code): not sent, as an exception's text is not
         # with expose_errors=False; logged (DEBUG: a caller can cause any number of them).
-        _log.debug("methods(): %s: at %s, a validator refused the value: %s", where, path, message)
+        _log.debug("methods(): %s: at %s, a validator refused the value: %s", where, _segments(path), message)
         message = "a valid value"
-    elif message.startswith("Input should be "):
-        message = message[len("Input should be ") :]
-    return {"path": path, "expected": message, "got": got}
+    else:
+        for key, value in (error.get("ctx") or {}).items():
+            text = str(value)
+            if key not in _PYDANTIC_TYPE_CONTEXT and len(text) > GOT_LENGTH:
+                message = message.replace(text, cut(text))
+        if message.startswith("Input should be "):
+            message = message[len("Input should be ") :]
+    return (path, message, got)
 
 
 # --- results ---------------------------------------------------------------------------------------
 
 
+# Where converting a result stops: as deep as the encoders go (rpcwire.pure.codec's cap, the native encoder's). A
+# result that nests deeper (one that holds itself) is the encoder's RecursionError, found here first.
+_DUMP_DEPTH = 2_000
+
+
 def dump(value: Any) -> Any:
     """``value`` with its dataclasses, pydantic models, enums, tuples and sets turned into what JSON holds
-    (the same object where nothing changed: no deep copy)."""
-    kind = type(value)
-    if kind in _PLAIN:
-        if kind is list or kind is dict:
-            out = value  # copied (list or dict alike) at the first element that changes
-            for key, element in enumerate(value) if kind is list else value.items():
-                converted = dump(element)
+    (the same object where nothing changed: no deep copy).
+
+    Walked with a list as its stack (as the checking is), not recursively: a result converted is as deep as
+    the argument it came from may be.
+    """
+    top, owned = _opened(value)
+    if owned is None:
+        return top
+    # One frame per list or dict being walked: (its pairs left, it, the output, whether the output is ours to
+    # change (a new list or dict), the key and element it came from in the frame below).
+    stack: list[tuple[Any, Any, Any, bool, Any, Any]] = []
+    container, out = top, top
+    pairs: Any = iter(enumerate(top) if type(top) is list else top.items())
+    key: Any = None
+    element: Any = None
+    while True:
+        for key, element in pairs:
+            converted, child_owned = _opened(element)
+            if child_owned is None:
                 if converted is not element:
-                    if out is value:
-                        out = kind(value)
+                    if out is container and not owned:
+                        out = type(container)(container)  # copied (list or dict alike) at the first change
                     out[key] = converted
-            return out
-        return value
-    model_dump = getattr(value, "model_dump", None)
-    if model_dump is not None and hasattr(kind, "__pydantic_validator__"):
-        return model_dump(mode="json")
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {field.name: dump(getattr(value, field.name)) for field in dataclasses.fields(value)}
-    if isinstance(value, enum.Enum):
-        return dump(value.value)
-    if isinstance(value, (tuple, set, frozenset)):
-        return [dump(element) for element in value]
-    return dump(dict(value)) if isinstance(value, dict) else value
+                continue
+            if len(stack) >= _DUMP_DEPTH:
+                raise RecursionError("maximum recursion depth exceeded while converting a result")
+            stack.append((pairs, container, out, owned, key, element))
+            container, out, owned = converted, converted, child_owned
+            pairs = iter(enumerate(converted) if type(converted) is list else converted.items())
+            break
+        else:
+            if not stack:
+                return out
+            converted = out
+            pairs, container, out, owned, key, element = stack.pop()
+            if converted is not element:
+                if out is container and not owned:
+                    out = type(container)(container)
+                out[key] = converted
+
+
+def _opened(value: Any) -> tuple[Any, bool | None]:
+    """``value`` converted, and ``None`` when nothing is under it; else the list or dict whose elements are
+    converted next, and whether it is a new one (``True``: changed in place) or ``value`` itself (``False``:
+    copied at its first converted element)."""
+    while True:
+        kind = type(value)
+        if kind in _PLAIN:
+            return value, (False if kind is list or kind is dict else None)
+        model_dump = getattr(value, "model_dump", None)
+        if model_dump is not None and hasattr(kind, "__pydantic_validator__"):
+            return model_dump(mode="json"), None
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}, True
+        if isinstance(value, enum.Enum):
+            value = value.value
+            continue
+        if isinstance(value, (tuple, set, frozenset)):
+            return list(value), True
+        if isinstance(value, dict):
+            return dict(value), True
+        return value, None
 
 
 def _dump_top(value: Any) -> Any:
