@@ -4,10 +4,10 @@
 //! The client's reading (`_read_available`, `_has_buffered_message`, `_read_incoming`, as a transport has
 //! them) goes straight to the stdout pipe's descriptor into the protocol crate's framing [`Decoder`], with
 //! the GIL released for the system call and for the search of what it brought (each byte searched once, a
-//! line over `max_message_bytes` dropped as it arrives, never held); what it hands out is classified by `reply` as every client's
-//! reading is. One thread reads at a time: the client's reading lock is here (`_take_reading`, only ever
-//! tried), and the state's lock is only ever taken, never waited for: a second reader is a bug, refused
-//! with `RuntimeError`.
+//! line over `max_message_bytes` dropped as it arrives, never held); what it hands out is classified by
+//! `reply` as every client's reading is. One thread reads at a time: the client's reading lock is here
+//! (`_take_reading`, only ever tried), and the state's lock is only ever taken, never waited for: a second
+//! reader is a bug, refused with `RuntimeError`.
 //!
 //! The lone caller's path (`Client.call` when nothing else is in flight): `_call` takes the reading lock,
 //! encodes the request and writes it to the stdin pipe (non-blocking) in one write that a pipe never splits
