@@ -21,8 +21,15 @@ FUZZ_BIN = $(FUZZ_DIR)/target/$(FUZZ_HOST)/release
 FUZZ_RUSTFLAGS := -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
 	-Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
 	-Cllvm-args=-sanitizer-coverage-trace-compares
-# -max_len: inputs longer than this are cut; 4 KiB holds lines past the depth limit of 128.
-FUZZ_FLAGS := -max_len=4096 -timeout=10 -rss_limit_mb=2048 -dict=$(FUZZ_DIR)/json.dict
+# -max_len, per target: inputs longer than this are cut, so each must hold what reaches the target's limits.
+# framing: a header block past HEADER_LIMIT (8 KiB) with frames around it. envelope: lines past the depth
+# limit of 128, and integers past Python's digit limit (4,300 digits; the envelope records the longest).
+# float_repr reads 8 bytes. transport (atheris): both of the framing's and the envelope's, on either framing.
+FUZZ_MAX_LEN_framing := 20480
+FUZZ_MAX_LEN_envelope := 16384
+FUZZ_MAX_LEN_float_repr := 4096
+FUZZ_MAX_LEN_transport := 20480
+FUZZ_FLAGS := -timeout=10 -rss_limit_mb=2048 -dict=$(FUZZ_DIR)/json.dict
 ATHERIS := atheris==3.0.0
 
 .PHONY: fuzz fuzz-smoke fuzz-build fuzz-atheris fuzz-lint
@@ -33,12 +40,13 @@ fuzz-build: check-rust ## Build the fuzz targets (fuzz/target)
 
 # $(1): seconds per target
 define fuzz_run
-	@set -e; for target in $(FUZZ_TARGETS); do \
+	@set -e; for entry in $(foreach target,$(FUZZ_TARGETS),$(target):$(FUZZ_MAX_LEN_$(target))); do \
+		target=$${entry%%:*}; max_len=$${entry##*:}; \
 		mkdir -p $(FUZZ_DIR)/corpus/$$target $(FUZZ_DIR)/artifacts $(FUZZ_SEEDS)/$$target; \
-		echo "fuzz: $$target for $(1) s"; \
-		$(FUZZ_BIN)/$$target $(FUZZ_FLAGS) -max_total_time=$(1) -artifact_prefix=$(FUZZ_DIR)/artifacts/$$target- \
-			$(FUZZ_DIR)/corpus/$$target $(FUZZ_SEEDS)/$$target 2>$(FUZZ_DIR)/artifacts/$$target.log \
-			|| { tail -n 40 $(FUZZ_DIR)/artifacts/$$target.log; exit 1; }; \
+		echo "fuzz: $$target for $(1) s (inputs up to $$max_len bytes)"; \
+		$(FUZZ_BIN)/$$target $(FUZZ_FLAGS) -max_len=$$max_len -max_total_time=$(1) \
+			-artifact_prefix=$(FUZZ_DIR)/artifacts/$$target- $(FUZZ_DIR)/corpus/$$target $(FUZZ_SEEDS)/$$target \
+			2>$(FUZZ_DIR)/artifacts/$$target.log || { tail -n 40 $(FUZZ_DIR)/artifacts/$$target.log; exit 1; }; \
 		grep -E '^Done [0-9]+ runs' $(FUZZ_DIR)/artifacts/$$target.log | tail -n 1; \
 	done
 endef
@@ -53,8 +61,9 @@ fuzz: fuzz-build ## Fuzz each target for FUZZ_SECONDS (default 600), then fuzz-a
 fuzz-atheris: develop ## Native against pure on whole streams with atheris, for FUZZ_SECONDS
 	$(VENV)/bin/pip install --quiet $(ATHERIS)
 	mkdir -p $(FUZZ_DIR)/corpus/transport $(FUZZ_DIR)/artifacts
-	$(PY) $(FUZZ_DIR)/atheris_transport.py $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) \
-		-artifact_prefix=$(FUZZ_DIR)/artifacts/transport- $(FUZZ_DIR)/corpus/transport $(FUZZ_SEEDS)/transport \
+	$(PY) $(FUZZ_DIR)/atheris_transport.py $(FUZZ_FLAGS) -max_len=$(FUZZ_MAX_LEN_transport) \
+		-max_total_time=$(FUZZ_SECONDS) -artifact_prefix=$(FUZZ_DIR)/artifacts/transport- \
+		$(FUZZ_DIR)/corpus/transport $(FUZZ_SEEDS)/transport \
 		2>$(FUZZ_DIR)/artifacts/transport.log || { tail -n 40 $(FUZZ_DIR)/artifacts/transport.log; exit 1; }
 	@grep -E '^Done [0-9]+ runs' $(FUZZ_DIR)/artifacts/transport.log | tail -n 1
 

@@ -3,10 +3,11 @@
 //!
 //! The client's reading (`_read_available`, `_has_buffered_message`, `_read_incoming`, as a transport has
 //! them) goes straight to the stdout pipe's descriptor into the protocol crate's framing [`Decoder`], with
-//! the GIL released for the system call; what it hands out is classified by `reply` as every client's
-//! reading is. One thread reads at a time: the client's reading lock is here (`_take_reading`, only ever
-//! tried), and the state's lock is only ever taken, never waited for: a second reader is a bug, refused
-//! with `RuntimeError`.
+//! the GIL released for the system call and for the search of what it brought (each byte searched once, a
+//! line over `max_message_bytes` dropped as it arrives, never held); what it hands out is classified by
+//! `reply` as every client's reading is. One thread reads at a time: the client's reading lock is here
+//! (`_take_reading`, only ever tried), and the state's lock is only ever taken, never waited for: a second
+//! reader is a bug, refused with `RuntimeError`.
 //!
 //! The lone caller's path (`Client.call` when nothing else is in flight): `_call` takes the reading lock,
 //! encodes the request and writes it to the stdin pipe (non-blocking) in one write that a pipe never splits
@@ -80,14 +81,12 @@ pub(crate) struct ClientPipe {
     born: Instant,
 }
 
-/// What one wait on the pipes found.
+/// What a wait for a whole message found.
 enum Waited {
-    /// Bytes were read (0: the end of input).
-    Read(usize),
-    /// The halt pipe, or the deadline: nothing was read.
+    /// A whole message (or what the framing dropped, or the end of input) is buffered.
+    Message,
+    /// The halt pipe, or the deadline, before a whole message.
     Nothing,
-    /// A signal interrupted the wait: its handler runs, then the wait goes on.
-    Interrupted,
 }
 
 impl ClientPipe {
@@ -95,17 +94,21 @@ impl ClientPipe {
         self.state.try_lock().ok_or_else(|| PyRuntimeError::new_err(CONCURRENT_READ))
     }
 
-    /// One read into the decoder (the end of input closes it), the GIL released.
+    /// One read into the decoder (the end of input closes it), and the search of what it brought, the GIL
+    /// released: the decoder remembers how far it searched (and drops an over-long line as it goes), so
+    /// the `_has_buffered_message` that follows, with the GIL, has nothing left to search.
     fn fill(&self, py: Python<'_>, state: &mut State) -> PyResult<()> {
         let fd = self.fd;
+        let State { decoder, chunk, .. } = state;
         loop {
-            let chunk: &mut [u8] = &mut state.chunk;
-            let read = py.detach(|| read_once(fd, chunk));
+            let read = py.detach(|| {
+                let count = read_once(fd, chunk)?;
+                feed(decoder, &chunk[..count]);
+                decoder.has_message(true);
+                io::Result::Ok(())
+            });
             match read {
-                Ok(count) => {
-                    feed(state, count);
-                    return Ok(());
-                }
+                Ok(()) => return Ok(()),
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => py.check_signals()?,
                 Err(error) => return Err(error.into()),
             }
@@ -186,11 +189,12 @@ fn is_pipe(fd: i32) -> bool {
     done == 0 && (stat.st_mode & libc::S_IFMT) == libc::S_IFIFO
 }
 
-fn feed(state: &mut State, count: usize) {
-    if count == 0 {
-        state.decoder.close();
+/// What one read returned, into the decoder (nothing: the end of input).
+fn feed(decoder: &mut Decoder, read: &[u8]) {
+    if read.is_empty() {
+        decoder.close();
     } else {
-        state.decoder.feed(&state.chunk[..count]);
+        decoder.feed(read);
     }
 }
 
@@ -200,14 +204,34 @@ fn read_once(fd: i32, chunk: &mut [u8]) -> io::Result<usize> {
     usize::try_from(count).map_err(|_| io::Error::last_os_error())
 }
 
-/// Wait until `fd` or `halt_fd` is readable (or `deadline`), and read `fd` once if it is. No GIL.
-fn wait_and_read(fd: i32, halt_fd: i32, deadline: Option<Instant>, chunk: &mut [u8]) -> io::Result<Waited> {
+/// Until `decoder` holds a whole message: wait until `fd` or `halt_fd` is readable (or `deadline`), read
+/// `fd` once if it is, and hand what came to `decoder`. No GIL: this is where a long message's bytes are
+/// searched (once each, an over-long line dropped as it arrives).
+fn wait_for_message(
+    fd: i32,
+    halt_fd: i32,
+    deadline: Option<Instant>,
+    decoder: &mut Decoder,
+    chunk: &mut [u8],
+) -> io::Result<Waited> {
+    while !decoder.has_message(true) {
+        match wait_and_read(fd, halt_fd, deadline, chunk)? {
+            Some(count) => feed(decoder, &chunk[..count]),
+            None => return Ok(Waited::Nothing),
+        }
+    }
+    Ok(Waited::Message)
+}
+
+/// Wait until `fd` or `halt_fd` is readable (or `deadline`), and read `fd` once if it is: the count read
+/// (0: the end of input), or `None` (the halt pipe, or the deadline); `Interrupted` as an error.
+fn wait_and_read(fd: i32, halt_fd: i32, deadline: Option<Instant>, chunk: &mut [u8]) -> io::Result<Option<usize>> {
     let timeout = match deadline {
         None => -1,
         Some(deadline) => {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Ok(Waited::Nothing);
+                return Ok(None);
             }
             // Rounded up, so that the wait never ends just before the deadline.
             i32::try_from(left.as_micros().div_ceil(1000)).unwrap_or(i32::MAX)
@@ -220,17 +244,12 @@ fn wait_and_read(fd: i32, halt_fd: i32, deadline: Option<Instant>, chunk: &mut [
     // SAFETY: `fds` is a live array of two `pollfd`s for the whole call.
     let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout) };
     if ready < 0 {
-        let error = io::Error::last_os_error();
-        return if error.kind() == io::ErrorKind::Interrupted { Ok(Waited::Interrupted) } else { Err(error) };
+        return Err(io::Error::last_os_error());
     }
     if ready == 0 || fds[1].revents != 0 {
-        return Ok(Waited::Nothing);
+        return Ok(None);
     }
-    match read_once(fd, chunk) {
-        Ok(count) => Ok(Waited::Read(count)),
-        Err(error) if error.kind() == io::ErrorKind::Interrupted => Ok(Waited::Interrupted),
-        Err(error) => Err(error),
-    }
+    read_once(fd, chunk).map(Some)
 }
 
 /// Whether `message` is the `Response` to the call `id` (an `int` id equal to it, as `_take_answer` matches).
@@ -454,16 +473,17 @@ impl ClientPipe {
     /// input (`Got::Message(None)`, nothing taken).
     fn read_own<'py>(&self, py: Python<'py>, id: i64, deadline: Option<Instant>) -> PyResult<Got<'py>> {
         let mut state = self.state()?;
-        while !state.decoder.has_message(true) {
-            let (fd, halt_fd) = (self.fd, self.halt_fd);
-            let chunk: &mut [u8] = &mut state.chunk;
-            match py.detach(|| wait_and_read(fd, halt_fd, deadline, chunk))? {
-                Waited::Read(count) => feed(&mut state, count),
-                Waited::Nothing => return Ok(Got::Message(None)),
-                Waited::Interrupted => py.check_signals()?,
+        let State { decoder, chunk, strings } = &mut *state;
+        let (fd, halt_fd) = (self.fd, self.halt_fd);
+        loop {
+            match py.detach(|| wait_for_message(fd, halt_fd, deadline, decoder, chunk)) {
+                Ok(Waited::Message) => break,
+                Ok(Waited::Nothing) => return Ok(Got::Message(None)),
+                // A signal interrupted the wait: its handler runs, then the wait goes on.
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => py.check_signals()?,
+                Err(error) => return Err(error.into()),
             }
         }
-        let State { decoder, strings, .. } = &mut *state;
         match decoder.next(true) {
             Some(decoded) => self.handed_out(py, &decoded, strings, Some(id)),
             None => Ok(Got::Message(None)),

@@ -10,9 +10,9 @@
 //! `rpcwire._types.Refused(reason, answer)`, with the reason `_read_incoming` gives and the answer
 //! `_read_message` gives (logged at DEBUG as `_read_message` logs it, when it is handed out).
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBool, PyBytes};
 
 use rpcwire_protocol::envelope::DEFAULT_MAX_MESSAGE_BYTES;
 use rpcwire_protocol::framing::{Decoded, Decoder, Framing};
@@ -37,7 +37,7 @@ pub(crate) fn framing(name: &str) -> PyResult<Framing> {
 /// body handed out as `b""` (it is not skipped), a bad frame dropped up to the next `Content-Length`.
 /// `skip_blank=False` hands blank lines out instead, as `read_line` does (a reader that must see each
 /// one: the MCP reader); it changes nothing for `"content-length"`, whose bodies are never skipped and
-/// whose blank lines between frames are not messages.
+/// whose blank lines between frames are not messages. It is a `bool` (anything else: `TypeError`).
 /// A message over `max_message_bytes` is dropped as it arrives (never held whole). A dropped message is
 /// a `Refused` whose `reason` is what `StdioTransport._read_incoming` returns for it and whose `answer`
 /// is the answer line `_read_message` returns (-32700, or -32600 for an over-long message that began as
@@ -50,17 +50,33 @@ pub(crate) struct FrameDecoder {
     skip_blank: bool,
 }
 
+/// `FrameDecoder`'s `skip_blank`: a `bool` and nothing else (a truthy `"no"` or a falsy `[]` would quietly mean
+/// the opposite of what it says), refused in `rpcwire.pure`'s words.
+#[derive(Clone, Copy)]
+struct SkipBlank(bool);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for SkipBlank {
+    type Error = PyErr;
+
+    fn extract(value: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        match value.cast::<PyBool>() {
+            Ok(flag) => Ok(Self(flag.is_true())),
+            Err(_) => Err(PyTypeError::new_err(format!("skip_blank must be a bool, not {}", value.get_type().name()?))),
+        }
+    }
+}
+
 #[pymethods]
 impl FrameDecoder {
     #[new]
     #[pyo3(
-        signature = (framing="newline", *, max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES, skip_blank=true),
+        signature = (framing="newline", *, max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES, skip_blank=SkipBlank(true)),
         text_signature = "(framing='newline', *, max_message_bytes=67108864, skip_blank=True)"
     )]
-    fn new(framing: &str, max_message_bytes: i64, skip_blank: bool) -> PyResult<Self> {
+    fn new(framing: &str, max_message_bytes: i64, skip_blank: SkipBlank) -> PyResult<Self> {
         let framing = self::framing(framing)?;
         let max_message_bytes = request::checked_max_message_bytes(max_message_bytes)?;
-        Ok(Self { decoder: Decoder::new(framing, max_message_bytes), max_message_bytes, skip_blank })
+        Ok(Self { decoder: Decoder::new(framing, max_message_bytes), max_message_bytes, skip_blank: skip_blank.0 })
     }
 
     /// Add bytes read from the stream (`b""` is not the end of input: see `close`). `ValueError` after

@@ -9,6 +9,9 @@
 //!   written back as the answer carries it: a number as written (serde_json's `arbitrary_precision`
 //!   keeps its text), a string in canonical form (what `json.dumps` writes; serde_json writes the same).
 //! - A batch is read up to `max_batch` entries and no further.
+//! - Where it accepts, the digits of the longest integer literal it reports (what Python's digit limit, 4,300
+//!   digits by default, is checked against) are those of the longest in the whole text: a member no one
+//!   reads, a batch entry, an id, params.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -41,6 +44,41 @@ fn nesting_depth(text: &str) -> usize {
         }
     }
     deepest
+}
+
+/// The digits of the longest integer literal (no fraction, no exponent; the sign not counted) outside the
+/// strings of a valid JSON text.
+fn longest_integer(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    let (mut longest, mut at, mut in_string, mut escaped) = (0, 0, false, false);
+    while at < bytes.len() {
+        let byte = bytes[at];
+        at += 1;
+        if in_string {
+            match (escaped, byte) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'-' | b'0'..=b'9' => {
+                let start = at - 1;
+                while bytes.get(at).is_some_and(|byte| matches!(byte, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')) {
+                    at += 1;
+                }
+                let number = &bytes[start..at];
+                if !number.iter().any(|byte| matches!(byte, b'.' | b'e' | b'E')) {
+                    longest = longest.max(number.iter().filter(|byte| byte.is_ascii_digit()).count());
+                }
+            }
+            _ => {}
+        }
+    }
+    longest
 }
 
 /// What docs/semantics.md says one message (or batch entry) is.
@@ -133,6 +171,9 @@ fuzz_target!(|data: &[u8]| {
     }
     let expect_ok = grammar.is_ok() && nesting_depth(&text) <= max_depth;
     assert_eq!(parsed.is_ok(), expect_ok, "{text:?} (max_depth {max_depth}): {parsed:?} vs {grammar:?}");
+    if let Ok(parsed) = &parsed {
+        assert_eq!(parsed.longest_integer, longest_integer(&text), "{text:?}: the longest integer");
+    }
     let (Ok(parsed), Ok(value)) = (parsed, serde_json::from_str::<Value>(&text)) else { return };
     match (&value, &parsed.message) {
         (Value::Array(values), Message::Batch(entries)) => {

@@ -15,6 +15,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from support.processes import run_script
+
+MIB = 1024 * 1024
 
 pytestmark = [
     pytest.mark.timeout(60),
@@ -331,3 +334,66 @@ def test_lone_and_concurrent_calls_mix(impl: ModuleType) -> None:
             thread.join(50)
         assert not errors
         assert not client._pending
+
+
+# --- an over-long answer line is dropped as it arrives (child process, peak RSS) ----------------------------------
+
+# The client, in a child of its own (its peak RSS is its alone): a server that answers the first request with a
+# line of "{" and line_bytes - 1 bytes of "a" (written as it goes, never held), then the request's real answer.
+# The call is made the lone way (one call into the core, ``_ClientPipe._call``) or the general way (``on_progress``
+# sends it through ``_read_until``: ``_has_buffered_message``, ``_read_available``, ``_read_incoming``).
+OVER_LONG_CHILD = r'''
+import importlib, json, logging, sys
+
+from support.measure import peak_rss
+
+impl = importlib.import_module(sys.argv[1])
+line_bytes, limit, way = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+SERVER = """
+import json, sys
+request = json.loads(sys.stdin.buffer.readline())
+out, block, left = sys.stdout.buffer, b"a" * 65536, %d
+out.write(b"{")
+while left:
+    out.write(block[:left])
+    left -= len(block[:left])
+out.write(b"\\n" + json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": "after"}).encode() + b"\\n")
+out.flush()
+sys.stdin.buffer.read()
+""" % (line_bytes - 1)
+
+
+class Kept(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+kept = Kept()
+logging.getLogger("rpcwire").addHandler(kept)
+with impl.Client.spawn([sys.executable, "-c", SERVER], max_message_bytes=limit, timeout=60) as client:
+    before = peak_rss()
+    if way == "lone":
+        result = client.call("big")
+    else:
+        result = client.call("big", on_progress=lambda *progress: None)
+    after = peak_rss()
+print(json.dumps({"growth": after - before, "result": result, "logged": kept.messages}))
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("way", ["lone", "general"])
+def test_an_over_long_answer_line_is_dropped_as_it_arrives(impl: ModuleType, way: str) -> None:
+    """A 64 MiB line against max_message_bytes = 1 MiB: the client's peak RSS grows by far less than the line
+    (held whole, by at least 64 MiB; the bound is 1 MiB plus a read's 64 KiB, the allocator's slack and the
+    pipe's buffer), it is dropped with a warning, and the call gets the answer that follows it."""
+    line_bytes, limit = 64 * MIB, MIB
+    report = run_script(OVER_LONG_CHILD, impl.__name__, str(line_bytes), str(limit), way)
+    assert report["result"] == "after"
+    assert report["logged"] == [f"dropped a message from the server: a line longer than max_message_bytes ({limit})"]
+    assert report["growth"] < 16 * MIB, f"peak RSS grew by {report['growth'] / MIB:.1f} MiB"

@@ -105,6 +105,16 @@ def test_the_option_is_keyword_only(core: ModuleType) -> None:
         core.FrameDecoder("newline", 100, False)
 
 
+@pytest.mark.parametrize("value", [1, 0, None, "", "no", 1.0, [], [False]])
+def test_the_option_is_a_bool_and_nothing_else(core: ModuleType, value: object) -> None:
+    """One rule on both cores: a bool, as the HTTP apps' flags are (a truthy ``"no"``
+    or a falsy ``[]`` would quietly mean the opposite of what it says), refused before anything is read."""
+    for framing in ("newline", "content-length"):  # refused also where it changes nothing
+        with pytest.raises(TypeError) as caught:
+            core.FrameDecoder(framing, skip_blank=value)
+        assert caught.value.args == (f"skip_blank must be a bool, not {type(value).__name__}",)
+
+
 def test_the_cores_agree_on_random_streams() -> None:
     rng = random.Random(19)
     alphabet = [b"\n", b"\r", b"\r\n", b" ", b"\t", b"x", b"{", b"[1]"]

@@ -2,13 +2,15 @@
 they reached new code, or once broke something, plus hand-written seeds (``make fuzz-smoke`` replays the
 same files through the Rust targets).
 
-- ``transport/`` (atheris, fuzz/atheris_transport.py): first byte picks the limits, the rest is a stream.
+- ``transport/`` (atheris, fuzz/atheris_transport.py): first byte picks the limits and the framing, the rest is
+  a stream.
 - ``envelope/`` (fuzz_targets/envelope.rs): first byte picks ``max_depth`` and ``max_batch``, the rest is one line.
-- ``framing/`` (fuzz_targets/framing.rs): any bytes, served as a stream with a small line limit.
+- ``framing/`` (fuzz_targets/framing.rs): any bytes, served as a stream with a small limit, in either framing.
 - ``float_repr/`` (fuzz_targets/float_repr.rs): the first 8 bytes are a double, echoed in a result.
 
 Native and pure must write the same bytes (also when the native transport reads the stream in pieces),
-and the answers must be what the oracle of test_properties.py predicts: one per request with a valid id.
+and the answers to a newline stream must be what the oracle of test_properties.py predicts: one per request with
+a valid id.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 import struct
 from pathlib import Path
 from typing import Any
@@ -40,10 +43,13 @@ def ids(paths: list[Path]) -> list[str]:
     return [path.name for path in paths]
 
 
-def replay(data: bytes, **limits: Any) -> None:
-    pure = served(rpcwire.pure, io.BytesIO(data), **limits)
-    assert served(rpcwire, io.BytesIO(data), **limits) == pure
-    assert served(rpcwire, io.BufferedReader(Trickle(data, [1, 7, 3]), buffer_size=64), **limits) == pure
+def replay(data: bytes, framing: str = "newline", **limits: Any) -> None:
+    pure = served(rpcwire.pure, io.BytesIO(data), framing=framing, **limits)
+    assert served(rpcwire, io.BytesIO(data), framing=framing, **limits) == pure
+    trickled = io.BufferedReader(Trickle(data, [1, 7, 3]), buffer_size=64)
+    assert served(rpcwire, trickled, framing=framing, **limits) == pure
+    if framing != "newline":
+        return  # the oracle reads lines
     check_against_oracle(
         data,
         pure,
@@ -59,6 +65,7 @@ def atheris_limits(selector: int) -> dict[str, Any]:
         "max_message_bytes": [rpcwire.DEFAULT_MAX_MESSAGE_BYTES, 1, 16, 64][selector & 3],
         "max_depth": [rpcwire.DEFAULT_MAX_DEPTH, 1, 2, 127][(selector >> 2) & 3],
         "max_batch": [None, None, 1, 2][(selector >> 4) & 3],
+        "framing": ["newline", "content-length"][(selector >> 6) & 1],
     }
 
 
@@ -82,7 +89,8 @@ def test_envelope(path: Path) -> None:
 def test_framing(path: Path) -> None:
     data = path.read_bytes()
     if data:
-        replay(data, max_message_bytes=data[0] % 41 + 1)
+        for framing in ("newline", "content-length"):
+            replay(data, framing, max_message_bytes=data[0] % 41 + 1)
 
 
 @pytest.mark.parametrize("path", files("float_repr"), ids=ids(files("float_repr")))
@@ -102,6 +110,23 @@ def test_float_repr(path: Path) -> None:
     assert json.loads(written["native"])["result"] == [value]
 
 
+# What each target's inputs must reach: a header block past the 8 KiB limit of Content-Length framing
+# (framing.rs's HEADER_LIMIT), an integer past Python's digit limit (4,300 digits), and for the transport both.
+REACH = {"framing": 8192 + 1, "envelope": 4300 + 1, "float_repr": 8, "transport": 8192 + 1}
+
+
+@pytest.mark.parametrize("kind", list(REACH))
+def test_each_target_takes_inputs_that_reach_its_limits(kind: str) -> None:
+    """fuzz/fuzz.mk's -max_len of each target holds every seed of it (a longer one is cut before it runs, and the
+    limit it was written to reach is never fuzzed) and what reaches the target's limits."""
+    max_lens = {
+        name: int(value)
+        for name, value in re.findall(r"^FUZZ_MAX_LEN_(\w+) := (\d+)$", (FUZZ_DIR / "fuzz.mk").read_text(), re.M)
+    }
+    assert max_lens[kind] > REACH[kind]
+    assert [path.name for path in files(kind) if path.stat().st_size > max_lens[kind]] == []
+
+
 def test_the_atheris_harness_derives_the_same_limits() -> None:
     """atheris_transport.py and this file read an input's first byte the same way (atheris itself may be absent)."""
     source = (FUZZ_DIR / "atheris_transport.py").read_text()
@@ -109,5 +134,6 @@ def test_the_atheris_harness_derives_the_same_limits() -> None:
         "[rpcwire.DEFAULT_MAX_MESSAGE_BYTES, 1, 16, 64][selector & 3]",
         "[rpcwire.DEFAULT_MAX_DEPTH, 1, 2, 127][(selector >> 2) & 3]",
         "[None, None, 1, 2][(selector >> 4) & 3]",
+        '["newline", "content-length"][(selector >> 6) & 1]',
     ):
         assert choice in source

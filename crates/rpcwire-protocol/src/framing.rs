@@ -67,19 +67,19 @@ impl LineBuffer {
         self.data.reserve(additional);
     }
 
-    /// Whether a complete line (or the end of an over-long one) is buffered.
-    pub fn has_line(&self) -> bool {
-        memchr(b'\n', &self.data[self.scanned..]).is_some()
+    /// Whether a complete line (or the end of an over-long one) is buffered. Asked as bytes arrive, it
+    /// searches each byte once and drops an over-long partial line as [`pop_line`](Self::pop_line) does.
+    pub fn has_line(&mut self) -> bool {
+        self.scan().is_some()
     }
 
     /// Whether a complete line that is not blank (or the end of an over-long one) is buffered; the
     /// complete blank lines before it are dropped, as a reader that skips them would drop them.
     fn has_line_skipping_blank(&mut self) -> bool {
-        while let Some(offset) = memchr(b'\n', &self.data[self.scanned..]) {
+        while let Some(newline) = self.scan() {
             if self.discarding {
                 return true; // the end of an over-long line
             }
-            let newline = self.scanned + offset;
             // A line over the limit is handed out (dropped), blank or not.
             let blank = matches!(self.checked(self.consumed, newline), Found::Line { start, end }
                 if is_blank(&self.data[start..end]));
@@ -108,15 +108,7 @@ impl LineBuffer {
     /// look again holds no borrow of the buffer.
     #[inline]
     fn find_line(&mut self) -> Option<Found> {
-        let Some(offset) = memchr(b'\n', &self.data[self.scanned..]) else {
-            self.scanned = self.data.len();
-            // One byte of slack: a `\r` right before the `\n` is not part of the line.
-            if self.discarding || self.scanned - self.consumed > self.max_line + 1 {
-                self.discard_rest();
-            }
-            return None;
-        };
-        let newline = self.scanned + offset;
+        let newline = self.scan()?;
         let start = self.consumed;
         self.consumed = newline + 1;
         self.scanned = self.consumed;
@@ -124,6 +116,23 @@ impl LineBuffer {
             return Some(self.end_discarding(start, newline));
         }
         Some(self.checked(start, newline))
+    }
+
+    /// The index of the next `\n`, if one is buffered. Every caller that looks for a line goes through
+    /// here, so that the search goes on where the last one stopped (`scanned`) and a partial line past
+    /// the limit is dropped as soon as it is seen: a long line costs one pass over its bytes and holds
+    /// at most `max_line` of them, however often it is asked about as it arrives.
+    #[inline]
+    fn scan(&mut self) -> Option<usize> {
+        if let Some(offset) = memchr(b'\n', &self.data[self.scanned..]) {
+            return Some(self.scanned + offset);
+        }
+        self.scanned = self.data.len();
+        // One byte of slack: a `\r` right before the `\n` is not part of the line.
+        if self.discarding || self.scanned - self.consumed > self.max_line + 1 {
+            self.discard_rest();
+        }
+        None
     }
 
     /// As [`pop_rest`](Self::pop_rest), as positions.
@@ -799,6 +808,38 @@ mod tests {
         buffer.extend(b"\nnext\n");
         assert_eq!(buffer.pop_line(), Some(Line::TooLong { looks_like_json: true }));
         assert_eq!(buffer.pop_line(), complete(b"next"));
+    }
+
+    #[test]
+    fn asking_for_a_line_as_it_arrives_drops_it_past_the_limit_and_searches_each_byte_once() {
+        // As a reader that asks before every read (`_has_buffered_message`, then `_read_available`).
+        for skip_blank in [false, true] {
+            let mut decoder = Decoder::new(Framing::Newline, 8);
+            decoder.feed(b"{\"a\":");
+            for _ in 0..1000 {
+                assert!(!decoder.has_message(skip_blank));
+                decoder.feed(b"0123456789");
+                let super::Buffer::Lines(buffer) = &decoder.buffer else { unreachable!() };
+                assert!(buffer.data.len() <= 30, "the over-long line is held: {} bytes", buffer.data.len());
+            }
+            decoder.feed(b"\nnext\n");
+            assert!(decoder.has_message(skip_blank));
+            assert_eq!(decoder.next(skip_blank), Some(Decoded::Dropped(Dropped::TooLong { looks_like_json: true })));
+            assert_eq!(decoder.next(skip_blank), Some(Decoded::Message(b"next")));
+        }
+        // A long line within the limit: each look goes on where the last one stopped.
+        let mut buffer = LineBuffer::new(NO_LIMIT);
+        for _ in 0..1000 {
+            buffer.extend(b"0123456789");
+            assert!(!buffer.has_line());
+            assert_eq!(buffer.scanned, buffer.data.len(), "the next look would search the line again");
+        }
+        buffer.extend(b"\n");
+        assert!(buffer.has_line());
+        assert_eq!(
+            buffer.pop_line().map(|line| matches!(line, Line::Complete(line) if line.len() == 10_000)),
+            Some(true)
+        );
     }
 
     #[test]

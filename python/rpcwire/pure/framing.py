@@ -81,7 +81,7 @@ class FrameDecoder:
     :meth:`close` at the end of input, take messages out with :meth:`next`.
 
     ``framing="newline"``: a message per line, ending at ``\\n`` (a ``\\r`` before it dropped); blank lines
-    are skipped (``skip_blank=False`` hands them out instead, as ``read_line`` does, for a reader that must
+    are skipped (``skip_blank=False``, a ``bool``, hands them out instead, as ``read_line`` does, for a reader that must
     see each one: the MCP reader); after :meth:`close` a last line without ``\\n`` is a message.
     ``"content-length"``: LSP's header block and body, read tolerantly (``docs/semantics.md``; a body is
     never skipped, even empty, so ``skip_blank`` changes nothing there). A message longer than
@@ -99,6 +99,8 @@ class FrameDecoder:
     ) -> None:
         self._lines = check_framing(framing) == "newline"
         self._max = check_limit("max_message_bytes", max_message_bytes)
+        if type(skip_blank) is not bool:  # a truthy "no" or a falsy [] would mean the opposite of what it says
+            raise TypeError(f"skip_blank must be a bool, not {type(skip_blank).__name__}")
         self._skip_blank = skip_blank  # newline framing: blank lines skipped, or handed out
         self._closed = False
         self._ready: bytes | Refused | None = None  # taken out ahead by ``_buffered``
