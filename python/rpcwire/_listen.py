@@ -325,9 +325,11 @@ class _HttpConnection(BaseHTTPRequestHandler):
             self.send_response(int(code), reason)
             streamed = not any(name.lower() == "content-length" for name, _ in headers)
             for name, value in headers:
-                self.send_header(name, value)
-            if streamed:
-                self.send_header("Connection", "close")
+                self.send_header(name, value)  # an app's "Connection: close" closes the connection too
+            # A body left unread, too long to drain (a refusal, 413): the connection ends, and the response says so.
+            if streamed or body.left > _DRAIN_MOST:
+                if not any(name.lower() == "connection" for name, _ in headers):
+                    self.send_header("Connection", "close")
                 self.close_connection = True
             self.end_headers()
             if self.command != "HEAD":

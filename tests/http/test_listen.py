@@ -514,3 +514,36 @@ def test_an_async_call_in_flight_is_activity(impl: Any, monkeypatch: pytest.Monk
             sock.close()
             server.join(30)
         assert not server.is_alive()
+
+
+# --- HTTP: a body left unread ---------------------------------------------------------------------------------
+
+
+def test_a_refused_body_too_large_to_read_says_connection_close(port: int) -> None:
+    """A POST of 8 MiB refused before its body is read (415, the shared server's limit being 16 MiB): too long to
+    drain, the body is left unread, so the response says ``Connection: close`` and the connection ends (it used
+    to end all the same, with no word of it: a client would send its next request on it)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        head = b"POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
+        sock.sendall(head + b"Content-Length: %d\r\n\r\n" % (8 * 1024 * 1024) + b"x" * 65536)
+        received = b""
+        while chunk := sock.recv(65536):  # until the server closes
+            received += chunk
+    status, _, headers = received.partition(b"\r\n\r\n")[0].partition(b"\r\n")
+    assert status.startswith(b"HTTP/1.1 415 "), received
+    assert b"connection: close" in headers.lower().split(b"\r\n"), received
+
+
+def test_a_refused_small_body_is_drained_and_the_connection_kept(port: int) -> None:
+    """A refused body of 512 KiB is read and dropped: the next request on the connection is answered."""
+    web = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        web.request("POST", "/rpc", body=b"x" * 512 * 1024, headers={"Content-Type": "text/plain"})
+        response = web.getresponse()
+        assert response.status == 415
+        assert response.getheader("Connection") is None
+        response.read()
+        response = post(web, add(1, 2, 1))
+        assert (response.status, response.read()) == (200, b'{"jsonrpc":"2.0","id":1,"result":3}')
+    finally:
+        web.close()
