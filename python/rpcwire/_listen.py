@@ -16,7 +16,9 @@ bytes say (``python -m rpcwire serve MODULE:HANDLER --listen HOST:PORT``; the co
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import inspect
 import io
 import itertools
 import logging
@@ -29,6 +31,7 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
@@ -141,7 +144,9 @@ def _readable(connection: socket.socket, timeout: float | None) -> bool:
 
 class _Activity:
     """The handler of a stream connection, counting the calls in flight and noting when the connection last did
-    something (a call ended, bytes came): what its idle timeout looks at."""
+    something (a call ended, bytes came): what its idle timeout looks at. A call is in flight from the handler's
+    call to its end: an ``async def`` handler's until its coroutine ended, not once the coroutine is made (the
+    engine awaits what this returns at once, in the same task, so the count always comes down)."""
 
     def __init__(self, handler: Any) -> None:
         self._handler = handler
@@ -157,11 +162,34 @@ class _Activity:
         with self._lock:
             self.running += 1
         try:
-            return self._handler(method, params)
+            result = self._handler(method, params)
+        except BaseException:
+            self._ended()
+            raise
+        if inspect.isawaitable(result) and _on_a_loop():  # the async server awaits it: in flight until it ends
+            return self._awaited(result)
+        self._ended()
+        return result
+
+    async def _awaited(self, result: Awaitable[Any]) -> Any:
+        try:
+            return await result
         finally:
-            with self._lock:
-                self.running -= 1
-                self.last = time.monotonic()
+            self._ended()
+
+    def _ended(self) -> None:
+        with self._lock:
+            self.running -= 1
+            self.last = time.monotonic()
+
+
+def _on_a_loop() -> bool:
+    """Whether this thread runs an event loop (the async server's, which awaits what an async handler returns)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 class _IdleReader(io.RawIOBase):
@@ -297,9 +325,11 @@ class _HttpConnection(BaseHTTPRequestHandler):
             self.send_response(int(code), reason)
             streamed = not any(name.lower() == "content-length" for name, _ in headers)
             for name, value in headers:
-                self.send_header(name, value)
-            if streamed:
-                self.send_header("Connection", "close")
+                self.send_header(name, value)  # an app's "Connection: close" closes the connection too
+            # A body left unread, too long to drain (a refusal, 413): the connection ends, and the response says so.
+            if streamed or body.left > _DRAIN_MOST:
+                if not any(name.lower() == "connection" for name, _ in headers):
+                    self.send_header("Connection", "close")
                 self.close_connection = True
             self.end_headers()
             if self.command != "HEAD":

@@ -31,7 +31,10 @@ the concurrent engine (``docs/semantics.md``, "WebSocket"):
   read and unanswered, or while more than ``_PAUSE_BYTES`` wait to be sent. The messages waiting to be sent are
   held in one queue; the ASGI server's ``send`` waits while its transport's buffer is full. Beyond
   ``max_queued_bytes`` waiting (a handler that keeps notifying a client that does not read), the connection is
-  closed with 1008, logged at WARNING on the ``rpcwire`` logger, and what is in flight is cancelled.
+  closed with 1008, logged at WARNING on the ``rpcwire`` logger, and what is in flight is cancelled. The close
+  frame waits ``_CLOSE_WAIT`` (1 s) at most for room; at that deadline a client that has not answered it is
+  dropped (:func:`_drop`: a reset, where the server's transport can be reached, uvicorn's), since the server's
+  own close would wait for a drain that a client that does not read never allows.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ import collections
 import contextlib
 import functools
 import logging
+import socket
+import struct
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
@@ -257,14 +262,25 @@ class _Connection:
             if self.tasks:
                 await asyncio.wait(self.tasks, timeout=EXIT_GRACE)
             if code is not None:
-                with contextlib.suppress(Exception, asyncio.TimeoutError):
-                    await asyncio.wait_for(self.send({"type": "websocket.close", "code": code}), _CLOSE_WAIT)
+                await self.close(code)
         for task in (reader, sender):
             error = None if task.cancelled() else task.exception()
             if error is not None and not isinstance(error, OSError):  # not a client gone: a failure of the server
                 raise error
         if self.failure is not None:
             raise self.failure
+
+    async def close(self, code: int) -> None:
+        """The close frame, sent when there is room for it within ``_CLOSE_WAIT``; at that deadline the connection
+        is dropped unless the client completed the closing handshake by then: a client that reads nothing would
+        otherwise keep the socket, and what the server's transport holds for it, for as long as it likes (the
+        transport's ``close`` waits for its buffer to drain, and the server waits for the client's close frame)."""
+        deadline = self.loop.time() + _CLOSE_WAIT
+        with contextlib.suppress(Exception, asyncio.TimeoutError):
+            await asyncio.wait_for(self.send({"type": "websocket.close", "code": code}), _CLOSE_WAIT)
+        transport = _server_transport(self.send)
+        if transport is not None:  # after this app returns too: the server closes the transport once it has
+            self.loop.call_at(deadline, _drop, transport)
 
     def cancel_in_flight(self) -> None:
         for context in self.in_flight.contexts():
@@ -474,6 +490,28 @@ class _Connection:
         self.sent += 1
         if self.sent_up_to:
             self.sent_up_to = _release(self.sent_up_to, self.sent)
+
+
+def _server_transport(send: Send) -> asyncio.Transport | None:
+    """The asyncio transport under the ASGI server's ``send``, where the server exposes it (uvicorn: ``send`` is
+    a method of its protocol, which holds ``transport``); ``None`` elsewhere. ASGI has no event that drops a
+    connection without a drain: this is the one place that reaches under the server for it."""
+    transport = getattr(getattr(send, "__self__", None), "transport", None)
+    if all(callable(getattr(transport, name, None)) for name in ("abort", "is_closing", "get_write_buffer_size")):
+        return transport
+    return None
+
+
+def _drop(transport: asyncio.Transport) -> None:
+    """Drop a connection the app closed: at once, with what its transport and the kernel hold for it (a reset,
+    ``SO_LINGER`` 0), unless it closed in order already (the client's close frame came: nothing left to send)."""
+    if transport.is_closing() and not transport.get_write_buffer_size():
+        return
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    transport.abort()
 
 
 async def _received(receive: Receive) -> dict[str, Any]:

@@ -20,7 +20,9 @@ One POST carries one JSON text (a request, a notification or a batch) answered b
 
 The checks run in that order (421, 405, 403, 415, 413/411), then ``authenticate`` if the app has one (still
 before the body is read: a :class:`Refusal` it raises, ``Unauthorized`` 401 or ``Forbidden`` 403, or ``False``
-it returns, refuses the request; what else it returns is ``current_request().http.user``). Every handler call
+it returns, refuses the request; what else it returns is ``current_request().http.user``). A refused body with
+at most 1 MiB left is then read and dropped, never decoded (the connection stays in step); a longer one is left
+unread, and the refusal says ``Connection: close`` (:func:`_refused_wsgi`, :func:`_refused_asgi`). Every handler call
 has a request context (``current_request()``), whose ``traceparent`` is the ``traceparent`` header's when it
 is valid, else ``params._meta``'s, and whose ``http`` is the request (``rpcwire.HTTPRequestInfo``, built when
 read). Mounting: ``WSGIApp`` is a WSGI application (gunicorn, granian, ``wsgiref``; in Flask,
@@ -94,19 +96,28 @@ would be too much to accept by default; 16 MiB is still far above any JSON-RPC c
 JSON_CONTENT_TYPES = frozenset({"application/json", "application/json-rpc", "application/jsonrequest"})
 
 _READ_CHUNK = 64 * 1024
+_DRAIN_MOST = 1024 * 1024  # a refused body with at most this left is read and dropped: the connection stays usable
 _DEFAULT_PORTS = {"http": "80", "https": "443", "ws": "80", "wss": "443"}
 
 Headers = list[tuple[str, str]]
 
 
 class _Response:
-    __slots__ = ("_asgi_headers", "body", "headers", "status")
+    __slots__ = ("_asgi_headers", "_closing", "body", "headers", "status")
 
     def __init__(self, status: int, body: bytes = b"", headers: Headers | None = None) -> None:
         self.status = status
         self.body = body
         self.headers = headers or []
         self._asgi_headers: list[tuple[bytes, bytes]] | None = None
+        self._closing: _Response | None = None
+
+    def closing(self) -> _Response:
+        """This response with ``Connection: close``: for a refusal that left the request's body unread (made once
+        for a shared refusal)."""
+        if self._closing is None:
+            self._closing = _Response(self.status, self.body, [*self.headers, ("Connection", "close")])
+        return self._closing
 
     def asgi_start(self) -> dict[str, Any]:
         """The ``http.response.start`` message (its headers encoded once for the refusals, which are shared)."""
@@ -898,7 +909,7 @@ class WSGIApp:
         if refusal is None and endpoint.authenticate is not None:
             refusal = endpoint.authenticated(environ)
         if refusal is not None:
-            return refusal
+            return _refused_wsgi(refusal, environ, length)
         stream = environ["wsgi.input"]
         if length is not None:
             body = _read_exactly(stream, int(length))
@@ -908,12 +919,48 @@ class WSGIApp:
             while chunk := stream.read(_READ_CHUNK):
                 size += len(chunk)
                 if size > endpoint.max_body_bytes:
-                    return endpoint.too_large()
+                    return _refused_wsgi(endpoint.too_large(), environ, None)
                 chunks.append(chunk)
             body = b"".join(chunks)
         else:  # PEP 3333: without a length the input may not be read
-            return _LENGTH_REQUIRED
+            return _refused_wsgi(_LENGTH_REQUIRED, environ, None)
         return body, get("HTTP_ACCEPT"), _header_traceparent(get("HTTP_TRACEPARENT"))
+
+
+def _refused_wsgi(refusal: _Response, environ: dict[str, Any], length: str | None) -> _Response:
+    """``refusal``, once what is left of the request's body is read and dropped (at most ``_DRAIN_MOST``: the
+    connection stays in step, so that a server that keeps it alive is right to); a longer rest is left unread,
+    and the refusal says ``Connection: close`` (a server that keeps the connection would read the rest as the
+    next request, or drop the connection under a client about to reuse it). Not under ``wsgiref``, which refuses
+    the header (PEP 3333 leaves the connection to the server; gunicorn drops it) and closes every connection."""
+    if not _wsgi_body_left(environ, length) or environ.get("SERVER_SOFTWARE", "").startswith("WSGIServer/"):
+        return refusal
+    return refusal.closing()
+
+
+def _wsgi_body_left(environ: dict[str, Any], length: str | None) -> bool:
+    """Whether some of a refused request's body is left unread, once a rest of at most ``_DRAIN_MOST`` was read
+    and dropped (``length``: its ``Content-Length``, ``None`` without one; nothing of it read yet)."""
+    stream = environ.get("wsgi.input")
+    if stream is None:
+        return False
+    if length is not None:
+        if not length.isdigit() or not length.isascii():
+            return True  # where the body ends cannot be told
+        left = int(length)
+        if left > _DRAIN_MOST:
+            return True
+        while left > 0 and (chunk := stream.read(min(left, _READ_CHUNK))):
+            left -= len(chunk)
+        return False
+    if environ.get("wsgi.input_terminated"):  # chunked, ended by the server: read on, up to the bound
+        read = 0
+        while chunk := stream.read(_READ_CHUNK):
+            read += len(chunk)
+            if read > _DRAIN_MOST:
+                return True
+        return False
+    return environ.get("HTTP_TRANSFER_ENCODING") is not None  # a body the server leaves to the app: not read
 
 
 def _event_stream(first: bytes, items: queue.SimpleQueue[tuple[str, Any]], running: _Running) -> Iterator[bytes]:
@@ -1044,10 +1091,14 @@ class ASGIApp:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
             raise ValueError(f"rpcwire.http.ASGIApp serves HTTP and WebSocket, not {scope['type']!r}")
-        refusal, accept, traceparent = self._check(scope)
+        refusal, accept, traceparent, length = self._check(scope)
         if refusal is None and self._authenticate is not None:
             refusal = await self._endpoint.authenticated_async(scope)
-        if refusal is None:
+        if refusal is not None:  # nothing of the body read yet
+            refusal = await _refused_asgi(refusal, receive, length)
+            if refusal is None:  # the client went away
+                return
+        else:
             message = await receive()  # most bodies come whole, in one message (no coroutine in between)
             if message["type"] == "http.request" and not message.get("more_body", False):
                 body = message.get("body", b"")
@@ -1081,8 +1132,8 @@ class ASGIApp:
             await send({"type": "http.response.start", "status": 204, "headers": []})
             await send({"type": "http.response.body", "body": b""})
             return
-        length = (b"content-length", str(len(answer)).encode())
-        await send({"type": "http.response.start", "status": 200, "headers": [_ASGI_JSON, length]})
+        answer_length = (b"content-length", str(len(answer)).encode())
+        await send({"type": "http.response.start", "status": 200, "headers": [_ASGI_JSON, answer_length]})
         await send({"type": "http.response.body", "body": answer})
 
     async def _stream(
@@ -1147,9 +1198,9 @@ class ASGIApp:
                 running.stop()
             await asyncio.gather(worker, return_exceptions=True)
 
-    def _check(self, scope: dict[str, Any]) -> tuple[_Response | None, str | None, str | None]:
-        """The refusal before the body is read (or ``None``), the ``Accept`` header, and the ``traceparent``
-        header when it is valid."""
+    def _check(self, scope: dict[str, Any]) -> tuple[_Response | None, str | None, str | None, str | None]:
+        """The refusal before the body is read (or ``None``), the ``Accept`` header, the ``traceparent``
+        header when it is valid, and the ``Content-Length`` (``None``: none)."""
         found: dict[bytes, str] = {}
         for name, value in scope["headers"]:
             if name not in _ASGI_WANTED:  # servers lowercase the names (ASGI: "should"); else look again
@@ -1161,23 +1212,26 @@ class ASGIApp:
             text = value.decode("latin-1")
             found[name] = f"{found[name]},{text}" if name in found else text
         length = found.get(b"content-length")
+        if length is not None:
+            length = length.strip()
         server, client = scope.get("server"), scope.get("client")
         refusal = self._endpoint.refuse(
             scope.get("method", "GET"),
             scope.get("scheme", "http"),
             found.get(b"content-type", ""),
-            None if length is None else length.strip(),
+            length,
             found.get(b"origin"),
             found.get(b"host"),
             None if server is None else server[0],
             None if client is None else client[0],
         )
-        return refusal, found.get(b"accept"), _header_traceparent(found.get(b"traceparent"))
+        return refusal, found.get(b"accept"), _header_traceparent(found.get(b"traceparent")), length
 
     async def _read_more(
         self, message: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]]
     ) -> _Response | bytes | None:
-        """The body whose first message is ``message``, in pieces (``None``: the client went away)."""
+        """The body whose first message is ``message``, in pieces (``None``: the client went away), or the 413
+        once it is too large (:func:`_refused_asgi`: the rest read and dropped, or left unread)."""
         chunks: list[bytes] = []
         size = 0
         while True:  # the server ends the body (more_body false) or reports a disconnect
@@ -1186,7 +1240,9 @@ class ASGIApp:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self._max:
-                return self._endpoint.too_large()
+                if not message.get("more_body", False):
+                    return self._endpoint.too_large()
+                return await _refused_asgi(self._endpoint.too_large(), receive, None)
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks)
@@ -1198,6 +1254,31 @@ _ASGI_EVENT_HEADERS = [(name.lower().encode(), value.encode()) for name, value i
 
 
 _ASGI_JSON = (b"content-type", b"application/json")
+
+
+async def _refused_asgi(
+    refusal: _Response, receive: Callable[[], Awaitable[dict[str, Any]]], length: str | None
+) -> _Response | None:
+    """``refusal``, once what is left of the request's body is read and dropped (at most ``_DRAIN_MOST``: the
+    connection stays in step); a longer rest is left unread, and the refusal says ``Connection: close`` (uvicorn
+    and granian close after it; a server that kept the connection would drop it under a client about to reuse
+    it). ``length``: the ``Content-Length`` when nothing of the body was read yet, else ``None`` (the rest is
+    counted as it comes). ``None``: the client went away."""
+    if length is not None:
+        if not length.isdigit() or not length.isascii() or int(length) > _DRAIN_MOST:
+            return refusal.closing()  # where the body ends cannot be told, or it is too long to read for nothing
+        if length == "0" or int(length) == 0:
+            return refusal
+    read = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        read += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return refusal
+        if read > _DRAIN_MOST:
+            return refusal.closing()
 
 
 async def _send(response: _Response, send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:

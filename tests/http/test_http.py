@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import http.client
 import io
 import json
 import logging
 import threading
+import wsgiref.simple_server
 from collections.abc import Callable
 from typing import Any
 
@@ -159,6 +161,12 @@ def call_asgi(
     return Reply(start["status"], response_headers, b"".join(m["body"] for m in bodies), sum(received))
 
 
+def assert_drained(reply: Reply, body: bytes) -> None:
+    """A refusal whose body (at most 1 MiB) was read and dropped: no ``Connection: close``."""
+    assert reply.read == len(body), (reply.read, len(body))
+    assert "connection" not in reply.headers
+
+
 SERVERS: dict[str, tuple[type[Any], Callable[..., Reply]]] = {
     "wsgi": (WSGIApp, call_wsgi),
     "asgi": (ASGIApp, call_asgi),
@@ -236,7 +244,7 @@ def test_other_methods_are_405(server: Callable[..., Reply], method: str) -> Non
     reply = server(method, JSON, ADD)
     assert reply.status == 405
     assert reply.headers["allow"] == "POST"
-    assert reply.read == 0
+    assert_drained(reply, ADD)
 
 
 @pytest.mark.parametrize(
@@ -252,7 +260,8 @@ def test_other_methods_are_405(server: Callable[..., Reply], method: str) -> Non
 )
 def test_other_content_types_are_415(server: Callable[..., Reply], content_type: str | None) -> None:
     reply = server("POST", {} if content_type is None else {"content-type": content_type}, ADD)
-    assert reply.status == 415 and reply.read == 0
+    assert reply.status == 415
+    assert_drained(reply, ADD)
 
 
 def test_a_body_over_max_body_bytes_is_413_unread(server: Callable[..., Reply]) -> None:
@@ -261,11 +270,50 @@ def test_a_body_over_max_body_bytes_is_413_unread(server: Callable[..., Reply]) 
     reply = server("POST", JSON, body, max_body_bytes=len(body))
     assert (reply.status, reply.json()) == (200, [ok(1, 25)])
     reply = server("POST", JSON, body, max_body_bytes=len(body) - 1)
-    assert reply.status == 413 and reply.read == 0  # Content-Length said so: nothing read
+    assert reply.status == 413  # Content-Length said so: refused before the body is read...
+    assert_drained(reply, body)  # ...which is then read and dropped (100 KB): the connection stays in step
     reply = server("POST", JSON, body, max_body_bytes=len(body) - 1, chunked=True)
-    assert reply.status == 413 and reply.read is not None and len(body) - 1 <= reply.read < len(body) + 64 * 1024
+    assert reply.status == 413
+    assert_drained(reply, body)  # counted as it came, then the rest dropped
     reply = server("POST", JSON, body, max_body_bytes=len(body), chunked=True)
     assert (reply.status, reply.json()) == (200, [ok(1, 25)])
+
+
+def test_a_refused_body_too_long_to_drain_is_left_unread_with_connection_close(server: Callable[..., Reply]) -> None:
+    """More than 1 MiB of a refused body left: nothing more is read, and the refusal says ``Connection: close``
+    (a server that kept the connection would read the rest as the next request, or drop it under the client)."""
+    body = b"[" + b" " * (3 * 1024 * 1024) + ADD + b"]"
+    reply = server("POST", JSON, body, max_body_bytes=1000)
+    assert (reply.status, reply.read, reply.headers.get("connection")) == (413, 0, "close")
+    reply = server("POST", {"content-type": "text/plain"}, body)
+    assert (reply.status, reply.read, reply.headers.get("connection")) == (415, 0, "close")
+    reply = server("POST", JSON, body, max_body_bytes=1000, chunked=True)  # read up to the limit and 1 MiB past it
+    assert (reply.status, reply.headers.get("connection")) == (413, "close")
+    assert reply.read is not None and reply.read < len(body)
+    reply = server("POST", {**JSON, "content-length": "ten"}, ADD)  # where the body ends cannot be told
+    assert (reply.status, reply.read, reply.headers.get("connection")) == (400, 0, "close")
+    reply = server("POST", JSON, ADD, max_body_bytes=10)  # a small body: drained, no Connection header
+    assert reply.status == 413
+    assert_drained(reply, ADD)
+
+
+def test_wsgiref_gets_no_connection_header() -> None:
+    """wsgiref refuses a hop-by-hop header from an app (PEP 3333), and closes every connection anyway."""
+    body = b"x" * (2 * 1024 * 1024)
+    server = wsgiref.simple_server.make_server("127.0.0.1", 0, WSGIApp(HANDLER, max_body_bytes=1000))
+    with server:
+        threading.Thread(target=server.handle_request, daemon=True).start()
+        connection = http.client.HTTPConnection("127.0.0.1", server.server_port, timeout=30)
+        try:
+            connection.putrequest("POST", "/rpc")
+            connection.putheader("Content-Type", "application/json")
+            connection.putheader("Content-Length", str(len(body)))
+            connection.endheaders()
+            response = connection.getresponse()
+            assert response.status == 413
+            assert response.read().startswith(b"413 Content Too Large")
+        finally:
+            connection.close()
 
 
 def test_an_invalid_content_length_is_400(server: Callable[..., Reply]) -> None:
@@ -302,7 +350,7 @@ def test_origins(server: Callable[..., Reply], origin: str, allowed_origins: Any
     reply = server("POST", {**JSON, "origin": origin}, ADD, allowed_origins=allowed_origins)
     assert reply.status == status
     if status == 403:
-        assert reply.read == 0
+        assert_drained(reply, ADD)
 
 
 def test_same_host_leaves_default_ports_out(server: Callable[..., Reply]) -> None:
@@ -352,7 +400,7 @@ def test_over_loopback_only_loopback_hosts_are_answered(
     reply = server("POST", {**JSON, "host": host}, ADD)
     assert reply.status == status
     if status == 421:
-        assert reply.read == 0
+        assert_drained(reply, ADD)
         assert reply.body == b"421 Misdirected Request: this server is not known by that Host (allowed_hosts)\n"
 
 

@@ -450,3 +450,97 @@ def test_a_rebound_name_is_refused_under_real_servers(tmp_path: Path, command: l
         assert post_as(port, "rpc.example.com") == 200
         assert post_as(port, f"localhost:{port}") == 200
         assert post_as(port, f"127.0.0.1:{port}") == 421
+
+
+# --- a refused body: read and dropped when small, else the connection closed ------------------------------------
+
+REFUSING_MODULE = """
+from rpcwire import methods
+from rpcwire.http import ASGIApp, WSGIApp
+
+handler = methods({"add": lambda a, b: a + b})
+wsgi_app = WSGIApp(handler, max_body_bytes=1000)
+asgi_app = ASGIApp(handler, max_body_bytes=1000)
+"""
+
+
+def refusing_servers(*, honours_connection_close: bool = False) -> list[object]:
+    """The servers of ``REFUSING_MODULE``'s apps; with ``honours_connection_close``, only those that act on an
+    app's ``Connection: close`` (gunicorn drops it: PEP 3333 keeps the connection the server's)."""
+    gunicorn = [sys.executable, "-m", "gunicorn", "--bind", "fd://{fd}", "--chdir", "{dir}", "-w", "1"]
+    uvicorn = [sys.executable, "-m", "uvicorn", "--fd", "{fd}", "--app-dir", "{dir}", "--log-level", "warning"]
+    granian = [sys.executable, "-m", "granian", "--host", "127.0.0.1", "--port", "{port}", "--working-dir", "{dir}"]
+    granian += ["--workers", "1", "--log-level", "warning", "--workers-kill-timeout", "10"]
+    needs_granian = pytest.mark.skipif(
+        importlib.util.find_spec("granian") is None, reason="granian is not installed (requirements-dev.txt)"
+    )
+    servers = [
+        pytest.param([*uvicorn, "refusing:asgi_app"], id="ASGIApp-uvicorn"),
+        pytest.param([*granian, "--interface", "wsgi", "refusing:wsgi_app"], id="WSGIApp-granian", marks=needs_granian),
+        pytest.param([*granian, "--interface", "asgi", "refusing:asgi_app"], id="ASGIApp-granian", marks=needs_granian),
+    ]
+    if not honours_connection_close:
+        servers += [
+            pytest.param([*gunicorn, "refusing:wsgi_app"], id="WSGIApp-gunicorn-sync"),
+            pytest.param(
+                [*gunicorn, "--worker-class", "gthread", "--threads", "2", "refusing:wsgi_app"],
+                id="WSGIApp-gunicorn-gthread",
+            ),
+        ]
+    return servers
+
+
+class _SmallSendBuffer(http.client.HTTPConnection):
+    """``http.client`` with a small socket send buffer: a body the server does not read stops at once, as over a
+    real network, instead of vanishing into loopback's large buffers."""
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8192)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect((self.host, self.port))
+
+
+@pytest.mark.parametrize("command", refusing_servers())
+def test_a_refused_body_keeps_the_connection_in_step(tmp_path: Path, command: list[str]) -> None:
+    """A body of 512 KiB over ``max_body_bytes`` (1000), sent by ``http.client`` on a kept-alive connection: the
+    413 comes (the app reads and drops the rest, at most 1 MiB, before it answers), and the next request on that
+    connection is answered. The app used to answer without reading: gunicorn's sync worker then closed under the
+    client still sending (a broken pipe instead of the 413), its gthread worker and granian said keep-alive and
+    closed (the next request: "Remote end closed connection")."""
+    (tmp_path / "refusing.py").write_text(REFUSING_MODULE)
+    big = b'{"jsonrpc":"2.0","method":"add","params":["' + b"x" * 512 * 1024 + b'"],"id":2}'
+    with real_server([part.replace("{dir}", str(tmp_path)) for part in command]) as url:
+        client = _SmallSendBuffer("127.0.0.1", int(url.rpartition(":")[2]), timeout=30)
+        try:
+            for _ in range(2):
+                client.request("POST", "/rpc", body=ADD, headers=JSON)
+                response = client.getresponse()
+                assert (response.status, response.read()) == (200, b'{"jsonrpc":"2.0","id":1,"result":25}')
+                client.request("POST", "/rpc", body=big, headers=JSON)
+                response = client.getresponse()
+                assert response.status == 413
+                assert response.read().startswith(b"413 Content Too Large")
+        finally:
+            client.close()
+
+
+@pytest.mark.parametrize("command", refusing_servers(honours_connection_close=True))
+def test_a_refused_body_too_large_to_read_says_connection_close(tmp_path: Path, command: list[str]) -> None:
+    """A body of 8 MiB announced (64 KiB of it sent): more than the app reads to drop it, so it is left unread, and
+    the 413 says ``Connection: close`` (the server closes after it) instead of letting the client send its next
+    request on a connection the server is about to close."""
+    (tmp_path / "refusing.py").write_text(REFUSING_MODULE)
+    with real_server([part.replace("{dir}", str(tmp_path)) for part in command]) as url:
+        port = int(url.rpartition(":")[2])
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+            head = b"POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            connection.sendall(head + b"Content-Length: %d\r\n\r\n" % (8 * 1024 * 1024) + b"x" * 65536)
+            received = b""
+            while b"\r\n\r\n" not in received:
+                chunk = connection.recv(65536)
+                assert chunk, received
+                received += chunk
+        status, _, headers = received.partition(b"\r\n\r\n")[0].partition(b"\r\n")
+        assert status.startswith(b"HTTP/1.1 413 "), received
+        assert b"connection: close" in headers.lower().split(b"\r\n"), received

@@ -4,6 +4,7 @@ keep-alive and server-sent events, and garbage), each told apart by its first by
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import http.client
 import json
@@ -470,3 +471,79 @@ def test_a_stop_as_connections_close_exits_cleanly(app_dir: Path) -> None:
                 assert call_ndjson(sock, "add", [index, 1]) == index + 1
             for sock in sockets:
                 sock.close()
+
+
+# --- the idle timeout and an async handler ---------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_an_async_call_in_flight_is_activity(impl: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ``async def`` call that runs past the idle timeout (0.5 s; the call 2 s) keeps the stream connection
+    open: a request sent while it runs is answered, then the call's own answer comes, and only then, quiet, the
+    connection is closed. The count of calls in flight once dropped as the coroutine was made, before it ran: the
+    connection's input ended under the running call, and the request sent meanwhile was never read."""
+    monkeypatch.setattr(rpcwire._listen, "rpcwire", impl)  # the stream connection served by the core under test
+
+    async def handler(method: str, params: Any) -> Any:
+        if method == "nap":
+            await asyncio.sleep(params[0])
+            return "rested"
+        return params[0] + params[1]
+
+    limits = rpcwire._listen.Limits(max_concurrency=4, idle_timeout=0.5)
+    with socket.create_server(("127.0.0.1", 0)) as listener, connect(listener.getsockname()[1]) as sock:
+        accepted, _ = listener.accept()
+        address = listener.getsockname()[:2]
+        server = threading.Thread(
+            target=rpcwire._listen._serve_connection, args=(accepted, handler, None, address, limits), daemon=True
+        )
+        server.start()
+        try:
+            sock.sendall(b'{"jsonrpc":"2.0","method":"nap","params":[2],"id":"n"}\n')
+            time.sleep(1.0)  # past the idle timeout, the nap running
+            sock.sendall(add(1, 2, "a") + b"\n")
+            with sock.makefile("rb") as stream:
+                lines = [stream.readline() for _ in range(2)]
+            assert all(lines), f"the connection closed under the call in flight: {lines}"
+            assert [json.loads(line) for line in lines] == [
+                {"jsonrpc": "2.0", "id": "a", "result": 3},
+                {"jsonrpc": "2.0", "id": "n", "result": "rested"},
+            ]
+            assert closed_within(sock, 20)  # quiet now: closed after the timeout
+        finally:
+            sock.close()
+            server.join(30)
+        assert not server.is_alive()
+
+
+# --- HTTP: a body left unread ---------------------------------------------------------------------------------
+
+
+def test_a_refused_body_too_large_to_read_says_connection_close(port: int) -> None:
+    """A POST of 8 MiB refused before its body is read (415, the shared server's limit being 16 MiB): too long to
+    drain, the body is left unread, so the response says ``Connection: close`` and the connection ends (it used
+    to end all the same, with no word of it: a client would send its next request on it)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        head = b"POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
+        sock.sendall(head + b"Content-Length: %d\r\n\r\n" % (8 * 1024 * 1024) + b"x" * 65536)
+        received = b""
+        while chunk := sock.recv(65536):  # until the server closes
+            received += chunk
+    status, _, headers = received.partition(b"\r\n\r\n")[0].partition(b"\r\n")
+    assert status.startswith(b"HTTP/1.1 415 "), received
+    assert b"connection: close" in headers.lower().split(b"\r\n"), received
+
+
+def test_a_refused_small_body_is_drained_and_the_connection_kept(port: int) -> None:
+    """A refused body of 512 KiB is read and dropped: the next request on the connection is answered."""
+    web = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        web.request("POST", "/rpc", body=b"x" * 512 * 1024, headers={"Content-Type": "text/plain"})
+        response = web.getresponse()
+        assert response.status == 415
+        assert response.getheader("Connection") is None
+        response.read()
+        response = post(web, add(1, 2, 1))
+        assert (response.status, response.read()) == (200, b'{"jsonrpc":"2.0","id":1,"result":3}')
+    finally:
+        web.close()

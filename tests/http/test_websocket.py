@@ -8,9 +8,12 @@ test opens its own connections. Every wait is bounded (``wait_for``, polling wit
 from __future__ import annotations
 
 import asyncio
+import base64
 import importlib.util
 import json
+import os
 import socket
+import struct
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -495,6 +498,60 @@ def test_a_client_that_does_not_read_while_a_handler_keeps_notifying_is_closed(s
             assert received is None or received.code == 1008, received
 
     run(main())
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_INFO"), reason="the peer's TCP state is read from Linux's TCP_INFO")
+def test_a_client_that_never_reads_is_dropped_once_closed(server: tuple[str, str]) -> None:
+    """The 1008 of a client that never reads (a raw socket with a tiny receive buffer, read no further than the
+    handshake) ends its connection within the second the close frame may wait: the peer's socket is reset within a
+    few seconds (it sees the server's end; the answers queued for it are dropped). The server's transport used to
+    keep the socket, and what it held, until the client read it all (seconds to never)."""
+    url, kind = server
+    if kind == "granian":
+        pytest.skip("granian gives an ASGI app no transport to drop: its socket waits for the client to read")
+    name = f"never-reads-{kind}"
+    port = int(url.rpartition(":")[2])
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting: the window stays small
+        sock.settimeout(WAIT)
+        sock.connect(("127.0.0.1", port))
+        key = base64.b64encode(os.urandom(16))
+        sock.sendall(
+            b"GET /flood HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n" % (port, key)
+        )
+        head = b""
+        while not head.endswith(b"\r\n\r\n"):  # byte by byte: nothing past the handshake is read
+            byte = sock.recv(1)
+            assert byte, head
+            head += byte
+        assert head.startswith(b"HTTP/1.1 101 "), head
+        sock.sendall(_masked_text_frame(message("flood", {"name": name}, 1).encode()))
+        # From here on the client reads nothing. The handler's notifications pile up past max_queued_bytes: 1008.
+        assert run(until(lambda: call(url + "/flood", "report", {"name": name}))) == ["cancelled"]
+        deadline = time.monotonic() + 5  # the drop is due within 1 s of the close: 5 s is generous
+        while _tcp_state(sock) == _TCP_ESTABLISHED and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _tcp_state(sock) != _TCP_ESTABLISHED, "the server still holds the connection of a client it closed"
+    finally:
+        sock.close()
+
+
+_TCP_ESTABLISHED = 1
+
+
+def _tcp_state(sock: socket.socket) -> int:
+    """The TCP state of ``sock`` (Linux's ``tcp_info.tcpi_state``): 1 while established, another once the peer
+    reset it or sent its end."""
+    return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0]
+
+
+def _masked_text_frame(payload: bytes) -> bytes:
+    """One text frame as a client sends it (masked), for a payload under 64 KiB."""
+    mask = os.urandom(4)
+    size = bytes([0x80 | len(payload)]) if len(payload) < 126 else bytes([0x80 | 126]) + struct.pack("!H", len(payload))
+    return b"\x81" + size + mask + bytes(byte ^ mask[index % 4] for index, byte in enumerate(payload))
 
 
 def _handshake(
