@@ -291,7 +291,11 @@ class _Ledger:
     them when none is. One candidate: the error is its answer (a call or every entry of a batch fails
     with it; for a notification it is logged). Several: the error is held until answers to the others
     leave one (with several errors held: once as many candidates are left as errors, in order), so that
-    it never fails a call the server read; a call it may belong to ends at its deadline meanwhile."""
+    it never fails a call the server read; a call it may belong to ends at its deadline meanwhile.
+
+    Places in the order of writing count by two (:meth:`position`), so that a message whose entry is made only
+    after it was written (a lone call's, once something else comes before its answer) takes the place between
+    the one written last before it and the next (``written(..., at=)``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -302,19 +306,32 @@ class _Ledger:
         self._others: collections.deque[_Sent] = collections.deque()  # notifications and answers, in order
         self._held: list[tuple[Response, set[_Sent]]] = []
 
-    def written(self, ids: Sequence[int], suspect: bool) -> _Sent:
-        """A message is being written, after every one before it (``ids``: the calls it makes, if any)."""
+    def position(self) -> int:
+        """The place of the message written last (read without the lock: writers hold the client's output)."""
+        return self._seq
+
+    def written(self, ids: Sequence[int], suspect: bool, at: int | None = None) -> _Sent:
+        """A message is being written, after every one before it (``ids``: the calls it makes, if any); or,
+        ``at``, one that was written when :meth:`position` was ``at``: before those written since."""
         with self._lock:
-            self._seq += 1
-            sent = _Sent(self._seq, tuple(ids), suspect)
+            if at is None or at >= self._seq:
+                self._seq += 2
+                seq = self._seq
+            else:  # (rare: what was written since its write is reordered behind it)
+                seq = at + 1
+            sent = _Sent(seq, tuple(ids), suspect)
             if not ids:
                 self._others.append(sent)
+                if seq != self._seq:
+                    self._others = collections.deque(sorted(self._others, key=lambda other: other.seq))
                 if len(self._others) > _LEDGER:  # a bound: the oldest is no longer a candidate
                     self._others.popleft()
                 return sent
             for id_ in ids:
                 self._by_id[id_] = sent
-            self._calls[sent.seq] = sent
+            self._calls[seq] = sent
+            if seq != self._seq:
+                self._calls = dict(sorted(self._calls.items()))
             while len(self._calls) > _LEDGER:
                 self._forget(next(iter(self._calls.values())))
             return sent
