@@ -47,7 +47,6 @@ from rpcwire._peer import (
     _run_callback,
     _Sent,
     _StderrTail,
-    encode_frame,
 )
 from rpcwire._types import (
     DEFAULT_MAX_BATCH,
@@ -205,11 +204,19 @@ class _Output:
     with a blocking write, its caller waiting for it until the deadline. ``stop`` ends every write at once (``fd``'s
     waits watch ``stop_fd``), so that ``close`` can close the pipe."""
 
-    def __init__(self, transport: Transport, fd: int | None, stop_fd: int | None, ledger: _Ledger) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        fd: int | None,
+        stop_fd: int | None,
+        ledger: _Ledger,
+        encode_frame: Callable[[bytes], bytes],
+    ) -> None:
         self._transport = transport
         self._fd = fd
         self._stop_fd = stop_fd
         self._frames = transport.framing == "content-length"
+        self._encode_frame = encode_frame  # the client's core's
         self._lock = threading.Lock()  # held while one message is written
         self._is_locked = self._lock.locked
         self._ledger = ledger
@@ -230,7 +237,7 @@ class _Output:
         return self._is_locked()
 
     def _framed(self, line: bytes) -> bytes:
-        return encode_frame(line) if self._frames else line + b"\n"
+        return self._encode_frame(line) if self._frames else line + b"\n"
 
     def send(self, line: bytes, deadline: float | None, on_start: Callable[[], Any]) -> bool:
         """Write ``line`` as one message; ``on_start()`` just before its first byte. ``True`` once it is written
@@ -252,7 +259,7 @@ class _Output:
             job = _Job(line, on_start, locked=True)
             self._hand(job)  # the lock goes with it
             return self._wait(job, deadline)
-        framed = encode_frame(line) if self._frames else line + b"\n"
+        framed = self._encode_frame(line) if self._frames else line + b"\n"
         try:
             on_start()
             written = os.write(self._fd, framed)  # a pipe with room takes a message of up to its size whole
@@ -510,7 +517,7 @@ class Client(_Peer):
             out_fd = _process.stdin.fileno()
             os.set_blocking(out_fd, False)
         stop_fd = self._pipes["stop"][0] if "stop" in self._pipes else None
-        self._output = _Output(transport, out_fd, stop_fd, self._ledger)
+        self._output = _Output(transport, out_fd, stop_fd, self._ledger, self._core._encode_frame)
         # Over a pipe it waits on, the client reads the descriptor itself (the core's _ClientPipe), and a lone
         # caller makes its call there in two steps (``call``).
         self._pipe: ClientPipe | None = None
@@ -747,7 +754,7 @@ class Client(_Peer):
         if self._closed is not None:
             raise self._closed
         line = self._core._encode_request(method, params)
-        _check_outgoing(line, self._limits)
+        _check_outgoing(self._core, line, self._limits)
         self._send(line, _deadline(self._timeout), [], [])
 
     def batch(self, calls: Iterable[tuple[str, Any]], *, timeout: float | None = None) -> list[Any]:
@@ -768,7 +775,7 @@ class Client(_Peer):
         outcomes: list[Any] = []
         late: list[int] = []
         try:
-            _check_outgoing(line, self._limits, len(ids))
+            _check_outgoing(self._core, line, self._limits, len(ids))
             whole = self._send(line, deadline, ids, sent)
             for id_, waiter in zip(ids, waiters, strict=True):
                 if not whole or not self._wait(waiter, id_, deadline):
