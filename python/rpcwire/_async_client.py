@@ -316,7 +316,7 @@ class AsyncClient(_Peer):
         if self._closed is not None:
             raise self._closed
         line = self._core._encode_request(method, params)
-        _check_outgoing(line, self._limits)
+        _check_outgoing(self._core, line, self._limits)
         await self._send(line, _deadline(self._timeout), [], [])
 
     async def batch(self, calls: Iterable[tuple[str, Any]], *, timeout: float | None = None) -> list[Any]:
@@ -332,7 +332,7 @@ class AsyncClient(_Peer):
         self._pending.update(zip(ids, futures, strict=True))
         sent: list[_Sent] = []
         try:
-            _check_outgoing(line, self._limits, len(ids))
+            _check_outgoing(self._core, line, self._limits, len(ids))
             await self._send(line, deadline, ids, sent)
             await asyncio.wait(futures, timeout=_left(deadline))
         except BaseException as exc:  # cancelled (or not sent): so are the entries still running

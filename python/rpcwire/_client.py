@@ -40,13 +40,13 @@ from rpcwire._peer import (
     _closed_error,
     _current_call,
     _deadline,
+    _Ledger,
     _left,
     _outcome,
     _Peer,
     _run_callback,
     _Sent,
     _StderrTail,
-    encode_frame,
 )
 from rpcwire._types import (
     DEFAULT_MAX_BATCH,
@@ -204,21 +204,40 @@ class _Output:
     with a blocking write, its caller waiting for it until the deadline. ``stop`` ends every write at once (``fd``'s
     waits watch ``stop_fd``), so that ``close`` can close the pipe."""
 
-    def __init__(self, transport: Transport, fd: int | None, stop_fd: int | None) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        fd: int | None,
+        stop_fd: int | None,
+        ledger: _Ledger,
+        encode_frame: Callable[[bytes], bytes],
+    ) -> None:
         self._transport = transport
         self._fd = fd
         self._stop_fd = stop_fd
         self._frames = transport.framing == "content-length"
+        self._encode_frame = encode_frame  # the client's core's
         self._lock = threading.Lock()  # held while one message is written
-        self._locked = self._lock.locked  # (bound once: what a lone caller's _ClientPipe._call asks)
+        self._is_locked = self._lock.locked
+        self._ledger = ledger
+        self.lone_at = 0  # the ledger's position when a lone call was last written (see _locked)
         self._cond = threading.Condition()  # the jobs; notified at each release of _lock
         self._jobs: collections.deque[_Job] = collections.deque()
         self._handed: _Job | None = None  # a job _lock is held for
         self._thread: threading.Thread | None = None
         self.stopped = False
 
+    def _locked(self) -> bool:
+        """Whether a write holds the output. A lone caller's ``_ClientPipe._call`` asks it last before its own
+        write: the native core with the output free and the GIL held from here to the end of that write, the pure
+        one once it holds the lock itself. Every other writer takes its place in the ledger under the lock, so
+        the ledger's position now is the lone call's place in the order of writing (``lone_at``), which its
+        entry takes if it is made later (``Client.call``)."""
+        self.lone_at = self._ledger._seq  # (its position(), inline: every lone call comes here)
+        return self._is_locked()
+
     def _framed(self, line: bytes) -> bytes:
-        return encode_frame(line) if self._frames else line + b"\n"
+        return self._encode_frame(line) if self._frames else line + b"\n"
 
     def send(self, line: bytes, deadline: float | None, on_start: Callable[[], Any]) -> bool:
         """Write ``line`` as one message; ``on_start()`` just before its first byte. ``True`` once it is written
@@ -240,7 +259,7 @@ class _Output:
             job = _Job(line, on_start, locked=True)
             self._hand(job)  # the lock goes with it
             return self._wait(job, deadline)
-        framed = encode_frame(line) if self._frames else line + b"\n"
+        framed = self._encode_frame(line) if self._frames else line + b"\n"
         try:
             on_start()
             written = os.write(self._fd, framed)  # a pipe with room takes a message of up to its size whole
@@ -497,7 +516,8 @@ class Client(_Peer):
             self._pipes["stop"] = os.pipe()
             out_fd = _process.stdin.fileno()
             os.set_blocking(out_fd, False)
-        self._output = _Output(transport, out_fd, self._pipes["stop"][0] if "stop" in self._pipes else None)
+        stop_fd = self._pipes["stop"][0] if "stop" in self._pipes else None
+        self._output = _Output(transport, out_fd, stop_fd, self._ledger, self._core._encode_frame)
         # Over a pipe it waits on, the client reads the descriptor itself (the core's _ClientPipe), and a lone
         # caller makes its call there in two steps (``call``).
         self._pipe: ClientPipe | None = None
@@ -676,7 +696,7 @@ class Client(_Peer):
             if tag == 2:  # written; anything else first, or nothing yet: the call goes on with the reading held
                 resumed = () if detail is None else detail
                 return self._call(method, id_, b"", timeout=timeout, deadline=deadline, resumed=resumed)
-            self._abandon([id_], [ledger.written((id_,), False)], "interrupted")
+            self._abandon([id_], [ledger.written((id_,), False, self._output.lone_at)], "interrupted")
             self._release_read()
             raise detail
         id_, line = self._request_line(method, params, on_progress)
@@ -700,8 +720,8 @@ class Client(_Peer):
         self._pending[id_] = waiter
         sent: list[_Sent] = []
         try:
-            if resumed is not None:
-                sent.append(self._ledger.written((id_,), False))
+            if resumed is not None:  # its place in the order of writing: where it was written, not now
+                sent.append(self._ledger.written((id_,), False, self._output.lone_at))
                 if self._closed is not None and self._pending.pop(id_, None) is not None:
                     waiter.response = self._closed  # closed while it read: not pending then, so not told
                 answered = self._wait(waiter, id_, deadline, resumed)
@@ -734,7 +754,7 @@ class Client(_Peer):
         if self._closed is not None:
             raise self._closed
         line = self._core._encode_request(method, params)
-        _check_outgoing(line, self._limits)
+        _check_outgoing(self._core, line, self._limits)
         self._send(line, _deadline(self._timeout), [], [])
 
     def batch(self, calls: Iterable[tuple[str, Any]], *, timeout: float | None = None) -> list[Any]:
@@ -755,7 +775,7 @@ class Client(_Peer):
         outcomes: list[Any] = []
         late: list[int] = []
         try:
-            _check_outgoing(line, self._limits, len(ids))
+            _check_outgoing(self._core, line, self._limits, len(ids))
             whole = self._send(line, deadline, ids, sent)
             for id_, waiter in zip(ids, waiters, strict=True):
                 if not whole or not self._wait(waiter, id_, deadline):

@@ -6,8 +6,10 @@ of them, and a server without hooks runs exactly the code it ran before. What a 
 call: parse errors (-32700) and invalid requests (-32600) call no handler and are not observed, nor is a
 request cancelled before it started; a method the handler does not know is (it raises ``MethodNotFound``).
 The error code is the one the answer carries for the handler's exception (its ``code`` for a
-``JsonRpcError``, -32800 for a cancelled task, -32603 for any other exception); a result the encoder then
-refuses is answered -32603 but seen here as a success.
+``JsonRpcError`` the core can read, -32800 for a cancelled task, -32603 for any other exception, and for a
+``JsonRpcError`` whose ``code``, ``message`` or ``data`` raises when read or is of a type no answer carries); a
+result the encoder then refuses is answered -32603 but seen here as a success. A hook never changes what is
+answered: the handler's own outcome (result or exception) goes on unchanged whatever a hook does.
 
 :func:`around` is the one mechanism, also under :mod:`rpcwire.otel`: a ``before`` hook whose value an ``after``
 hook gets with the call's :class:`CallInfo`, on the same thread (or task) as the handler.
@@ -25,7 +27,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 from rpcwire._context import RequestContext, request_context
 from rpcwire._types import ERR_INTERNAL, ERR_REQUEST_CANCELLED, Handler, JsonRpcError
 
-__all__ = ["CallInfo", "around", "error_code", "observe"]
+__all__ = ["CallInfo", "application_error", "around", "error_code", "observe"]
 
 logger: logging.Logger = logging.getLogger("rpcwire")
 
@@ -54,11 +56,28 @@ class CallInfo(NamedTuple):
 
 def error_code(exc: BaseException) -> int:
     """The JSON-RPC error code the answer to a handler that raised ``exc`` carries."""
-    if isinstance(exc, JsonRpcError):
-        return exc.code
-    if isinstance(exc, asyncio.CancelledError):
-        return ERR_REQUEST_CANCELLED
-    return ERR_INTERNAL
+    own = application_error(exc)
+    if own is not None:
+        return own[0]
+    return ERR_REQUEST_CANCELLED if isinstance(exc, asyncio.CancelledError) else ERR_INTERNAL
+
+
+def application_error(exc: BaseException) -> tuple[int, str] | None:
+    """The code and message of a ``JsonRpcError`` the answer carries, read as the cores read them: its ``code`` an
+    ``int`` (not a ``bool``), its ``message`` a ``str``, its ``data`` readable. ``None`` for any other exception and
+    for a ``JsonRpcError`` that is not so (one whose property raises included): the answer is then a -32603 (or
+    a -32800 for a cancelled task). Never raises an ``Exception``: a hook's view cannot change the answer."""
+    if not isinstance(exc, JsonRpcError):
+        return None
+    try:
+        code = getattr(exc, "code", None)
+        message = getattr(exc, "message", None)
+        if isinstance(code, int) and not isinstance(code, bool) and isinstance(message, str):
+            getattr(exc, "data", None)  # the core reads it too: one that raises makes the answer a -32603
+            return code, message
+    except Exception:  # the core logs this one as it answers
+        pass
+    return None
 
 
 class _Around(Generic[S]):
@@ -129,18 +148,20 @@ class _Around(Generic[S]):
     def _report(
         self, state: Any, method: str, context: RequestContext | None, start: float, exc: BaseException | None
     ) -> None:
+        """Call the after hook; called from the handler's ``except`` too, so nothing here may raise an
+        ``Exception``: it would replace the handler's own, and so change the answer."""
         duration = perf_counter() - start
         if state is _NO_STATE:
             return
-        info = CallInfo(
-            method,
-            None if context is None else context.id,
-            context,
-            duration,
-            None if exc is None else error_code(exc),
-            exc,
-        )
         try:
+            info = CallInfo(
+                method,
+                None if context is None else context.id,
+                context,
+                duration,
+                None if exc is None else error_code(exc),
+                exc,
+            )
             self._after(state, info)
         except Exception:
             logger.exception("a hook after %s failed", method)
@@ -166,13 +187,18 @@ def observe(
     Serve the result as the handler itself, in any mode (``serve``, ``serve_async``, ``WSGIApp``, ``ASGIApp``,
     ``dispatch``, ``rpcwire.pure``): an async handler stays async. Without hooks a server pays nothing: it is
     the unwrapped handler that runs. Hooks run on the handler's thread (or its task), so keep them quick; one
-    that raises is logged (logger ``rpcwire``) and the call goes on. Handler calls only: a -32700 or -32600
+    that raises is logged (logger ``rpcwire``) and the call goes on (``on_response`` runs after every call, even
+    when ``on_request`` raised); a hook never changes what is answered. Handler calls only: a -32700 or -32600
     the transport answers itself calls no handler (see docs/guides/hooks.md).
     """
 
     def before(method: str, context: RequestContext | None) -> None:
+        # The two hooks are independent: one on_request that raises is logged here, and on_response still runs.
         if on_request is not None:
-            on_request(CallInfo(method, None if context is None else context.id, context))
+            try:
+                on_request(CallInfo(method, None if context is None else context.id, context))
+            except Exception:
+                logger.exception("a hook before %s failed", method)
 
     def after(_: None, info: CallInfo) -> None:
         if on_response is not None:

@@ -50,10 +50,10 @@ from rpcwire._types import (
     error_from_object,
 )
 
-try:  # the native core's, so that importing rpcwire imports no module of rpcwire.pure (the same answers)
-    from rpcwire._rpcwire import _encode_frame, _nests_deeper
+try:  # the native core's, so that importing rpcwire imports no module of rpcwire.pure (the same bytes)
+    from rpcwire._rpcwire import _encode_frame
 except ImportError:  # pragma: no cover - a build without the native module
-    from rpcwire.pure import _encode_frame, _nests_deeper
+    from rpcwire.pure import _encode_frame
 
 try:  # whether the native sequential serve is calling a handler on this thread (see _context.request_context)
     from rpcwire._rpcwire import _current_call as _native_current_call
@@ -61,8 +61,7 @@ except ImportError:  # pragma: no cover - a build without the native module
     _native_current_call = None  # type: ignore[assignment]
 _current_call = _native_current_call  # what a lone caller's path asks (with _context.running_request)
 
-encode_frame = _encode_frame  # a message's Content-Length frame, for Client and rpcwire.lsp
-nests_deeper = _nests_deeper
+encode_frame = _encode_frame  # a message's Content-Length frame, for rpcwire.lsp (a client frames with its own core)
 
 logger: logging.Logger = logging.getLogger("rpcwire.client")
 
@@ -180,16 +179,17 @@ def _left(deadline: float | None) -> float | None:
 # --- what is sent: checked against the limits the client reads with ---------------------------------
 
 
-def _check_outgoing(line: bytes, limits: tuple[int, int, int | None], entries: int | None = None) -> None:
+def _check_outgoing(core: Core, line: bytes, limits: tuple[int, int, int | None], entries: int | None = None) -> None:
     """``ValueError`` (nothing is sent) for a message that a server with the client's limits refuses: longer
     than ``max_message_bytes``, a batch of more than ``max_batch`` calls (``entries``), or nested deeper than
-    ``max_depth``. rpcwire's server would answer it with an error whose id is ``null``."""
+    ``max_depth`` (counted by the client's ``core``). rpcwire's server would answer it with an error whose id is
+    ``null``."""
     max_message_bytes, max_depth, max_batch = limits
     if len(line) > max_message_bytes:
         raise ValueError(f"not sent: the message is {len(line)} bytes, over max_message_bytes ({max_message_bytes})")
     if entries is not None and max_batch is not None and entries > max_batch:
         raise ValueError(f"not sent: a batch of {entries} calls, over max_batch ({max_batch})")
-    if nests_deeper(line, max_depth):
+    if core._nests_deeper(line, max_depth):
         raise ValueError(f"not sent: the message nests deeper than max_depth ({max_depth})")
 
 
@@ -257,12 +257,12 @@ _READABLE_BYTES = 64 * 1024
 _READABLE_DEPTH = 32
 
 
-def _refusable(line: bytes, batch: bool) -> bool:
+def _refusable(core: Core, line: bytes, batch: bool) -> bool:
     """Whether a server with sane limits could refuse ``line`` unread: a batch, a message over
-    ``_READABLE_BYTES``, or one nested deeper than ``_READABLE_DEPTH``."""
+    ``_READABLE_BYTES``, or one nested deeper than ``_READABLE_DEPTH`` (counted by the client's ``core``)."""
     if batch or len(line) > _READABLE_BYTES:
         return True
-    return nests_deeper(line, _READABLE_DEPTH)
+    return core._nests_deeper(line, _READABLE_DEPTH)
 
 
 class _Sent:
@@ -291,7 +291,11 @@ class _Ledger:
     them when none is. One candidate: the error is its answer (a call or every entry of a batch fails
     with it; for a notification it is logged). Several: the error is held until answers to the others
     leave one (with several errors held: once as many candidates are left as errors, in order), so that
-    it never fails a call the server read; a call it may belong to ends at its deadline meanwhile."""
+    it never fails a call the server read; a call it may belong to ends at its deadline meanwhile.
+
+    Places in the order of writing count by two (:meth:`position`), so that a message whose entry is made only
+    after it was written (a lone call's, once something else comes before its answer) takes the place between
+    the one written last before it and the next (``written(..., at=)``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -302,19 +306,32 @@ class _Ledger:
         self._others: collections.deque[_Sent] = collections.deque()  # notifications and answers, in order
         self._held: list[tuple[Response, set[_Sent]]] = []
 
-    def written(self, ids: Sequence[int], suspect: bool) -> _Sent:
-        """A message is being written, after every one before it (``ids``: the calls it makes, if any)."""
+    def position(self) -> int:
+        """The place of the message written last (read without the lock: writers hold the client's output)."""
+        return self._seq
+
+    def written(self, ids: Sequence[int], suspect: bool, at: int | None = None) -> _Sent:
+        """A message is being written, after every one before it (``ids``: the calls it makes, if any); or,
+        ``at``, one that was written when :meth:`position` was ``at``: before those written since."""
         with self._lock:
-            self._seq += 1
-            sent = _Sent(self._seq, tuple(ids), suspect)
+            if at is None or at >= self._seq:
+                self._seq += 2
+                seq = self._seq
+            else:  # (rare: what was written since its write is reordered behind it)
+                seq = at + 1
+            sent = _Sent(seq, tuple(ids), suspect)
             if not ids:
                 self._others.append(sent)
+                if seq != self._seq:
+                    self._others = collections.deque(sorted(self._others, key=lambda other: other.seq))
                 if len(self._others) > _LEDGER:  # a bound: the oldest is no longer a candidate
                     self._others.popleft()
                 return sent
             for id_ in ids:
                 self._by_id[id_] = sent
-            self._calls[sent.seq] = sent
+            self._calls[seq] = sent
+            if seq != self._seq:
+                self._calls = dict(sorted(self._calls.items()))
             while len(self._calls) > _LEDGER:
                 self._forget(next(iter(self._calls.values())))
             return sent
@@ -460,8 +477,8 @@ class _Peer:
         brackets than both depths passes both without a look at its strings (each level takes a bracket)."""
         if len(line) <= self._quick_bytes and line.count(b"[") + line.count(b"{") <= self._quick_depth:
             return False
-        _check_outgoing(line, self._limits)
-        return _refusable(line, False)
+        _check_outgoing(self._core, line, self._limits)
+        return _refusable(self._core, line, False)
 
     def _request_line(self, method: str, params: Any, on_progress: ProgressCallback | None) -> tuple[int, bytes]:
         id_ = next(self._ids)
@@ -476,13 +493,13 @@ class _Peer:
     def _on_start(self, line: bytes, ids: Sequence[int], sent: list[_Sent]) -> Callable[[], None]:
         """What to do just before a message's first byte is written: take its place in the ledger (into
         ``sent``; ``ids``: the calls it makes, if any)."""
-        suspect = _refusable(line, bool(ids) and line[:1] == b"[")
+        suspect = _refusable(self._core, line, bool(ids) and line[:1] == b"[")
         ledger = self._ledger
         return lambda: sent.append(ledger.written(ids, suspect))
 
     def _written(self, line: bytes, ids: Sequence[int], sent: list[_Sent]) -> None:
         """``_on_start(line, ids, sent)()``, for a client that writes the message at once."""
-        sent.append(self._ledger.written(ids, _refusable(line, bool(ids) and line[:1] == b"[")))
+        sent.append(self._ledger.written(ids, _refusable(self._core, line, bool(ids) and line[:1] == b"[")))
 
     def _abandon(self, ids: Sequence[int], sent: list[_Sent], reason: str) -> None:
         """Calls whose caller stopped waiting: no longer pending; the server is told to cancel those that

@@ -36,14 +36,19 @@ loop's rounds per call fall, for ``async def`` and ``def`` tools, and concurrent
 faster; the client's share (the SDK's) is the same on both sides.
 
 What differs from the SDK's transport, on purpose: a line longer than 64 MiB is discarded and a
-``ValueError`` put on the read stream (the SDK would hold it whole), and a read stream whose receiving
-end the session closed ends the reader quietly.
+``ValueError`` put on the read stream (the SDK would hold it whole), a read stream whose receiving
+end the session closed ends the reader quietly, and a client gone mid-call ends the server quietly: a write
+that finds the client's end of stdout closed (``BrokenPipeError``, ``ConnectionResetError``) ends the writing
+(logged at DEBUG, logger ``rpcwire``), what the session sends after is taken and dropped until it closes its
+end, and a stdin reset by the client reads as its end. The SDK's transport exits with status 1 and a traceback
+(an ``ExceptionGroup`` holding the ``BrokenPipeError``); ``run_stdio`` exits 0, nothing on stderr.
 """
 
 from __future__ import annotations
 
 import contextvars
 import io
+import logging
 import os
 import socket
 import stat
@@ -72,6 +77,12 @@ from rpcwire._types import Refused
 __all__ = ["run_stdio", "serve_stdio", "stdio_server", "tools"]
 
 _validate_json = mcp_types.jsonrpc_message_adapter.validate_json
+
+logger: logging.Logger = logging.getLogger("rpcwire")
+
+# What a write raises once the client closed its end of stdout (a pipe's reader gone, a socket reset), and a
+# read once the client reset its end of stdin: the client is gone, which ends the server quietly.
+_PEER_GONE = (BrokenPipeError, ConnectionResetError)
 
 # The decoder that splits the lines: the core rpcwire serves with (rpcwire.pure's when the native module
 # could not be imported), fed one read at a time by _Lines below.
@@ -199,6 +210,8 @@ def _fd_filler(fd: int) -> Callable[[bytearray], int | None]:
             return os.readv(fd, [buffer])
         except BlockingIOError:
             return None
+        except _PEER_GONE:  # a socket the client reset: its end
+            return 0
 
     return fill
 
@@ -227,17 +240,24 @@ async def _read_fd(fd: int, send: _Sender) -> None:
 
 
 def _filler(stream: Any) -> Callable[[bytearray], int | None]:
-    """One read of ``stream`` into a buffer, with the best method it has."""
+    """One read of ``stream`` into a buffer, with the best method it has (a stream the client reset: its end)."""
     if callable(getattr(stream, "readinto1", None)):
-        return stream.readinto1  # type: ignore[no-any-return]
-    if callable(getattr(stream, "readinto", None)):
-        return stream.readinto  # type: ignore[no-any-return]
-    read = stream.read1 if callable(getattr(stream, "read1", None)) else stream.readline
+        readinto = stream.readinto1
+    elif callable(getattr(stream, "readinto", None)):
+        readinto = stream.readinto
+    else:
+        read = stream.read1 if callable(getattr(stream, "read1", None)) else stream.readline
 
-    def fill(buffer: bytearray) -> int:
-        data = read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
+        def readinto(buffer: bytearray) -> int:
+            data = read(len(buffer))
+            buffer[: len(data)] = data
+            return len(data)
+
+    def fill(buffer: bytearray) -> int | None:
+        try:
+            return readinto(buffer)  # type: ignore[no-any-return]
+        except _PEER_GONE:
+            return 0
 
     return fill
 
@@ -313,19 +333,52 @@ async def _write_nonblocking(
     with receive:
         while session_message := await _receive(receive):
             view = memoryview(_with_waiting(_encode(session_message), receive))
-            while view:
-                try:
-                    view = view[write(view) :]
-                except BlockingIOError:
-                    await anyio.wait_writable(fd)
+            try:
+                while view:
+                    try:
+                        view = view[write(view) :]
+                    except BlockingIOError:
+                        await anyio.wait_writable(fd)
+            except _PEER_GONE as exc:
+                await _client_gone(exc, receive)
+                return
 
 
 async def _write_blocking(stream: Any, receive: MemoryObjectReceiveStream[tuple[Any, SessionMessage]]) -> None:
     """Write each message to a binary stream and flush it, as the SDK does (without its two thread hops)."""
     with receive:
         while session_message := await _receive(receive):
-            stream.write(_with_waiting(_encode(session_message), receive))
-            stream.flush()
+            try:
+                stream.write(_with_waiting(_encode(session_message), receive))
+                stream.flush()
+            except _PEER_GONE as exc:
+                _to_null(stream)
+                await _client_gone(exc, receive)
+                return
+
+
+async def _client_gone(exc: BaseException, receive: MemoryObjectReceiveStream[tuple[Any, SessionMessage]]) -> None:
+    """The client closed its end of stdout: nothing more can reach it. What the session sends from now on is
+    taken and dropped (never a sender left waiting, never an error in the session) until it closes its end."""
+    logger.debug("the MCP client closed its end of stdout (%r): the messages sent from now on are dropped", exc)
+    dropped = 0
+    while await _receive(receive) is not None:
+        dropped += 1
+    if dropped:
+        logger.debug("dropped %d messages for the MCP client gone", dropped)
+
+
+def _to_null(stream: Any) -> None:
+    """Point the descriptor of a buffered stream whose client is gone at the null device (what Python's own docs
+    advise for a stdout whose reader left): what its buffer still holds then goes nowhere when it is flushed
+    again (closed, or at the interpreter's exit), instead of raising the broken pipe where nobody catches it."""
+    with suppress(Exception):
+        fd = int(getattr(stream, "wrapped", stream).fileno())  # (an anyio AsyncFile wraps the file object)
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, fd)
+        finally:
+            os.close(null)
 
 
 def _with_waiting(data: bytes, receive: MemoryObjectReceiveStream[tuple[Any, SessionMessage]]) -> bytes:
@@ -341,8 +394,13 @@ async def _write_async_text(stdout: Any, receive: MemoryObjectReceiveStream[tupl
     with receive:
         async for _, session_message in receive:
             json = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
-            await stdout.write(json + "\n")
-            await stdout.flush()
+            try:
+                await stdout.write(json + "\n")
+                await stdout.flush()
+            except _PEER_GONE as exc:
+                _to_null(stdout)
+                await _client_gone(exc, receive)
+                return
 
 
 def _nonblocking_writer(fd: int, stack: AsyncExitStack) -> Callable[[memoryview], int] | None:

@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from rpcwire._context import RequestContext
-from rpcwire._observe import CallInfo, around
-from rpcwire._types import ERR_REQUEST_CANCELLED, Handler, JsonRpcError
+from rpcwire._observe import CallInfo, application_error, around
+from rpcwire._types import ERR_REQUEST_CANCELLED, Handler
 
 __all__ = ["instrument"]
 
@@ -64,15 +64,18 @@ def instrument(handler: Handler, *, tracer_provider: Any = None) -> Handler:
         try:
             if info.error_code is not None:
                 exc = info.exception
-                span.set_attribute("rpc.jsonrpc.error_code", info.error_code)
-                if isinstance(exc, JsonRpcError):
-                    message = exc.message
+                # The code and message the answer carries: a JsonRpcError the core cannot read is an internal
+                # error, and an unexpected exception, like any other (its properties are not read again here).
+                own = None if exc is None else application_error(exc)
+                if own is not None:
+                    message = own[1]
                 elif info.error_code == ERR_REQUEST_CANCELLED:
                     message = "Request cancelled"
                 else:
                     message = "Internal error"
+                span.set_attribute("rpc.jsonrpc.error_code", info.error_code)
                 span.set_attribute("rpc.jsonrpc.error_message", message)
-                if exc is not None and not isinstance(exc, JsonRpcError):
+                if exc is not None and own is None:
                     span.record_exception(exc)
                 span.set_status(trace.Status(trace.StatusCode.ERROR, f"{info.error_code} {message}"))
             span.end()

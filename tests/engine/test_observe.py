@@ -190,7 +190,7 @@ def test_a_hook_that_raises_is_logged_and_the_call_goes_on(impl: ModuleType, cap
     with caplog.at_level(logging.ERROR, logger="rpcwire"):
         impl.serve(handler, transport)
     assert answers(out.getvalue()) == [{"jsonrpc": "2.0", "id": 1, "result": 3}]
-    assert [record.getMessage() for record in caplog.records] == ["a hook before add failed"]  # its after: skipped
+    assert [record.getMessage() for record in caplog.records] == ["a hook before add failed", "a hook after add failed"]
     caplog.clear()
     handler = impl.observe(impl.methods({"add": add}), on_response=broken)
     transport, out = transport_for(impl, request("add", [1, 2], id=1))
@@ -223,3 +223,78 @@ def test_a_cancelled_async_call_is_reported_as_cancelled(impl: ModuleType) -> No
 def test_observe_refuses_what_is_not_a_handler(impl: ModuleType) -> None:
     with pytest.raises(TypeError, match="callable"):
         impl.observe("handler")
+
+
+class _Unreadable(rpcwire.JsonRpcError):
+    """A ``JsonRpcError`` whose ``code``, ``message`` or ``data`` (``broken``) raises when read, or is of a type an
+    answer cannot carry (``code`` a ``bool`` or a ``str``, ``message`` not a ``str``): answered -32603."""
+
+    code = -32001
+    broken = ""  # nothing broken while JsonRpcError.__init__ runs
+
+    def __init__(self, broken: str) -> None:
+        super().__init__("readable", data=1)
+        self.broken = broken
+
+    def __getattribute__(self, name: str) -> Any:
+        broken = object.__getattribute__(self, "broken")
+        if name == broken:
+            raise RuntimeError(f"no {name}")
+        if (name, broken) in {("code", "bool"), ("code", "str"), ("message", "bytes")}:
+            return {"bool": True, "str": "-32001", "bytes": b"readable"}[broken]
+        return object.__getattribute__(self, name)
+
+    def __str__(self) -> str:
+        return "unreadable"
+
+
+UNREADABLE = ["code", "message", "data", "bool", "str", "bytes"]
+
+
+def _raising(broken: str) -> Any:
+    def handler(method: str, params: Any) -> Any:
+        raise _Unreadable(broken)
+
+    return handler
+
+
+@pytest.mark.parametrize("broken", UNREADABLE)
+def test_an_error_that_cannot_be_read_is_answered_as_without_hooks(impl: ModuleType, broken: str) -> None:
+    """A hook never changes what is answered, and on_response still sees the call with the answer's code."""
+    line = request("m", id=1)
+    plain = impl.dispatch(line, _raising(broken))
+    assert json.loads(plain)["error"]["code"] == ERR_INTERNAL
+    assert json.loads(plain)["error"]["data"] == {"exception": "_Unreadable", "detail": "unreadable"}
+    seen: list[CallInfo] = []
+    observed = impl.observe(_raising(broken), on_response=seen.append)
+    assert impl.dispatch(line, observed) == plain
+    for mode in ["sequential", *MODES]:
+        transport, out = transport_for(impl, line)
+        if mode == "sequential":
+            impl.serve(observed, transport)
+        else:
+            serve_in_mode(mode, impl, observed, transport)
+        assert out.getvalue() == plain + b"\n", mode
+
+    async def async_handler(method: str, params: Any) -> Any:
+        await asyncio.sleep(0)
+        raise _Unreadable(broken)
+
+    transport, out = transport_for(impl, line)
+    impl.serve(impl.observe(async_handler, on_response=seen.append), transport)  # awaited inside the hooks
+    assert out.getvalue() == plain + b"\n"
+    assert [(info.method, info.error_code, type(info.exception)) for info in seen] == [
+        ("m", ERR_INTERNAL, _Unreadable)
+    ] * 6
+
+
+def test_on_response_runs_when_on_request_raised(impl: ModuleType, caplog: pytest.LogCaptureFixture) -> None:
+    def broken(info: CallInfo) -> None:
+        raise RuntimeError("hook bug")
+
+    seen: list[CallInfo] = []
+    handler = impl.observe(impl.methods({"add": add}), on_request=broken, on_response=seen.append)
+    with caplog.at_level(logging.ERROR, logger="rpcwire"):
+        assert json.loads(impl.dispatch(request("add", [1, 2], id=1), handler))["result"] == 3
+    assert [record.getMessage() for record in caplog.records] == ["a hook before add failed"]
+    assert [(info.method, info.error_code) for info in seen] == [("add", None)]

@@ -546,3 +546,86 @@ def test_buffered_stray_output_of_a_tool_under_run_stdio(reader: str, tmp_path: 
             stream.close()
     assert rest == b""
     assert b"stray buffered\n" in stderr
+
+
+# --- the client gone mid-call ---------------------------------------------------------------------------------
+
+
+def _initialize(process: subprocess.Popen[bytes]) -> None:
+    assert process.stdin is not None and process.stdout is not None
+    for request in (
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ):
+        process.stdin.write(_line(request))
+        process.stdin.flush()
+    assert b'"id":0' in _readline(process.stdout)
+
+
+def _ends_quietly(process: subprocess.Popen[bytes]) -> None:
+    """The server exits 0 with nothing on stderr (no traceback, no ``Exception ignored``)."""
+    assert process.stderr is not None
+    try:
+        returncode = process.wait(TIMEOUT)
+        stderr = process.stderr.read().decode(errors="replace")
+    finally:
+        process.kill()
+        process.wait(TIMEOUT)
+        process.stderr.close()
+    assert returncode == 0, stderr
+    assert stderr == "", stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("launcher", ["run_stdio", "stdio_server"])
+def test_a_client_gone_mid_call_ends_the_server_quietly(launcher: str, reader: str, tmp_path: Path) -> None:
+    """A tools/call under way when the client closes both its pipes: the answer (the SDK's, once its session
+    ends) meets a broken pipe, and the server exits 0, quietly (the SDK's transport: 1, with a traceback)."""
+    process = subprocess.Popen(
+        [sys.executable, str(HERE), "app", launcher, *_extra(reader)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "MARKERS": str(tmp_path)},
+    )
+    assert process.stdin is not None and process.stdout is not None
+    _initialize(process)
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "wait_forever", "arguments": {}}}
+    process.stdin.write(_line(call))
+    process.stdin.flush()
+    anyio.run(_appears, tmp_path / "started")  # the call is under way
+    process.stdout.close()
+    process.stdin.close()
+    _ends_quietly(process)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("streams", ["binary", "async"])
+def test_a_client_gone_ends_a_transport_on_explicit_streams_quietly(streams: str, reader: str) -> None:
+    """The same with the streams given to ``stdio_server`` (blocking writes): the message written after the
+    client closed its end of stdout meets a broken pipe, and the transport ends when stdin does, quietly."""
+    process = subprocess.Popen(
+        [sys.executable, str(HERE), "mirror", "rpcwire", streams, *_extra(reader)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_buffered_env(),
+    )
+    assert process.stdin is not None and process.stdout is not None
+    ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+    process.stdin.write(ping)
+    process.stdin.flush()
+    assert _readline(process.stdout) == ping  # serving
+    process.stdout.close()
+    process.stdin.write(ping.replace(b'"id":1', b'"id":2'))  # its echo meets the broken pipe
+    process.stdin.close()
+    _ends_quietly(process)

@@ -23,7 +23,7 @@ from opentelemetry import trace  # noqa: E402
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
-from rpcwire import methods, otel  # noqa: E402
+from rpcwire import JsonRpcError, methods, otel  # noqa: E402
 from rpcwire.http import ASGIApp, WSGIApp  # noqa: E402
 
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
@@ -179,3 +179,42 @@ def test_asgi_under_uvicorn_with_an_async_handler(spans: tuple[TracerProvider, I
     assert call.attributes["rpc.jsonrpc.request_id"] == "a"
     assert format(call.context.trace_id, "032x") == TRACE_ID
     assert spans_by_name["inner"].parent.span_id == call.context.span_id
+
+
+class _Unreadable(JsonRpcError):
+    """A ``JsonRpcError`` whose ``code`` or ``message`` (``broken``) raises when read: answered -32603."""
+
+    broken = ""  # nothing broken while JsonRpcError.__init__ runs
+
+    def __init__(self, broken: str) -> None:
+        super().__init__("readable")
+        self.broken = broken
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == object.__getattribute__(self, "broken"):
+            raise RuntimeError(f"no {name}")
+        return object.__getattribute__(self, name)
+
+
+@pytest.mark.parametrize("broken", ["code", "message"])
+def test_an_error_that_cannot_be_read_is_a_span_like_any_internal_error(
+    impl: ModuleType, spans: tuple[TracerProvider, InMemorySpanExporter], broken: str
+) -> None:
+    """The span ends with the code and message the answer carries (-32603), and the answer is the one given without
+    the instrumentation."""
+    provider, exporter = spans
+
+    def handler(method: str, params: Any) -> Any:
+        raise _Unreadable(broken)
+
+    line = request("m", id=1)
+    plain = impl.dispatch(line, handler)
+    out = io.BytesIO()
+    impl.serve(otel.instrument(handler, tracer_provider=provider), impl.StdioTransport(io.BytesIO(line), out))
+    assert out.getvalue() == plain + b"\n"
+    (span,) = exporter.get_finished_spans()
+    assert span.attributes["rpc.jsonrpc.error_code"] == -32603
+    assert span.attributes["rpc.jsonrpc.error_message"] == "Internal error"
+    assert span.status.status_code == trace.StatusCode.ERROR
+    assert [event.name for event in span.events] == ["exception"]
+    assert trace.get_current_span() is trace.INVALID_SPAN

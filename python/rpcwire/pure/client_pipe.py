@@ -136,6 +136,7 @@ class ClientPipe:
                     self._leave_reading()
                 return (0, line)
             try:
+                output._locked()  # asked last before the write, as the native core asks it: the output notes its place
                 written = os.write(self._out_fd, encode_frame(line) if self._frames else line + b"\n")
             except (BlockingIOError, InterruptedError):
                 written = 0
