@@ -60,14 +60,19 @@ test: test-rust test-python fuzz-smoke ## Every test: Rust, Python, and a short 
 test-rust: check-rust $(STAMP) ## cargo test of the workspace (the protocol crate and the PyO3 crate)
 	PYO3_PYTHON=$(abspath $(PY)) cargo test --workspace --quiet
 
-test-python: develop ## The pytest suite against rpcwire and rpcwire.pure (PYTEST_ARGS="-x -q")
-	$(PY) -m pytest $(PYTEST_ARGS)
+# The suite runs on PYTEST_WORKERS processes (pytest-xdist): four fifths of its time is waiting on child
+# processes, servers and sockets, so 4 on 2 cores; PYTEST_WORKERS=0 runs it in this process (for -x, pdb).
+PYTEST_WORKERS ?= 4
+PYTEST_RUN = -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+
+test-python: develop ## The pytest suite against rpcwire and rpcwire.pure (PYTEST_ARGS="-x -q", PYTEST_WORKERS=4)
+	$(PY) -m pytest $(PYTEST_RUN)
 
 # --- test-versions: the suite on every supported CPython (3.10 and newer) found on the machine ---
 # Each version gets its own venv (.venv-3.X) and its own cargo target dir (target/py3.X): PyO3 is built
 # for one interpreter, so a shared one would rebuild it at every switch and undo the .venv's build.
 # The "versions" profile is release without fat LTO (Cargo.toml): same test speed, a third of the rebuild.
-# PYTEST_ARGS go to each pytest run (e.g. PYTEST_ARGS="-x -q").
+# PYTEST_ARGS and PYTEST_WORKERS go to each pytest run (e.g. PYTEST_ARGS="-x -q").
 PYENV_ROOT ?= $(shell pyenv root 2>/dev/null || echo "$$HOME/.pyenv")
 OLDEST_PYTHON := 10
 # Shell function: `python_for 3.X` prints the interpreter of the newest pyenv CPython 3.X.N, else of
@@ -108,7 +113,7 @@ test-version: .venv-$(V)/.dev-installed
 	VIRTUAL_ENV=$(abspath .venv-$(V)) CARGO_TARGET_DIR=target/py$(V) \
 		.venv-$(V)/bin/maturin develop --profile versions --quiet || exit 1; \
 	built=$$(date +%s); \
-	{ .venv-$(V)/bin/python -m pytest $(PYTEST_ARGS); echo $$? > .venv-$(V)/pytest.rc; } 2>&1 | tee .venv-$(V)/pytest.log; \
+	{ .venv-$(V)/bin/python -m pytest $(PYTEST_RUN); echo $$? > .venv-$(V)/pytest.rc; } 2>&1 | tee .venv-$(V)/pytest.log; \
 	echo "$$(.venv-$(V)/bin/python -V), build $$((built - start)) s, suite $$(($$(date +%s) - built)) s:" \
 		"$$(grep -E '(passed|failed|errors?|no tests ran).* in [0-9.]+s' .venv-$(V)/pytest.log | tail -n 1 | sed -E 's/^=+ | =+$$//g')" > .venv-$(V)/result; \
 	exit $$(cat .venv-$(V)/pytest.rc)
@@ -159,14 +164,14 @@ test-wheels: ## Install each wheel of dist/ (make wheels) in a fresh venv, no ca
 		wheel=$$(ls $(DIST)/*-cp$$(echo $$version | tr -d .)-*.whl 2>/dev/null | head -n 1); \
 		[ -n "$$wheel" ] || { echo "test-wheels: no wheel for CPython $$version in $(DIST)/ (make wheels)"; failed=1; continue; }; \
 		echo "=== test-wheels: $$wheel"; \
-		packaging/test-wheel.sh "$$wheel" "$$(python_for $$version)" $(PYTEST_ARGS) || failed=1; \
+		packaging/test-wheel.sh "$$wheel" "$$(python_for $$version)" $(PYTEST_RUN) || failed=1; \
 		tested="$$tested $$wheel"; \
 	done; fi; \
 	if [ -n "$(filter pure,$(WHEEL_KINDS))" ]; then \
 		wheel=$$(ls $(DIST)/*-py3-none-any.whl 2>/dev/null | head -n 1); \
 		if [ -z "$$wheel" ]; then echo "test-wheels: no pure wheel in $(DIST)/ (make wheels)"; failed=1; \
 		else echo "=== test-wheels: $$wheel on CPython $(PURE_PYTHON)"; \
-			packaging/test-wheel.sh "$$wheel" "$$(python_for $(PURE_PYTHON))" $(PYTEST_ARGS) || failed=1; \
+			packaging/test-wheel.sh "$$wheel" "$$(python_for $(PURE_PYTHON))" $(PYTEST_RUN) || failed=1; \
 			tested="$$tested $$wheel"; fi; \
 	fi; \
 	echo "=== test-wheels"; for wheel in $$tested; do cat build/wheel-tests/$$(basename $$wheel .whl)/result 2>/dev/null \
