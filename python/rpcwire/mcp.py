@@ -1,5 +1,8 @@
 """A thread-free stdio transport for servers built on the MCP Python SDK (``pip install 'rpcwire[mcp]'``).
 
+A tool server without the SDK is :mod:`rpcwire.mcp_tools` (``serve_tools``, ``tools_handler``, re-exported
+here; import them from ``rpcwire.mcp_tools`` where the SDK is not installed).
+
 ``stdio_server()`` is a drop-in for ``mcp.server.stdio.stdio_server()``: the same ``(read_stream,
 write_stream)`` pair (``SessionMessage`` objects holding real ``mcp_types`` models, the parse or
 validation ``Exception`` itself for a bad line), the same claim of file descriptors 0 and 1 (the SDK's
@@ -73,8 +76,19 @@ except ImportError as _missing:  # pragma: no cover - the extra is not installed
 import rpcwire
 from rpcwire._methods import Methods
 from rpcwire._types import Refused
+from rpcwire.mcp_tools import ToolError, ToolServer, log, serve_tools, tools_handler
 
-__all__ = ["run_stdio", "serve_stdio", "stdio_server", "tools"]
+__all__ = [
+    "ToolError",
+    "ToolServer",
+    "log",
+    "run_stdio",
+    "serve_stdio",
+    "serve_tools",
+    "stdio_server",
+    "tools",
+    "tools_handler",
+]
 
 _validate_json = mcp_types.jsonrpc_message_adapter.validate_json
 

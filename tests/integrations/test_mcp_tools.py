@@ -1,0 +1,457 @@
+"""``rpcwire.mcp_tools``: a ``methods()`` registry served as an MCP tool server, driven by the MCP SDK's own clients.
+
+Over stdio (a child process serving with either core, its tools sync or ``async def``) with ``stdio_client`` and
+``ClientSession`` at every protocol version the SDK's handshake speaks; over HTTP (``ASGIApp`` under uvicorn on
+127.0.0.1, port 0) with the SDK's streamable HTTP client.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp", reason="the MCP Python SDK (rpcwire[mcp]) is not installed")
+
+import mcp.client.session
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from support.processes import child_env
+
+TIMEOUT = 30
+
+# logging/setLevel is deprecated from MCP 2026-07-28 on; the handshake's revisions still have it.
+pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+
+# The tools every test serves: {KIND} is "def" or "async def" for the long one (an async def tool makes the
+# whole registry async: the engine's asyncio server), {CORE} the module whose transport serves.
+TOOLS = '''
+import asyncio, sys, threading
+from typing import TypedDict
+
+import rpcwire
+from rpcwire import current_request, methods, RequestCancelled
+from rpcwire.mcp_tools import ToolError, log, serve_tools, tools_handler
+
+STATE = sys.argv[1] if len(sys.argv) > 1 else None
+tools = methods()
+
+
+class Point(TypedDict):
+    x: int
+    y: int
+
+
+@tools.method
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tools.method
+def point(x: int, y: int) -> Point:
+    """A point."""
+    return {"x": x, "y": y}
+
+
+@tools.method
+def untyped(text):
+    return {"echo": text}
+
+
+@tools.method
+def divide(a: float, b: float) -> float:
+    if b == 0:
+        raise ToolError("cannot divide by zero")
+    return a / b
+
+
+@tools.method
+def boom() -> str:
+    raise RuntimeError("secret internal detail")
+
+
+def _note(text):
+    if STATE:
+        with open(STATE, "a") as f:
+            f.write(text + "\\n")
+
+
+if "{KIND}" == "async def":
+    @tools.method
+    async def slow(n: int) -> str:
+        """Count to n slowly."""
+        request = current_request()
+        try:
+            for i in range(1, n + 1):
+                await asyncio.sleep(0.02)
+                request.progress(i, n, f"step {i}")
+                log("info", f"step {i}", logger="slow")
+        except asyncio.CancelledError:
+            _note("cancelled")
+            raise
+        return "done"
+else:
+    @tools.method
+    def slow(n: int) -> str:
+        """Count to n slowly."""
+        request = current_request()
+        tick = threading.Event()
+        for i in range(1, n + 1):
+            if request.cancelled:
+                _note("cancelled")
+                raise RequestCancelled()
+            tick.wait(0.02)
+            request.progress(i, n, f"step {i}")
+            log("info", f"step {i}", logger="slow")
+        return "done"
+'''
+
+STDIO_SERVER = (
+    TOOLS
+    + """
+import {CORE}
+serve_tools(tools, name="calc", version="1.2", transport={CORE}.StdioTransport())
+"""
+)
+
+KINDS = ["def", "async def"]
+CORES = ["rpcwire", "rpcwire.pure"]
+
+
+def _script(tmp_path: Path, template: str, kind: str, core: str) -> Path:
+    path = tmp_path / "tool_server.py"
+    path.write_text(textwrap.dedent(template).replace("{KIND}", kind).replace("{CORE}", core))
+    return path
+
+
+def _run(coroutine: Any, *args: Any) -> Any:
+    return anyio.run(coroutine, *args)
+
+
+async def _exercise(session: ClientSession, state: Path | None) -> dict[str, Any]:
+    """What a client meets: the tools listed, calls that succeed and fail, progress, logging, cancellation."""
+    seen: dict[str, Any] = {}
+    tools = (await session.list_tools()).tools
+    seen["tools"] = {tool.name: tool for tool in tools}
+    seen["add"] = await session.call_tool("add", {"a": 2, "b": 3})
+    seen["point"] = await session.call_tool("point", {"x": 1, "y": 2})
+    seen["untyped"] = await session.call_tool("untyped", {"text": "hé"})
+    seen["divide"] = await session.call_tool("divide", {"a": 1, "b": 0})
+    seen["boom"] = await session.call_tool("boom", {})
+    seen["bad_type"] = await session.call_tool("add", {"a": "two", "b": 3})
+    seen["missing"] = await session.call_tool("add", {"a": 2})
+    seen["unknown"] = None
+    try:
+        await session.call_tool("nope", {})
+    except Exception as exc:
+        seen["unknown"] = exc
+    await session.send_ping()
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total, message))
+
+    seen["slow"] = await session.call_tool("slow", {"n": 3}, progress_callback=on_progress)
+    seen["progress"] = progress
+    if state is not None:
+        seen["cancelled"] = await _cancel(session, state)
+        seen["after_cancel"] = await session.call_tool("add", {"a": 1, "b": 1})
+    return seen
+
+
+async def _cancel(session: ClientSession, state: Path) -> bool:
+    """Cancel a long call once it has reported progress; whether the tool saw the cancellation."""
+    started = anyio.Event()
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        started.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(lambda: session.call_tool("slow", {"n": 100_000}, progress_callback=on_progress))
+        await started.wait()
+        group.cancel_scope.cancel()
+    for _ in range(200):  # the tool stops at its next step: bounded wait for its note
+        if state.exists() and "cancelled" in state.read_text():
+            return True
+        await anyio.sleep(0.05)
+    return False
+
+
+def _check(seen: dict[str, Any]) -> None:
+    tools = seen["tools"]
+    assert set(tools) == {"add", "point", "untyped", "divide", "boom", "slow"}
+    assert tools["add"].input_schema["required"] == ["a", "b"]
+    assert tools["add"].output_schema == {
+        "type": "object",
+        "properties": {"result": {"type": "integer"}},
+        "required": ["result"],
+    }
+    assert tools["untyped"].output_schema is None
+    add = seen["add"]
+    assert not add.is_error
+    assert add.content[0].text == "5"
+    assert add.structured_content == {"result": 5}
+    assert seen["point"].structured_content == {"x": 1, "y": 2}  # an object: not wrapped
+    assert json.loads(seen["point"].content[0].text) == {"x": 1, "y": 2}
+    assert seen["untyped"].structured_content == {"echo": "hé"}
+    divide = seen["divide"]
+    assert divide.is_error
+    assert divide.content[0].text == "cannot divide by zero"
+    boom = seen["boom"]
+    assert boom.is_error
+    assert "boom" in boom.content[0].text
+    assert "secret" not in boom.content[0].text  # logged on the server, not sent
+    for key in ("bad_type", "missing"):
+        assert seen[key].is_error, key
+        assert seen[key].content[0].text.startswith("Invalid arguments for tool add"), seen[key]
+    unknown = seen["unknown"]
+    assert unknown is not None
+    assert unknown.error.code == -32602
+    assert "nope" in unknown.error.message
+    assert seen["slow"].structured_content == {"result": "done"}
+    assert [done for done, _, _ in seen["progress"]] == [1, 2, 3]
+    assert seen["progress"][0][1:] == (3, "step 1")
+    if "cancelled" in seen:
+        assert seen["cancelled"], "the tool never saw the cancellation"
+        assert seen["after_cancel"].structured_content == {"result": 2}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", HANDSHAKE_PROTOCOL_VERSIONS)
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("core", CORES)
+def test_the_sdks_stdio_client_at_every_version(
+    core: str, kind: str, version: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK's client offers ``version`` (its handshake offers the newest; patched to each it speaks)."""
+    monkeypatch.setattr(mcp.client.session, "LATEST_HANDSHAKE_VERSION", version)
+    script = _script(tmp_path, STDIO_SERVER, kind, core)
+    state = tmp_path / "state"
+    logs: list[Any] = []
+
+    async def on_log(params: Any) -> None:
+        logs.append(params)
+
+    async def main() -> dict[str, Any]:
+        params = StdioServerParameters(command=sys.executable, args=[str(script), str(state)], env=child_env())
+        with (tmp_path / "stderr").open("w") as errlog, anyio.fail_after(TIMEOUT):
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write, logging_callback=on_log) as session,
+            ):
+                initialized = await session.initialize()
+                assert initialized.protocol_version == version
+                assert initialized.server_info.name == "calc"
+                assert initialized.server_info.version == "1.2"
+                assert initialized.capabilities.tools is not None
+                assert initialized.capabilities.logging is not None
+                await session.set_logging_level("warning")  # the tool logs at info: nothing from now on
+                seen = await _exercise(session, state)
+                seen["logs"] = list(logs)
+                return seen
+
+    seen = _run(main)
+    _check(seen)
+    assert seen["logs"] == []
+    stderr = (tmp_path / "stderr").read_text()
+    assert "secret internal detail" in stderr  # the failure's details are in the server's log
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", KINDS)
+def test_log_messages_reach_the_client(kind: str, tmp_path: Path) -> None:
+    script = _script(tmp_path, STDIO_SERVER, kind, "rpcwire")
+    logs: list[Any] = []
+
+    async def on_log(params: Any) -> None:
+        logs.append(params)
+
+    async def main() -> None:
+        params = StdioServerParameters(command=sys.executable, args=[str(script)], env=child_env())
+        with (tmp_path / "stderr").open("w") as errlog, anyio.fail_after(TIMEOUT):
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write, logging_callback=on_log) as session,
+            ):
+                await session.initialize()
+                await session.call_tool("slow", {"n": 2})
+
+    _run(main)
+    assert [(entry.level, entry.logger, entry.data) for entry in logs] == [
+        ("info", "slow", "step 1"),
+        ("info", "slow", "step 2"),
+    ]
+
+
+# --- HTTP ------------------------------------------------------------------------------------------
+
+HTTP_APP = (
+    TOOLS
+    + """
+import logging
+from rpcwire.http import ASGIApp
+
+
+class _NoTraceback(logging.Filter):  # the harness refuses a traceback on stderr: boom's is logged on purpose
+    def filter(self, record):
+        record.exc_info = None
+        return True
+
+
+logging.getLogger("rpcwire").addFilter(_NoTraceback())
+
+app = ASGIApp(tools_handler(tools, name="calc"))
+"""
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_sdks_streamable_http_client(kind: str, tmp_path: Path) -> None:
+    """``ASGIApp(tools_handler(tools))`` under uvicorn: the SDK's streamable HTTP client initializes, lists and
+    calls (progress as events of the call's response; cancellation over HTTP is the client closing the request)."""
+    pytest.importorskip("uvicorn")
+    from mcp.client.streamable_http import streamable_http_client
+    from support.servers import real_server
+
+    (tmp_path / "tools_app.py").write_text(textwrap.dedent(HTTP_APP).replace("{KIND}", kind))
+    uvicorn = [sys.executable, "-m", "uvicorn", "--fd", "{fd}", "--app-dir", str(tmp_path), "--log-level", "warning"]
+    with real_server([*uvicorn, "tools_app:app"]) as url:
+
+        async def main() -> dict[str, Any]:
+            with anyio.fail_after(TIMEOUT):
+                async with (
+                    streamable_http_client(url + "/") as (read, write),
+                    ClientSession(read, write) as session,
+                ):
+                    initialized = await session.initialize()
+                    assert initialized.server_info.name == "calc"
+                    return await _exercise(session, None)
+
+        seen = _run(main)
+    _check(seen)
+
+
+# --- in process: what the SDK's client never sends ----------------------------------------------------
+
+
+def _answer(impl: ModuleType, handler: Any, method: str, params: Any = None) -> Any:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method}
+    if params is not None:
+        body["params"] = params
+    return json.loads(impl.dispatch(json.dumps(body), handler))
+
+
+def _registry(impl: ModuleType) -> Any:
+    registry = impl.methods()
+
+    @registry.method
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    @registry.method
+    def keyed() -> dict[str, int]:
+        return {"k": 1}
+
+    @registry.method
+    def not_json() -> Any:
+        return {1, 2}
+
+    return registry
+
+
+def test_initialize_negotiates_the_version(impl: ModuleType) -> None:
+    from rpcwire.mcp_tools import PROTOCOL_VERSIONS, tools_handler
+
+    handler = tools_handler(_registry(impl), name="calc", version="2", title="Calc", instructions="Add things.")
+    for version in PROTOCOL_VERSIONS:
+        params = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        assert _answer(impl, handler, "initialize", params)["result"] == {
+            "protocolVersion": version,
+            "capabilities": {"tools": {"listChanged": False}, "logging": {}},
+            "serverInfo": {"name": "calc", "version": "2", "title": "Calc"},
+            "instructions": "Add things.",
+        }
+    for unknown in ("1999-01-01", None, 5):
+        answer = _answer(impl, handler, "initialize", {"protocolVersion": unknown})
+        assert answer["result"]["protocolVersion"] == PROTOCOL_VERSIONS[-1]
+    assert _answer(impl, handler, "ping")["result"] == {}
+    assert _answer(impl, handler, "server/discover", {})["error"]["code"] == -32601  # the SDK then initializes
+    assert _answer(impl, handler, "resources/list", {})["error"]["code"] == -32601
+    assert impl.dispatch(b'{"jsonrpc":"2.0","method":"notifications/initialized"}', handler) is None
+
+
+def test_tools_call_refusals(impl: ModuleType) -> None:
+    from rpcwire.mcp_tools import tools_handler
+
+    handler = tools_handler(_registry(impl))
+    for params in (None, [], {"arguments": {}}, {"name": 3}):
+        assert _answer(impl, handler, "tools/call", params)["error"]["code"] == -32602, params
+    unknown = _answer(impl, handler, "tools/call", {"name": "x" * 10_000})["error"]
+    assert unknown["code"] == -32602
+    assert len(unknown["message"]) < 500  # the name is not echoed whole
+    positional = _answer(impl, handler, "tools/call", {"name": "add", "arguments": [1, 2]})["result"]
+    assert positional["isError"] is True
+    assert _answer(impl, handler, "tools/call", {"name": "add"})["result"]["isError"] is True  # no arguments
+    keyed = _answer(impl, handler, "tools/call", {"name": "keyed", "arguments": {}})["result"]
+    assert keyed["structuredContent"] == {"k": 1}  # an object schema: not wrapped
+    not_json = _answer(impl, handler, "tools/call", {"name": "not_json", "arguments": {}})["result"]
+    assert not_json["isError"] is True
+
+
+def test_set_level(impl: ModuleType) -> None:
+    from rpcwire.mcp_tools import tools_handler
+
+    handler = tools_handler(_registry(impl))
+    assert _answer(impl, handler, "logging/setLevel", {"level": "error"})["result"] == {}
+    assert _answer(impl, handler, "logging/setLevel", {"level": "loud"})["error"]["code"] == -32602
+
+
+def test_tools_list_follows_the_registry(impl: ModuleType) -> None:
+    from rpcwire.mcp_tools import tools_handler
+
+    registry = _registry(impl)
+    handler = tools_handler(registry)
+    assert [tool["name"] for tool in _answer(impl, handler, "tools/list")["result"]["tools"]] == [
+        "add",
+        "keyed",
+        "not_json",
+    ]
+    registry.add(lambda: 1, "later")
+    assert "later" in [tool["name"] for tool in _answer(impl, handler, "tools/list")["result"]["tools"]]
+
+
+@pytest.mark.slow
+def test_the_example_serves_the_sdks_client(tmp_path: Path) -> None:
+    """``examples/mcp_tools_server.py`` as its docstring says: started by an MCP client over stdio."""
+    from support import EXAMPLES
+
+    async def main() -> None:
+        script = str(EXAMPLES / "mcp_tools_server.py")
+        params = StdioServerParameters(command=sys.executable, args=[script], env=child_env())
+        with (tmp_path / "stderr").open("w") as errlog, anyio.fail_after(TIMEOUT):
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                assert {tool.name for tool in (await session.list_tools()).tools} == {"add", "divide", "slow_count"}
+                assert (await session.call_tool("add", {"a": 2, "b": 3})).structured_content == {"result": 5}
+                divide = await session.call_tool("divide", {"a": 1, "b": 0})
+                assert divide.is_error
+                assert divide.content[0].text == "cannot divide by zero"
+                progress: list[float] = []
+
+                async def on_progress(done: float, total: float | None, message: str | None) -> None:
+                    progress.append(done)
+
+                counted = await session.call_tool("slow_count", {"n": 2}, progress_callback=on_progress)
+                assert counted.content[0].text == "counted to 2"
+                assert progress == [1, 2]
+
+    _run(main)
