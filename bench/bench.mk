@@ -22,8 +22,9 @@ bench-websocket: develop $(BENCH_STAMP) ## The same calls over WebSocket and HTT
 bench-client: develop $(BENCH_STAMP) ## The clients side by side over pipes, HTTP and MCP (~4 min)
 	$(PY) bench/client_bench.py $(BENCH_CLIENT_ARGS)
 
-bench-mcp: develop $(BENCH_STAMP) ## MCP over stdio: the SDK's client against an MCPServer, SDK transport vs rpcwire.mcp (~3 min)
+bench-mcp: develop $(BENCH_STAMP) ## MCP: an MCPServer on the SDK's transport vs rpcwire.mcp's; MCPServer vs rpcwire.mcp_tools, stdio and HTTP (~5 min)
 	$(PY) bench/mcp_bench.py $(BENCH_MCP_ARGS)
+	$(PY) bench/mcp_tools_bench.py $(BENCH_MCP_TOOLS_ARGS)
 
 bench-lsp: develop $(BENCH_STAMP) ## python-lsp-jsonrpc's Endpoint over its own streams and over rpcwire.lsp's (~2 min)
 	$(PY) bench/lsp_bench.py $(BENCH_LSP_ARGS)
