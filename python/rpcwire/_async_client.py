@@ -25,7 +25,7 @@ import logging
 import os
 import subprocess
 import time
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -38,6 +38,7 @@ from rpcwire._peer import (
     _HANDLERS_WAITING,
     _REMAINS_S,
     ProgressCallback,
+    StderrOption,
     _batch_outcome,
     _Callbacks,
     _check_dialect,
@@ -50,6 +51,7 @@ from rpcwire._peer import (
     _Peer,
     _run_callback,
     _Sent,
+    _stderr_tail,
     _StderrTail,
 )
 from rpcwire._types import (
@@ -163,7 +165,7 @@ class AsyncClient(_Peer):
         self._reading: asyncio.Future[None] = self._loop.create_future()  # done once that end closed the client
 
     @classmethod
-    async def spawn(
+    def spawn(
         cls,
         argv: Sequence[str],
         *,
@@ -176,8 +178,12 @@ class AsyncClient(_Peer):
         max_depth: int = DEFAULT_MAX_DEPTH,
         max_batch: int | None = DEFAULT_MAX_BATCH,
         framing: Framing = "newline",
-    ) -> AsyncClient:
-        """Start ``argv`` and talk to it over its stdin and stdout (see :meth:`Client.spawn`)."""
+        stderr: StderrOption = "inherit",
+    ) -> _Spawning:
+        """Start ``argv`` and talk to it over its stdin and stdout (see :meth:`Client.spawn`, ``stderr``
+        included: a callable is called on the event loop, so it must not block). Awaited, the client
+        (``client = await AsyncClient.spawn(argv)``); or ``async with AsyncClient.spawn(argv) as client:``,
+        closed at the end of the block (``async with await ...`` works too)."""
         _check_dialect(dialect)
         limits: dict[str, Any] = {
             "max_message_bytes": max_message_bytes,
@@ -186,17 +192,39 @@ class AsyncClient(_Peer):
             "framing": framing,
         }
         _checked_limits(cls._core, **limits)
-        loop = asyncio.get_running_loop()
-        tail = _StderrTail()
-        transport, pipes = await loop.subprocess_exec(
-            lambda: _ServerPipes(loop, tail),
-            *argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=env,
+        tail = _stderr_tail(stderr)  # (a path opened before the server starts, as Client.spawn does)
+        starting = cls._spawn(
+            argv, cwd=cwd, env=env, handler=handler, dialect=dialect, timeout=timeout, tail=tail, **limits
         )
+        return _Spawning(starting)
+
+    @classmethod
+    async def _spawn(
+        cls,
+        argv: Sequence[str],
+        *,
+        cwd: str | os.PathLike[str] | None,
+        env: dict[str, str] | None,
+        handler: Handler | None,
+        dialect: str,
+        timeout: float | None,
+        tail: _StderrTail,
+        **limits: Any,
+    ) -> AsyncClient:
+        loop = asyncio.get_running_loop()
+        try:
+            transport, pipes = await loop.subprocess_exec(
+                lambda: _ServerPipes(loop, tail),
+                *argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=env,
+            )
+        except BaseException:
+            tail.end(b"")  # a path's file closed
+            raise
         client = cls.__new__(cls)  # not __init__: no streams, the pipes below instead
         client._prepare(handler, dialect, timeout, **limits)
         client._process = asyncio.subprocess.Process(transport, pipes, loop)  # its wait(), kill(), returncode
@@ -590,6 +618,28 @@ class AsyncClient(_Peer):
         self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
     ) -> None:
         await self.close()
+
+
+class _Spawning(Awaitable[AsyncClient]):
+    """What :meth:`AsyncClient.spawn` returns: awaited, the client; as ``async with``, the client, closed at
+    the end (as ``AsyncWebSocketClient.connect``'s)."""
+
+    def __init__(self, starting: Coroutine[Any, Any, AsyncClient]) -> None:
+        self._starting = starting
+        self._client: AsyncClient | None = None
+
+    def __await__(self) -> Generator[Any, None, AsyncClient]:
+        return self._starting.__await__()
+
+    async def __aenter__(self) -> AsyncClient:
+        self._client = await self._starting
+        return self._client
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        if self._client is not None:
+            await self._client.close()
 
 
 class _ServerPipes(asyncio.SubprocessProtocol):

@@ -33,6 +33,7 @@ from rpcwire._peer import (
     _HANDLERS_WAITING,
     _REMAINS_S,
     ProgressCallback,
+    StderrOption,
     _batch_outcome,
     _Callbacks,
     _check_dialect,
@@ -46,6 +47,7 @@ from rpcwire._peer import (
     _Peer,
     _run_callback,
     _Sent,
+    _stderr_tail,
     _StderrTail,
 )
 from rpcwire._types import (
@@ -493,9 +495,19 @@ class Client(_Peer):
         handler: Handler | None = None,
         dialect: str = "mcp",
         timeout: float | None = None,
-        _process: subprocess.Popen[bytes] | None = None,
-        _stderr_tail: _StderrTail | None = None,
     ) -> None:
+        self._begin(transport, handler, dialect, timeout, None, None)
+
+    def _begin(
+        self,
+        transport: Transport,
+        handler: Handler | None,
+        dialect: str,
+        timeout: float | None,
+        _process: subprocess.Popen[bytes] | None,
+        _stderr_tail: _StderrTail | None,
+    ) -> None:
+        """What ``__init__`` does, given also what :meth:`spawn` knows: the server's process and its stderr."""
         super().__init__(handler, dialect, timeout)
         self._transport = transport
         self._process = _process
@@ -600,22 +612,33 @@ class Client(_Peer):
         max_depth: int = DEFAULT_MAX_DEPTH,
         max_batch: int | None = DEFAULT_MAX_BATCH,
         framing: Framing = "newline",
+        stderr: StderrOption = "inherit",
     ) -> Client:
-        """Start ``argv`` and talk to it over its stdin and stdout; its stderr is read by a thread of the
-        client's (its last lines go into :class:`ConnectionClosed`, each line to the ``rpcwire.client``
-        logger at DEBUG). ``max_message_bytes``, ``max_depth`` and ``max_batch`` are the transport's (what
-        the client reads, and what it checks its own messages against before it sends them);
-        ``framing="content-length"`` speaks LSP's base protocol."""
+        """Start ``argv`` and talk to it over its stdin and stdout. ``max_message_bytes``, ``max_depth`` and
+        ``max_batch`` are the transport's (what the client reads, and what it checks its own messages against
+        before it sends them); ``framing="content-length"`` speaks LSP's base protocol.
+
+        The server's stderr is read by a thread of the client's, and its last lines go into
+        :class:`ConnectionClosed` whatever ``stderr`` says; ``stderr`` says where it goes besides:
+        ``"inherit"`` (the default, also ``None``), to the caller's ``sys.stderr``, a line at a time;
+        ``"tail"``, nowhere else (each line logged to ``rpcwire.client`` at DEBUG); a path
+        (``pathlib.Path``), appended to that file; an open file, text or binary, written to and flushed
+        (not closed); a callable, called with each line (without its newline) on that thread."""
         _check_dialect(dialect)
-        process = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=env,
-            bufsize=_PIPE_BUFFER,
-        )
+        tail = _stderr_tail(stderr)
+        try:
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=env,
+                bufsize=_PIPE_BUFFER,
+            )
+        except BaseException:
+            tail.end(b"")  # a path's file closed
+            raise
         assert process.stdin is not None and process.stdout is not None
         try:
             transport = cls._core.StdioTransport(
@@ -626,19 +649,15 @@ class Client(_Peer):
                 max_batch=max_batch,
                 framing=framing,
             )
-            return cls(
-                transport,
-                handler=handler,
-                dialect=dialect,
-                timeout=timeout,
-                _process=process,
-                _stderr_tail=_StderrTail(),
-            )
+            client = cls.__new__(cls)
+            client._begin(transport, handler, dialect, timeout, process, tail)
+            return client
         except BaseException:
             process.kill()
             process.wait()
             for stream in (process.stdin, process.stdout, process.stderr):
                 _close_quietly(stream)
+            tail.end(b"")
             raise
 
     # --- calls -----------------------------------------------------------------------------------
