@@ -254,7 +254,7 @@ class AsyncClient(_Peer):
         """As :meth:`Client.call`, awaited: ``timeout`` bounds the whole call, waiting to write included.
         Cancelling the awaiting task cancels the call on the server too."""
         if self._closed is not None:
-            raise self._closed
+            raise self._closed_error()
         timeout = self._timeout if timeout is None else timeout
         deadline = None if timeout is None else time.monotonic() + timeout
         ledger = self._ledger
@@ -342,7 +342,7 @@ class AsyncClient(_Peer):
     async def notify(self, method: str, params: Any = None) -> None:
         """Send a notification (no answer); as :meth:`Client.notify`."""
         if self._closed is not None:
-            raise self._closed
+            raise self._closed_error()
         line = self._core._encode_request(method, params)
         _check_outgoing(self._core, line, self._limits)
         await self._send(line, _deadline(self._timeout), [], [])
@@ -350,7 +350,7 @@ class AsyncClient(_Peer):
     async def batch(self, calls: Iterable[tuple[str, Any]], *, timeout: float | None = None) -> list[Any]:
         """As :meth:`Client.batch`, awaited."""
         if self._closed is not None:
-            raise self._closed
+            raise self._closed_error()
         timeout = self._timeout if timeout is None else timeout
         deadline = _deadline(timeout)
         ids, line = self._batch_lines(calls)
@@ -385,7 +385,7 @@ class AsyncClient(_Peer):
         """Hand one message to the transport, once its buffer holds less than ``_WRITE_BUFFER`` (waiting for
         that until ``deadline``: ``TimeoutError``, nothing sent); ``ids``: the calls it makes."""
         if self._closed is not None:
-            raise self._closed
+            raise self._closed_error()
         try:
             if self._output.get_write_buffer_size() > _WRITE_BUFFER:
                 await self._drained(deadline)
@@ -397,7 +397,7 @@ class AsyncClient(_Peer):
         """The server's input is gone: the client closes (with the server's exit, if it is one) and raises."""
         self._close_with(await self._connection_closed(f"the server's input is closed ({exc})"))
         assert self._closed is not None
-        raise self._closed from None
+        raise self._closed_error() from None
 
     async def _drained(self, deadline: float | None) -> None:
         """Until the transport's buffer drained (one wait shared by every waiter), or ``TimeoutError``; a
@@ -410,7 +410,7 @@ class AsyncClient(_Peer):
         except asyncio.TimeoutError:
             raise TimeoutError("not sent: the server read nothing until the deadline") from None
         if self._closed is not None:
-            raise self._closed
+            raise self._closed_error()
 
     def _send_cancel(self, line: bytes) -> None:
         """Into the transport's buffer: it never waits."""

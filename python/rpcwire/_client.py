@@ -677,7 +677,7 @@ class Client(_Peer):
         is told to cancel (in the client's ``dialect``); a late answer is dropped. A request that the
         client's own limits refuse raises ``ValueError`` and is not sent."""
         if self._closed is not None:
-            raise self._closed
+            raise self._closed_error()
         if timeout is None:
             timeout = self._timeout
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -742,7 +742,7 @@ class Client(_Peer):
             if resumed is not None:  # its place in the order of writing: where it was written, not now
                 sent.append(self._ledger.written((id_,), False, self._output.lone_at))
                 if self._closed is not None and self._pending.pop(id_, None) is not None:
-                    waiter.response = self._closed  # closed while it read: not pending then, so not told
+                    waiter.response = self._closed_error()  # closed while it read: not pending then, so not told
                 answered = self._wait(waiter, id_, deadline, resumed)
             else:
                 answered = self._send(line, deadline, (id_,), sent, self._checked(line)) and self._wait(
@@ -771,7 +771,7 @@ class Client(_Peer):
         """Send a notification (no answer); bounded by the client's ``timeout`` (``TimeoutError`` if none of
         it could be written by then); ``ValueError`` (not sent) beyond the client's limits."""
         if self._closed is not None:
-            raise self._closed
+            raise self._closed_error()
         line = self._core._encode_request(method, params)
         _check_outgoing(self._core, line, self._limits)
         self._send(line, _deadline(self._timeout), [], [])
@@ -782,7 +782,7 @@ class Client(_Peer):
         a batch over the client's limits (``max_batch`` calls, ``max_message_bytes``, ``max_depth``) raises
         ``ValueError`` and is not sent."""
         if self._closed is not None:
-            raise self._closed
+            raise self._closed_error()
         timeout = self._timeout if timeout is None else timeout
         deadline = _deadline(timeout)
         ids, line = self._batch_lines(calls)
@@ -825,7 +825,7 @@ class Client(_Peer):
         (``ids``: the calls it makes) once it begins (``suspect``: whether a server could refuse it unread, if
         already known). When the server is gone, ``ConnectionClosed``."""
         if self._closed is not None:
-            raise self._closed
+            raise self._closed_error()
         if suspect is None:
             on_start = self._on_start(line, ids, sent)
         else:
@@ -846,8 +846,7 @@ class Client(_Peer):
         self._close_with(self._connection_closed(f"the server's input is closed ({exc})"))
         # Readers stop: a lone call reading (in no list the close goes through) fails with the client now.
         self._poke("halt")
-        assert self._closed is not None
-        return self._closed
+        return self._closed_error()
 
     def _send_cancel(self, line: bytes) -> None:
         """Without waiting: in the background if the output is busy."""

@@ -610,8 +610,15 @@ class _Peer:
             self._closed = closed
         while self._pending:
             with contextlib.suppress(KeyError):  # another thread took the last one
-                self._resolve(self._pending.popitem()[1], self._closed)
+                self._resolve(self._pending.popitem()[1], self._closed_error())
         self._progress.clear()
+
+    def _closed_error(self) -> ConnectionClosed:
+        """A fresh copy of why the client is closed, for one raise: raising the one kept object again and again
+        would grow its traceback by each raise's frames (and keep them alive) for as long as calls go on."""
+        closed = self._closed
+        assert closed is not None
+        return ConnectionClosed(str(closed), closed.returncode, list(closed.stderr_tail))
 
     def _resolve(self, waiter: Any, response: Response | ConnectionClosed) -> None:
         raise NotImplementedError
