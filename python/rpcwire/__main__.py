@@ -22,6 +22,7 @@ import socket
 import sys
 from socketserver import ThreadingMixIn
 from typing import Any
+from wsgiref.handlers import SimpleHandler
 from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer, make_server
 
 import rpcwire
@@ -392,7 +393,18 @@ class _WsgirefHandler(WSGIRequestHandler):
 
 
 class _ServerHandler(ServerHandler):
+    """wsgiref's per-request handler: ``Server: rpcwire``; the access line logged as the head is sent (wsgiref
+    logs it after the body, when a stop may already have ended the daemon thread writing it)."""
+
     server_software = _listen.SERVER_HEADER
+
+    def send_headers(self) -> None:
+        if self.status is not None:
+            self.request_handler.log_request(self.status.split(" ", 1)[0])  # type: ignore[attr-defined]
+        super().send_headers()
+
+    def close(self) -> None:
+        SimpleHandler.close(self)  # not ServerHandler.close: the access line is written already
 
 
 def _serve_wsgiref(app: WSGIApp, host: str, port: int) -> int:
