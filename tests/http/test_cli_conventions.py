@@ -29,7 +29,12 @@ def add(a, b):
     return a + b
 
 
+async def async_add(a, b):
+    return a + b
+
+
 handler = methods({"add": add, "pid": os.getpid})
+async_handler = methods({"add": async_add})
 """
 APP_ONLY = "from rpcwire import methods\n\napp = methods({'name': lambda: 'app'})\n"
 BOTH = "from rpcwire import methods\n\nhandler = methods({'name': lambda: 'handler'})\napp = handler\n"
@@ -133,8 +138,13 @@ def test_module_without_handler_or_app_is_a_usage_error(app_dir: Path) -> None:
     assert b"module 'neither' has no 'handler' nor 'app'" in served.stderr
 
 
-def test_ctrl_c_ends_stdio_quietly(app_dir: Path) -> None:
-    with child(rpcwire_command("serve", "handlers:handler"), app_dir) as process:
+@pytest.mark.parametrize(
+    "args",
+    [("handlers:handler",), ("handlers:handler", "--max-concurrency", "4"), ("handlers:async_handler",)],
+    ids=["sequential", "threads", "async"],
+)
+def test_ctrl_c_ends_stdio_quietly(app_dir: Path, args: tuple[str, ...]) -> None:
+    with child(rpcwire_command("serve", *args), app_dir) as process:
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write(ADD + b"\n")
         process.stdin.flush()
