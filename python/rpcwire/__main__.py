@@ -1,11 +1,13 @@
-"""Command line: ``python -m rpcwire demo [--pure]`` and ``python -m rpcwire serve MODULE:HANDLER``.
+"""Command line: ``python -m rpcwire demo [--pure]`` and ``python -m rpcwire serve MODULE[:HANDLER]``.
 
 ``serve`` answers JSON-RPC with a handler found as uvicorn finds an app (``module:attribute``, the current
-directory first on ``sys.path``): over stdin/stdout (``--stdio``, the default), over HTTP (``--http
-HOST:PORT``, under uvicorn when it is installed, else the standard library's ``wsgiref``), or on one socket that
-tells each connection's framing from its first bytes (``--listen HOST:PORT``, served by ``rpcwire._listen``).
-Only the wire goes to stdout; everything this command says goes to stderr. This module parses the command
-line, loads the handler and starts the server asked for.
+directory first on ``sys.path``; ``MODULE`` alone: its ``handler``, else its ``app``): over stdin/stdout
+(``--stdio``, the default), over HTTP (``--http [HOST]:PORT``, under uvicorn when it is installed, with
+``--workers N`` processes, else the standard library's ``wsgiref``), or on one socket that tells each
+connection's framing from its first bytes (``--listen [HOST]:PORT``, served by ``rpcwire._listen``). A port
+alone is on 127.0.0.1. Only the wire goes to stdout; everything this command says, and logs
+(``--log-level``, ``--access-log``), goes to stderr. Ctrl-C and SIGTERM end every mode with status 0 and no
+traceback. The options are explained in docs/guides/cli.md; ``--help`` lists them on one screen.
 """
 
 from __future__ import annotations
