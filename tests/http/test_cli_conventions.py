@@ -138,13 +138,25 @@ def test_module_without_handler_or_app_is_a_usage_error(app_dir: Path) -> None:
     assert b"module 'neither' has no 'handler' nor 'app'" in served.stderr
 
 
+PURE_CLI = """
+import sys
+
+sys.modules["rpcwire._rpcwire"] = None  # serve through rpcwire.pure, as the pure wheel does
+from rpcwire.__main__ import main
+
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("core", ["native", "pure"])
 @pytest.mark.parametrize(
     "args",
     [("handlers:handler",), ("handlers:handler", "--max-concurrency", "4"), ("handlers:async_handler",)],
     ids=["sequential", "threads", "async"],
 )
-def test_ctrl_c_ends_stdio_quietly(app_dir: Path, args: tuple[str, ...]) -> None:
-    with child(rpcwire_command("serve", *args), app_dir) as process:
+def test_ctrl_c_ends_stdio_quietly(app_dir: Path, args: tuple[str, ...], core: str) -> None:
+    command = rpcwire_command("serve", *args) if core == "native" else [sys.executable, "-c", PURE_CLI, "serve", *args]
+    with child(command, app_dir) as process:
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write(ADD + b"\n")
         process.stdin.flush()
