@@ -1,26 +1,31 @@
-"""Command line: ``python -m rpcwire demo [--pure]`` and ``python -m rpcwire serve MODULE:HANDLER``.
+"""Command line: ``python -m rpcwire demo [--pure]`` and ``python -m rpcwire serve MODULE[:HANDLER]``.
 
 ``serve`` answers JSON-RPC with a handler found as uvicorn finds an app (``module:attribute``, the current
-directory first on ``sys.path``): over stdin/stdout (``--stdio``, the default), over HTTP (``--http
-HOST:PORT``, under uvicorn when it is installed, else the standard library's ``wsgiref``), or on one socket that
-tells each connection's framing from its first bytes (``--listen HOST:PORT``, served by ``rpcwire._listen``).
-Only the wire goes to stdout; everything this command says goes to stderr. This module parses the command
-line, loads the handler and starts the server asked for.
+directory first on ``sys.path``; ``MODULE`` alone: its ``handler``, else its ``app``): over stdin/stdout
+(``--stdio``, the default), over HTTP (``--http [HOST]:PORT``, under uvicorn when it is installed, with
+``--workers N`` processes, else the standard library's ``wsgiref``), or on one socket that tells each
+connection's framing from its first bytes (``--listen [HOST]:PORT``, served by ``rpcwire._listen``). A port
+alone is on 127.0.0.1. Only the wire goes to stdout; everything this command says, and logs
+(``--log-level``, ``--access-log``), goes to stderr. Ctrl-C and SIGTERM end every mode with status 0 and no
+traceback. The options are explained in docs/guides/cli.md; ``--help`` lists them on one screen.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import importlib
-import importlib.util
+import json
+import logging
 import os
 import signal
 import socket
 import sys
 from socketserver import ThreadingMixIn
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from wsgiref.handlers import SimpleHandler
+from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer, make_server
 
 import rpcwire
 import rpcwire.pure
@@ -31,42 +36,23 @@ from rpcwire.http import ASGIApp, WSGIApp
 from rpcwire.pure.framing import FRAMINGS
 
 SERVE_DESCRIPTION = """\
-Serve JSON-RPC 2.0 with HANDLER, a callable handler(method, params) (e.g. rpcwire.methods({...})), found as
-MODULE:HANDLER like uvicorn's module:attr (the current directory, or --app-dir, first on sys.path).
+Serve JSON-RPC 2.0 with handler(method, params). The guide: docs/guides/cli.md."""
 
---stdio (the default): newline-delimited JSON-RPC on stdin/stdout, rpcwire.serve(handler, StdioTransport(),
-max_concurrency=N); --framing content-length for LSP's Content-Length frames. While serving, fd 1 and
-sys.stdout go to stderr (the wire keeps a descriptor of its own), so a stray print cannot corrupt the wire;
---no-stdout-guard leaves them alone.
-
---http HOST:PORT: rpcwire.http over HTTP (POST a JSON-RPC body to any path). With uvicorn installed, and
---server auto (the default), rpcwire.http.ASGIApp(handler) under uvicorn: a production server, keep-alive,
-an async handler awaited on its event loop. Without uvicorn (it stays optional), rpcwire.http.WSGIApp(handler)
-under the standard library's wsgiref with a thread per connection: no dependency, good for trying things out,
-not for production (HTTP/1.0, no keep-alive; a sync handler only). Port 0 picks a free port. Once listening,
-the line "listening on http://HOST:PORT" goes to stderr. To scale past one process, run the apps under
-gunicorn, uvicorn --workers or granian (docs/guides/http.md, "Scaling"). --run-sync-inline: a sync handler
-that never blocks runs on uvicorn's event loop (ASGIApp(handler, run_sync_inline=True)) instead of a worker
-thread.
-
-HTTP (--http, and --listen's HTTP connections) answers only requests whose Host header names the server
-(421 otherwise), against DNS rebinding: by default, a request that came over loopback must name a loopback
-host (localhost, 127.0.0.1, [::1], any port); --allowed-hosts rpc.example.com,*.example.com lists the names
-instead (behind a proxy, or on a domain name); --allowed-hosts '*' checks nothing. A handler's unexpected
-exception is answered -32603 "Internal error" alone over HTTP, and logged with its traceback (stderr, unless
-logging is configured); --expose-errors puts its class and text in the answer's data, as --stdio does.
-
---listen HOST:PORT: one TCP socket for every kind of client. Each connection's first bytes say how it is
-served: `{`, `[` or whitespace (or anything not below) newline-delimited JSON-RPC; a `Content-Length:` or
-`Content-Type:` header (any case) Content-Length frames (LSP); an HTTP method (`POST `, `GET `...) HTTP/1.1
-with keep-alive, answered by rpcwire.http.WSGIApp (server-sent events included). The streams are served by
-rpcwire.serve(handler, StdioTransport(...), max_concurrency=N) (default 8), on a thread per connection, its
-worker threads started as requests come (an idle connection holds one thread). At most --max-connections
-(default 64) are served at once; more wait in the listening socket's backlog until one ends. A connection
-with nothing in flight that sends nothing for --idle-timeout seconds (default 300; 0: never) is closed, as is
-one whose peer reads nothing for that long. Once listening, the line "listening on tcp://HOST:PORT" goes to
-stderr. A sync handler only (HTTP calls it through WSGIApp).
+SERVE_EXAMPLES = """\
+examples:
+  %(prog)s myapp                 # myapp:handler (else myapp:app) on stdio
+  %(prog)s myapp:rpc --http 8000 # HTTP on 127.0.0.1:8000
+  %(prog)s myapp --listen :8000  # NDJSON, LSP frames and HTTP on one port
 """
+
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+WORKER_ENV = "RPCWIRE_SERVE_WORKER"
+"""How ``serve --http --workers N`` tells uvicorn's worker processes what to serve (JSON: the handler's spec,
+the app directory, the app's options); read by :func:`worker_app`."""
+NO_UVICORN = (
+    "rpcwire: uvicorn is not installed: serving with the standard library's wsgiref, for trying things out only "
+    "(HTTP/1.0, one process, no keep-alive). For production: pip install uvicorn\n"
+)
 
 
 def _prog() -> str:
@@ -81,7 +67,15 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command named in ``argv``; returns the exit status."""
+    """Run the command named in ``argv``; returns the exit status (0 after Ctrl-C or SIGTERM, as uvicorn's)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C before the server took over SIGINT (importing the handler, say)
+        return 0
+
+
+def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The command line's parser and its ``serve`` subparser (whose usage errors name it)."""
     parser = argparse.ArgumentParser(
         prog=_prog(),
         description="rpcwire: JSON-RPC 2.0 over stdio, HTTP (--http) and one negotiated socket (--listen).",
@@ -92,85 +86,76 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--pure", action="store_true", help="use the pure-Python twin instead of the native transport")
     serve = commands.add_parser(
         "serve",
-        help="serve MODULE:HANDLER over stdio or HTTP",
+        help="serve MODULE[:HANDLER] over stdio, HTTP or one socket",
         description=SERVE_DESCRIPTION,
+        epilog=SERVE_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    serve.add_argument("handler", metavar="MODULE:HANDLER", help="the handler, e.g. myapp:handler or pkg.mod:obj.attr")
-    where = serve.add_mutually_exclusive_group()
-    where.add_argument("--stdio", action="store_true", help="newline-delimited JSON-RPC on stdin/stdout (default)")
-    where.add_argument("--http", metavar="HOST:PORT", help="JSON-RPC over HTTP on HOST:PORT (e.g. 127.0.0.1:8000)")
-    where.add_argument(
-        "--listen", metavar="HOST:PORT", help="NDJSON, Content-Length frames and HTTP on one socket, told apart"
-    )
     serve.add_argument(
-        "--framing",
-        choices=FRAMINGS,
-        default="newline",
-        help="--stdio: one message per line (default) or Content-Length frames (LSP)",
+        "handler", metavar="MODULE[:HANDLER]", help="e.g. myapp:rpc; MODULE alone: its handler, else its app"
+    )
+    where = serve.add_argument_group("where (one of)").add_mutually_exclusive_group()
+    where.add_argument("--stdio", action="store_true", help="JSON-RPC lines on stdin/stdout (default)")
+    where.add_argument("--http", metavar="[HOST]:PORT", help="HTTP; PORT alone: on 127.0.0.1 (port 0: any free one)")
+    where.add_argument("--listen", metavar="[HOST]:PORT", help="NDJSON, LSP frames and HTTP on one socket")
+    serve.add_argument(
+        "--framing", choices=FRAMINGS, default="newline", help="--stdio: lines (default) or LSP's frames"
     )
     serve.add_argument(
         "--max-concurrency",
         type=int,
-        default=None,
         metavar="N",
-        help="requests run at once: --stdio default 1 (one at a time, in order), "
-        f"--listen {DEFAULT_MAX_CONCURRENCY} per connection",
+        help=f"requests at once (--stdio 1, --listen {DEFAULT_MAX_CONCURRENCY} a connection)",
     )
-    serve.add_argument(
-        "--no-stdout-guard",
-        action="store_true",
-        help="--stdio: leave fd 1 and sys.stdout alone while serving (by default they go to stderr, so that "
-        "a stray print cannot corrupt the wire)",
+    serve.add_argument("--no-stdout-guard", action="store_true", help="--stdio: let a stray print reach fd 1")
+    serve.add_argument("--log-level", choices=LOG_LEVELS, default="warning", help="what is logged (default warning)")
+    serve.add_argument("--access-log", action="store_true", help="a line on stderr per HTTP request")
+    http = serve.add_argument_group("--http (--allowed-hosts, --expose-errors: --listen too)")
+    http.add_argument(
+        "--server", choices=("auto", "uvicorn", "wsgiref"), default="auto", help="uvicorn if installed (default)"
     )
-    serve.add_argument(
-        "--server",
-        choices=("auto", "uvicorn", "wsgiref"),
-        default="auto",
-        help="--http: uvicorn if installed, else wsgiref (default auto)",
-    )
-    serve.add_argument(
-        "--run-sync-inline",
-        action="store_true",
-        help="--http under uvicorn: call a sync handler on the event loop, not on a worker thread (never blocks)",
-    )
-    serve.add_argument(
+    http.add_argument("--workers", type=int, metavar="N", help="uvicorn's worker processes (default 1)")
+    http.add_argument("--run-sync-inline", action="store_true", help="uvicorn: a sync handler on the event loop")
+    http.add_argument(
         "--allowed-hosts",
         metavar="LIST",
-        default=None,
-        help="--http, --listen: the Host names answered, comma-separated (rpc.example.com,*.example.com,"
-        "name:port), or '*' for any; default: loopback names for a request that came over loopback",
+        help="Host names answered (a.com,*.b.com; '*': any)",
     )
-    serve.add_argument(
-        "--expose-errors",
-        action="store_true",
-        help="--http, --listen's HTTP: a handler's unexpected exception answered with its class and text in the "
-        "-32603's data (default: none; it is logged on stderr either way)",
-    )
-    serve.add_argument(
+    http.add_argument("--expose-errors", action="store_true", help="an exception's class and text in the -32603")
+    listen = serve.add_argument_group("--listen")
+    listen.add_argument(
         "--max-connections",
         type=int,
-        default=None,
         metavar="N",
-        help=f"--listen: connections served at once, more wait in the backlog (default {DEFAULT_MAX_CONNECTIONS})",
+        help=f"connections served at once (default {DEFAULT_MAX_CONNECTIONS})",
     )
-    serve.add_argument(
+    listen.add_argument(
         "--idle-timeout",
         type=float,
-        default=None,
         metavar="SECONDS",
-        help=f"--listen: close a connection idle this long (default {DEFAULT_IDLE_TIMEOUT:g}; 0: never)",
+        help=f"close an idle connection (default {DEFAULT_IDLE_TIMEOUT:g}; 0: never)",
     )
-    serve.add_argument("--app-dir", default=".", help="the directory put first on sys.path (default: current)")
+    serve.add_argument("--app-dir", default=".", metavar="DIR", help="put first on sys.path (default: .)")
+    return parser, serve
+
+
+def _main(argv: list[str] | None) -> int:
+    parser, serve = _parser()
     args = parser.parse_args(argv)
     if args.command == "demo":
         _demo.run(sys.stdout, rpcwire.pure.StdioTransport if args.pure else rpcwire.StdioTransport)
         return 0
     _check_options(serve, args)
-    handler = _load(serve, args.handler, args.app_dir)
+    try:
+        handler = load_handler(args.handler, args.app_dir)
+    except LookupError as exc:
+        serve.error(str(exc))
+    _configure_logging(args.log_level, args.access_log)  # after the import: a module's own configuration wins
     app_options: dict[str, Any] = {"expose_errors": args.expose_errors}
     if args.allowed_hosts is not None:
         app_options["allowed_hosts"] = _allowed_hosts(serve, args.allowed_hosts)
+    # SIGTERM stops every mode as Ctrl-C does: quietly, exit status 0 (uvicorn replaces it with its own).
+    signal.signal(signal.SIGTERM, _stop)
     if args.listen is not None:
         if is_async_handler(handler):
             serve.error("--listen answers HTTP through WSGIApp, which calls the handler synchronously")
@@ -181,25 +166,57 @@ def main(argv: list[str] | None = None) -> int:
             idle_timeout=idle_timeout or None,
         )
         host, port = _address(serve, args.listen)
-        signal.signal(signal.SIGTERM, _stop)
-        return _listen.serve(handler, WSGIApp(handler, **app_options), host, port, limits)
+        app = WSGIApp(handler, **app_options)
+        return _listen.serve(handler, app, host, port, limits)
     if args.http is None:
         transport = rpcwire.StdioTransport(framing=args.framing)
-        rpcwire.serve(
-            handler, transport, max_concurrency=args.max_concurrency or 1, guard_stdout=not args.no_stdout_guard
-        )
+        with contextlib.suppress(KeyboardInterrupt, SystemExit):
+            rpcwire.serve(
+                handler, transport, max_concurrency=args.max_concurrency or 1, guard_stdout=not args.no_stdout_guard
+            )
         return 0
     host, port = _address(serve, args.http)
     server = args.server
     if server == "auto":
-        server = "uvicorn" if importlib.util.find_spec("uvicorn") is not None else "wsgiref"
+        server = "uvicorn" if _has_uvicorn() else "wsgiref"
+        if server == "wsgiref":
+            sys.stderr.write(NO_UVICORN)
     if server == "uvicorn":
-        return _serve_uvicorn(ASGIApp(handler, run_sync_inline=args.run_sync_inline, **app_options), host, port)
+        options = {"run_sync_inline": args.run_sync_inline, **app_options}
+        if (args.workers or 1) > 1:
+            spec = {"handler": args.handler, "app_dir": args.app_dir, "options": options}
+            return _serve_uvicorn_workers(
+                spec, host, port, workers=args.workers, log_level=args.log_level, access_log=args.access_log
+            )
+        return _serve_uvicorn(ASGIApp(handler, **options), host, port, args.log_level, args.access_log)
+    if args.workers is not None and args.workers > 1:
+        serve.error(
+            "--workers N runs uvicorn's worker processes; the standard library's wsgiref is one process "
+            "(pip install uvicorn)"
+        )
     if args.run_sync_inline:
         serve.error("--run-sync-inline is for ASGIApp under uvicorn (wsgiref calls the handler on its own thread)")
     if is_async_handler(handler):
         serve.error("wsgiref calls the handler synchronously: install uvicorn to serve an async handler")
     return _serve_wsgiref(WSGIApp(handler, **app_options), host, port)
+
+
+def _has_uvicorn() -> bool:
+    """Whether uvicorn can be imported (an import, not a look on the path: a broken install counts as none)."""
+    try:
+        import uvicorn  # noqa: F401, PLC0415 (optional)
+    except ImportError:
+        return False
+    return True
+
+
+def _configure_logging(level: str, access_log: bool) -> None:
+    """Log records at ``level`` and above on stderr (unless the handler's module configured logging itself);
+    with ``access_log``, the ``rpcwire.access`` lines too."""
+    logging.basicConfig(stream=sys.stderr, level=level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("rpcwire").setLevel(level.upper())
+    if access_log:
+        _listen.access_logger.setLevel(logging.INFO)
 
 
 def _check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -208,6 +225,12 @@ def _check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
         parser.error("--max-concurrency must be at least 1")
     if args.max_connections is not None and args.max_connections < 1:
         parser.error("--max-connections must be at least 1")
+    if args.workers is not None and args.workers < 1:
+        parser.error("--workers must be at least 1")
+    if args.http is None and args.workers is not None:
+        parser.error("--workers is --http's (uvicorn's worker processes)")
+    if args.http is None and args.listen is None and args.access_log:
+        parser.error("--access-log is --http's and --listen's")
     if args.idle_timeout is not None and not args.idle_timeout >= 0:  # not NaN either
         parser.error("--idle-timeout must be a number of seconds, 0 or more")
     if args.listen is None and (args.max_connections is not None or args.idle_timeout is not None):
@@ -230,34 +253,42 @@ def _allowed_hosts(parser: argparse.ArgumentParser, text: str) -> Any:
     return names
 
 
-def _load(parser: argparse.ArgumentParser, spec: str, app_dir: str) -> Any:
-    """The object named ``module:attribute`` (``attribute`` may be dotted), imported with ``app_dir`` first."""
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        parser.error(f"{spec!r}: expected MODULE:HANDLER, e.g. myapp:handler")
-    sys.path.insert(0, app_dir)
+def load_handler(spec: str, app_dir: str) -> Any:
+    """The handler ``MODULE:ATTRIBUTE`` names (``ATTRIBUTE`` may be dotted), imported with ``app_dir`` first on
+    ``sys.path``; ``MODULE`` alone: its ``handler``, else its ``app``. A ``LookupError`` says what is missing."""
+    module_name, colon, attribute = spec.partition(":")
+    if not module_name or (colon and not attribute):
+        raise LookupError(f"{spec!r}: expected MODULE or MODULE:HANDLER, e.g. myapp or myapp:handler")
+    if app_dir not in sys.path[:1]:
+        sys.path.insert(0, app_dir)
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name is None or not module_name.startswith(exc.name):
             raise  # the module itself imports something missing: its traceback says what
-        parser.error(f"could not import module {module_name!r}")
+        raise LookupError(f"could not import module {module_name!r}") from None
+    if not colon:
+        attribute = next((name for name in ("handler", "app") if hasattr(module, name)), "")
+        if not attribute:
+            raise LookupError(f"module {module_name!r} has no 'handler' nor 'app': name one, {module_name}:NAME")
+        spec = f"{module_name}:{attribute}"
     found: Any = module
     for name in attribute.split("."):
         try:
             found = getattr(found, name)
         except AttributeError:
-            parser.error(f"module {module_name!r} has no attribute {attribute!r}")
+            raise LookupError(f"module {module_name!r} has no attribute {attribute!r}") from None
     if not callable(found):
-        parser.error(f"{spec} is not callable: the handler is called as handler(method, params)")
+        raise LookupError(f"{spec} is not callable: the handler is called as handler(method, params)")
     return found
 
 
 def _address(parser: argparse.ArgumentParser, text: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``[::1]:PORT``, or ``PORT`` / ``:PORT`` alone on 127.0.0.1 (uvicorn's and flask's default)."""
     host, _, port = text.rpartition(":")
-    host = host.strip("[]")  # [::1]:8000
-    if not host or not port.isdigit() or int(port) > 65535:
-        parser.error(f"{text!r}: expected HOST:PORT, e.g. 127.0.0.1:8000")
+    host = host.strip("[]") or "127.0.0.1"  # [::1]:8000
+    if not port.isdigit() or int(port) > 65535:
+        parser.error(f"{text!r}: expected [HOST]:PORT, e.g. 127.0.0.1:8000 or 8000")
     return host, int(port)
 
 
@@ -267,10 +298,8 @@ def _listening(host: str, port: int) -> None:
     sys.stderr.flush()
 
 
-def _serve_uvicorn(app: ASGIApp, host: str, port: int) -> int:
-    import uvicorn  # noqa: PLC0415 (optional: imported only here)
-
-    # The socket is bound here so that port 0's actual port is known and said before serving.
+def _bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here so that port 0's actual port is known and said before serving."""
     listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((host, port))
@@ -279,13 +308,105 @@ def _serve_uvicorn(app: ASGIApp, host: str, port: int) -> int:
     listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     listener.listen(2048)
     _listening(host, listener.getsockname()[1])
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    return listener
+
+
+def _uvicorn_logging(level: str, access_log: bool) -> dict[str, Any]:
+    """uvicorn's options for ``--log-level`` and ``--access-log``: its logging, on stderr (stdout too is kept
+    empty), the access lines at INFO whatever the level."""
+    from uvicorn.config import LOGGING_CONFIG  # noqa: PLC0415 (optional: imported only here)
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["handlers"]["access"]["stream"] = "ext://sys.stderr"
+    config["loggers"]["uvicorn"]["level"] = level.upper()
+    config["loggers"]["uvicorn.error"]["level"] = level.upper()
+    config["loggers"]["uvicorn.access"]["level"] = "INFO" if access_log else "WARNING"
+    # log_level None: uvicorn would otherwise set the access logger to it too.
+    return {"log_config": config, "log_level": None, "access_log": access_log}
+
+
+def _serve_uvicorn(app: ASGIApp, host: str, port: int, log_level: str, access_log: bool) -> int:
+    import uvicorn  # noqa: PLC0415 (optional: imported only here)
+
+    listener = _bind(host, port)
+    server = uvicorn.Server(uvicorn.Config(app, **_uvicorn_logging(log_level, access_log)))
     # uvicorn stops on SIGINT or SIGTERM, then raises the signal again for the handler it found: ours, so
     # that a stop is exit status 0, not death by the signal.
-    signal.signal(signal.SIGTERM, _stop)
-    with contextlib.suppress(KeyboardInterrupt):
+    with contextlib.suppress(KeyboardInterrupt, SystemExit):
         server.run(sockets=[listener])
     return 0
+
+
+def _serve_uvicorn_workers(
+    spec: dict[str, Any], host: str, port: int, *, workers: int, log_level: str, access_log: bool
+) -> int:
+    """``--workers N``: uvicorn's supervisor and N worker processes, each importing the handler anew
+    (:func:`worker_app`) and accepting on the one listening socket."""
+    import uvicorn  # noqa: PLC0415 (optional: imported only here)
+    from uvicorn.supervisors import Multiprocess  # noqa: PLC0415
+
+    os.environ[WORKER_ENV] = json.dumps(spec)  # the workers are spawned: they inherit the environment
+    listener = _bind(host, port)
+    config = uvicorn.Config(
+        f"{__name__ if __name__ != '__main__' else 'rpcwire.__main__'}:worker_app",
+        factory=True,
+        workers=workers,
+        **_uvicorn_logging(log_level, access_log),
+    )
+    with contextlib.suppress(KeyboardInterrupt, SystemExit):
+        Multiprocess(config, sockets=[listener]).run()
+    return 0
+
+
+def worker_app() -> ASGIApp:
+    """The app of one of uvicorn's worker processes under ``--workers N`` (what ``WORKER_ENV`` says)."""
+    spec = json.loads(os.environ[WORKER_ENV])
+    return ASGIApp(load_handler(spec["handler"], spec["app_dir"]), **spec["options"])
+
+
+class _WsgirefHandler(WSGIRequestHandler):
+    """wsgiref's request handler saying ``Server: rpcwire`` (not wsgiref's and Python's versions), and with
+    ``--access-log`` one line per request on the ``rpcwire.access`` logger (silent otherwise)."""
+
+    server_version = _listen.SERVER_HEADER
+    sys_version = ""
+
+    def version_string(self) -> str:
+        return self.server_version
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        _listen.log_access(self.client_address, self.requestline, code)
+
+    def handle(self) -> None:
+        # WSGIRequestHandler.handle, with a ServerHandler whose Server header is ours.
+        self.raw_requestline = self.rfile.readline(65537)
+        if len(self.raw_requestline) > 65536:
+            self.requestline = self.request_version = self.command = ""
+            self.send_error(414)
+            return
+        if not self.parse_request():
+            return
+        handler = _ServerHandler(self.rfile, self.wfile, self.get_stderr(), self.get_environ(), multithread=False)
+        handler.request_handler = self  # type: ignore[attr-defined] (wsgiref's back-pointer, for log_request)
+        handler.run(self.server.get_app())  # type: ignore[attr-defined]
+
+
+class _ServerHandler(ServerHandler):
+    """wsgiref's per-request handler: ``Server: rpcwire``; the access line logged as the head is sent (wsgiref
+    logs it after the body, when a stop may already have ended the daemon thread writing it)."""
+
+    server_software = _listen.SERVER_HEADER
+
+    def send_headers(self) -> None:
+        if self.status is not None:
+            self.request_handler.log_request(self.status.split(" ", 1)[0])  # type: ignore[attr-defined]
+        super().send_headers()
+
+    def close(self) -> None:
+        SimpleHandler.close(self)  # not ServerHandler.close: the access line is written already
 
 
 def _serve_wsgiref(app: WSGIApp, host: str, port: int) -> int:
@@ -293,13 +414,8 @@ def _serve_wsgiref(app: WSGIApp, host: str, port: int) -> int:
         address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         daemon_threads = True
 
-    class Quiet(WSGIRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    with make_server(host, port, app, server_class=Server, handler_class=Quiet) as server:
+    with make_server(host, port, app, server_class=Server, handler_class=_WsgirefHandler) as server:
         _listening(host, server.server_address[1])
-        signal.signal(signal.SIGTERM, _stop)
         with contextlib.suppress(KeyboardInterrupt, SystemExit):
             server.serve_forever()
     return 0

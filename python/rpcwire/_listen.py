@@ -45,8 +45,11 @@ __all__ = [
     "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_MAX_CONCURRENCY",
     "DEFAULT_MAX_CONNECTIONS",
+    "SERVER_HEADER",
     "Limits",
+    "access_logger",
     "framing_of",
+    "log_access",
     "serve",
 ]
 
@@ -64,6 +67,21 @@ _SNIFF_SECONDS = 2.0
 _DRAIN_MOST = 1024 * 1024
 
 logger: logging.Logger = logging.getLogger("rpcwire")
+access_logger: logging.Logger = logging.getLogger("rpcwire.access")
+"""One INFO line per HTTP request served by ``--listen`` or ``--http`` under wsgiref (``--access-log`` sets
+its level to INFO; by default it inherits ``rpcwire``'s, WARNING, and says nothing)."""
+
+SERVER_HEADER = "rpcwire"
+"""The ``Server`` header of the standard library's HTTP servers as the command line runs them: no version of
+Python nor of the server (the standard library's says both, ``BaseHTTP/0.6 Python/3.12.3``)."""
+
+
+def log_access(client: Any, request_line: str, status: Any) -> None:
+    """An access-log line, as uvicorn's: ``127.0.0.1:53210 - "POST / HTTP/1.1" 200``."""
+    if access_logger.isEnabledFor(logging.INFO):
+        address = f"{client[0]}:{client[1]}" if isinstance(client, tuple) and len(client) >= 2 else str(client)
+        access_logger.info('%s - "%s" %s', address, request_line, status)
+
 
 Sniffed = Framing | Literal["http"]
 """What a connection's first bytes say: one of the transport's framings, or HTTP."""
@@ -249,10 +267,17 @@ class _HttpConnection(BaseHTTPRequestHandler):
     gets 400 and the connection is closed: what follows it could be read as a request of its own."""
 
     protocol_version = "HTTP/1.1"
+    server_version = SERVER_HEADER
     app: Any = None
+
+    def version_string(self) -> str:
+        return self.server_version
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        log_access(self.client_address, self.requestline, code)
 
     def _ambiguity(self) -> str | None:
         """Why the end of this request's body, or its Host, cannot be told for sure; ``None`` when it can."""

@@ -121,11 +121,11 @@ def test_wsgiref_refuses_an_async_handler(app_dir: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("handlers",), b"expected MODULE:HANDLER"),
+        (("handlers:",), b"expected MODULE or MODULE:HANDLER"),
         (("nowhere:handler",), b"could not import module 'nowhere'"),
         (("handlers:missing",), b"module 'handlers' has no attribute 'missing'"),
         (("handlers:asyncio",), b"handlers:asyncio is not callable"),
-        (("handlers:handler", "--http", "8000"), b"expected HOST:PORT"),
+        (("handlers:handler", "--http", "host:port"), b"expected [HOST]:PORT"),
         (("handlers:handler", "--max-concurrency", "0"), b"--max-concurrency must be at least 1"),
         (("handlers:handler", "--listen", "127.0.0.1:0", "--max-connections", "0"), b"must be at least 1"),
         (("handlers:handler", "--listen", "127.0.0.1:0", "--idle-timeout", "-1"), b"0 or more"),
@@ -147,7 +147,7 @@ def test_serve_usage_errors(app_dir: Path, args: tuple[str, ...], message: bytes
 
 def test_serve_help_says_which_http_server_and_why() -> None:
     shown = run_rpcwire("serve", "--help", check=True).stdout.decode()
-    assert "under uvicorn" in shown
+    assert "uvicorn if installed" in shown
     assert "wsgiref" in shown
 
 
