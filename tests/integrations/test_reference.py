@@ -1,0 +1,107 @@
+"""The API reference as a user reads it: every public name with its docstring, signature and members.
+
+The site is built here with the docs' own MkDocs (``.venv-docs``, which ``make docs`` creates) into a temporary
+folder, and read by ``docs/tools/check_reference.py``: an anchor on each public name's public path followed by
+its docstring's first line, a class's methods and properties included; no private parameter in a signature, no
+Sphinx ``~``, no anchor on a private path, the native classes with their constructor's signature and their members
+in the stub's order, a search index. Without ``.venv-docs`` the build is skipped (its reason says so); CI's
+``make docs`` runs the same check after its build. The checker itself is tested on pages with each fault.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from support import ROOT
+
+MKDOCS = ROOT / ".venv-docs" / "bin" / "mkdocs"
+
+
+def _checker() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("check_reference", ROOT / "docs" / "tools" / "check_reference.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not MKDOCS.exists():
+        pytest.skip("no .venv-docs here to build the site with (`make docs` creates it and runs this check)")
+    out = tmp_path_factory.mktemp("site")
+    build = subprocess.run(
+        [str(MKDOCS), "build", "--strict", "--quiet", "--site-dir", str(out)],
+        cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert build.returncode == 0, build.stderr
+    return out
+
+
+@pytest.mark.slow
+def test_reference_shows_every_public_name(site: Path) -> None:
+    assert _checker().check(site) == []
+
+
+@pytest.mark.slow
+def test_search_index_holds_the_reference(site: Path) -> None:
+    index = (site / "search" / "search_index.json").read_text(encoding="utf-8")
+    assert "rpcwire.StdioTransport" in index and "guides/stdio-server/" in index
+
+
+def _page(site: Path, page: str) -> Path:
+    path = site / "reference" / "api" / "index.html"
+    path.parent.mkdir(parents=True)
+    path.write_text(page, encoding="utf-8")
+    (site / "search").mkdir()
+    (site / "search" / "search_index.json").write_text('{"docs": [{"location": "reference/api/"}]}')
+    return site
+
+
+def test_checker_finds_each_fault(tmp_path: Path) -> None:
+    check = _checker()
+    faults = check.check(
+        _page(
+            tmp_path,
+            '<article class="md-content__inner">'
+            '<h3 id="rpcwire._client.Client">rpcwire.Client</h3>'
+            '<div class="doc-signature highlight">Client(transport, *, _process=None)</div>'
+            "<p>fails with <code>~rpcwire.ConnectionClosed</code></p></article>",
+        )
+    )
+    text = "\n".join(faults)
+    assert "rpcwire.Client: no anchor #rpcwire.Client" in text
+    assert "rpcwire.StdioTransport: no anchor" in text
+    assert "#rpcwire._client.Client: an anchor on a private path" in text
+    assert "a private parameter _process" in text
+    assert "a Sphinx ~ shown" in text
+    assert "rpcwire.AsyncWebSocketClient.spawn" not in text  # not a member: it does not apply
+
+
+def test_checker_wants_the_docstring_under_its_heading(tmp_path: Path) -> None:
+    check = _checker()
+    faults = check.check(_page(tmp_path, '<h3 id="rpcwire.Client">rpcwire.Client</h3><h3 id="rpcwire.Client.call">'))
+    assert any(f.startswith("rpcwire.Client: its docstring's first line is not under its heading") for f in faults)
+
+
+def test_first_line_as_the_page_shows_it() -> None:
+    first_line = _checker().first_line
+    assert first_line(":class:`~rpcwire.HTTPRequestInfo` and ``user``\n  more") == "HTTPRequestInfo and user"
+    assert first_line("Fails with :exc:`rpcwire.ConnectionClosed`.") == "Fails with rpcwire.ConnectionClosed."
+
+
+def test_websocket_client_has_no_spawn(impl: ModuleType) -> None:
+    """AsyncClient.spawn starts a process; a WebSocket client only connects to a URL (it is not in the reference)."""
+    with pytest.raises(TypeError, match=r"connect\(url\)"):
+        asyncio.run(impl.AsyncWebSocketClient.spawn([shutil.which("true") or "true"]))
