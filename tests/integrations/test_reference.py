@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -39,6 +40,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site")
     build = subprocess.run(
         [str(MKDOCS), "build", "--strict", "--quiet", "--site-dir", str(out)],
+        check=False,
         cwd=ROOT,
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
         capture_output=True,
@@ -105,3 +107,43 @@ def test_websocket_client_has_no_spawn(impl: ModuleType) -> None:
     """AsyncClient.spawn starts a process; a WebSocket client only connects to a URL (it is not in the reference)."""
     with pytest.raises(TypeError, match=r"connect\(url\)"):
         asyncio.run(impl.AsyncWebSocketClient.spawn([shutil.which("true") or "true"]))
+
+
+# --- the README: every guide and every extra named ------------------------------------------------------
+
+GUIDES = sorted(path.name for path in (ROOT / "docs" / "guides").glob("*.md"))
+
+
+def _readme_section(title: str) -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else len(text)]
+
+
+@pytest.mark.parametrize("section", ["Documentation", "What else is in it"])
+def test_readme_links_every_guide(section: str) -> None:
+    text = _readme_section(section)
+    missing = [guide for guide in GUIDES if f"/docs/guides/{guide})" not in text]
+    assert not missing, f"README's {section!r} does not link {missing}"
+
+
+def test_readme_install_names_every_extra() -> None:
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")  # no tomllib on 3.10: the one table, by hand
+    table = pyproject.split("[project.optional-dependencies]\n", 1)[1].split("\n[", 1)[0]
+    extras = re.findall(r"^([a-z][\w-]*) = ", table, re.M)
+    assert "mcp" in extras
+    install = _readme_section("Install")
+    assert [extra for extra in extras if f"pip install 'rpcwire[{extra}]'" not in install] == []
+
+
+def test_readme_names_the_docs_targets() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "make docs-serve" in text and "make docs" in text
+    assert text.count("git clone ") == 1, "one way from source"
+
+
+def test_site_nav_and_index_link_every_guide() -> None:
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    assert [g for g in GUIDES if f"guides/{g}" not in nav or f"(guides/{g})" not in index] == []
