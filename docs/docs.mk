@@ -14,8 +14,11 @@ $(DOCS_STAMP): requirements-docs.txt
 	$(DOCS_VENV)/bin/python -m pip install --quiet -r requirements-docs.txt
 	touch $(DOCS_STAMP)
 
-docs: $(DOCS_STAMP) ## Build the docs site into site/ (mkdocs build --strict: a broken link fails)
+# Then the API reference is checked against the package (docs/tools/check_reference.py: each public name with its
+# docstring, signature and members; tests/integrations/test_reference.py runs it too where .venv-docs exists).
+docs: $(DOCS_STAMP) ## Build the docs site into site/ (mkdocs build --strict: a broken link fails) and check its API reference
 	$(DOCS_ENV) $(DOCS_VENV)/bin/mkdocs build --strict --site-dir site
+	$(DOCS_VENV)/bin/python docs/tools/check_reference.py site
 
-docs-serve: $(DOCS_STAMP) ## Serve the docs on http://127.0.0.1:8000 with live reload
+docs-serve: $(DOCS_STAMP) ## Serve the docs on http://127.0.0.1:8000 with live reload and search
 	$(DOCS_ENV) $(DOCS_VENV)/bin/mkdocs serve --strict --dev-addr 127.0.0.1:8000

@@ -2,7 +2,8 @@
 
 ``StdioTransport``, ``serve``, ``dispatch`` and ``parse_request`` come from the native module ``rpcwire._rpcwire``;
 ``rpcwire.pure`` offers the same names in pure Python. Existing code switches by changing one import.
-The clients (``Client``, ``AsyncClient``) read and write through the same core.
+The clients (``Client``, ``AsyncClient``, ``HttpClient``, ``AsyncHttpClient``, ``AsyncWebSocketClient``) read and
+write through the same core.
 """
 
 import importlib.metadata
@@ -69,6 +70,8 @@ except ImportError as _missing:  # pragma: no cover - a build without the native
     NATIVE = False
 
 
+# The public clients: the class that holds the code, bound to this core. Each docstring is written once, on that
+# class; the API reference reads these assignments too (docs/tools/griffe_rpcwire.py).
 class Client(_client.Client):
     __doc__ = _client.Client.__doc__
     _core = _core

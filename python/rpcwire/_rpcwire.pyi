@@ -24,7 +24,11 @@ __all__ = [
 
 @final
 class StdioTransport:
-    """JSON-RPC 2.0 over a pair of binary streams, one message per line or per ``Content-Length`` frame."""
+    """JSON-RPC 2.0 over a pair of binary streams, one message per line or per ``Content-Length`` frame.
+
+    ``stdin`` and ``stdout`` default to ``sys.stdin.buffer`` and ``sys.stdout.buffer``; a text stream is replaced by
+    its ``.buffer``. Writes from several threads never interleave.
+    """
 
     def __new__(
         cls,

@@ -26,7 +26,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Generator, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, NoReturn
 
 from rpcwire import _async_client
 from rpcwire._http_client import HttpError
@@ -113,6 +113,11 @@ class AsyncWebSocketClient(_async_client.AsyncClient):
 
     def __init__(self) -> None:
         raise TypeError("use `await AsyncWebSocketClient.connect(url)` (or `async with ... .connect(url)`)")
+
+    @classmethod
+    async def spawn(cls, *args: Any, **kwargs: Any) -> NoReturn:  # no docstring: not in the reference
+        # AsyncClient's, which starts a process: a WebSocket client only connects to a URL.
+        raise TypeError("AsyncWebSocketClient connects to a URL: `await AsyncWebSocketClient.connect(url)`")
 
     @classmethod
     def connect(

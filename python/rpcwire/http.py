@@ -94,6 +94,7 @@ it arrives), once per request in flight, so the transport's 64 MiB times a serve
 would be too much to accept by default; 16 MiB is still far above any JSON-RPC call in practice."""
 
 JSON_CONTENT_TYPES = frozenset({"application/json", "application/json-rpc", "application/jsonrequest"})
+"""The media types a POST's ``Content-Type`` may name (with a ``charset`` of UTF-8 at most); another is a 415."""
 
 _READ_CHUNK = 64 * 1024
 _DRAIN_MOST = 1024 * 1024  # a refused body with at most this left is read and dropped: the connection stays usable
