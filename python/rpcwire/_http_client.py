@@ -67,10 +67,15 @@ _FIELD = len(b"data: \r")  # what an event-stream line may hold beyond its data:
 
 
 class HttpError(OSError):
-    """The server answered with an HTTP status other than 200, 202 or 204 (``status``, ``body``)."""
+    """The server answered with an HTTP status other than 200, 202 or 204 (``status``, ``reason``, ``body``: the
+    body's bytes). Its text shows the body decoded (UTF-8, an undecodable byte replaced), its first 200
+    characters: ``HTTP 415 Unsupported Media Type: expected application/json``."""
 
     def __init__(self, status: int, reason: str, body: bytes) -> None:
-        super().__init__(f"HTTP {status} {reason}: {body[:200]!r}")
+        text = body[:800].decode("utf-8", "replace").strip()  # 800 bytes: 200 characters of any width
+        if len(text) > 200:
+            text = text[:200] + "…"
+        super().__init__(f"HTTP {status} {reason}" + (f": {text}" if text else ""))
         self.status = status
         self.reason = reason
         self.body = body

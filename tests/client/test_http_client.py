@@ -357,8 +357,18 @@ def test_a_refusal_raises_http_error_and_keeps_the_connection(impl: ModuleType, 
         with pytest.raises(rpcwire.HttpError) as refused:
             client.call("refused", {"n": 1})
         assert (refused.value.status, refused.value.body) == (415, b"nope")
+        assert str(refused.value) == "HTTP 415 Unsupported Media Type: nope"
         assert client.call("echo", {"n": 2}) == 2
         assert server.accepted == 1
+
+
+def test_http_error_shows_the_body_decoded() -> None:
+    """The text of an ``HttpError`` is the body as text (UTF-8), not a bytes repr; a long body is cut."""
+    assert str(rpcwire.HttpError(403, "Forbidden", "déjà refusé\n".encode())) == "HTTP 403 Forbidden: déjà refusé"
+    assert str(rpcwire.HttpError(502, "Bad Gateway", b"\xff oops")) == "HTTP 502 Bad Gateway: \ufffd oops"
+    assert str(rpcwire.HttpError(404, "Not Found", b"")) == "HTTP 404 Not Found"
+    long = str(rpcwire.HttpError(500, "Internal Server Error", "é".encode() * 1000))
+    assert long == "HTTP 500 Internal Server Error: " + "é" * 200 + "…"
 
 
 # --- a bounded pool --------------------------------------------------------------------------------------
