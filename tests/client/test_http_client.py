@@ -776,6 +776,40 @@ def test_verify_is_checked_when_the_client_is_made(impl: ModuleType, tmp_path: P
             client("https://localhost/rpc", verify=False, session=object())
 
 
+@pytest.mark.parametrize("verify", ["default", "ca-path", "context", "off"])
+def test_the_websocket_client_takes_verify_as_the_http_clients(
+    impl: ModuleType, verify: str, certificate: tuple[Path, Path]
+) -> None:
+    """``AsyncWebSocketClient.connect(wss://..., verify=...)``: the same choices as the HTTP clients', the same
+    refusal of an untrusted certificate by default."""
+    websockets_server = pytest.importorskip("websockets.asyncio.server")
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(certificate[1], certificate[0])
+    option: Any = {
+        "default": True,
+        "ca-path": certificate[1],
+        "context": ssl.create_default_context(cafile=certificate[1]),
+        "off": False,
+    }[verify]
+
+    async def answer_each(ws: Any) -> None:
+        async for frame in ws:
+            await ws.send(json.dumps(answer(json.loads(frame))))
+
+    async def main() -> None:
+        async with websockets_server.serve(answer_each, "127.0.0.1", 0, ssl=tls) as server:
+            url = f"wss://localhost:{server.sockets[0].getsockname()[1]}/"
+            connecting = impl.AsyncWebSocketClient.connect(url, verify=option, timeout=BOUND, open_timeout=BOUND)
+            if verify == "default":
+                with pytest.raises(ssl.SSLCertVerificationError, match=r"for localhost: self.signed.*pass verify="):
+                    await connecting
+                return
+            async with connecting as client:
+                assert await client.call("echo", {"n": 7}) == 7
+
+    asyncio.run(main())
+
+
 # --- proxies --------------------------------------------------------------------------------------------
 
 
