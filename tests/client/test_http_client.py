@@ -1,6 +1,7 @@
 """The HTTP clients' rules against real servers on loopback: a bounded pool of connections, a timeout that
 is a deadline for the whole call, an event stream read only up to its answer, a POST never sent twice,
-the IPv6 ``Host`` header, errors with ``id: null``, and answers read no further than ``max_message_bytes``.
+the IPv6 ``Host`` header, errors with ``id: null``, answers read no further than ``max_message_bytes``, TLS
+with ``verify=`` (the WebSocket client's too) and proxies (a forwarding proxy on loopback, ``Proxy``).
 
 Most servers here are scripted HTTP/1.1 servers on a socket (``RawServer``), each written to misbehave in
 one way; the errors with ``id: null`` come from rpcwire's own ASGI app under uvicorn. Each test runs both
