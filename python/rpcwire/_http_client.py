@@ -29,24 +29,33 @@ The rules both follow (docs/semantics.md, "The HTTP clients"):
   ``ConnectionError`` as its bytes arrive (a ``Content-Length`` over it, at the head), and the connection is
   closed unread. The limit is per message: an event stream's events together may be longer.
 
+- **TLS and proxies** as requests and httpx: ``verify=`` checks the certificate and the URL's name (sent as
+  SNI) against the system's trust store, a CA bundle or a caller's ``ssl.SSLContext``; the environment's
+  proxy for the URL's scheme (``NO_PROXY`` aside) carries each POST in absolute form (http://) or a
+  ``CONNECT`` tunnel (https://). A proxy that is not http:// fails when the client is made, naming its
+  variable.
+
 A status other than 200/202/204 raises :class:`HttpError`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import io
 import logging
+import os
 import select
 import socket
 import ssl
 import threading
 import time
 import urllib.parse
+import urllib.request
 from collections.abc import Iterable
 from types import TracebackType
-from typing import Any
+from typing import Any, Union
 
 from rpcwire._peer import ProgressCallback, _batch_outcome, _outcome, _outgoing_traceparent, _Peer
 from rpcwire._types import DEFAULT_MAX_MESSAGE_BYTES, Request, Response
@@ -62,18 +71,117 @@ DEFAULT_MAX_CONNECTIONS = 16
 _READ = 65536  # bytes asked of each read
 _MAX_LINE = 65536  # a status line, header line or chunk-size line longer than this: not a server to talk to
 _MAX_HEAD = 256 * 1024  # all the header lines of a response together
+_CLOSE_GRACE = 5.0  # how long AsyncHttpClient.close waits for each idle connection's close (TLS: close_notify)
 _MAX_ERROR_BODY = 65536  # what HttpError keeps of a refusal's body
 _FIELD = len(b"data: \r")  # what an event-stream line may hold beyond its data: the field's name and a \r
 
+Verify = Union[bool, str, "os.PathLike[str]", ssl.SSLContext]
+"""What ``verify=`` takes: ``True`` (the system's trust store), ``False`` (no check), a CA bundle's path (a
+PEM file, or a directory of hashed certificates), or an ``ssl.SSLContext`` used as it is."""
+
 
 class HttpError(OSError):
-    """The server answered with an HTTP status other than 200, 202 or 204 (``status``, ``body``)."""
+    """The server answered with an HTTP status other than 200, 202 or 204 (``status``, ``reason``, ``body``: the
+    body's bytes). Its text shows the body decoded (UTF-8, an undecodable byte replaced), its first 200
+    characters: ``HTTP 415 Unsupported Media Type: expected application/json``."""
 
     def __init__(self, status: int, reason: str, body: bytes) -> None:
-        super().__init__(f"HTTP {status} {reason}: {body[:200]!r}")
+        text = body[:800].decode("utf-8", "replace").strip()  # 800 bytes: 200 characters of any width
+        if len(text) > 200:
+            text = text[:200] + "…"
+        super().__init__(f"HTTP {status} {reason}" + (f": {text}" if text else ""))
         self.status = status
         self.reason = reason
         self.body = body
+
+
+def _tls_context(verify: Verify) -> ssl.SSLContext:
+    """The context of ``verify=`` (see :data:`Verify`); a CA path that cannot be read raises here."""
+    if isinstance(verify, ssl.SSLContext):
+        return verify
+    if verify is True:
+        return ssl.create_default_context()
+    if verify is False:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return context
+    if isinstance(verify, (str, os.PathLike)) and not isinstance(verify, bool):
+        path = os.fspath(verify)
+        if os.path.isdir(path):
+            return ssl.create_default_context(capath=path)
+        return ssl.create_default_context(cafile=path)
+    raise TypeError(f"verify must be a bool, a CA bundle's path or an ssl.SSLContext, not {verify!r}")
+
+
+def _untrusted(exc: ssl.SSLCertVerificationError, host: str) -> ssl.SSLCertVerificationError:
+    """The certificate check's failure, saying what to do about it (same type, ``verify_code`` and message)."""
+    why = exc.verify_message or exc.strerror or str(exc)
+    error = ssl.SSLCertVerificationError(
+        exc.errno,
+        f"certificate verify failed for {host}: {why} (a server of your own, or a private CA: pass verify= the CA"
+        " bundle's path or an ssl.SSLContext that trusts it; verify=False checks nothing)",
+    )
+    error.verify_code, error.verify_message = exc.verify_code, exc.verify_message
+    return error
+
+
+class _Proxy:
+    """The HTTP proxy a client goes through: ``host``, ``port``, ``authorization`` (the ``Proxy-Authorization``
+    header's value, from the URL's user and password, or ``None``) and ``source`` (``proxy=`` or the
+    environment variable it came from), for messages."""
+
+    def __init__(self, url: str, source: str) -> None:
+        parts = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")  # "host:3128", as curl takes it
+        if parts.scheme != "http":
+            raise ValueError(
+                f"{source}={_without_password(url)!r}: rpcwire's HTTP clients go through an http:// proxy only (a"
+                f" {parts.scheme}:// one needs session=, an httpx client); NO_PROXY or trust_env=False go direct"
+            )
+        self.host = parts.hostname or "127.0.0.1"
+        self.port = parts.port or 80
+        self.source = source
+        self.shown = f"http://{self.host}:{self.port}"
+        self.authorization: str | None = None
+        if parts.username is not None:
+            user = urllib.parse.unquote(parts.username)
+            password = urllib.parse.unquote(parts.password or "")
+            self.authorization = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+
+
+def _without_password(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    return url.replace(f":{parts.password}@", ":***@", 1)
+
+
+def _find_proxy(scheme: str, host: str, port: int, proxy: str | None, trust_env: bool) -> _Proxy | None:
+    """``proxy=`` if given; else, with ``trust_env``, the environment's proxy for the URL as requests and
+    httpx find it: ``<scheme>_proxy`` (either case, the lower-case one first), else ``all_proxy``, unless
+    ``no_proxy`` names the host (``urllib.request.proxy_bypass``)."""
+    if proxy is not None:
+        return _Proxy(proxy, "proxy=")
+    if not trust_env:
+        return None
+    proxies = urllib.request.getproxies()
+    url = proxies.get(scheme) or proxies.get("all")
+    if (
+        not url
+        or urllib.request.proxy_bypass(host)
+        or (":" not in host and urllib.request.proxy_bypass(f"{host}:{port}"))
+    ):
+        return None
+    names = [f"{scheme}_proxy", f"{scheme.upper()}_PROXY", "all_proxy", "ALL_PROXY"]
+    source = next((name for name in names if os.environ.get(name) == url), f"{scheme.upper()}_PROXY")
+    return _Proxy(url, source)
+
+
+def _tunnel_refused(proxy: _Proxy, target: str, reader: _ResponseReader) -> ConnectionError:
+    return ConnectionError(
+        f"the proxy {proxy.shown} (from {proxy.source}) refused the tunnel to {target}:"
+        f" {reader.status} {reader.reason}".rstrip()
+    )
 
 
 def _remaining(deadline: float | None) -> float | None:
@@ -442,6 +550,10 @@ class _HttpPeer(_Peer):
         *,
         max_connections: int,
         max_message_bytes: int,
+        verify: Verify,
+        proxy: str | None,
+        trust_env: bool,
+        session: Any,
     ) -> None:
         super().__init__(None, dialect, timeout)
         # checked by the core's own StdioTransport, so with the stream clients' very errors
@@ -465,6 +577,36 @@ class _HttpPeer(_Peer):
         for name, value in self._headers.items():
             _check_header(name, value)
         self._max_connections = max_connections
+        if session is not None and (verify is not True or proxy is not None):
+            raise ValueError("session= brings its own TLS and proxies: set verify= and proxy= on it")
+        # a CA path that cannot be read, or a proxy that cannot be used, fails here rather than at the first call
+        self._tls = _tls_context(verify) if self._https and session is None else None
+        self._proxy = (
+            None if session is not None else _find_proxy(parts.scheme, self._host, self._port, proxy, trust_env)
+        )
+        # http:// through a proxy: the request in absolute form to the proxy; https://: a CONNECT tunnel
+        self._tunnel = self._proxy is not None and self._https
+        self._target = f"{parts.scheme}://{self._authority}{self._path}" if self._proxy and not self._https else None
+
+    def _connect_bytes(self) -> bytes:
+        """The CONNECT request that opens a tunnel through the proxy to the URL's host and port."""
+        assert self._proxy is not None
+        authority = f"[{self._host}]:{self._port}" if ":" in self._host else f"{self._host}:{self._port}"
+        lines = [f"CONNECT {authority} HTTP/1.1", f"Host: {authority}"]
+        if self._proxy.authorization:
+            lines.append(f"Proxy-Authorization: {self._proxy.authorization}")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+    def _tunnel_head(self, reader: _ResponseReader, data: bytes) -> bool:
+        """Feed the proxy's answer to CONNECT; true once the tunnel is open, ``ConnectionError`` if refused."""
+        if not data:
+            raise ConnectionError(f"the proxy {self._proxy.shown} closed the connection instead of a tunnel")  # type: ignore[union-attr]
+        extra = reader.feed(data)
+        if not reader.head:
+            return False
+        if not 200 <= reader.status < 300 or extra:
+            raise _tunnel_refused(self._proxy, f"{self._host}:{self._port}", reader)  # type: ignore[arg-type]
+        return True
 
     def _request_headers(self, body: bytes, events: bool) -> dict[str, str]:
         headers = {"Content-Type": _JSON, "Accept": f"{_JSON}, {_EVENTS}" if events else _JSON}
@@ -478,9 +620,11 @@ class _HttpPeer(_Peer):
     def _request_bytes(self, body: bytes, events: bool) -> bytes:
         """The whole POST: its head (a caller's header replaces the one of the same name, case ignored) and body."""
         fields = {"host": f"Host: {self._authority}"}
+        if self._target is not None and self._proxy is not None and self._proxy.authorization:
+            fields["proxy-authorization"] = f"Proxy-Authorization: {self._proxy.authorization}"
         for name, value in self._request_headers(body, events).items():
             fields[name.lower()] = f"{name}: {value}"
-        head = "\r\n".join([f"POST {self._path} HTTP/1.1", *fields.values()]) + "\r\n\r\n"
+        head = "\r\n".join([f"POST {self._target or self._path} HTTP/1.1", *fields.values()]) + "\r\n\r\n"
         return head.encode("latin-1") + body
 
     def _answers(self, body: bytes) -> tuple[_Answers, bool]:
@@ -619,8 +763,12 @@ class HttpClient(_HttpPeer):
     serve the calls in flight (a caller waits for a free one within its timeout). ``timeout`` bounds each
     whole call. ``max_message_bytes`` (64 MiB, as the stream clients') bounds each answer read: one longer (a
     body, or one event of a stream) fails its call with ``ConnectionError`` as it arrives, its connection
-    closed unread. ``session``: a caller's own ``httpx.Client`` to post with instead (its pool, proxies, TLS
-    and auth)."""
+    closed unread. ``headers``: sent with every POST (``Authorization``...). ``verify`` (https://): ``True``
+    (the system's trust store), a CA bundle's path, an ``ssl.SSLContext``, or ``False`` (no check).
+    ``proxy``: an ``http://`` proxy URL; else, with ``trust_env`` (the default), the environment's
+    ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY`` and ``NO_PROXY`` as requests and httpx read them (https://
+    through a ``CONNECT`` tunnel). ``session``: a caller's own ``httpx.Client`` to post with instead (its
+    pool, proxies, TLS and auth)."""
 
     def __init__(
         self,
@@ -631,14 +779,25 @@ class HttpClient(_HttpPeer):
         dialect: str = "mcp",
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        verify: Verify = True,
+        proxy: str | None = None,
+        trust_env: bool = True,
         session: Any = None,
     ) -> None:
         super().__init__(
-            url, headers, timeout, dialect, max_connections=max_connections, max_message_bytes=max_message_bytes
+            url,
+            headers,
+            timeout,
+            dialect,
+            max_connections=max_connections,
+            max_message_bytes=max_message_bytes,
+            verify=verify,
+            proxy=proxy,
+            trust_env=trust_env,
+            session=session,
         )
         self._session = session
         self._pool = _Pool(max_connections)
-        self._tls: ssl.SSLContext | None = None
 
     def call(
         self,
@@ -702,9 +861,11 @@ class HttpClient(_HttpPeer):
         raise ConnectionError(f"no usable connection to {self._url}")
 
     def _connect(self, deadline: float | None) -> socket.socket:
-        """A new connection (TLS for https://), each step within the deadline."""
+        """A new connection (to the proxy, through its tunnel for https://; TLS for https://), each step within
+        the deadline."""
+        host, port = (self._proxy.host, self._proxy.port) if self._proxy else (self._host, self._port)
         error: OSError | None = None
-        for family, kind, proto, _, address in socket.getaddrinfo(self._host, self._port, type=socket.SOCK_STREAM):
+        for family, kind, proto, _, address in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
             sock = socket.socket(family, kind, proto)
             try:
                 sock.settimeout(_remaining(deadline))
@@ -718,16 +879,29 @@ class HttpClient(_HttpPeer):
                 continue
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # one write per request: no Nagle wait
-                if self._https:
-                    if self._tls is None:
-                        self._tls = ssl.create_default_context()
+                if self._tunnel:
+                    self._open_tunnel(sock, deadline)
+                if self._tls is not None:
                     sock.settimeout(_remaining(deadline))
-                    sock = self._tls.wrap_socket(sock, server_hostname=self._host)
+                    try:
+                        sock = self._tls.wrap_socket(sock, server_hostname=self._host)
+                    except ssl.SSLCertVerificationError as exc:
+                        raise _untrusted(exc, self._host) from None
             except BaseException:
                 sock.close()
                 raise
             return sock
-        raise error or OSError(f"no address for {self._host!r}")
+        raise error or OSError(f"no address for {host!r}")
+
+    def _open_tunnel(self, sock: socket.socket, deadline: float | None) -> None:
+        """CONNECT through the proxy on ``sock``; returns once the proxy answered 2xx."""
+        sock.settimeout(_remaining(deadline))
+        sock.sendall(self._connect_bytes())
+        reader = _ResponseReader()
+        while True:
+            sock.settimeout(_remaining(deadline))
+            if self._tunnel_head(reader, sock.recv(_READ)):
+                return
 
     def _post_with_session(self, body: bytes, ids: list[int], events: bool, deadline: float | None) -> _Answers:
         """The same exchange through the caller's ``httpx.Client``: each of its reads waits at most what was
@@ -792,12 +966,21 @@ class _AsyncConnection:
         with contextlib.suppress(Exception):
             self.writer.close()
 
+    async def closed(self, grace: float) -> None:
+        """Close it and wait for the close (over TLS, the exchange of close_notify), at most ``grace`` seconds:
+        then it is cut (a transport left closing when its loop ends is a leak)."""
+        self.close()
+        try:
+            await asyncio.wait_for(self.writer.wait_closed(), grace)
+        except (Exception, asyncio.TimeoutError):
+            self.writer.transport.abort()
+
 
 class AsyncHttpClient(_HttpPeer):
     """The asyncio HTTP client: ``AsyncHttpClient(url)``; ``call``, ``notify`` and ``batch`` awaited. Up to
-    ``max_connections`` keep-alive connections serve the calls in flight; ``max_message_bytes`` as
-    :class:`HttpClient`'s. ``session``: a caller's own ``httpx.AsyncClient`` to post with instead (then
-    https:// works too)."""
+    ``max_connections`` keep-alive connections serve the calls in flight; ``max_message_bytes``, ``headers``,
+    ``verify``, ``proxy`` and ``trust_env`` as :class:`HttpClient`'s. ``session``: a caller's own
+    ``httpx.AsyncClient`` to post with instead."""
 
     def __init__(
         self,
@@ -808,14 +991,24 @@ class AsyncHttpClient(_HttpPeer):
         dialect: str = "mcp",
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        verify: Verify = True,
+        proxy: str | None = None,
+        trust_env: bool = True,
         session: Any = None,
     ) -> None:
         super().__init__(
-            url, headers, timeout, dialect, max_connections=max_connections, max_message_bytes=max_message_bytes
+            url,
+            headers,
+            timeout,
+            dialect,
+            max_connections=max_connections,
+            max_message_bytes=max_message_bytes,
+            verify=verify,
+            proxy=proxy,
+            trust_env=trust_env,
+            session=session,
         )
         self._session = session
-        if self._https and session is None:
-            raise ValueError("AsyncHttpClient speaks plain http:// only (put TLS in front of the server)")
         self._idle: list[_AsyncConnection] = []
         self._slots = asyncio.Semaphore(max_connections)
         self._generation = 0
@@ -888,10 +1081,53 @@ class AsyncHttpClient(_HttpPeer):
                 return connection
             connection.close()
         generation = self._generation
-        reader, writer = await asyncio.open_connection(self._host, self._port)
+        tls = self._tls
+        try:
+            if self._tunnel:
+                reader, writer = await asyncio.open_connection(
+                    sock=await self._open_tunnel(), ssl=tls, server_hostname=self._host
+                )
+            elif self._proxy is not None:
+                reader, writer = await asyncio.open_connection(self._proxy.host, self._proxy.port)
+            else:
+                host = self._host if tls is not None else None
+                reader, writer = await asyncio.open_connection(self._host, self._port, ssl=tls, server_hostname=host)
+        except ssl.SSLCertVerificationError as exc:
+            raise _untrusted(exc, self._host) from None
         with contextlib.suppress(OSError):
             writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return _AsyncConnection(reader, writer, generation)
+
+    async def _open_tunnel(self) -> socket.socket:
+        """A socket to the proxy through which CONNECT opened a tunnel (a plain socket, so that asyncio starts
+        TLS on it the same way on every Python version; ``_post`` bounds it in time)."""
+        assert self._proxy is not None
+        loop = asyncio.get_running_loop()
+        error: OSError | None = None
+        for family, kind, proto, _, address in await loop.getaddrinfo(
+            self._proxy.host, self._proxy.port, type=socket.SOCK_STREAM
+        ):
+            sock = socket.socket(family, kind, proto)
+            sock.setblocking(False)
+            try:
+                await loop.sock_connect(sock, address)
+            except OSError as exc:
+                sock.close()
+                error = exc
+                continue
+            except BaseException:
+                sock.close()
+                raise
+            try:
+                await loop.sock_sendall(sock, self._connect_bytes())
+                reader = _ResponseReader()
+                while not self._tunnel_head(reader, await loop.sock_recv(sock, _READ)):
+                    pass
+            except BaseException:
+                sock.close()
+                raise
+            return sock
+        raise error or OSError(f"no address for {self._proxy.host!r}")
 
     async def _exchange_with_session(self, body: bytes, ids: list[int], headers: dict[str, str]) -> _Answers:
         """The same exchange through the caller's ``httpx.AsyncClient`` (``_post`` bounds it in time)."""
@@ -909,8 +1145,8 @@ class AsyncHttpClient(_HttpPeer):
     async def close(self) -> None:
         """Close every connection (those in use as their calls end)."""
         self._generation += 1
-        while self._idle:
-            self._idle.pop().close()
+        idle, self._idle = self._idle, []
+        await asyncio.gather(*(connection.closed(_CLOSE_GRACE) for connection in idle))
 
     async def __aenter__(self) -> AsyncHttpClient:
         return self

@@ -24,12 +24,14 @@ import asyncio
 import collections
 import contextlib
 import logging
+import ssl
+import urllib.parse
 from collections.abc import Awaitable, Generator, Sequence
 from types import TracebackType
 from typing import Any, NoReturn
 
 from rpcwire import _async_client
-from rpcwire._http_client import HttpError
+from rpcwire._http_client import HttpError, Verify, _tls_context, _untrusted
 from rpcwire._peer import _Sent
 from rpcwire._types import DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES, Handler, Response
 
@@ -134,6 +136,7 @@ class AsyncWebSocketClient(_async_client.AsyncClient):
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_depth: int = DEFAULT_MAX_DEPTH,
         max_batch: int | None = DEFAULT_MAX_BATCH,
+        verify: Verify = True,
         **options: Any,
     ) -> _Connecting:
         """Open a connection to ``url`` (awaited, or used as ``async with``). ``headers``: sent with the handshake
@@ -141,8 +144,10 @@ class AsyncWebSocketClient(_async_client.AsyncClient):
         offered (``jsonrpc``); ``open_timeout``: for the handshake (a refused one raises
         :class:`~rpcwire.HttpError` with the server's status). ``handler`` answers the server's own requests
         (-32601 without one). The limits are :class:`AsyncClient`'s; a frame over ``max_message_bytes`` from the
-        server closes the connection. Other keywords go to ``websockets.asyncio.client.connect`` (``ssl``,
-        ``ping_interval``, ``compression``...)."""
+        server closes the connection. ``verify`` (wss://) as :class:`~rpcwire.HttpClient`'s: ``True`` (the
+        system's trust store), a CA bundle's path, an ``ssl.SSLContext``, or ``False`` (no check). Proxies are
+        the library's (``proxy=``; by default ``HTTPS_PROXY``, ``NO_PROXY``... from the environment). Other
+        keywords go to ``websockets.asyncio.client.connect`` (``ping_interval``, ``compression``...)."""
         return _Connecting(
             cls._open(
                 url,
@@ -156,6 +161,7 @@ class AsyncWebSocketClient(_async_client.AsyncClient):
                 max_message_bytes=max_message_bytes,
                 max_depth=max_depth,
                 max_batch=max_batch,
+                verify=verify,
                 options=options,
             )
         )
@@ -175,12 +181,17 @@ class AsyncWebSocketClient(_async_client.AsyncClient):
         max_message_bytes: int,
         max_depth: int,
         max_batch: int | None,
+        verify: Verify,
         options: dict[str, Any],
     ) -> AsyncWebSocketClient:
         try:
             from websockets.asyncio.client import connect  # noqa: PLC0415  (the optional extra, when a client connects)
         except ImportError as missing:
             raise ImportError(_NO_LIBRARY) from missing
+        if url[:6].lower() == "wss://":
+            if "ssl" in options and verify is not True:
+                raise ValueError("ssl= and verify= are the same setting: give one")
+            options.setdefault("ssl", _tls_context(verify))
         client = cls.__new__(cls)  # not __init__: the connection below is the client's stream
         client._prepare(
             handler,
@@ -206,6 +217,8 @@ class AsyncWebSocketClient(_async_client.AsyncClient):
         except InvalidStatus as refused:  # the handshake refused (403, 421...): as the HTTP clients report a status
             response = refused.response
             raise HttpError(response.status_code, response.reason_phrase, bytes(response.body or b"")) from None
+        except ssl.SSLCertVerificationError as exc:
+            raise _untrusted(exc, urllib.parse.urlsplit(url).hostname or url) from None
         client._connection = connection
         client._frames = _Frames(connection, client._loop, _async_client._WRITE_BUFFER)
         client._output = client._frames  # type: ignore[assignment]

@@ -1,6 +1,7 @@
 """The HTTP clients' rules against real servers on loopback: a bounded pool of connections, a timeout that
 is a deadline for the whole call, an event stream read only up to its answer, a POST never sent twice,
-the IPv6 ``Host`` header, errors with ``id: null``, and answers read no further than ``max_message_bytes``.
+the IPv6 ``Host`` header, errors with ``id: null``, answers read no further than ``max_message_bytes``, TLS
+with ``verify=`` (the WebSocket client's too) and proxies (a forwarding proxy on loopback, ``Proxy``).
 
 Most servers here are scripted HTTP/1.1 servers on a socket (``RawServer``), each written to misbehave in
 one way; the errors with ``id: null`` come from rpcwire's own ASGI app under uvicorn. Each test runs both
@@ -21,6 +22,7 @@ import ssl
 import subprocess
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -357,8 +359,18 @@ def test_a_refusal_raises_http_error_and_keeps_the_connection(impl: ModuleType, 
         with pytest.raises(rpcwire.HttpError) as refused:
             client.call("refused", {"n": 1})
         assert (refused.value.status, refused.value.body) == (415, b"nope")
+        assert str(refused.value) == "HTTP 415 Unsupported Media Type: nope"
         assert client.call("echo", {"n": 2}) == 2
         assert server.accepted == 1
+
+
+def test_http_error_shows_the_body_decoded() -> None:
+    """The text of an ``HttpError`` is the body as text (UTF-8), not a bytes repr; a long body is cut."""
+    assert str(rpcwire.HttpError(403, "Forbidden", "déjà refusé\n".encode())) == "HTTP 403 Forbidden: déjà refusé"
+    assert str(rpcwire.HttpError(502, "Bad Gateway", b"\xff oops")) == "HTTP 502 Bad Gateway: \ufffd oops"
+    assert str(rpcwire.HttpError(404, "Not Found", b"")) == "HTTP 404 Not Found"
+    long = str(rpcwire.HttpError(500, "Internal Server Error", "é".encode() * 1000))
+    assert long == "HTTP 500 Internal Server Error: " + "é" * 200 + "…"
 
 
 # --- a bounded pool --------------------------------------------------------------------------------------
@@ -635,32 +647,349 @@ def test_a_batch_the_server_may_have_run_is_never_sent_again(impl: ModuleType, k
 
 # --- https ----------------------------------------------------------------------------------------------
 
+PROXY_VARIABLES = ["http_proxy", "https_proxy", "all_proxy", "no_proxy"]
 
-def test_https_with_the_default_trust_store(impl: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A self-signed certificate for 127.0.0.1, trusted through ``SSL_CERT_FILE`` (which the default context
-    reads); the connection is kept alive between calls."""
+
+@pytest.fixture(autouse=True)
+def no_proxy_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The clients honour the environment's proxies: none here, unless a test sets its own."""
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+
+
+@pytest.fixture
+def certificate(tmp_path: Path) -> tuple[Path, Path]:
+    """A throwaway self-signed certificate (its key, and itself: its own CA) for localhost and 127.0.0.1."""
+    return make_certificate(tmp_path, "DNS:localhost,IP:127.0.0.1")
+
+
+def make_certificate(tmp_path: Path, names: str) -> tuple[Path, Path]:
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    request = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost"]
+    names = f"subjectAltName={names}"
     try:
-        request = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
         subprocess.run(
-            ["openssl", *request, "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+            ["openssl", *request, "-addext", names, "-keyout", str(key), "-out", str(cert)],
             check=True,
             capture_output=True,
             timeout=60,
         )
     except (OSError, subprocess.SubprocessError):
         pytest.skip("no openssl command to make a certificate with")
-    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
-    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    tls.load_cert_chain(cert, key)
-    with RawServer(echo, tls=tls) as server:
-        url = server.url().replace("http:", "https:")
+    return key, cert
+
+
+class TlsServer(RawServer):
+    """``RawServer`` over TLS with ``certificate``; ``names`` keeps the name each handshake asked for (SNI)."""
+
+    def __init__(self, respond: Respond, certificate: tuple[Path, Path]) -> None:
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        tls.load_cert_chain(certificate[1], certificate[0])
+        self.names: list[str | None] = []
+        tls.sni_callback = lambda _sock, name, _context: self.names.append(name)  # type: ignore[func-returns-value]
+        super().__init__(respond, tls=tls)
+
+    def url(self, host: str = "localhost") -> str:
+        return f"https://{host}:{self.port}/rpc"
+
+
+def test_https_with_the_default_trust_store(
+    impl: ModuleType, certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The certificate trusted through ``SSL_CERT_FILE`` (which the default context reads); the connection is
+    kept alive between calls."""
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificate[1]))
+    with TlsServer(echo, certificate) as server:
+        url = server.url("127.0.0.1")
         with impl.HttpClient(url, timeout=BOUND) as client:
             assert [client.call("echo", {"n": n}) for n in range(3)] == [0, 1, 2]
         assert server.accepted == 1
         monkeypatch.delenv("SSL_CERT_FILE")
         with impl.HttpClient(url, timeout=BOUND) as untrusting, pytest.raises(ssl.SSLCertVerificationError):
             untrusting.call("echo", {"n": 1})
+
+
+@BOTH
+@pytest.mark.parametrize("verify", ["ca-path", "ca-directory", "context", "off"])
+def test_https_with_verify(
+    impl: ModuleType, kind: str, verify: str, certificate: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """``verify=``: a CA bundle's path (a file, or a directory of hashed certificates), an ``ssl.SSLContext``,
+    or ``False``; the name of the URL sent as SNI and in ``Host``, the connection kept alive."""
+    if verify == "ca-directory":
+        directory = tmp_path / "cas"
+        directory.mkdir()
+        hashed = subprocess.run(
+            ["openssl", "x509", "-hash", "-noout", "-in", str(certificate[1])], capture_output=True, check=True
+        )
+        (directory / f"{hashed.stdout.decode().strip()}.0").write_bytes(certificate[1].read_bytes())
+    option: Any = {
+        "ca-path": str(certificate[1]),
+        "ca-directory": directory if verify == "ca-directory" else None,
+        "context": ssl.create_default_context(cafile=certificate[1]),
+        "off": False,
+    }[verify]
+    with TlsServer(echo, certificate) as server:
+        with http_client(impl, kind, server.url(), timeout=BOUND, verify=option) as client:
+            assert [client.call("echo", {"n": n}) for n in range(3)] == [0, 1, 2]
+        assert server.accepted == 1
+        assert server.names == ["localhost"]
+        assert re.search(rb"(?m)^POST /rpc HTTP/1.1\r\nHost: localhost:%d\r$" % server.port, server.heads[0])
+
+
+@BOTH
+def test_https_refuses_an_untrusted_certificate_by_default(
+    impl: ModuleType, kind: str, certificate: tuple[Path, Path]
+) -> None:
+    """``verify=True`` (the default: the system's trust store) refuses a self-signed certificate, saying how to
+    trust it; no request is sent."""
+    with TlsServer(echo, certificate) as server:
+        with (
+            http_client(impl, kind, server.url(), timeout=BOUND) as client,
+            pytest.raises(ssl.SSLCertVerificationError, match=r"for localhost: self.signed.*pass verify=") as error,
+        ):
+            client.call("echo", {"n": 1})
+        assert error.value.verify_code == 18  # X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT
+        assert server.heads == []
+
+
+@BOTH
+def test_https_checks_the_name_of_the_url(impl: ModuleType, kind: str, tmp_path: Path) -> None:
+    """A certificate trusted, but for another name than the URL's, is refused (verify= checks the name too)."""
+    certificate = make_certificate(tmp_path, "DNS:localhost")
+    with TlsServer(echo, certificate) as server:
+        url = server.url("127.0.0.1")
+        with (
+            http_client(impl, kind, url, timeout=BOUND, verify=str(certificate[1])) as client,
+            pytest.raises(ssl.SSLCertVerificationError, match=r"for 127\.0\.0\.1: .*mismatch"),
+        ):
+            client.call("echo", {"n": 1})
+
+
+def test_verify_is_checked_when_the_client_is_made(impl: ModuleType, tmp_path: Path) -> None:
+    for client in (impl.HttpClient, impl.AsyncHttpClient):
+        with pytest.raises(FileNotFoundError):
+            client("https://localhost/rpc", verify=str(tmp_path / "missing.pem"))
+        with pytest.raises(TypeError, match="verify must be"):
+            client("https://localhost/rpc", verify=1)
+        with pytest.raises(ValueError, match="session= brings its own TLS"):
+            client("https://localhost/rpc", verify=False, session=object())
+
+
+@pytest.mark.parametrize("verify", ["default", "ca-path", "context", "off"])
+def test_the_websocket_client_takes_verify_as_the_http_clients(
+    impl: ModuleType, verify: str, certificate: tuple[Path, Path]
+) -> None:
+    """``AsyncWebSocketClient.connect(wss://..., verify=...)``: the same choices as the HTTP clients', the same
+    refusal of an untrusted certificate by default."""
+    websockets_server = pytest.importorskip("websockets.asyncio.server")
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(certificate[1], certificate[0])
+    option: Any = {
+        "default": True,
+        "ca-path": certificate[1],
+        "context": ssl.create_default_context(cafile=certificate[1]),
+        "off": False,
+    }[verify]
+
+    async def answer_each(ws: Any) -> None:
+        async for frame in ws:
+            await ws.send(json.dumps(answer(json.loads(frame))))
+
+    async def main() -> None:
+        async with websockets_server.serve(answer_each, "127.0.0.1", 0, ssl=tls) as server:
+            url = f"wss://localhost:{server.sockets[0].getsockname()[1]}/"
+            connecting = impl.AsyncWebSocketClient.connect(url, verify=option, timeout=BOUND, open_timeout=BOUND)
+            if verify == "default":
+                with pytest.raises(ssl.SSLCertVerificationError, match=r"for localhost: self.signed.*pass verify="):
+                    await connecting
+                return
+            async with connecting as client:
+                assert await client.call("echo", {"n": 7}) == 7
+
+    asyncio.run(main())
+
+
+# --- proxies --------------------------------------------------------------------------------------------
+
+
+class Proxy:
+    """A forwarding HTTP proxy on loopback: ``CONNECT host:port`` opens a tunnel, a request in absolute form is
+    relayed as it is to the host it names (or, with ``refuse``, those bytes are the answer to anything).
+    ``heads`` keeps the head of each connection's first request."""
+
+    def __init__(self, refuse: bytes | None = None) -> None:
+        self.refuse = refuse
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.1)
+        self.port = self.listener.getsockname()[1]
+        self.heads: list[bytes] = []
+        self.sockets: list[socket.socket] = []
+        self.threads: list[threading.Thread] = []
+        self.stopping = False
+        self.acceptor = threading.Thread(target=self._accept, daemon=True)
+
+    def url(self, credentials: str = "") -> str:
+        return f"http://{credentials}127.0.0.1:{self.port}"
+
+    def __enter__(self) -> Proxy:
+        self.acceptor.start()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.stopping = True
+        self.acceptor.join(10)
+        for sock in list(self.sockets):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        for thread in list(self.threads):
+            thread.join(10)
+        for sock in self.sockets:
+            sock.close()
+        self.listener.close()
+
+    def _thread(self, target: Callable[..., None], *args: Any) -> None:
+        thread = threading.Thread(target=target, args=args, daemon=True)
+        self.threads.append(thread)
+        thread.start()
+
+    def _accept(self) -> None:
+        while not self.stopping:
+            try:
+                conn, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            conn.settimeout(BOUND)
+            self.sockets.append(conn)
+            self._thread(self._serve, conn)
+
+    def _serve(self, conn: socket.socket) -> None:
+        reader = conn.makefile("rb")
+        head = b""
+        with contextlib.suppress(OSError):
+            while (line := reader.readline(65536)) not in (b"\r\n", b"\n", b""):
+                head += line
+        self.heads.append(head)
+        if not head or self.refuse is not None:
+            with contextlib.suppress(OSError):
+                conn.sendall(self.refuse or b"")
+                client_gone(conn, 10)
+            return
+        method, target, _ = head.split(b"\r\n")[0].decode().split(" ")
+        if method == "CONNECT":
+            host, port = target.rsplit(":", 1)
+        else:
+            parts = urllib.parse.urlsplit(target)
+            host, port = parts.hostname or "", str(parts.port)
+        upstream = socket.create_connection((host, int(port)), timeout=BOUND)
+        self.sockets.append(upstream)
+        if method == "CONNECT":
+            conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        else:
+            upstream.sendall(head + b"\r\n")
+        self._thread(self._relay, upstream.recv, conn)
+        self._relay(reader.read1, upstream)
+
+    @staticmethod
+    def _relay(read: Callable[[int], bytes], to: socket.socket) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            while data := read(65536):
+                to.sendall(data)
+        with contextlib.suppress(OSError):
+            to.shutdown(socket.SHUT_WR)
+
+
+@BOTH
+def test_http_through_the_environments_proxy(impl: ModuleType, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``HTTP_PROXY`` (as requests and httpx read it): each POST sent to the proxy in absolute form, with
+    ``Proxy-Authorization`` from the proxy URL's user and password; ``Host`` is still the server's."""
+    with RawServer(echo) as server, Proxy() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url("me:p%40ss@"))
+        with http_client(impl, kind, server.url(), timeout=BOUND) as client:
+            assert [client.call("echo", {"n": n}) for n in range(2)] == [0, 1]
+        request = b"POST http://127.0.0.1:%d/rpc HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % (server.port, server.port)
+        assert proxy.heads[0].startswith(request), proxy.heads[0]
+        assert b"\r\nProxy-Authorization: Basic bWU6cEBzcw==\r\n" in proxy.heads[0]  # me:p@ss
+        assert len(proxy.heads) == 1  # kept alive through the proxy
+        assert server.heads[0].startswith(request)
+
+
+@BOTH
+def test_https_through_a_proxys_tunnel(
+    impl: ModuleType, kind: str, certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``HTTPS_PROXY``: ``CONNECT host:port`` (with ``Proxy-Authorization``), then TLS to the server through
+    the tunnel, its name sent as SNI and checked; the POST in origin form, no proxy header in it."""
+    with TlsServer(echo, certificate) as server, Proxy() as proxy:
+        monkeypatch.setenv("https_proxy", proxy.url("me:pw@"))
+        with http_client(impl, kind, server.url(), timeout=BOUND, verify=str(certificate[1])) as client:
+            assert [client.call("echo", {"n": n}) for n in range(2)] == [0, 1]
+        connect = b"CONNECT localhost:%d HTTP/1.1\r\nHost: localhost:%d\r\n" % (server.port, server.port)
+        assert proxy.heads == [connect + b"Proxy-Authorization: Basic bWU6cHc=\r\n"]
+        assert server.names == ["localhost"]
+        assert server.heads[0].startswith(b"POST /rpc HTTP/1.1\r\nHost: localhost:%d\r\n" % server.port)
+        assert b"proxy-authorization" not in server.heads[0].lower()
+
+
+@BOTH
+def test_an_explicit_proxy_and_trust_env(impl: ModuleType, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``proxy=`` is used whatever the environment says; ``trust_env=False`` ignores the environment's."""
+    with RawServer(echo) as server, Proxy() as proxy, Proxy(refuse=b"HTTP/1.1 502 No\r\n\r\n") as other:
+        monkeypatch.setenv("HTTP_PROXY", other.url())
+        with http_client(impl, kind, server.url(), timeout=BOUND, proxy=proxy.url()) as client:
+            assert client.call("echo", {"n": 1}) == 1
+        with http_client(impl, kind, server.url(), timeout=BOUND, trust_env=False) as client:
+            assert client.call("echo", {"n": 2}) == 2
+        assert (len(proxy.heads), other.heads, server.accepted) == (1, [], 2)
+
+
+@BOTH
+def test_no_proxy_goes_direct(impl: ModuleType, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``NO_PROXY`` naming the host (or ``*``) skips the environment's proxy; without it the proxy is used."""
+    with RawServer(echo) as server, Proxy(refuse=b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n") as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url())
+        for no_proxy in ["127.0.0.1", "localhost,127.0.0.1", f"127.0.0.1:{server.port}", "*"]:
+            monkeypatch.setenv("NO_PROXY", no_proxy)
+            with http_client(impl, kind, server.url(), timeout=BOUND) as client:
+                assert client.call("echo", {"n": 1}) == 1
+        assert proxy.heads == []
+        monkeypatch.setenv("NO_PROXY", "example.com")
+        with http_client(impl, kind, server.url(), timeout=BOUND) as client, pytest.raises(rpcwire.HttpError):
+            client.call("echo", {"n": 1})
+        assert len(proxy.heads) == 1
+
+
+@BOTH
+def test_a_proxy_refusing_the_tunnel_fails_naming_its_variable(
+    impl: ModuleType, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refusal = b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n"
+    with Proxy(refuse=refusal) as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url())
+        with (
+            http_client(impl, kind, "https://localhost:9/rpc", timeout=BOUND) as client,
+            pytest.raises(ConnectionError, match=r"proxy http://127.0.0.1:\d+ \(from HTTPS_PROXY\) refused .* 407"),
+        ):
+            client.call("echo", {"n": 1})
+        assert proxy.heads == [b"CONNECT localhost:9 HTTP/1.1\r\nHost: localhost:9\r\n"]
+
+
+@pytest.mark.parametrize("variable", ["ALL_PROXY", "https_proxy"])
+def test_a_proxy_the_clients_cannot_use_fails_naming_its_variable(
+    impl: ModuleType, variable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SOCKS proxy or one reached over TLS: refused when the client is made, the variable and the way out
+    named (the password not shown)."""
+    monkeypatch.setenv(variable, "socks5://me:secret@127.0.0.1:1080")
+    for client in (impl.HttpClient, impl.AsyncHttpClient):
+        with pytest.raises(ValueError, match=rf"^{variable}='socks5://me:\*\*\*@127.0.0.1:1080': .*http:// proxy only"):
+            client("https://localhost/rpc")
+        client("https://localhost/rpc", trust_env=False)  # the way out
+    monkeypatch.setenv("NO_PROXY", "localhost")
+    impl.HttpClient("https://localhost/rpc")
 
 
 # --- Host for an IPv6 literal ----------------------------------------------------------------------------
