@@ -8,11 +8,18 @@ tests call (request lines, decoded answers, streams, servers) live in ``support/
 
 from __future__ import annotations
 
+import os
 from types import ModuleType
 
 import pytest
 import rpcwire
 from support.messages import IMPLEMENTATIONS
+
+# The HTTP clients honour the environment's proxies as requests and httpx do: the tests' servers are on loopback,
+# reached directly whatever the machine that runs the suite sets (tests/client/test_http_client.py sets its own).
+for _variable in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+    os.environ.pop(_variable, None)
+    os.environ.pop(_variable.upper(), None)
 
 
 def pytest_configure(config: pytest.Config) -> None:
