@@ -25,7 +25,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 import rpcwire
 import rpcwire.pure
 from rpcwire import _demo, _listen
-from rpcwire._engine import is_async_handler
+from rpcwire._engine import BY_HANDLER, is_async_handler
 from rpcwire._listen import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_CONNECTIONS
 from rpcwire.http import ASGIApp, WSGIApp
 from rpcwire.pure.framing import FRAMINGS
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=None,
         metavar="N",
-        help="requests run at once: --stdio default 1 (one at a time, in order), "
+        help="requests run at once: --stdio default 1 (one at a time, in order; 64 for an async handler), "
         f"--listen {DEFAULT_MAX_CONCURRENCY} per connection",
     )
     serve.add_argument(
@@ -186,7 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.http is None:
         transport = rpcwire.StdioTransport(framing=args.framing)
         rpcwire.serve(
-            handler, transport, max_concurrency=args.max_concurrency or 1, guard_stdout=not args.no_stdout_guard
+            handler,
+            transport,
+            max_concurrency=args.max_concurrency or BY_HANDLER,
+            guard_stdout=not args.no_stdout_guard,
         )
         return 0
     host, port = _address(serve, args.http)
