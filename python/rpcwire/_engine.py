@@ -5,21 +5,24 @@ classifies messages (``_read_message``), builds answer bytes (``_answer_result``
 whole lines (``_write_line``, ``_write_lines``, ``write_notification``). :func:`serve` is the one place that
 chooses how requests are run over it:
 
-- **Sequential** (``max_concurrency=1``, a sync handler): one message at a time, in order, in the core's
+- **Sequential** (``max_concurrency=1``, the default for a sync handler): one message at a time, in order, in the core's
   own loop (``transport._serve_sequential``: Rust's in the native module, :func:`serve_sequential` for
   :mod:`rpcwire.pure`). Both write the same bytes.
 - **Threads** (``max_concurrency=N > 1``, a sync handler): :mod:`rpcwire._thread_server`.
-- **asyncio** (an ``async def`` handler, or :func:`serve_async` in a running loop): :mod:`rpcwire._async_server`.
+- **asyncio** (an ``async def`` handler, 64 tasks at most unless ``max_concurrency`` says otherwise, or
+  :func:`serve_async` in a running loop): :mod:`rpcwire._async_server`.
 
-In both concurrent modes, at most N handlers run at once, and reading goes on while up to N more requests
-wait their turn (so that a cancellation or a notification behind them is still read: :mod:`rpcwire._in_flight`;
-a request cancelled while it waits is never run). With 2N requests read and unanswered, or more answers
-waiting to be written than the writer's bounds (a peer that does not read), reading pauses: nothing is queued
-without bound. Answers go out through one writer thread (:mod:`rpcwire._answer_writer`); every answer
-finished before a notification's handler starts is written before it starts. Handlers run on the worker pool
-of :mod:`rpcwire._workers`. A handler's ``BaseException`` stops the server: what is in flight gets
-``EXIT_GRACE`` to finish, what finished is written, then it is raised. Each message is answered through
-``rpcwire._answer.each_request``, as in every other serving path.
+In both concurrent modes, at most N handlers run at once, and up to N more requests wait their turn; reading
+goes on past them, the requests read then held (up to 1,024 of them or 1 MiB), so that a cancellation or a
+notification behind them is still read and acted on at once (:mod:`rpcwire._in_flight`; a request cancelled
+before it started is never run). With the held requests at their bounds, or more answers waiting to be written
+than the writer's bounds (a peer that does not read), reading pauses: nothing is queued without bound. A read
+that may wait for input is made by a reader thread in both, so a stop never waits for more input. Answers go out
+through one writer thread (:mod:`rpcwire._answer_writer`); every answer finished before a notification's handler
+starts is written before it starts. Handlers run on the worker pool of :mod:`rpcwire._workers`. A handler's
+``BaseException`` stops the server: what is in flight gets ``EXIT_GRACE`` to finish, what finished is written,
+then it is raised. Each message is answered through ``rpcwire._answer.each_request``, as in every other serving
+path.
 
 :func:`serve` and :func:`serve_async` keep stray output off the process's stdout while they write the wire
 there (``rpcwire._stdout_guard``).
