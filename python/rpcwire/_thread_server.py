@@ -8,10 +8,11 @@ waits never runs). Reading goes on past that, the requests read then held (:clas
 so that cancellations behind them are acted on at once (a held request cancelled is answered at once and never
 runs), and pauses once the held ones reach their bounds.
 
-A message already buffered is taken on the calling thread; a read that may wait is made by a reader thread of
-the server's, when the calling thread asks for it, and the calling thread waits for the message *or* a stop
-(a worker's ``SystemExit``, a failed output): a read blocked on an input that stays open never stands between a
-stop and ``serve`` returning (the reader, a daemon thread, is left in its read).
+A message already buffered is taken on the calling thread, and so is any message while nothing is in flight;
+a read that may wait while requests run or answers are being written is made by a reader thread of the server's
+(started the first time one is needed), when the calling thread asks for it, and the calling thread waits for
+the message *or* a stop (a worker's ``SystemExit``, a failed output): a read blocked on an input that stays open
+never stands between a stop and ``serve`` returning (the reader, a daemon thread, is left in its read).
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ class ThreadServer:
 
     def next_message(self) -> Message | object | None:
         """The next message (``None`` at end of input), or ``_STOPPED`` if the server stops while a read waits."""
-        if self.transport._has_buffered_message():  # no read that may wait: taken here
+        if self.transport._has_buffered_message() or self.idle():  # no read that may wait, or nothing to stop it
             return self.transport._read_message()
         if self.reader is None:
             self.reader = threading.Thread(target=self.read, name="rpcwire-reader", daemon=True)
@@ -123,6 +124,11 @@ class ThreadServer:
             if error is not None:
                 raise error
             return message  # type: ignore[no-any-return]
+
+    def idle(self) -> bool:
+        """Nothing in flight and every answer written: nothing can stop the server while this thread waits for
+        input (so it reads itself, and an idle connection of ``--listen`` holds no reader thread)."""
+        return self.admitted.qsize() == 2 * self.max_concurrency and self.writer.all_written()
 
     def read(self) -> None:
         """On the reader thread: each time the dispatching thread asks, one message, read as it comes."""
