@@ -35,7 +35,7 @@ from rpcwire._workers import Workers, leave_signals_to_the_main_thread
 __all__ = ["ThreadServer"]
 
 _WAKE = object()  # in the inbox: look at ``stopping`` (or at the room held requests left) again
-_STOPPED = object()  # next_message's answer when the server stops while it waits
+_STOPPED: Any = object()  # next_message's answer when the server stops while it waits
 
 
 class ThreadServer:
@@ -105,7 +105,7 @@ class ThreadServer:
 
     # --- reading ---------------------------------------------------------------------------------------------
 
-    def next_message(self) -> Message | object | None:
+    def next_message(self) -> Message | None:
         """The next message (``None`` at end of input), or ``_STOPPED`` if the server stops while a read waits."""
         if self.transport._has_buffered_message() or self.idle():  # no read that may wait, or nothing to stop it
             return self.transport._read_message()
@@ -117,7 +117,7 @@ class ThreadServer:
             item = self.inbox.get()
             if item is _WAKE:
                 if self.stopping:
-                    return _STOPPED  # the reader stays in its read: nothing more of the input is served
+                    return _STOPPED  # type: ignore[no-any-return] # the reader stays in its read: nothing more is served
                 self.start_held()  # the writer has room again for what they will answer
                 continue
             message, error = item
