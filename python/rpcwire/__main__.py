@@ -30,7 +30,7 @@ from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer,
 import rpcwire
 import rpcwire.pure
 from rpcwire import _demo, _listen
-from rpcwire._engine import is_async_handler
+from rpcwire._engine import BY_HANDLER, is_async_handler
 from rpcwire._listen import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_CONNECTIONS
 from rpcwire.http import ASGIApp, WSGIApp
 from rpcwire.pure.framing import FRAMINGS
@@ -105,7 +105,7 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         "--max-concurrency",
         type=int,
         metavar="N",
-        help=f"requests at once (--stdio 1, --listen {DEFAULT_MAX_CONCURRENCY} a connection)",
+        help=f"requests at once (--stdio 1, 64 for an async handler; --listen {DEFAULT_MAX_CONCURRENCY} a connection)",
     )
     serve.add_argument("--no-stdout-guard", action="store_true", help="--stdio: let a stray print reach fd 1")
     serve.add_argument("--log-level", choices=LOG_LEVELS, default="warning", help="what is logged (default warning)")
@@ -170,9 +170,12 @@ def _main(argv: list[str] | None) -> int:
         return _listen.serve(handler, app, host, port, limits)
     if args.http is None:
         transport = rpcwire.StdioTransport(framing=args.framing)
-        with contextlib.suppress(KeyboardInterrupt, SystemExit):
+        with contextlib.suppress(KeyboardInterrupt):
             rpcwire.serve(
-                handler, transport, max_concurrency=args.max_concurrency or 1, guard_stdout=not args.no_stdout_guard
+                handler,
+                transport,
+                max_concurrency=args.max_concurrency or BY_HANDLER,
+                guard_stdout=not args.no_stdout_guard,
             )
         return 0
     host, port = _address(serve, args.http)

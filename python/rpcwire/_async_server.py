@@ -6,8 +6,10 @@ wait is made by a reader thread, when the loop asks for it, so the two threads m
 handler is awaited on the loop (at most N at once; on Python 3.12+ the task starts eagerly, so a handler that
 never waits is answered without a turn of the loop), a sync one runs on one of N worker threads (notifications
 on a worker of their own). Notifications are awaited before anything after them is dispatched, once every
-answer finished before them is written. At most 2N requests are read and unanswered. The answers finished in
-one turn of the loop go to the writer thread together: one wake-up of it per burst, not per answer.
+answer finished before them is written. At most 2N requests are admitted (read and unanswered); reading goes on
+past that, the requests read then held (:class:`rpcwire._in_flight.ReadAhead`) so that cancellations behind them
+are acted on at once, and pauses once the held ones reach their bounds. The answers finished in one turn of the
+loop go to the writer thread together: one wake-up of it per burst, not per answer.
 """
 
 from __future__ import annotations
@@ -22,11 +24,11 @@ from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from rpcwire._answer import Deliver, call, call_async, each_request, failure_answer
+from rpcwire._answer import Deliver, call, call_async, cancelled_answer, each_request, failure_answer
 from rpcwire._answer_writer import AnswerWriter
 from rpcwire._context import RequestContext
 from rpcwire._contract import Transport
-from rpcwire._in_flight import EXIT_GRACE, InFlight
+from rpcwire._in_flight import EXIT_GRACE, InFlight, ReadAhead
 from rpcwire._types import Handler, Request
 from rpcwire._workers import Workers, leave_signals_to_the_main_thread
 
@@ -55,6 +57,9 @@ class AsyncServer:
         self.running = 0
         self.turns: deque[asyncio.Future[None]] = deque()  # requests waiting to run, in arrival order
         self.in_flight = InFlight(locked=False)  # used on the loop's thread only
+        self.read_ahead = ReadAhead(transport)  # requests read past the 2N admitted: on the loop's thread only
+        self.held_scheduled = False  # start_held is to run soon on the loop
+        self.ended = False  # serve is ending: no held request starts any more
         self.tasks: set[asyncio.Task[None]] = set()
         self.workers = None if self.is_async else Workers(max_concurrency)
         # Notifications on a thread of their own: never behind requests that may wait for one of them.
@@ -127,6 +132,11 @@ class AsyncServer:
                 self.flush()
                 await self.until(writer.when_room)
                 continue
+            if self.read_ahead:
+                self.start_held()  # held while the writer had no room
+                if self.read_ahead.full():  # as many requests held as the bounds allow: reading pauses
+                    await self.wait_admission()
+                    continue
             if len(self.outbox) >= _OUTBOX:
                 self.flush()
             if transport._has_buffered_message():  # taken on the loop (the reader thread reads only when asked)
@@ -141,18 +151,40 @@ class AsyncServer:
                     break
                 if isinstance(message, BaseException):
                     raise message
-            if type(message) is Request and not message.is_notification and self.admitted < self.max_admitted:
+            if (
+                type(message) is Request
+                and not message.is_notification
+                and self.admitted < self.max_admitted
+                and not self.read_ahead
+            ):
                 self.start(message, self.put)  # the common case, without a coroutine of its own
                 continue
             for request, deliver in each_request(message, self.put):
                 await self.dispatch(request, deliver)
         if not self.stopping:  # end of input: the requests in flight finish and are answered
+            while self.read_ahead and not self.stopping:  # the held ones start as the others end
+                self.start_held()
+                if not self.read_ahead:
+                    break
+                if writer.has_room(len(self.outbox), self.outbox_bytes):
+                    await self.wait_admission()
+                else:
+                    self.flush()
+                    await self.until(writer.when_room)
             await self.settle(None)
+
+    async def wait_admission(self) -> None:
+        """Until a request admitted ends (or a held one is dropped), or :meth:`wake`."""
+        self.flush()
+        self.admission = self.loop.create_future()
+        await self.wait(self.admission)
 
     async def end(self, stopped: BaseException | None) -> None:
         """Stop: raise what stopped the server, if anything, once the answers it allows are written."""
         writer = self.writer
         stop = stopped if stopped is not None else self.failure
+        if stop is not None or writer.failure is not None:
+            self.ended = True  # the requests held are not started
         if writer.failure is not None:  # nothing more can be written: no handler is waited for
             self.cancel_in_flight()
             writer.close(0)
@@ -265,7 +297,7 @@ class AsyncServer:
 
     async def dispatch(self, request: Request, deliver: Deliver) -> None:
         if request.is_notification:  # awaited here, before anything after it is dispatched
-            if not self.in_flight.cancel(request):
+            if not self.in_flight.cancel(request, self.drop_held):
                 self.flush()
                 if not self.writer.all_written():  # every answer finished before it is out before its handler runs
                     await self.until(self.writer.when_written)
@@ -274,19 +306,61 @@ class AsyncServer:
                 await self.call_notification(request, RequestContext(request, self.transport))
             deliver(None)
             return
-        while self.admitted >= self.max_admitted and not self.stopping:
-            self.flush()
-            self.admission = self.loop.create_future()
-            await self.wait(self.admission)
         if self.stopping:  # a handler raised, or the output failed, meanwhile: nothing more is run
             return
-        self.start(request, deliver)
+        if self.admitted < self.max_admitted and not self.read_ahead:
+            self.start(request, deliver)
+            return
+        context = RequestContext(request, self.transport)  # 2N admitted: held until one of them ends
+        self.in_flight.add(context)
+        self.read_ahead.hold(request, context, deliver)
 
-    def start(self, request: Request, deliver: Deliver) -> None:
+    def drop_held(self, context: RequestContext) -> None:
+        """A cancellation found ``context``: if its request is held (not started), it is answered now and never
+        runs (LSP: -32800; MCP: no answer)."""
+        held = self.read_ahead.drop(context)
+        if held is not None:
+            request, context, deliver = held
+            self.in_flight.remove(context)
+            deliver(cancelled_answer(self.transport, request, context))
+            self.admit()
+
+    def start_held(self) -> None:
+        """The held requests there is room for start, in arrival order, while the unwritten answers are within
+        bounds (else once they are)."""
+        self.held_scheduled = False
+        started = False
+        while self.read_ahead and self.admitted < self.max_admitted and not self.ended and not self.stopping:
+            if not self.writer.has_room(len(self.outbox), self.outbox_bytes):
+                self.flush()
+                self.writer.when_room(functools.partial(self.soon, self.schedule_start_held))
+                break
+            held = self.read_ahead.take()
+            if held is None:
+                break
+            request, context, deliver = held
+            self.start(request, deliver, context)
+            started = True
+        if started:
+            self.admit()  # reading may go on: the read-ahead has room
+
+    def schedule_start_held(self) -> None:
+        if not self.held_scheduled and self.read_ahead:
+            self.held_scheduled = True
+            self.loop.call_soon(self.start_held)
+
+    def admit(self) -> None:
+        """The serving coroutine, waiting for a request to end, goes on."""
+        admission, self.admission = self.admission, None
+        if admission is not None and not admission.done():
+            admission.set_result(None)
+
+    def start(self, request: Request, deliver: Deliver, context: RequestContext | None = None) -> None:
         """A request admitted: its task, started (eagerly where the interpreter can)."""
         self.admitted += 1
-        context = RequestContext(request, self.transport)
-        self.in_flight.add(context)
+        if context is None:
+            context = RequestContext(request, self.transport)
+            self.in_flight.add(context)
         task = self.start_task(self.run(request, context, deliver))
         if not task.done():  # an eager task may be done already: nothing is left to cancel or wait for
             context._task = task if self.is_async else None
@@ -324,9 +398,9 @@ class AsyncServer:
             if task is not None:
                 self.tasks.discard(task)  # (an eager task not added yet is never added: it is done)
             self.admitted -= 1
-            admission, self.admission = self.admission, None
-            if admission is not None and not admission.done():
-                admission.set_result(None)
+            if self.read_ahead:
+                self.schedule_start_held()  # on the loop, not in this task (an eager start would nest)
+            self.admit()
 
     async def call_notification(self, request: Request, context: RequestContext) -> None:
         """A notification's handler, awaited (not held back by the requests running)."""

@@ -5,21 +5,24 @@ classifies messages (``_read_message``), builds answer bytes (``_answer_result``
 whole lines (``_write_line``, ``_write_lines``, ``write_notification``). :func:`serve` is the one place that
 chooses how requests are run over it:
 
-- **Sequential** (``max_concurrency=1``, a sync handler): one message at a time, in order, in the core's
+- **Sequential** (``max_concurrency=1``, the default for a sync handler): one message at a time, in order, in the core's
   own loop (``transport._serve_sequential``: Rust's in the native module, :func:`serve_sequential` for
   :mod:`rpcwire.pure`). Both write the same bytes.
 - **Threads** (``max_concurrency=N > 1``, a sync handler): :mod:`rpcwire._thread_server`.
-- **asyncio** (an ``async def`` handler, or :func:`serve_async` in a running loop): :mod:`rpcwire._async_server`.
+- **asyncio** (an ``async def`` handler, 64 tasks at most unless ``max_concurrency`` says otherwise, or
+  :func:`serve_async` in a running loop): :mod:`rpcwire._async_server`.
 
-In both concurrent modes, at most N handlers run at once, and reading goes on while up to N more requests
-wait their turn (so that a cancellation or a notification behind them is still read: :mod:`rpcwire._in_flight`;
-a request cancelled while it waits is never run). With 2N requests read and unanswered, or more answers
-waiting to be written than the writer's bounds (a peer that does not read), reading pauses: nothing is queued
-without bound. Answers go out through one writer thread (:mod:`rpcwire._answer_writer`); every answer
-finished before a notification's handler starts is written before it starts. Handlers run on the worker pool
-of :mod:`rpcwire._workers`. A handler's ``BaseException`` stops the server: what is in flight gets
-``EXIT_GRACE`` to finish, what finished is written, then it is raised. Each message is answered through
-``rpcwire._answer.each_request``, as in every other serving path.
+In both concurrent modes, at most N handlers run at once, and up to N more requests wait their turn; reading
+goes on past them, the requests read then held (up to 1,024 of them or 1 MiB), so that a cancellation or a
+notification behind them is still read and acted on at once (:mod:`rpcwire._in_flight`; a request cancelled
+before it started is never run). With the held requests at their bounds, or more answers waiting to be written
+than the writer's bounds (a peer that does not read), reading pauses: nothing is queued without bound. A read
+that may wait for input is made by a reader thread in both, so a stop never waits for more input. Answers go out
+through one writer thread (:mod:`rpcwire._answer_writer`); every answer finished before a notification's handler
+starts is written before it starts. Handlers run on the worker pool of :mod:`rpcwire._workers`. A handler's
+``BaseException`` stops the server: what is in flight gets ``EXIT_GRACE`` to finish, what finished is written,
+then it is raised. Each message is answered through ``rpcwire._answer.each_request``, as in every other serving
+path.
 
 :func:`serve` and :func:`serve_async` keep stray output off the process's stdout while they write the wire
 there (``rpcwire._stdout_guard``).
@@ -36,6 +39,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -48,6 +52,8 @@ from rpcwire._thread_server import ThreadServer
 from rpcwire._types import Handler, Request
 
 __all__ = [
+    "ASYNC_MAX_CONCURRENCY",
+    "BY_HANDLER",
     "RequestContext",
     "async_asker",
     "current_request",
@@ -71,8 +77,25 @@ def serve_sequential(handler: Handler, transport: Transport) -> None:
             transport._write_line(answer)
 
 
+class _ByHandler(int):
+    """The default ``max_concurrency`` of :func:`serve`: an ``int`` equal to 1 (code that reads the default as
+    a number reads 1), which :func:`serve` reads as 1 for a sync handler and ``ASYNC_MAX_CONCURRENCY`` for an
+    async one."""
+
+    def __repr__(self) -> str:
+        return f"1 (for an async handler, {ASYNC_MAX_CONCURRENCY})"
+
+
+ASYNC_MAX_CONCURRENCY = 64
+"""``max_concurrency`` when none is given to :func:`serve_async`, or to :func:`serve` with an async handler."""
+
+BY_HANDLER: int = _ByHandler(1)
+"""``max_concurrency``'s default in :func:`serve` (and ``StdioTransport.serve``): 1 for a sync handler, one
+request at a time in order; ``ASYNC_MAX_CONCURRENCY`` for an ``async def`` handler, whose requests are tasks."""
+
+
 async def serve_async(
-    handler: Handler, transport: Any, *, max_concurrency: int = 64, guard_stdout: bool = True
+    handler: Handler, transport: Any, *, max_concurrency: int = ASYNC_MAX_CONCURRENCY, guard_stdout: bool = True
 ) -> None:
     """Serve inside a running event loop until end of input: each request as a task, at most N at once.
 
@@ -82,42 +105,71 @@ async def serve_async(
     """
     _check_max_concurrency(max_concurrency)
     with _serving(transport), guarded_stdout(transport, guard_stdout):  # before the server starts its workers
-        await AsyncServer(handler, transport, max_concurrency, is_async=is_async_handler(handler)).serve()
+        await _serve_async(handler, transport, max_concurrency)
 
 
-def serve(handler: Handler, transport: Any, *, max_concurrency: int = 1, guard_stdout: bool = True) -> None:
+async def _serve_async(handler: Handler, transport: Any, max_concurrency: int) -> None:
+    await AsyncServer(handler, transport, max_concurrency, is_async=is_async_handler(handler)).serve()
+
+
+def serve(handler: Handler, transport: Any, *, max_concurrency: int = BY_HANDLER, guard_stdout: bool = True) -> None:
     """Answer every request with ``handler(method, params)`` until end of input.
 
-    ``max_concurrency=1`` (a sync handler): one request at a time, in order. ``N > 1``: up to N requests
-    run at once on worker threads, each answered as it finishes. An ``async def`` handler runs on an
-    event loop of its own (:func:`serve_async`, with N or 64 tasks at most).
+    A sync handler: one request at a time, in order (``max_concurrency=1``, the default); with ``N > 1``, up
+    to N requests run at once on worker threads, each answered as it finishes. An ``async def`` handler runs
+    on an event loop of its own (:func:`serve_async`), each request a task, at most N at once: by default 64
+    (``ASYNC_MAX_CONCURRENCY``), as :func:`serve_async`; ``max_concurrency=1`` runs one at a time.
 
     ``guard_stdout`` (default true): when the transport writes to the process's fd 1, the wire gets a
     descriptor of its own while serving, and fd 1 and ``sys.stdout`` go to stderr, so that a stray
     ``print`` cannot corrupt it; both are restored on the way out.
+
+    ``RuntimeError`` if a ``serve`` already runs over ``transport``, raised before anything is touched.
     """
     _check_max_concurrency(max_concurrency)
-    with _serving(transport):  # a transport served elsewhere is refused before fd 1 is touched
-        pass
-    with guarded_stdout(transport, guard_stdout):
-        if is_async_handler(handler):
-            asyncio.run(serve_async(handler, transport, max_concurrency=max_concurrency, guard_stdout=False))
-        elif max_concurrency == 1:
-            transport._serve_sequential(handler)  # the core's own loop
+    is_async = is_async_handler(handler)
+    if is_async and type(max_concurrency) is _ByHandler:
+        max_concurrency = ASYNC_MAX_CONCURRENCY
+    sequential = not is_async and max_concurrency == 1
+    # The transport is claimed before fd 1 (a serve refused never touches the guard another one holds), and
+    # held until the guard is given back.
+    with _serving(transport, core=not sequential), guarded_stdout(transport, guard_stdout):
+        if is_async:
+            asyncio.run(_serve_async(handler, transport, max_concurrency))
+        elif sequential:
+            transport._serve_sequential(handler)  # the core's own loop, which marks the core served itself
         else:
-            with _serving(transport):
-                ThreadServer(handler, transport, max_concurrency).serve()
+            ThreadServer(handler, transport, max_concurrency).serve()
+
+
+_ALREADY_SERVING = "this transport is already serving: serve() was called on it again before the first call returned"
+_claims = threading.Lock()
+_served: set[int] = set()  # the ids of the transports a serve of this process holds
 
 
 @contextlib.contextmanager
-def _serving(transport: Transport) -> Iterator[None]:
+def _serving(transport: Transport, *, core: bool = True) -> Iterator[None]:
     """While a server runs over ``transport``: a second ``serve`` on it raises ``RuntimeError`` (two readers
-    would share the input, and an answer could wait behind the other's read until more input came)."""
-    transport._start_serving()
+    would share the input, and an answer could wait behind the other's read until more input came).
+
+    One check, under one lock, before anything else is done: the engine's own mark, then the core's
+    (``_start_serving``). ``core=False``: the core's mark is only looked at, for the core's sequential loop,
+    which sets it itself (no other ``serve`` can come in between: the engine's mark is held)."""
+    key = id(transport)  # unique while it is held: the transport lives at least as long as its serve
+    with _claims:
+        if key in _served:
+            raise RuntimeError(_ALREADY_SERVING)
+        transport._start_serving()  # RuntimeError if the core is served without the engine
+        if not core:
+            transport._stop_serving()
+        _served.add(key)
     try:
         yield
     finally:
-        transport._stop_serving()
+        with _claims:
+            if core:
+                transport._stop_serving()
+            _served.discard(key)
 
 
 def is_async_handler(handler: Any) -> bool:

@@ -39,6 +39,7 @@ from typing import Any, Literal
 import rpcwire
 from rpcwire._engine import is_async_handler
 from rpcwire._types import Framing, Handler
+from rpcwire._workers import leave_signals_to_the_main_thread
 from rpcwire.http import WSGIApp
 
 __all__ = [
@@ -437,6 +438,7 @@ class _Connections:
         thread.start()
 
     def _run(self, connection: socket.socket, args: tuple[Any, ...]) -> None:
+        leave_signals_to_the_main_thread()  # SIGTERM and SIGINT stop the server: they must wake its accept
         try:
             _serve_connection(connection, *args)
         finally:

@@ -14,9 +14,11 @@ def leave_signals_to_the_main_thread() -> None:
     """Called first on each of the engine's threads. A signal sent to the process is delivered to any
     thread that does not block it; delivered to a worker, SIGINT would leave the main thread blocked in
     its read (only a signal delivered to the reading thread interrupts the system call), and
-    Ctrl-C would stop nothing until more input came. Blocked here, it reaches the main thread."""
+    Ctrl-C would stop nothing until more input came. Blocked here, it reaches the main thread. SIGTERM
+    likewise (``--listen`` stops on it: delivered to an engine's thread while its connections closed, it left
+    the main thread in ``accept``)."""
     if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
 class Workers:

@@ -361,8 +361,9 @@ def test_a_body_with_one_content_length_keeps_the_connection(port: int) -> None:
 @pytest.mark.slow
 def test_idle_connections_hold_few_threads(app_dir: Path) -> None:
     """100 idle sockets used to cost 1,000 threads (N workers and a writer each). Now a connection that said
-    nothing holds one thread, a stream connection one more per worker it needed and its writer, an HTTP one
-    none more (counted in the server process, /proc/PID/task)."""
+    nothing holds one thread, a stream connection one more per worker it needed, its writer and its reader (a
+    read that may wait while requests run), an HTTP one none more (counted in the server process,
+    /proc/PID/task)."""
     silent, streams, webs = 24, 8, 8
     with listen_server(app_dir, "--max-connections", "100", "--idle-timeout", "60") as port:
         sockets: list[socket.socket] = []
@@ -386,8 +387,9 @@ def test_idle_connections_hold_few_threads(app_dir: Path) -> None:
                 )
             time.sleep(2.5)  # past the 2 s a connection that says nothing once waited before being served
             threads = thread_count(pid)
-            # The main thread; per stream connection (the first one too) its reader, its writer, one worker.
-            assert threads <= 1 + silent + 3 * (streams + 1) + webs + 2, threads
+            # The main thread; per stream connection (the first one too) its own thread, its reader, its writer,
+            # one worker.
+            assert threads <= 1 + silent + 4 * (streams + 1) + webs + 2, threads
         finally:
             for sock in sockets:
                 sock.close()

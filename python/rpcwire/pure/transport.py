@@ -299,9 +299,10 @@ class StdioTransport(Answers):
         the limits a client checks its own messages against before it sends them."""
         return self._max_message_bytes, self._max_depth, self._max_batch
 
-    def serve(self, handler: Handler, *, max_concurrency: int = 1) -> None:
+    def serve(self, handler: Handler, *, max_concurrency: int = _engine.BY_HANDLER) -> None:
         """Answer every request with ``handler(method, params)`` until end of input: ``rpcwire.serve(handler,
-        self, max_concurrency=...)``, which chooses the mode, without its guard of the process's fd 1."""
+        self, max_concurrency=...)``, which chooses the mode, without its guard of the process's fd 1 (its
+        default too: 1 for a sync handler, 64 for an async one)."""
         _engine.serve(handler, self, max_concurrency=max_concurrency, guard_stdout=False)
 
     def _serve_sequential(self, handler: Handler) -> None:
