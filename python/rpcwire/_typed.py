@@ -852,8 +852,10 @@ class _Compiler:
         def check(value: Any) -> Any:
             try:
                 try:
-                    text = _dumps(value)
-                except (TypeError, ValueError):  # not JSON (a value a caller made in Python)
+                    text = _dumps(value).encode()
+                except (TypeError, ValueError):
+                    # Not JSON (a value a caller made in Python), or a string with a lone surrogate ("\ud800",
+                    # which JSON allows and UTF-8 cannot hold): checked as a Python value, in strict mode too.
                     return validate(value, strict=True)
                 return validate_json(text, strict=True)
             except validation_error as exc:

@@ -434,3 +434,22 @@ def test_a_model_nested_past_pydantics_json_depth_is_refused_plainly(impl: Modul
     assert got == invalid(
         (["chain"], "a value nested less deeply (pydantic reads JSON up to its own depth limit)", "dict")
     )
+
+
+class Note(pydantic.BaseModel):
+    text: str
+    count: int = 0
+
+
+def test_a_lone_surrogate_in_a_model_is_checked_as_python(impl: ModuleType) -> None:
+    """A string holding a lone surrogate (``"\\ud800"``, which JSON allows and pydantic's parser refuses) in a
+    pydantic-checked value: checked as a Python value, strict too, not refused as unreadable."""
+
+    def keep(note: Note) -> list[Any]:
+        return [len(note.text), note.count]
+
+    registry = rpcwire.methods({"keep": keep})
+    message = b'{"jsonrpc":"2.0","id":1,"method":"keep","params":[{"text":"a\\ud800b","count":2}]}'
+    assert answer(impl, registry, message) == ok(1, [3, 2])
+    message = b'{"jsonrpc":"2.0","id":1,"method":"keep","params":[{"text":"a\\ud800b","count":"2"}]}'
+    assert answer(impl, registry, message) == invalid((["note", "count"], "a valid integer", "'2'"))
