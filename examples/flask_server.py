@@ -24,11 +24,11 @@ from rpcwire import methods
 from rpcwire.http import flask_view
 
 
-def add(a: float, b: float) -> float:
+def add(a: int, b: int) -> int:
     return a + b
 
 
-def subtract(minuend: float, subtrahend: float) -> float:
+def subtract(minuend: int, subtrahend: int) -> int:
     return minuend - subtrahend
 
 

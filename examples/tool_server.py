@@ -71,7 +71,8 @@ def call_tool(params: Any) -> Any:
     """tools/call: the tool's value as text, and as structured content (under "result": it is no object)."""
     if not isinstance(params, dict) or params.get("name") not in TOOLS:
         raise InvalidParams("unknown tool", data={"tools": [tool["name"] for tool in TOOLS.mcp_tools()]})
-    value = TOOLS(params["name"], params.get("arguments") or {})  # arguments that do not bind: -32602
+    # Arguments that do not fit the tool, or break what its inputSchema says (n below 1): -32602, each error listed.
+    value = TOOLS(params["name"], params.get("arguments") or {})
     text = value if isinstance(value, str) else json.dumps(value)
     return {"content": [{"type": "text", "text": text}], "structuredContent": {"result": value}}
 

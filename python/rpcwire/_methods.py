@@ -4,10 +4,12 @@
 ``@registry.method("name")``. The registry is itself the handler ``(method, params)``: array params are
 passed positionally, object params by name (the members the engine reads, MCP's ``_meta`` and LSP's
 ``workDoneToken``, only to a function that takes them, by name or ``**kwargs``), absent params as no
-arguments. The binding is checked (``inspect.signature(...).bind``; for a sync function only once its
-call raised ``TypeError``: arguments that do not bind raise it before the function's body runs): when it
-fails the answer is -32602 with the reason in ``data``; an exception raised inside the function is answered
-as any handler's (a ``TypeError`` there is -32603, never -32602). An unknown method is -32601.
+arguments. Whether the params fit the function is checked (``inspect.signature(...).bind``; for a sync function
+only once its call raised ``TypeError``: params that do not fit raise it before the function's body runs): when
+they do not, the answer is -32602 whose ``data`` lists what does not fit, as a typed function's errors are
+listed (``rpcwire._typed.binding_errors``: ``{"path": ["b"], "expected": "int", "got": "missing"}``); an
+exception raised inside the function is answered as any handler's (a ``TypeError`` there is -32603, never
+-32602). An unknown method is -32601.
 
 ``async def`` functions: once the registry holds one, it is an async handler (``rpcwire_async``, which the
 engine reads, as ``inspect.iscoroutinefunction`` cannot be told so before Python 3.12): ``serve`` runs it on
@@ -20,8 +22,8 @@ the answer to ``rpc.discover``) and ``mcp_tools()``.
 Annotations (``rpcwire._typed``): a function with any annotation has its arguments checked against them before
 it is called (-32602 with the errors in ``data``) and receives them converted (dataclasses, tuples, enums,
 pydantic models); its result is converted for the encoder (dataclasses, pydantic models). Compiled once in
-``add()``; a function without annotations is called exactly as before. The binding (missing or extra arguments)
-is still checked as above, after the types.
+``add()``; a function without annotations is called exactly as before. Missing or extra arguments are checked
+as above, after the types, and listed after their errors in the same answer.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
 from rpcwire._schema import mcp_tool, openrpc_document
-from rpcwire._typed import Typed, compile_function, cut
+from rpcwire._typed import Typed, binding_errors, compile_function, cut
 from rpcwire._types import InvalidParams, MethodNotFound
 
 __all__ = ["Methods", "methods"]
@@ -142,7 +144,7 @@ class Methods:
             if typed is not None and typed.active:
                 args, kwargs = typed.check(args, kwargs)
             if signature is not None:  # before the call: a coroutine (or a thread) runs the body later
-                _bind(signature, args, kwargs)
+                _bind(signature if typed is None else typed.signature, args, kwargs)
             if typed is not None and typed.dump is not None:
                 return typed.later(function, args, kwargs)
             if inspect.iscoroutinefunction(function):
@@ -156,7 +158,8 @@ class Methods:
             return function(*args, **kwargs)
         except TypeError:
             if signature is not None:
-                _bind(signature, args, kwargs)
+                typed = self._typed[method]
+                _bind(signature if typed is None else typed.signature, args, kwargs)
             raise
 
     def openrpc(self, *, title: str | None = None, version: str | None = None, **info: Any) -> dict[str, Any]:
@@ -201,16 +204,12 @@ def _bind(signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str,
     try:
         signature.bind(*args, **kwargs)
     except TypeError as exc:
-        # The reason may name an argument the caller gave ("got an unexpected keyword argument '...'"): that name
-        # cut as in a typed function's error paths; the whole at a few hundred characters (the other names are
-        # the function's own), so that the input is never echoed back whole.
-        reason = str(exc)
-        if reason.startswith(_UNEXPECTED) and reason.endswith("'"):
-            reason = f"{_UNEXPECTED}{cut(reason[len(_UNEXPECTED) : -1])}'"
-        raise InvalidParams(data=reason if len(reason) <= 200 else reason[:199] + "…") from None
-
-
-_UNEXPECTED = "got an unexpected keyword argument '"
+        # The params that do not fit, as a typed function's errors are listed (a name from the input cut as in
+        # their paths); a case binding_errors does not see (none with params of one kind) in the same shape.
+        errors = binding_errors(signature, args, kwargs) or [
+            {"path": [], "expected": "params that fit the function", "got": cut(str(exc))}
+        ]
+        raise InvalidParams(data=errors) from None
 
 
 def methods(

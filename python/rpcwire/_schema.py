@@ -9,7 +9,8 @@ null, ``Any`` (or none) ``{}``, ``list[X]``/``Sequence[X]``/``set[X]`` arrays, `
 tuples, ``dict[str, X]``/``Mapping`` objects with ``additionalProperties``, ``Optional``/``Union`` (``anyOf``,
 or a list of types when every member is a bare type), ``Literal`` (``const``/``enum``), ``Enum`` classes,
 ``TypedDict`` (``required`` from its required keys), dataclasses (``required``: the fields without a default),
-``Annotated[T, {...}]`` (each dict merged into ``T``'s schema, e.g. ``{"minimum": 1}``). Classes (enums,
+``Annotated[T, {...}]`` (each dict merged into ``T``'s schema, e.g. ``{"minimum": 1}``, but for the validation
+keywords the checking of ``rpcwire._typed`` does not enforce: ``type``, ``items``, ``uniqueItems``...). Classes (enums,
 TypedDicts, dataclasses, pydantic models) go to ``$defs`` and are referenced, so a recursive dataclass is one
 definition that refers to itself. Pydantic models and any other annotation are given to
 ``pydantic.TypeAdapter(...).json_schema()`` when pydantic is installed; without it, an annotation not listed
@@ -32,7 +33,9 @@ import sys
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
-from typing import Any
+from typing import Annotated, Any
+
+from rpcwire._typed import constraints
 
 __all__ = ["OPENRPC_VERSION", "describe_method", "mcp_tool", "openrpc_document", "schema_of"]
 
@@ -137,17 +140,21 @@ class _Schemas:
 
     def _annotated(self, annotation: Any, args: tuple[Any, ...]) -> dict[str, Any]:
         base, *metadata = args
-        if any(not isinstance(item, Mapping) for item in metadata):
-            # pydantic's own metadata (Field(...), annotated_types): its adapter reads it.
-            schema = self._pydantic(annotation)
-            if schema is not None:
-                return schema
-        schema = dict(self.of(base))
-        if "$ref" in schema and any(isinstance(item, Mapping) for item in metadata):
-            schema = {"allOf": [schema]}  # draft-07 ignores a $ref's siblings
+        # A dict's members as the checking takes them (rpcwire._typed.constraints): the keywords it enforces and
+        # the annotations; a keyword it does not enforce is not advertised.
+        keywords: dict[str, Any] = {}
         for item in metadata:
             if isinstance(item, Mapping):
-                schema.update(item)
+                keywords.update(constraints(item)[0])
+        others = [item for item in metadata if not isinstance(item, Mapping)]
+        schema = None
+        if others:
+            # pydantic's own metadata (Field(...), annotated_types): its adapter reads it.
+            schema = self._pydantic(Annotated[(base, *others)])
+        schema = dict(self.of(base)) if schema is None else dict(schema)
+        if "$ref" in schema and keywords:
+            schema = {"allOf": [schema]}  # draft-07 ignores a $ref's siblings
+        schema.update(keywords)
         return schema
 
     def _class(self, cls: type) -> dict[str, Any]:

@@ -7,16 +7,18 @@ same object, or a converted one: a dataclass instance, a tuple, an enum member, 
 ``_Invalid`` with its errors. A function with no annotation at all gets no :class:`Typed` and is called as
 before (``methods()``' fast path).
 
-Built in, with no dependency: ``int`` (not ``bool``), ``float`` (an ``int`` is accepted and passed as given:
-JSON has one number type), ``str``, ``bool``, ``None``, ``Any``/``object``, ``list[X]`` (and ``Sequence[X]``),
-``tuple[X, Y]``/``tuple[X, ...]`` (a tuple), ``set[X]``/``frozenset[X]``, ``dict[str, X]`` (and
-``Mapping``), ``X | Y``/``Optional``/``Union`` (the first alternative that accepts), ``Literal``, ``TypedDict``
-(required and optional keys; other keys pass as they came), dataclasses (a JSON object becomes the instance,
-nested; an unknown member is refused), ``Enum`` (by value: the member), ``NewType`` and ``Annotated`` (its base
-type, unless its metadata are pydantic's or annotated-types' constraints). Scalars, ``Literal`` values and
-``Enum`` members follow one rule: a value of the JSON type declared, never coerced (``True`` is not ``1``,
-``1.0`` is not the member ``1``), an ``int`` being accepted where a ``float`` is declared (``Literal[2.0]``, a
-member ``2.0``), as for ``float``.
+Built in, with no dependency: ``int`` (not ``bool``), ``float`` (an ``int`` is accepted, JSON having one
+number type, and received as the ``float``; past 1.8e308 refused), ``str``, ``bool``, ``None``,
+``Any``/``object``, ``list[X]`` (and ``Sequence[X]``), ``tuple[X, Y]``/``tuple[X, ...]`` (a tuple),
+``set[X]``/``frozenset[X]``, ``dict[str, X]`` (and ``Mapping``), ``X | Y``/``Optional``/``Union`` (the first
+alternative that accepts), ``Literal``, ``TypedDict`` (required and optional keys; an unknown key is refused),
+dataclasses (a JSON object becomes the instance, nested; an unknown member is refused), ``Enum`` (by value: the
+member), ``NewType`` and ``Annotated`` (its base type, with the JSON Schema keywords of a dict among its metadata
+enforced, :data:`ENFORCED`, the ones the schemas advertise; pydantic's or annotated-types' constraints through
+pydantic). Scalars, ``Literal`` values and ``Enum`` members follow one rule: a value of the JSON type declared,
+never coerced (``True`` is not ``1``, ``1.0`` is not the member ``1``), an ``int`` being accepted where a
+``float`` is declared (``Literal[2.0]``, a member ``2.0``), as for ``float``, and received as the float (the
+member).
 
 The checking does not recurse on the interpreter's stack (a list of generators is its stack, ``_run``): input
 as deep as the transport accepts (``max_depth`` up to 512) is checked, and a result converted, on any thread.
@@ -24,7 +26,9 @@ Its work is bounded by the input's size times the annotation's: a union's outcom
 walk, so that alternatives sharing a member's type do not each walk that member again.
 
 Anything else (a pydantic model, ``datetime``, ``Annotated[int, Field(gt=0)]``, ``conint(...)``): pydantic's
-``TypeAdapter(...).validate_python`` when pydantic imports, in its default (lax) mode; without pydantic, or a
+``TypeAdapter(...).validate_json`` of the value written as JSON, in strict mode (the built-in checker's rule, no
+coercion, inside a model as at the top; what JSON writes as a string, a datetime or a UUID, read as JSON mode
+reads it), when pydantic imports; without pydantic, or a
 type pydantic cannot build a schema for, the value is passed unchecked and one warning says so on the
 ``rpcwire`` logger when the function is registered. The checking of a parameter is the same whether pydantic
 is installed or not whenever the built-in checker handles its type.
@@ -36,7 +40,9 @@ type (pydantic's message without its leading "Input should be ", a part of it th
 such as a discriminated union's tag, cut to :data:`GOT_LENGTH` characters; ``"a valid value"`` for a
 validator's own message, logged at DEBUG instead), ``got`` is ``"missing"``, a short ``repr`` of a scalar (at
 most :data:`GOT_LENGTH` characters) or the type's name of anything else (``"list"``, ``"dict"``): never the
-input echoed back whole. The checking stops once :data:`MAX_ERRORS` errors are found.
+input echoed back whole. The checking stops once :data:`MAX_ERRORS` errors are found. Params that do not fit
+the function are errors of the same list (:func:`binding_errors`): an argument past the last parameter (``path``
+its index), a name no parameter takes (``no such parameter``), a parameter left out (``got`` ``missing``).
 
 Return annotations are not checked; they only say how a result is converted for the encoder (dataclasses to
 dicts without a deep copy, pydantic models by ``model_dump(mode="json")``, enums to their values, tuples and
@@ -55,7 +61,10 @@ import enum
 import functools
 import inspect
 import itertools
+import json
 import logging
+import math
+import re
 import types
 import typing
 from collections.abc import Callable, Generator, Iterable
@@ -63,7 +72,7 @@ from typing import Any, Union
 
 from rpcwire._types import InvalidParams
 
-__all__ = ["GOT_LENGTH", "MAX_ERRORS", "Typed", "compile_function"]
+__all__ = ["ENFORCED", "GOT_LENGTH", "MAX_ERRORS", "Typed", "binding_errors", "compile_function", "constraints"]
 
 MAX_ERRORS = 20
 """At most this many errors in an answer's ``data`` (and containers stop looking once they hold as many)."""
@@ -368,9 +377,9 @@ class _Tuple(_Walked):
 
 
 class _Object(_Walked):
-    """A JSON object's members checked by name: a TypedDict (``build`` None: the dict, other keys kept) or a
-    dataclass (``build``: its instance, an unknown member refused). Made before its members' nodes (``fill``), so
-    that a member of the class's own type refers to it."""
+    """A JSON object's members checked by name, an unknown member refused: a TypedDict (``build`` None: the dict)
+    or a dataclass (``build``: its instance). Made before its members' nodes (``fill``), so that a member of the
+    class's own type refers to it."""
 
     __slots__ = ("build", "expected", "fields", "required")
 
@@ -395,11 +404,10 @@ class _Object(_Walked):
         errors: list[Error] = []
         for key, element in value.items():
             field = fields.get(key) if type(key) is str else None
-            if field is None:
-                if build is not None:
-                    errors.append(((_segment(key), ()), "no such member", _got(element)))
-                    if len(errors) >= MAX_ERRORS:
-                        break  # no more are sent: the rest is not looked at
+            if field is None:  # a member the class does not declare: refused, for a TypedDict too
+                errors.append(((_segment(key), ()), "no such member", _got(element)))
+                if len(errors) >= MAX_ERRORS:
+                    break  # no more are sent: the rest is not looked at
                 continue
             node, walked = field
             checked = element
@@ -476,6 +484,254 @@ class _Union(_Walked):
         return _refuse(self.expected, value)
 
 
+class _Constrained(_Walked):
+    """``Annotated[X, {...}]`` of a walked X: X's outcome, then the keywords checked on the value as it came."""
+
+    __slots__ = ("base", "check")
+
+    def __init__(self, base: _Walked, check: Callable[[Any], None]) -> None:
+        self.base = base
+        self.check = check
+
+    def walk(self, value: Any) -> Generator[tuple[Any, Any], Any, Any]:
+        out = yield self.base, value
+        if type(out) is _Invalid:
+            return out
+        try:
+            self.check(value)
+        except _Invalid as exc:
+            return exc
+        return out
+
+
+def _constrained_leaf(node: Checker | None, check: Callable[[Any], None]) -> Checker:
+    """``Annotated[X, {...}]`` of a leaf X (or of ``Any``: ``node`` None)."""
+    if node is None:
+
+        def constrained_any(value: Any) -> Any:
+            check(value)
+            return value
+
+        return constrained_any
+
+    def constrained(value: Any) -> Any:
+        out = node(value)
+        check(value)
+        return out
+
+    return constrained
+
+
+# --- constraints: the JSON Schema keywords of an Annotated dict ------------------------------------------
+#
+# ``Annotated[int, {"minimum": 1}]`` advertises ``minimum`` in the schemas (``_schema``); the checker enforces it.
+# A keyword applies, as JSON Schema says, to a value of its JSON type only (``minLength`` to a string...), checked
+# on the value as it came. The validation keywords not enforced here are not advertised either, and the same
+# warning says so when the function is registered; any other member (``title``, ``description``, ``examples``,
+# ``format``, an unknown name) is an annotation, advertised and not checked, as in JSON Schema.
+
+ENFORCED = frozenset(
+    {
+        "const",
+        "enum",
+        "exclusiveMaximum",
+        "exclusiveMinimum",
+        "maxItems",
+        "maxLength",
+        "maxProperties",
+        "maximum",
+        "minItems",
+        "minLength",
+        "minProperties",
+        "minimum",
+        "multipleOf",
+        "pattern",
+    }
+)
+"""The keywords of an ``Annotated`` dict that a typed function's checking enforces."""
+
+# The validation and applicator keywords of JSON Schema that the checking does not enforce: left out.
+_NOT_ENFORCED = frozenset(
+    {
+        "$dynamicRef",
+        "$ref",
+        "additionalItems",
+        "additionalProperties",
+        "allOf",
+        "anyOf",
+        "contains",
+        "dependencies",
+        "dependentRequired",
+        "dependentSchemas",
+        "else",
+        "if",
+        "items",
+        "maxContains",
+        "minContains",
+        "not",
+        "oneOf",
+        "patternProperties",
+        "prefixItems",
+        "properties",
+        "propertyNames",
+        "required",
+        "then",
+        "type",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "uniqueItems",
+    }
+)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or type(value) in (bool, int, float, str)
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _keyword_fault(keyword: str, bound: Any) -> str | None:
+    """Why ``bound`` is no value for ``keyword`` (``None``: it is)."""
+    if keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"):
+        if not _number(bound) or (type(bound) is float and not math.isfinite(bound)):
+            return "not a number"
+        if keyword == "multipleOf" and bound <= 0:
+            return "not above 0"
+    elif keyword in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"):
+        if type(bound) is not int or bound < 0:
+            return "not a count"
+    elif keyword == "pattern":
+        if not isinstance(bound, str):
+            return "not a string"
+        try:
+            re.compile(bound)
+        except re.error:
+            return "not a regular expression Python reads"
+    elif keyword == "enum":
+        if not isinstance(bound, (list, tuple)) or not bound or not all(map(_scalar, bound)):
+            return "not a list of JSON scalars"
+    elif keyword == "const" and not _scalar(bound):
+        return "not a JSON scalar"
+    return None
+
+
+def constraints(meta: collections.abc.Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """An ``Annotated`` dict split: its members that the schemas advertise (the keywords enforced and the
+    annotations), and the keywords left out (not enforced, or of a value they cannot take), each with why."""
+    advertised: dict[str, Any] = {}
+    left_out = []
+    for keyword, bound in meta.items():
+        if keyword in _NOT_ENFORCED:
+            left_out.append(repr(keyword))
+            continue
+        fault = _keyword_fault(keyword, bound) if keyword in ENFORCED else None
+        if fault is not None:
+            left_out.append(f"{keyword!r} ({cut(repr(bound))}: {fault})")
+            continue
+        advertised[keyword] = bound
+    return advertised, left_out
+
+
+# keyword -> (the JSON type it applies to, whether a value keeps it, the expected text), from its bound.
+_Keyword = tuple[Callable[[Any], bool], Callable[[Any], bool], str]
+
+
+def _multiple(bound: Any) -> Callable[[Any], bool]:
+    def holds(value: Any) -> bool:
+        if type(value) is int and type(bound) is int:
+            return value % bound == 0
+        try:
+            quotient = value / bound
+            return bool(quotient == int(quotient))
+        except (OverflowError, ValueError):  # beyond a float, or infinite
+            return False
+
+    return holds
+
+
+def _one_of(values: tuple[Any, ...], expected: str) -> Callable[[Any], bool]:
+    check = _literal(None, values, expected)
+
+    def holds(value: Any) -> bool:
+        try:
+            check(value)
+        except _Invalid:
+            return False
+        return True
+
+    return holds
+
+
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, list)
+
+
+def _is_dict(value: Any) -> bool:
+    return isinstance(value, dict)
+
+
+def _anything(value: Any) -> bool:
+    return True
+
+
+def _keyword(keyword: str, bound: Any) -> _Keyword:
+    if keyword == "minimum":
+        return _number, lambda value: value >= bound, f"greater than or equal to {bound!r}"
+    if keyword == "maximum":
+        return _number, lambda value: value <= bound, f"less than or equal to {bound!r}"
+    if keyword == "exclusiveMinimum":
+        return _number, lambda value: value > bound, f"greater than {bound!r}"
+    if keyword == "exclusiveMaximum":
+        return _number, lambda value: value < bound, f"less than {bound!r}"
+    if keyword == "multipleOf":
+        return _number, _multiple(bound), f"a multiple of {bound!r}"
+    if keyword == "minLength":
+        return _is_str, lambda value: len(value) >= bound, f"a string of at least {_plural(bound, 'character')}"
+    if keyword == "maxLength":
+        return _is_str, lambda value: len(value) <= bound, f"a string of at most {_plural(bound, 'character')}"
+    if keyword == "pattern":
+        search = re.compile(bound).search
+        return _is_str, lambda value: search(value) is not None, f"a string matching {bound!r}"
+    if keyword == "minItems":
+        return _is_list, lambda value: len(value) >= bound, f"an array of at least {_plural(bound, 'item')}"
+    if keyword == "maxItems":
+        return _is_list, lambda value: len(value) <= bound, f"an array of at most {_plural(bound, 'item')}"
+    if keyword == "minProperties":
+        return _is_dict, lambda value: len(value) >= bound, f"an object of at least {_plural(bound, 'member')}"
+    if keyword == "maxProperties":
+        return _is_dict, lambda value: len(value) <= bound, f"an object of at most {_plural(bound, 'member')}"
+    values = tuple(bound) if keyword == "enum" else (bound,)
+    expected = " | ".join(map(repr, values))
+    return _anything, _one_of(values, expected), expected
+
+
+def _keywords_check(keywords: dict[str, Any]) -> Callable[[Any], None] | None:
+    """A check of the enforced ``keywords`` (raising ``_Invalid`` with one error per keyword a value breaks), or
+    ``None`` when there is none."""
+    if not keywords:
+        return None
+    tests = [_keyword(keyword, bound) for keyword, bound in keywords.items()]
+
+    def check(value: Any) -> None:
+        errors = [
+            ((), expected, _got(value)) for applies, holds, expected in tests if applies(value) and not holds(value)
+        ]
+        if errors:
+            raise _Invalid(errors)
+
+    return check
+
+
 class _Compiler:
     """Builds the nodes of one function (``globalns`` resolves the strings among its annotations)."""
 
@@ -504,9 +760,11 @@ class _Compiler:
         except Exception as exc:
             self.notes.append(f"{self.where}: the annotation {tp!r} does not resolve ({exc!r}); not checked")
             return None
+        if typing.get_origin(tp) is typing.Annotated:
+            return self.annotated(tp)
         try:
             hash(tp)
-        except TypeError:  # an Annotated whose metadata do not hash, a Literal of a list...
+        except TypeError:  # a Literal of a list...
             return self.pydantic(tp, describe(tp))
         if tp in self.done:
             return self.done[tp]
@@ -519,10 +777,6 @@ class _Compiler:
             return simple
         origin = typing.get_origin(tp)
         args = typing.get_args(tp)
-        if origin is typing.Annotated:
-            if any(type(meta).__module__.partition(".")[0] in _CONSTRAINT_MODULES for meta in tp.__metadata__):
-                return self.pydantic(tp, f"the constraints of {describe(tp)}")
-            return self.node(args[0])
         if origin is typing.Union or origin is types.UnionType:
             return self.union(tp, args)
         if origin is typing.Literal:
@@ -551,6 +805,34 @@ class _Compiler:
                 return _enum(tp)
         return self.pydantic(tp, describe(tp))
 
+    def annotated(self, tp: Any) -> Node:
+        """``Annotated[X, ...]``: X, with the constraints of its metadata: the JSON Schema keywords of a dict
+        (``{"minimum": 1}``, see ``constraints``), pydantic's or annotated-types' objects (through pydantic)."""
+        base, *metadata = typing.get_args(tp)
+        keywords: dict[str, Any] = {}
+        others = []
+        for meta in metadata:
+            if isinstance(meta, collections.abc.Mapping):
+                advertised, left_out = constraints(meta)
+                keywords.update((key, value) for key, value in advertised.items() if key in ENFORCED)
+                if left_out:
+                    self.notes.append(
+                        f"{self.where}: {describe(base)}'s {', '.join(left_out)}: not checked, nor advertised in "
+                        "its schemas"
+                    )
+            else:
+                others.append(meta)
+        if any(type(meta).__module__.partition(".")[0] in _CONSTRAINT_MODULES for meta in others):
+            node = self.pydantic(typing.Annotated[(base, *others)], f"the constraints of {describe(tp)}")
+        else:
+            node = self.node(base)
+        check = _keywords_check(keywords)
+        if check is None:
+            return node
+        if isinstance(node, _Walked):
+            return _Constrained(node, check)
+        return _constrained_leaf(node, check)
+
     def pydantic(self, tp: Any, what: str) -> Node:
         try:
             import pydantic  # noqa: PLC0415 (only for the types the built-in checker does not know)
@@ -562,17 +844,25 @@ class _Compiler:
         except Exception as exc:
             self.notes.append(f"{self.where}: {what}: not checked (pydantic: {type(exc).__name__}: {exc})")
             return None
+        validate_json = adapter.validate_json
         validate = adapter.validate_python
         validation_error = pydantic.ValidationError
         where = self.where
 
         def check(value: Any) -> Any:
             try:
-                return validate(value)
+                try:
+                    text = _dumps(value).encode()
+                except (TypeError, ValueError):
+                    # Not JSON (a value a caller made in Python), or a string with a lone surrogate ("\ud800",
+                    # which JSON allows and UTF-8 cannot hold): checked as a Python value, in strict mode too.
+                    return validate(value, strict=True)
+                return validate_json(text, strict=True)
             except validation_error as exc:
-                raise _Invalid(
-                    [_from_pydantic(error, where) for error in exc.errors(include_url=False)[:MAX_ERRORS]]
-                ) from None
+                errors = exc.errors(include_url=False)[:MAX_ERRORS]
+                if errors and errors[0].get("type") == "json_invalid":  # nested past what its parser reads
+                    raise _Invalid([((), _TOO_DEEP, _got(value))]) from None
+                raise _Invalid([_from_pydantic(error, where) for error in errors]) from None
 
         return check
 
@@ -697,7 +987,15 @@ def _key_qualifier(annotation: Any) -> str | None:
 # A value is accepted where its JSON type is the one declared (the type, or a Literal value's or an Enum member
 # value's type), with no coercion: a bool is not an int (nor 1 a True), a float is not an int (1.0 is not the
 # member 1), a number is not a str. The one widening: an int where a float is declared, JSON having one number
-# type; the function then receives the int as given (the member, for an Enum).
+# type; the function then receives the float (the member, for an Enum), as pydantic gives it.
+
+
+# A value pydantic checks is given to it as the JSON it came as, in strict mode: the rule of the built-in checker
+# (no coercion: "3" is not an int, inside a model as at the top), with what JSON spells as strings read as JSON
+# mode reads them (a datetime, a UUID, a dict's int keys). Compact: the text is only pydantic's input.
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+# What the text a value was written as cannot be read for (its parser's nesting limit, 200 levels in pydantic-core).
+_TOO_DEEP = "a value nested less deeply (pydantic reads JSON up to its own depth limit)"
 
 
 def _int(value: Any) -> Any:
@@ -707,9 +1005,17 @@ def _int(value: Any) -> Any:
 
 
 def _float(value: Any) -> Any:
-    if type(value) is float or type(value) is int or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+    if type(value) is float:
         return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return float(value)  # an int where a float is declared: the float, as pydantic gives it
+        except OverflowError:  # past 1.8e308: no float holds it
+            raise _refuse(_FINITE, value) from None
     raise _refuse("float", value)
+
+
+_FINITE = "float (a number of at most 1.8e308)"
 
 
 def _str(value: Any) -> Any:
@@ -735,8 +1041,9 @@ _EXACT: dict[Checker | None, type] = {_int: int, _float: float, _str: str, _bool
 _AS_GIVEN = object()
 
 
-def _literal(tp: Any, args: tuple[Any, ...]) -> Checker:
-    # (type, value) -> what the function receives: the value as given, or the Enum member whose value it is.
+def _literal(tp: Any, args: tuple[Any, ...], expected: str | None = None) -> Checker:
+    # (type, value) -> what the function receives: the value as given (an int for a float: the float), or the
+    # Enum member whose value it is.
     allowed: dict[tuple[type, Any], Any] = {}
     for arg in args:
         if isinstance(arg, enum.Enum):
@@ -745,14 +1052,17 @@ def _literal(tp: Any, args: tuple[Any, ...]) -> Checker:
                 allowed.setdefault((type(arg.value), arg.value), arg)
         else:
             allowed.setdefault((type(arg), arg), _AS_GIVEN)
-    expected = describe(tp)
+    if expected is None:
+        expected = describe(tp)
 
     def check(value: Any) -> Any:
         kind = type(value)
         try:
             found = allowed.get((kind, value))
-            if found is None and kind is int:  # an int for a float value
+            if found is None and kind is int:  # an int for a float value: that float
                 found = allowed.get((float, value))
+                if found is _AS_GIVEN:
+                    return float(value)
         except TypeError:  # unhashable: a list or a dict
             found = None
         if found is None:
@@ -1103,6 +1413,8 @@ class Typed:
             if converted is not None:
                 kwargs = converted
         if errors:
+            if len(errors) < MAX_ERRORS:  # the params that do not fit the function too, in the same list
+                errors.extend(binding_errors(self.signature, args, kwargs))
             raise InvalidParams(data=errors[:MAX_ERRORS])
         return args, kwargs
 
@@ -1146,6 +1458,68 @@ class Typed:
         else:
             result = await asyncio.to_thread(function, *args, **kwargs)
         return self.dump(result) if self.dump is not None else result
+
+
+def binding_errors(signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The params that do not fit ``signature``, as ``data`` lists errors (at most :data:`MAX_ERRORS`): an argument
+    beyond the last positional parameter (``path`` its index: ``[2]``), a name no parameter takes (``[name]``,
+    ``no such parameter``), a parameter without default left out (``got`` ``missing``, ``expected`` its
+    annotation or ``a value``)."""
+    kind = inspect.Parameter
+    parameters = list(signature.parameters.values())
+    positional = [
+        parameter for parameter in parameters if parameter.kind in (kind.POSITIONAL_ONLY, kind.POSITIONAL_OR_KEYWORD)
+    ]
+    # The names a parameter takes, each with its position (None: keyword-only).
+    by_name: dict[str, int | None] = {
+        parameter.name: index
+        for index, parameter in enumerate(positional)
+        if parameter.kind is kind.POSITIONAL_OR_KEYWORD
+    }
+    by_name.update((parameter.name, None) for parameter in parameters if parameter.kind is kind.KEYWORD_ONLY)
+    var_positional = any(parameter.kind is kind.VAR_POSITIONAL for parameter in parameters)
+    var_named = any(parameter.kind is kind.VAR_KEYWORD for parameter in parameters)
+    errors: list[dict[str, Any]] = []
+    if not var_positional:  # range(), not a slice: a long list is not copied
+        for index in range(len(positional), min(len(args), len(positional) + MAX_ERRORS)):
+            errors.append({"path": [index], "expected": "no such parameter", "got": _got(args[index])})
+    reported: set[str] = set()
+    for key, value in kwargs.items():
+        if len(errors) >= MAX_ERRORS:
+            break
+        if key in by_name:
+            position = by_name[key]
+            if position is not None and position < len(args):  # by position too (methods() passes one or the other)
+                errors.append({"path": [_segment(key)], "expected": "one value", "got": _got(value)})
+            continue
+        if var_named:
+            continue
+        if any(parameter.name == key for parameter in positional):
+            expected = "given by position"
+            reported.add(key)
+        else:
+            expected = "no such parameter"
+        errors.append({"path": [_segment(key)], "expected": expected, "got": _got(value)})
+    for index, parameter in enumerate(parameters):
+        if len(errors) >= MAX_ERRORS:
+            break
+        if parameter.default is not _EMPTY or parameter.kind in (kind.VAR_POSITIONAL, kind.VAR_KEYWORD):
+            continue
+        if parameter.kind is kind.KEYWORD_ONLY:
+            given = parameter.name in kwargs
+        else:
+            given = index < len(args) or (parameter.kind is not kind.POSITIONAL_ONLY and parameter.name in kwargs)
+        if not given and parameter.name not in reported:
+            annotation = parameter.annotation
+            expected = (
+                "a value"
+                if annotation is _EMPTY
+                else annotation
+                if isinstance(annotation, str)
+                else describe(annotation)
+            )
+            errors.append({"path": [parameter.name], "expected": expected, "got": "missing"})
+    return errors[:MAX_ERRORS]
 
 
 def compile_function(

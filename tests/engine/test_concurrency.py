@@ -581,7 +581,7 @@ def test_the_example_tool_server(tmp_path: Any) -> None:
         if not process.stdin.closed:
             process.stdin.close()
     # With its outputSchema (from the return annotation), MCP asks for structuredContent too.
-    assert ok(2, {"content": [{"type": "text", "text": "5"}], "structuredContent": {"result": 5}}) in seen
+    assert ok(2, {"content": [{"type": "text", "text": "5.0"}], "structuredContent": {"result": 5.0}}) in seen
     progress = [line["params"] for line in seen if line.get("method") == "notifications/progress"]
     assert progress and all(item["progressToken"] == "p1" and item["total"] == 200 for item in progress)
     assert len(progress) < 200  # stopped by the cancellation

@@ -106,6 +106,22 @@ def test_builtin_annotations(annotation: Any, expected: dict[str, Any]) -> None:
     jsonschema.Draft202012Validator.check_schema(schema)
 
 
+def test_annotated_dicts_advertise_only_what_is_enforced() -> None:
+    """The keywords the checking does not enforce (``type``, ``items``, ``uniqueItems``, a bound that is no
+    number) are left out of the schema; the ones it enforces and the annotations (``description``, an unknown
+    name) are merged, beside pydantic's own metadata too."""
+    pydantic = pytest.importorskip("pydantic")
+    meta = {"type": "string", "minimum": 1, "items": {}, "uniqueItems": True, "description": "n", "x-unit": "s"}
+    assert schema_of(Annotated[int, meta]) == {"type": "integer", "minimum": 1, "description": "n", "x-unit": "s"}
+    assert schema_of(Annotated[int, {"maximum": "5", "exclusiveMinimum": True}]) == {"type": "integer"}
+    assert schema_of(Annotated[str, {"pattern": "(", "maxLength": 3}]) == {"type": "string", "maxLength": 3}
+    assert schema_of(Annotated[int, pydantic.Field(gt=0), {"maximum": 5}]) == {
+        "type": "integer",
+        "exclusiveMinimum": 0,
+        "maximum": 5,
+    }
+
+
 def test_classes_are_definitions_referenced() -> None:
     assert schema_of(Color) == {
         "$ref": "#/$defs/Color",

@@ -43,11 +43,17 @@ REGISTRY = rpcwire.methods({"add": add, "subtract": subtract, "fails": fails, "p
     [
         ([10, 15], 25),
         ({"a": 10, "b": 15}, 25),
-        ([10], "missing a required argument: 'b'"),
-        ([1, 2, 3], "too many positional arguments"),
-        ({"a": 1, "b": 2, "c": 3}, "got an unexpected keyword argument 'c'"),
-        ({"a": 1}, "missing a required argument: 'b'"),
-        (None, "missing a required argument: 'a'"),
+        ([10], [{"path": ["b"], "expected": "int", "got": "missing"}]),
+        ([1, 2, 3], [{"path": [2], "expected": "no such parameter", "got": "3"}]),
+        ({"a": 1, "b": 2, "c": 3}, [{"path": ["c"], "expected": "no such parameter", "got": "3"}]),
+        ({"a": 1}, [{"path": ["b"], "expected": "int", "got": "missing"}]),
+        (
+            None,
+            [
+                {"path": ["a"], "expected": "int", "got": "missing"},
+                {"path": ["b"], "expected": "int", "got": "missing"},
+            ],
+        ),
     ],
 )
 def test_params_bind_positionally_or_by_name(impl: ModuleType, params: Any, expected: Any) -> None:
@@ -96,7 +102,9 @@ def test_params_that_do_not_bind_through_a_wrapper_are_invalid_params(impl: Modu
 
     registry = rpcwire.methods({"add": logged(add)})
     assert answer(impl, registry, request("add", [1, 2])) == ok(1, 3)
-    missing = err(1, rpcwire.ERR_INVALID_PARAMS, "Invalid params", "missing a required argument: 'b'")
+    missing = err(
+        1, rpcwire.ERR_INVALID_PARAMS, "Invalid params", [{"path": ["b"], "expected": "int", "got": "missing"}]
+    )
     assert answer(impl, registry, request("add", [1])) == missing
     assert answer(impl, registry, request("add", {"a": 1, "c": 2}))["error"]["code"] == rpcwire.ERR_INVALID_PARAMS
     assert calls == ["add"] * 3
@@ -171,7 +179,9 @@ def test_async_functions_under_serve(impl: ModuleType) -> None:
         got = sorted(answers(out.getvalue()), key=lambda answer: answer["id"])
         assert got == [
             ok(1, 3),
-            err(2, rpcwire.ERR_INVALID_PARAMS, "Invalid params", "missing a required argument: 'b'"),
+            err(
+                2, rpcwire.ERR_INVALID_PARAMS, "Invalid params", [{"path": ["b"], "expected": "int", "got": "missing"}]
+            ),
             ok(3, 7),
             ok(4, None),
         ]
@@ -198,9 +208,9 @@ def test_mcp_meta_goes_only_to_functions_that_take_it(impl: ModuleType) -> None:
     params = {"x": 1, "_meta": {"progressToken": "t"}}
     assert answer(impl, registry, request("plain", params)) == ok(1, 1)
     assert answer(impl, registry, request("with_meta", params)) == ok(1, [1, {"progressToken": "t"}])
-    assert (
-        answer(impl, registry, request("plain", {"_meta": {}}))["error"]["data"] == "missing a required argument: 'x'"
-    )
+    assert answer(impl, registry, request("plain", {"_meta": {}}))["error"]["data"] == [
+        {"path": ["x"], "expected": "int", "got": "missing"}
+    ]
 
 
 def test_lsp_work_done_token_goes_only_to_functions_that_take_it(impl: ModuleType) -> None:

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 import enum
+import importlib.util
 import json
 import logging
 import subprocess
 import sys
 import textwrap
 from collections.abc import Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import Annotated, Any, Literal, NewType, Optional, Union
 
@@ -94,7 +97,8 @@ def identity_of(annotation: Any) -> Any:
 ACCEPTED = [
     (int, 3, ["int", 3]),
     (float, 2.5, ["float", 2.5]),
-    (float, 2, ["int", 2]),  # an int for a float: passed as given
+    (float, 2, ["float", 2.0]),  # an int for a float: that float, as pydantic gives it
+    (list[float], [1, 2.5], ["list", [1.0, 2.5]]),
     (str, "s", ["str", "s"]),
     (bool, False, ["bool", False]),
     (None, None, ["NoneType", None]),
@@ -115,9 +119,9 @@ ACCEPTED = [
     (UserId, 7, ["int", 7]),
     (Annotated[int, "a note"], 5, ["int", 5]),
     (Movie, {"title": "t"}, ["dict", {"title": "t"}]),
-    (Movie, {"title": "t", "year": 1999, "other": [1]}, ["dict", {"title": "t", "year": 1999, "other": [1]}]),
+    (Movie, {"title": "t", "year": 1999}, ["dict", {"title": "t", "year": 1999}]),
     (Partial, {"id": 1}, ["dict", {"id": 1}]),
-    (Point, {"x": 1}, ["Point", {"x": 1, "y": 0.0}]),
+    (Point, {"x": 1}, ["Point", {"x": 1.0, "y": 0.0}]),
     (list[Point], [{"x": 1, "y": 2}], ["list", [{"x": 1, "y": 2}]]),
 ]
 
@@ -186,6 +190,10 @@ def test_typed_dict_keys(impl: ModuleType) -> None:
     )
     registry = identity_of(Movie)
     assert answer(impl, registry, request("check", [{"year": 2000}])) == invalid((["value", "title"], "str", "missing"))
+    # A key the TypedDict does not declare: reported, as a dataclass's unknown member is (not passed on).
+    assert answer(impl, registry, request("check", [{"title": "t", "other": [1]}])) == invalid(
+        (["value", "other"], "no such member", "list")
+    )
 
 
 def test_positional_named_defaults_and_variadics(impl: ModuleType) -> None:
@@ -209,21 +217,26 @@ def test_positional_named_defaults_and_variadics(impl: ModuleType) -> None:
     assert answer(impl, registry, request("g", ["x"])) == invalid((["a"], "int", "'x'"))
 
 
-def test_binding_errors_are_as_before(impl: ModuleType) -> None:
-    """Missing or extra arguments: the binding's reason as ``data`` (a string), as for an unannotated function;
-    the types are checked first."""
+def test_params_that_do_not_fit_are_errors_of_the_list(impl: ModuleType) -> None:
+    """Missing, unknown or extra arguments: errors of the same list as the types' (``path``, ``expected``,
+    ``got``), listed after them in one answer."""
 
-    def add(a: int, b: int) -> int:
-        return a + b
+    def add(a: int, b: int, *, scale: float = 1.0) -> float:
+        return (a + b) * scale
 
     registry = rpcwire.methods({"add": add})
-    expected = err(1, INVALID, "Invalid params", "missing a required argument: 'b'")
-    assert answer(impl, registry, request("add", [1])) == expected
-    assert answer(impl, registry, request("add", {"a": 1, "b": 2, "c": 2}))["error"]["data"] == (
-        "got an unexpected keyword argument 'c'"
+    assert answer(impl, registry, request("add", [1])) == invalid((["b"], "int", "missing"))
+    assert answer(impl, registry, request("add", {"a": 1, "b": 2, "c": 2})) == invalid(
+        (["c"], "no such parameter", "2")
     )
-    assert answer(impl, registry, request("add", [1, 2, 3]))["error"]["data"] == "too many positional arguments"
-    assert answer(impl, registry, request("add", ["x"])) == invalid((["a"], "int", "'x'"))
+    assert answer(impl, registry, request("add", [1, 2, 3, "x"])) == invalid(
+        ([2], "no such parameter", "3"), ([3], "no such parameter", "'x'")
+    )
+    assert answer(impl, registry, request("add", {"a": "x", "c": None})) == invalid(
+        (["a"], "int", "'x'"), (["c"], "no such parameter", "None"), (["b"], "int", "missing")
+    )
+    assert answer(impl, registry, request("add", ["x"])) == invalid((["a"], "int", "'x'"), (["b"], "int", "missing"))
+    assert answer(impl, registry, request("add", {"a": 1, "b": 2, "scale": 2})) == ok(1, 6.0)
 
 
 def test_a_type_error_inside_the_function_is_still_internal(impl: ModuleType) -> None:
@@ -421,7 +434,7 @@ def test_async_registry_checks_and_converts(impl: ModuleType) -> None:
         err(2, INVALID, "Invalid params", [{"path": ["p", "x"], "expected": "float", "got": "'1'"}]),
         ok(3, 5.0),
         err(4, INVALID, "Invalid params", [{"path": ["p"], "expected": "Point", "got": "list"}]),
-        err(5, INVALID, "Invalid params", "missing a required argument: 'p'"),
+        err(5, INVALID, "Invalid params", [{"path": ["p"], "expected": "Point", "got": "missing"}]),
     ]
 
 
@@ -444,7 +457,8 @@ def test_pydantic_through_serve(impl: ModuleType) -> None:
         + request("positive", [0, 9], id=2)
         + request("birthday", {"user": {"name": "a", "age": 1}}, id=3)
         + request("birthday", [{"age": "x" * 1000}, [{"name": "b", "age": -1}]], id=4)
-        + request("positive", {"n": "3"}, id=5)  # pydantic's lax mode: "3" is 3
+        + request("positive", {"n": "3"}, id=5)  # strict, as the built-in checker: "3" is no int
+        + request("birthday", {"user": {"name": "a", "age": "3"}}, id=6)  # nor inside a model
     )
     got = answers(served(impl, data, registry))
     assert got == [
@@ -467,13 +481,14 @@ def test_pydantic_through_serve(impl: ModuleType) -> None:
                 {"path": ["user", "name"], "expected": "a value", "got": "missing"},
                 {
                     "path": ["user", "age"],
-                    "expected": "a valid integer, unable to parse string as an integer",
+                    "expected": "a valid integer",
                     "got": "'" + "x" * (GOT_LENGTH - 2) + "…",
                 },
                 {"path": ["when", 0, "age"], "expected": "greater than 0", "got": "-1"},
             ],
         ),
-        ok(5, 4),
+        err(5, INVALID, "Invalid params", [{"path": ["n"], "expected": "a valid integer", "got": "'3'"}]),
+        err(6, INVALID, "Invalid params", [{"path": ["user", "age"], "expected": "a valid integer", "got": "'3'"}]),
     ]
 
 
@@ -486,7 +501,7 @@ def test_pydantic_locations_are_bounded(impl: ModuleType) -> None:
     cut = "k" * (GOT_LENGTH - 1) + "…"
     registry = identity_of(Bag)
     assert answer(impl, registry, request("check", [{"counts": {long: "x"}}])) == invalid(
-        (["value", "counts", cut], "a valid integer, unable to parse string as an integer", "'x'")
+        (["value", "counts", cut], "a valid integer", "'x'")
     )
     assert answer(impl, registry, request("check", [{long: 1}])) == invalid((["value", cut], "no such member", "1"))
 
@@ -594,4 +609,219 @@ def test_scalar_parameters(impl: ModuleType) -> None:
     )
     assert answer(impl, registry, request("f", {"a": 1.5, "b": "2", "c": "c", "d": True, "e": None})) == invalid(
         (["a"], "int", "1.5"), (["b"], "float", "'2'")
+    )
+
+
+# --- an int for a float ------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Reading:
+    value: float
+    unit: Literal[1.0, 1000.0] = 1.0
+
+
+def test_a_float_parameter_receives_a_float(impl: ModuleType) -> None:
+    """An int sent where a float is declared: the function receives the float (as pydantic gives it), at the top,
+    in a list, a dataclass's field and a Literal of floats; a bool is no number, an int past 1.8e308 no float."""
+
+    def kinds(a: float, more: list[float], reading: Reading, scale: Literal[2.0] = 2.0) -> list[Any]:
+        return [type(a).__name__, a, [type(x).__name__ for x in more], type(reading.value).__name__]
+
+    def unit(reading: Reading) -> str:
+        return type(reading.unit).__name__
+
+    registry = rpcwire.methods({"kinds": kinds, "unit": unit})
+    got = answer(impl, registry, request("kinds", [1, [2, 2.5], {"value": 3}, 2]))
+    assert got == ok(1, ["float", 1.0, ["float", "float"], "float"])
+    assert answer(impl, registry, request("kinds", {"a": 1, "more": [], "reading": {"value": 1}})) == ok(
+        1, ["float", 1.0, [], "float"]
+    )
+    assert answer(impl, registry, request("unit", [{"value": 1, "unit": 1000}])) == ok(1, "float")
+    huge = 10**400
+    assert answer(impl, registry, request("kinds", [True, [huge], {"value": False}])) == invalid(
+        (["a"], "float", "True"),
+        (["more", 0], "float (a number of at most 1.8e308)", repr(huge)[: GOT_LENGTH - 1] + "…"),
+        (["reading", "value"], "float", "False"),
+    )
+
+
+def test_a_float_through_serve(impl: ModuleType) -> None:
+    def half(x: float) -> list[Any]:
+        return [type(x).__name__, x / 2]
+
+    data = request("half", [3], id=1) + request("half", {"x": 10**400}, id=2)
+    assert answers(served(impl, data, rpcwire.methods({"half": half}))) == [
+        ok(1, ["float", 1.5]),
+        err(
+            2,
+            INVALID,
+            "Invalid params",
+            [
+                {
+                    "path": ["x"],
+                    "expected": "float (a number of at most 1.8e308)",
+                    "got": repr(10**400)[: GOT_LENGTH - 1] + "…",
+                }
+            ],
+        ),
+    ]
+
+
+# --- params that do not fit the function ---------------------------------------------------------------------
+
+
+def test_params_that_do_not_fit_an_unannotated_function(impl: ModuleType) -> None:
+    """The same list for a function without annotations (``expected`` "a value"), positional-only parameters
+    named, and a long list of extra arguments cut at MAX_ERRORS."""
+
+    def pair(a, b, /, *, c=0):  # type: ignore[no-untyped-def]
+        return [a, b, c]
+
+    registry = rpcwire.methods({"pair": pair})
+    assert answer(impl, registry, request("pair", [1, 2])) == ok(1, [1, 2, 0])
+    assert answer(impl, registry, request("pair", [1])) == invalid((["b"], "a value", "missing"))
+    assert answer(impl, registry, request("pair", {"a": 1, "c": 2, "d": [3]})) == invalid(
+        (["a"], "given by position", "1"), (["d"], "no such parameter", "list"), (["b"], "a value", "missing")
+    )
+    data = answer(impl, registry, request("pair", list(range(50_000))))["error"]["data"]
+    assert data == [{"path": [index], "expected": "no such parameter", "got": str(index)} for index in range(2, 22)]
+    assert len(data) == MAX_ERRORS
+
+
+def test_params_that_do_not_fit_through_serve(impl: ModuleType) -> None:
+    """Served, sync and async registries alike: the list of errors."""
+
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    async def later(a: int, b: int) -> int:
+        return a + b
+
+    missing = [{"path": ["b"], "expected": "int", "got": "missing"}]
+    unknown = [{"path": ["z"], "expected": "no such parameter", "got": "0"}]
+    for registry in (rpcwire.methods({"f": add}), rpcwire.methods({"f": later})):
+        data = request("f", [1], id=1) + request("f", {"a": 1, "b": 2, "z": 0}, id=2) + request("f", [1, 2], id=3)
+        got = sorted(answers(served(impl, data, registry)), key=lambda answer: answer["id"])
+        assert got == [err(1, INVALID, "Invalid params", missing), err(2, INVALID, "Invalid params", unknown), ok(3, 3)]
+
+
+# --- constraints of Annotated dicts ------------------------------------------------------------------------------
+
+
+CONSTRAINED = [
+    (Annotated[int, {"minimum": 1}], 1, 0, "greater than or equal to 1", "0"),
+    (Annotated[float, {"maximum": 2.5}], 2, 3, "less than or equal to 2.5", "3"),
+    (Annotated[int, {"exclusiveMinimum": 0}], 1, 0, "greater than 0", "0"),
+    (Annotated[int, {"exclusiveMaximum": 10}], 9, 10, "less than 10", "10"),
+    (Annotated[float, {"multipleOf": 0.5}], 1.5, 1.2, "a multiple of 0.5", "1.2"),
+    (Annotated[int, {"multipleOf": 3}], 9, 10, "a multiple of 3", "10"),
+    (Annotated[str, {"minLength": 2}], "ab", "a", "a string of at least 2 characters", "'a'"),
+    (Annotated[str, {"maxLength": 1}], "a", "ab", "a string of at most 1 character", "'ab'"),
+    (Annotated[str, {"pattern": "^[a-z]+$"}], "abc", "aBc", "a string matching '^[a-z]+$'", "'aBc'"),
+    (Annotated[list[int], {"minItems": 1}], [1], [], "an array of at least 1 item", "list"),
+    (
+        Annotated[list[Point], {"maxItems": 1}],
+        [{"x": 1.0, "y": 0.0}],
+        [{"x": 1}, {"x": 2}],
+        "an array of at most 1 item",
+        "list",
+    ),
+    (Annotated[dict[str, int], {"minProperties": 1}], {"a": 1}, {}, "an object of at least 1 member", "dict"),
+    (Annotated[dict[str, int], {"maxProperties": 0}], {}, {"a": 1}, "an object of at most 0 members", "dict"),
+    (Annotated[str, {"enum": ["a", "b"]}], "b", "c", "'a' | 'b'", "'c'"),
+    (Annotated[Any, {"const": 1}], 1, True, "1", "True"),
+    (Annotated[int, {"minimum": 1}, {"maximum": 3}], 3, 4, "less than or equal to 3", "4"),
+    (Annotated[int, pydantic.Field(lt=10), {"minimum": 1}], 5, 0, "greater than or equal to 1", "0"),
+]
+
+
+@pytest.mark.parametrize(("annotation", "good", "bad", "expected", "got"), CONSTRAINED, ids=lambda v: repr(v)[:40])
+def test_annotated_constraints_are_enforced(  # noqa: PLR0917 (the parametrized case)
+    impl: ModuleType, annotation: Any, good: Any, bad: Any, expected: str, got: str
+) -> None:
+    """What ``Annotated[T, {...}]`` advertises in the schemas is checked: at the top and as a dataclass's field."""
+    registry = identity_of(annotation)
+    assert answer(impl, registry, request("check", [good]))["result"][1] == good
+    assert answer(impl, registry, request("check", [bad])) == invalid((["value"], expected, got))
+
+    registry = identity_of(dataclasses.make_dataclass("Holder", [("field", annotation)]))
+    assert answer(impl, registry, request("check", [{"field": bad}])) == invalid((["value", "field"], expected, got))
+
+
+def test_a_keyword_applies_to_its_json_type_and_every_broken_one_is_listed(impl: ModuleType) -> None:
+    registry = identity_of(Annotated[Union[int, str], {"minimum": 5, "maxLength": 2}])  # noqa: UP007
+    assert answer(impl, registry, request("check", ["abc"])) == invalid(
+        (["value"], "a string of at most 2 characters", "'abc'")
+    )
+    assert answer(impl, registry, request("check", [7]))["result"] == ["int", 7]  # maxLength: strings only
+    assert answer(impl, registry, request("check", [1.5])) == invalid((["value"], "int | str", "1.5"))  # type first
+    registry = identity_of(Annotated[str, {"minLength": 3, "pattern": "^x"}])
+    assert answer(impl, registry, request("check", ["ab"])) == invalid(
+        (["value"], "a string of at least 3 characters", "'ab'"), (["value"], "a string matching '^x'", "'ab'")
+    )
+
+
+def test_keywords_not_enforced_are_warned_about(caplog: pytest.LogCaptureFixture) -> None:
+    def f(n: Annotated[int, {"type": "string", "minimum": 1, "exclusiveMinimum": True, "title": "N"}]) -> int:
+        return n
+
+    with caplog.at_level(logging.WARNING, logger="rpcwire"):
+        registry = rpcwire.methods({"f": f})
+    assert [record.getMessage() for record in caplog.records] == [
+        "methods(): method 'f', parameter 'n': int's 'type', 'exclusiveMinimum' (True: not a number): not checked, "
+        "nor advertised in its schemas"
+    ]
+    assert registry.mcp_tools()[0]["inputSchema"]["properties"] == {
+        "n": {"type": "integer", "minimum": 1, "title": "N"}
+    }
+    assert answer(rpcwire, registry, request("f", [0]))["error"]["data"] == [
+        {"path": ["n"], "expected": "greater than or equal to 1", "got": "0"}
+    ]
+
+
+def test_the_tool_server_enforces_what_it_advertises(impl: ModuleType) -> None:
+    """examples/tool_server.py: ``slow_count``'s ``n`` advertises ``minimum: 1``; a call below it, or with a
+    string, is -32602 with the errors; ``add`` receives floats."""
+    path = Path(__file__).parents[2] / "examples" / "tool_server.py"
+    spec = importlib.util.spec_from_file_location("tool_server_example", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    tools = {tool["name"]: tool for tool in module.TOOLS.mcp_tools()}
+    assert tools["slow_count"]["inputSchema"]["properties"]["n"]["minimum"] == 1
+
+    def call(name: str, arguments: Any) -> Any:
+        return answer(impl, module.handler, request("tools/call", {"name": name, "arguments": arguments}))
+
+    assert call("slow_count", {"n": 0}) == invalid((["n"], "greater than or equal to 1", "0"))
+    assert call("slow_count", {"n": "3"}) == invalid((["n"], "int", "'3'"))
+    assert call("slow_count", {"m": 1}) == invalid((["m"], "no such parameter", "1"))
+    assert call("add", {"a": 2, "b": 3})["result"]["structuredContent"] == {"result": 5.0}
+
+
+# --- one strictness, at the top and inside models ------------------------------------------------------------
+
+
+class Event(pydantic.BaseModel):
+    at: datetime.datetime
+    count: int
+    weights: dict[int, float] = {}
+
+
+def test_pydantic_types_follow_the_same_strictness(impl: ModuleType) -> None:
+    """A model's fields are checked as the built-in checker checks the top: no coercion ("3" is no int, 1 no
+    bool), what JSON spells as a string read as pydantic's JSON mode reads it (a datetime, an int key)."""
+
+    def log(event: Event, flag: bool, at: datetime.datetime) -> list[Any]:
+        return [event.at.year, event.count, event.weights, at.year]
+
+    registry = rpcwire.methods({"log": log})
+    good = {"at": "2026-12-06T05:00:00Z", "count": 3, "weights": {"1": 2}}
+    assert answer(impl, registry, request("log", [good, True, "2020-01-01T00:00:00"])) == ok(
+        1, [2026, 3, {"1": 2.0}, 2020]
+    )
+    bad = {"at": "2026-12-06T05:00:00Z", "count": "3"}
+    assert answer(impl, registry, request("log", [bad, 1, "2020-01-01T00:00:00"])) == invalid(
+        (["event", "count"], "a valid integer", "'3'"), (["flag"], "bool", "1")
     )

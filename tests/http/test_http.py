@@ -538,7 +538,7 @@ def test_the_asgi_app_awaits_async_handlers_on_the_loop() -> None:
     assert call_asgi(ASGIApp(registry), "POST", JSON, body).json() == [
         ok(1, 3),
         ok(2, -1),
-        err(3, -32602, "Invalid params", "missing a required argument: 'b'"),
+        err(3, -32602, "Invalid params", [{"path": ["b"], "expected": "int", "got": "missing"}]),
     ]
     assert len(loops) == 1
     assert call_asgi(ASGIApp(plain), "POST", JSON, ADD).json() == ok(1, ["add", [10, 15]])

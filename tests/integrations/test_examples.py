@@ -234,7 +234,8 @@ def test_the_tool_server_answers_the_docstring_lines(tool_server: subprocess.Pop
             "serverInfo": {"name": "rpcwire-example-tools", "version": "1.0.0"},
         },
     }
-    added = {"content": [{"type": "text", "text": "5"}], "structuredContent": {"result": 5}}  # with its outputSchema
+    # a float parameter receives a float: 2 + 3 is 5.0 (as the MCP SDK's pydantic gives it)
+    added = {"content": [{"type": "text", "text": "5.0"}], "structuredContent": {"result": 5.0}}
     assert {"jsonrpc": "2.0", "id": 2, "result": added} in seen
     progress = [line["params"] for line in seen if line.get("method") == "notifications/progress"]
     assert progress and all(item["progressToken"] == "p1" and item["total"] == 50 for item in progress)
@@ -274,8 +275,8 @@ def test_the_tool_server_serves_the_mcp_sdks_client(tmp_path: Path) -> None:
                 assert slow_count.input_schema["properties"] == {"n": {"type": "integer", "minimum": 1, "default": 3}}
                 result = await session.call_tool("add", {"a": 2, "b": 3})
                 assert not result.is_error
-                assert [item.text for item in result.content] == ["5"]  # type: ignore[union-attr]
-                assert result.structured_content == {"result": 5}  # checked against outputSchema by the client
+                assert [item.text for item in result.content] == ["5.0"]  # type: ignore[union-attr]
+                assert result.structured_content == {"result": 5.0}  # checked against outputSchema by the client
                 progress: list[tuple[float, float | None, str | None]] = []
 
                 async def on_progress(value: float, total: float | None, message: str | None) -> None:
