@@ -592,19 +592,27 @@ def test_tools_list_follows_the_registry(impl: ModuleType) -> None:
 
 
 @pytest.mark.slow
-def test_the_example_serves_the_sdks_client(tmp_path: Path) -> None:
-    """``examples/mcp_tools_server.py`` as its docstring says: started by an MCP client over stdio."""
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_the_example_serves_the_sdks_client(mode: str, tmp_path: Path) -> None:
+    """``examples/mcp_tools_server.py`` as its docstring says: started by the SDK's ``Client`` over stdio, with the
+    handshake or probing (2026-07-28 taken)."""
     from support import EXAMPLES
 
     async def main() -> None:
         script = str(EXAMPLES / "mcp_tools_server.py")
         params = StdioServerParameters(command=sys.executable, args=[script], env=child_env())
+        logs: list[Any] = []
+
+        async def on_log(params: Any) -> None:
+            logs.append(params.data)
+
         with (tmp_path / "stderr").open("w") as errlog, anyio.fail_after(TIMEOUT):
-            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
-                await session.initialize()
-                assert {tool.name for tool in (await session.list_tools()).tools} == {"add", "divide", "slow_count"}
-                assert (await session.call_tool("add", {"a": 2, "b": 3})).structured_content == {"result": 5}
-                divide = await session.call_tool("divide", {"a": 1, "b": 0})
+            transport = stdio_client(params, errlog=errlog)
+            async with Client(transport, mode=mode, logging_callback=on_log, log_level="info") as client:
+                assert client.protocol_version == (MODERN if mode == "auto" else HANDSHAKE_PROTOCOL_VERSIONS[-1])
+                assert {tool.name for tool in (await client.list_tools()).tools} == {"add", "divide", "slow_count"}
+                assert (await client.call_tool("add", {"a": 2, "b": 3})).structured_content == {"result": 5}
+                divide = await client.call_tool("divide", {"a": 1, "b": 0})
                 assert divide.is_error
                 assert divide.content[0].text == "cannot divide by zero"
                 progress: list[float] = []
@@ -612,8 +620,9 @@ def test_the_example_serves_the_sdks_client(tmp_path: Path) -> None:
                 async def on_progress(done: float, total: float | None, message: str | None) -> None:
                     progress.append(done)
 
-                counted = await session.call_tool("slow_count", {"n": 2}, progress_callback=on_progress)
+                counted = await client.call_tool("slow_count", {"n": 2}, progress_callback=on_progress)
                 assert counted.content[0].text == "counted to 2"
                 assert progress == [1, 2]
+        assert logs == ["counted to 2"]
 
     _run(main)
