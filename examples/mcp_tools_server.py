@@ -3,11 +3,13 @@
     python examples/mcp_tools_server.py          # over stdin/stdout (an MCP client starts it)
     python examples/mcp_tools_server.py --http   # MCP's streamable HTTP on 127.0.0.1:8000 (needs uvicorn)
 
-An MCP client (the SDK's ``stdio_client`` + ``ClientSession``, Claude Desktop, an IDE) starts it with command
-``python`` and arguments ``["examples/mcp_tools_server.py"]``. ``tools/list`` describes the functions from their
-annotations and docstrings; ``divide(1, 0)`` answers ``isError: true`` with its message, which the model reads;
-``slow_count`` reports progress, logs to the client, and stops when the client cancels it. The MCP SDK is not
-needed (``rpcwire.mcp_tools`` does not import it).
+An MCP client (the SDK's ``Client``, Claude Desktop, an IDE) starts it with command ``python`` and arguments
+``["examples/mcp_tools_server.py"]``, and speaks any MCP revision to it: the ``initialize`` handshake's, or
+2026-07-28's (no handshake; the SDK's ``Client`` probes ``server/discover`` and takes it). ``tools/list`` describes
+the functions from their annotations and docstrings; ``divide(1, 0)`` answers ``isError: true`` with its message,
+which the model reads; ``slow_count`` reports progress, logs to the client (at 2026-07-28, to a client that asks for
+a log level), and stops when the client cancels it. The MCP SDK is not needed (``rpcwire.mcp_tools`` does not
+import it).
 """
 
 from __future__ import annotations
