@@ -25,7 +25,8 @@ from time import perf_counter
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from rpcwire._context import RequestContext, request_context
-from rpcwire._types import ERR_INTERNAL, ERR_REQUEST_CANCELLED, Handler, JsonRpcError
+from rpcwire._types import ERR_INTERNAL, ERR_REQUEST_CANCELLED, Handler
+from rpcwire._types import application_error as read_application_error
 
 __all__ = ["CallInfo", "application_error", "around", "error_code", "observe"]
 
@@ -63,21 +64,15 @@ def error_code(exc: BaseException) -> int:
 
 
 def application_error(exc: BaseException) -> tuple[int, str] | None:
-    """The code and message of a ``JsonRpcError`` the answer carries, read as the cores read them: its ``code`` an
-    ``int`` (not a ``bool``), its ``message`` a ``str``, its ``data`` readable. ``None`` for any other exception and
-    for a ``JsonRpcError`` that is not so (one whose property raises included): the answer is then a -32603 (or
-    a -32800 for a cancelled task). Never raises an ``Exception``: a hook's view cannot change the answer."""
-    if not isinstance(exc, JsonRpcError):
-        return None
+    """The code and message of a ``JsonRpcError`` the answer carries, read as the cores read them
+    (``rpcwire._types.application_error``); ``None`` for any other exception and for a ``JsonRpcError`` that is not
+    so (one whose property raises included): the answer is then a -32603 (or a -32800 for a cancelled task).
+    Never raises an ``Exception``: a hook's view cannot change the answer."""
     try:
-        code = getattr(exc, "code", None)
-        message = getattr(exc, "message", None)
-        if isinstance(code, int) and not isinstance(code, bool) and isinstance(message, str):
-            getattr(exc, "data", None)  # the core reads it too: one that raises makes the answer a -32603
-            return code, message
+        error = read_application_error(exc)
     except Exception:  # the core logs this one as it answers
-        pass
-    return None
+        return None
+    return None if error is None else error[:2]
 
 
 class _Around(Generic[S]):

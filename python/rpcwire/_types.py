@@ -76,6 +76,20 @@ class JsonRpcError(Exception):
         super().__init__(self.message)
 
 
+def application_error(exc: BaseException) -> tuple[int, str, Any] | None:
+    """The ``code``, ``message`` and ``data`` an answer carries for ``exc``, read as both cores read them: a
+    ``JsonRpcError`` whose ``code`` is an ``int`` (not a ``bool``) and whose ``message`` is a ``str``; ``None`` for
+    any other exception (answered -32603). Raises what a property of ``exc`` raises (the answer is then a -32603
+    too): the core logs it, a hook only looks."""
+    if not isinstance(exc, JsonRpcError):
+        return None
+    code = getattr(exc, "code", None)
+    message = getattr(exc, "message", None)
+    if isinstance(code, int) and not isinstance(code, bool) and isinstance(message, str):
+        return code, message, getattr(exc, "data", None)
+    return None
+
+
 class MethodNotFound(JsonRpcError):
     """Raised by a handler that does not know the method: answered with -32601."""
 

@@ -27,10 +27,10 @@ from rpcwire._types import (
     ERR_PARSE,
     MAX_MAX_DEPTH,
     Handler,
-    JsonRpcError,
     Refused,
     Request,
     Response,
+    application_error,
 )
 from rpcwire.pure.codec import (
     BATCH_OVER_LIMIT,
@@ -175,18 +175,12 @@ def _exception_data(exc: BaseException) -> dict[str, str]:
 
 
 def _application_error(exc: BaseException, id_json: bytes) -> tuple[int, str, Any] | None:
-    """The ``code``, ``message`` and ``data`` of a ``JsonRpcError`` with an ``int`` code and a ``str``
-    message; ``None`` for any other exception, and for one whose attributes cannot be read (logged)."""
-    if not isinstance(exc, JsonRpcError):
-        return None
+    """``application_error(exc)``; ``None`` (logged) for an error whose attributes cannot be read."""
     try:
-        code = getattr(exc, "code", None)
-        message = getattr(exc, "message", None)
-        if isinstance(code, int) and not isinstance(code, bool) and isinstance(message, str):
-            return code, message, getattr(exc, "data", None)
+        return application_error(exc)
     except Exception as error:  # a property that raises: the request still gets its -32603
         _log_answer_failure("an error's code, message or data could not be read", id_json, error)
-    return None
+        return None
 
 
 def _log_answer_failure(what: str, id_json: bytes, error: BaseException) -> None:
