@@ -181,8 +181,9 @@ def test_a_notification_the_encoder_refuses_fails_the_handler_whether_anyone_lis
     assert json.loads(answer)["error"]["code"] == -32603
 
 
-def test_no_body_is_read_through_a_transport() -> None:
-    source = Path(rpcwire.http.__file__).read_text(encoding="utf-8")
+@pytest.mark.parametrize("module", sorted(Path(rpcwire.http.__file__).parent.glob("*.py")), ids=lambda path: path.name)
+def test_no_body_is_read_through_a_transport(module: Path) -> None:
+    source = module.read_text(encoding="utf-8")
     assert "BytesIO" not in source
     assert 'replace(b"\\n"' not in source
     assert "StdioTransport(" not in source
