@@ -93,16 +93,11 @@ def write_all(impl: Any, value: Any) -> bytes:
 @pytest.mark.slow
 @examples(1)
 @given(values)
-def test_result_encoding(value: Any) -> None:
-    """A handler's result: native == pure == json.dumps (surrogates escaped)."""
+def test_values_are_written_as_json_dumps_writes_them(value: Any) -> None:
+    """A handler's result, and each write method's value: native == pure == json.dumps (surrogates escaped)."""
     native, pure = (serve_result(impl, value) for impl in IMPLS)
     assert native == pure
     assert native == b'{"jsonrpc":"2.0","id":1,"result":' + expected_bytes(value) + b"}\n"
-
-
-@examples(1)
-@given(values)
-def test_write_methods_encoding(value: Any) -> None:
     native, pure = (write_all(impl, value) for impl in IMPLS)
     assert native == pure
     notification = {"jsonrpc": "2.0", "method": "n"}
