@@ -9,7 +9,7 @@ PYTHON ?= python3
 # Cargo.toml's rust-version (the MSRV), which check-rust asks of rustc.
 MSRV := $(shell sed -nE 's/^rust-version = "([0-9.]+)"/\1/p' Cargo.toml)
 
-.PHONY: help demo test test-rust test-python test-versions test-version lint build develop clean \
+.PHONY: help demo test test-deep test-rust test-python test-versions test-version lint build develop clean \
 	check-python check-rust wheels test-wheels
 
 help: ## List the targets
@@ -67,6 +67,13 @@ PYTEST_RUN = -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 test-python: develop ## The pytest suite against rpcwire and rpcwire.pure (PYTEST_ARGS="-x -q", PYTEST_WORKERS=4)
 	$(PY) -m pytest $(PYTEST_RUN)
+
+# The Hypothesis properties (pytest's `hypothesis` marker, which its plugin gives every @given test) under the
+# "deep" profile of tests/conftest.py: ten times the examples `make test` runs. Before a release, or after a
+# change to the scanner, the envelope or the framing. Each property may take minutes: the per-test timeout is raised.
+DEEP_TIMEOUT ?= 1800
+test-deep: develop ## The Hypothesis properties with ten times the examples (HYPOTHESIS_PROFILE=deep), minutes
+	HYPOTHESIS_PROFILE=deep $(PY) -m pytest -m hypothesis --timeout=$(DEEP_TIMEOUT) $(PYTEST_RUN)
 
 # --- test-versions: the suite on every supported CPython (3.10 and newer) found on the machine ---
 # Each version gets its own venv (.venv-3.X) and its own cargo target dir (target/py3.X): PyO3 is built

@@ -1,4 +1,5 @@
-"""The fixtures every folder shares: each behaviour test runs against both implementations.
+"""The fixtures every folder shares: each behaviour test runs against both implementations; and the Hypothesis
+profiles (``ci`` by default, ``deep`` with ``HYPOTHESIS_PROFILE=deep``, as ``make test-deep`` sets).
 
 ``impl`` is ``rpcwire`` (``native``: the Rust module, or ``rpcwire.pure`` when it is not built, in which case
 ``rpcwire.NATIVE`` is false, the header of the run says so and every ``native`` case is skipped: it would run
@@ -13,7 +14,19 @@ from types import ModuleType
 
 import pytest
 import rpcwire
+from hypothesis import HealthCheck, settings
 from support.messages import IMPLEMENTATIONS
+
+# The Hypothesis profiles: how many examples a property runs (times its weight, support.properties.examples).
+# "ci" is the default, for `make test` and CI alike: a quick run whose failures print the blob that replays
+# them. "deep" runs ten times as many, for `make test-deep` (HYPOTHESIS_PROFILE=deep): before a release, after
+# a change to the scanner, the envelope or the framing. No deadline in either (two cores shared by many
+# workers make a slow example a fact of the machine, not of the code).
+settings.register_profile(
+    "ci", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.register_profile("deep", settings.get_profile("ci"), max_examples=1000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # The HTTP clients honour the environment's proxies as requests and httpx do: the tests' servers are on loopback,
 # reached directly whatever the machine that runs the suite sets (tests/client/test_http_client.py sets its own).

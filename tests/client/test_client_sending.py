@@ -14,10 +14,11 @@ import sys
 import pytest
 import rpcwire
 import rpcwire.pure
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from support.messages import nested_list
 from support.processes import child_env
+from support.properties import examples
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -33,15 +34,10 @@ _TEXTS = st.lists(_STRUCTURE, max_size=200).map(b"".join)
 _DEPTHS = st.integers(min_value=-2, max_value=40)
 
 
-@settings(max_examples=1500, deadline=None)
-@given(_TEXTS, _DEPTHS)
+@examples(6)  # a check of microseconds: many examples for the price of a few streams
+@given(st.one_of(_TEXTS, st.binary(max_size=300)), _DEPTHS)
 def test_both_cores_count_nesting_alike_on_any_bytes(text: bytes, max_depth: int) -> None:
-    assert native._nests_deeper(text, max_depth) is pure._nests_deeper(text, max_depth)
-
-
-@settings(max_examples=500, deadline=None)
-@given(st.binary(max_size=300), _DEPTHS)
-def test_both_cores_count_nesting_alike_on_random_bytes(text: bytes, max_depth: int) -> None:
+    """Texts of the bytes where the rules act (brackets, quotes, runs of backslashes), and random bytes."""
     assert native._nests_deeper(text, max_depth) is pure._nests_deeper(text, max_depth)
 
 
@@ -52,7 +48,7 @@ _JSON = st.recursive(
 )
 
 
-@settings(max_examples=1000, deadline=None)
+@examples(2)
 @given(_JSON, st.integers(min_value=0, max_value=12))
 def test_both_cores_count_nesting_of_json_alike_and_as_the_value_nests(value: object, max_depth: int) -> None:
     text = json.dumps(value).encode()
@@ -75,7 +71,7 @@ def test_deep_texts_at_the_limits_the_clients_use(levels: int) -> None:
             assert native._nests_deeper(text, max_depth) is pure._nests_deeper(text, max_depth) is (levels > max_depth)
 
 
-@settings(max_examples=300, deadline=None)
+@examples(1)
 @given(st.binary(max_size=2000))
 def test_both_cores_frame_alike(body: bytes) -> None:
     frame = native._encode_frame(body)

@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 import rpcwire
 import rpcwire.pure
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from support.messages import LONG_INT_DIGITS, answers, compact, echo, err, request
+from support.properties import examples
 from support.serving import served
 
 IMPLS = (rpcwire, rpcwire.pure)
@@ -90,18 +91,13 @@ def write_all(impl: Any, value: Any) -> bytes:
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(1)
 @given(values)
-def test_result_encoding(value: Any) -> None:
-    """A handler's result: native == pure == json.dumps (surrogates escaped)."""
+def test_values_are_written_as_json_dumps_writes_them(value: Any) -> None:
+    """A handler's result, and each write method's value: native == pure == json.dumps (surrogates escaped)."""
     native, pure = (serve_result(impl, value) for impl in IMPLS)
     assert native == pure
     assert native == b'{"jsonrpc":"2.0","id":1,"result":' + expected_bytes(value) + b"}\n"
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(values)
-def test_write_methods_encoding(value: Any) -> None:
     native, pure = (write_all(impl, value) for impl in IMPLS)
     assert native == pure
     notification = {"jsonrpc": "2.0", "method": "n"}
@@ -131,7 +127,7 @@ def exact(value: Any) -> str:
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(1)
 @given(json_values, st.booleans())
 def test_decode_then_encode_round_trip(value: Any, ascii_only: bool) -> None:
     """params sent as JSON (escaped or raw UTF-8) reach the handler as ``json.loads`` gives them, and come back
@@ -281,7 +277,7 @@ def test_float_decoding_is_correctly_rounded(impl: Any, text: str) -> None:
     assert out.getvalue() == b'{"jsonrpc":"2.0","id":1,"result":[' + repr(float(text)).encode() + b"]}\n"
 
 
-@settings(max_examples=300, deadline=None)
+@examples(3)
 @given(
     st.floats(allow_nan=False, allow_infinity=False),
     st.sampled_from(["{!r}", "{:.17g}", "{:.17e}", "{:.20f}", "{:.3e}", "{:.1E}"]),
@@ -305,7 +301,7 @@ def test_float_text_round_trip(value: float, form: str) -> None:
     assert outputs[0] == outputs[1] == expected + b"\n"
 
 
-@settings(max_examples=200, deadline=None)
+@examples(1)
 @given(st.one_of(st.integers(), st.integers(min_value=-(10**MAX_DIGITS) + 1, max_value=10**MAX_DIGITS - 1)))
 def test_integer_round_trip(value: int) -> None:
     line = b'{"jsonrpc":"2.0","method":"m","params":[%d],"id":%d}\n' % (value, value)

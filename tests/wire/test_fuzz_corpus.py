@@ -27,9 +27,8 @@ import pytest
 import rpcwire
 import rpcwire.pure
 from support import ROOT, TESTS
-from support.serving import served
 from support.streams import Trickle
-from test_properties import check_against_oracle
+from test_properties import check_against_oracle, outcome
 
 CORPUS = TESTS / "fuzz_corpus"
 FUZZ_DIR = ROOT / "fuzz"
@@ -44,15 +43,17 @@ def ids(paths: list[Path]) -> list[str]:
 
 
 def replay(data: bytes, framing: str = "newline", **limits: Any) -> None:
-    pure = served(rpcwire.pure, io.BytesIO(data), framing=framing, **limits)
-    assert served(rpcwire, io.BytesIO(data), framing=framing, **limits) == pure
+    """Serve ``data`` with the handler the oracle predicts (test_properties.handler_for)."""
+    pure = outcome(rpcwire.pure, data, framing=framing, **limits)
+    assert outcome(rpcwire, data, framing=framing, **limits) == pure
     trickled = io.BufferedReader(Trickle(data, [1, 7, 3]), buffer_size=64)
-    assert served(rpcwire, trickled, framing=framing, **limits) == pure
+    assert outcome(rpcwire, trickled, framing=framing, **limits) == pure
+    assert pure[1] is None, pure
     if framing != "newline":
         return  # the oracle reads lines
     check_against_oracle(
         data,
-        pure,
+        pure[0],
         limits.get("max_depth", rpcwire.DEFAULT_MAX_DEPTH),
         limits.get("max_message_bytes", rpcwire.DEFAULT_MAX_MESSAGE_BYTES),
         limits.get("max_batch", rpcwire.DEFAULT_MAX_BATCH),
