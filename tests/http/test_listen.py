@@ -169,6 +169,9 @@ def test_one_port_serves_every_kind_at_once(port: int) -> None:
         assert client.call("add", [1, 2]) == 3
     finally:
         client.close()
+        # The client's reading thread is in a read of framed_in, whose close would wait for that read (up to the
+        # socket's 30 s timeout): the socket shut down first ends the read.
+        framed.shutdown(socket.SHUT_RDWR)
         for stream in (framed_in, framed_out, ndjson, framed, garbage):
             stream.close()
         web.close()
