@@ -596,7 +596,7 @@ mod tests {
     fn incoming(text: &str) -> ClientEntry<'_> {
         match parse_incoming_with(text, 128, read_raw).expect("valid JSON").message {
             ClientMessage::Single(entry) => entry,
-            other => panic!("not a single message: {other:?}"),
+            other @ ClientMessage::Batch(_) => panic!("not a single message: {other:?}"),
         }
     }
 
