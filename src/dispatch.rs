@@ -154,7 +154,6 @@ fn answer_entry<'py>(
             return Ok(true);
         }
         Entry::Call(call) => call,
-        Entry::Response { .. } => unreachable!("a server's reader makes no responses"),
     };
     let method = codec::decode_str(py, call.method, strings)?;
     let params = call.params.unwrap_or_else(|| py.None().into_bound(py));

@@ -30,8 +30,8 @@ use pyo3::prelude::*;
 // Python's RuntimeWarning) instead of running this code without it. Several unsafe blocks rely on the
 // GIL to keep other threads away, and stay so until they are audited for free-threading:
 // `PyDict_Next` over a dict that another thread could change, with the borrowed keys and values it
-// lends (codec.rs), the bytearray a read fills through `as_bytes_mut` (stream.rs), and the
-// interpreter internals read in codec.rs and json.rs.
+// lends (codec/plain.rs), the bytearray a read fills through `as_bytes_mut` (stream.rs), and the
+// interpreter internals read in codec/ and json/.
 #[pymodule(gil_used = true)]
 fn _rpcwire(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<transport::StdioTransport>()?;

@@ -5,7 +5,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyList, PyString};
 
-use rpcwire_protocol::envelope::{self, Entry, Id, Limits, Message, Outcome, DEFAULT_MAX_DEPTH};
+use rpcwire_protocol::envelope::{self, ClientEntry, ClientMessage, Id, Outcome, DEFAULT_MAX_DEPTH};
 use rpcwire_protocol::json::Scanner;
 
 use crate::answer::StandardError;
@@ -43,11 +43,12 @@ pub(crate) fn incoming_object<'py>(
     py: Python<'py>,
     data: &[u8],
     max_depth: usize,
-    strings: Option<&mut StringCache>,
+    mut strings: Option<&mut StringCache>,
 ) -> PyResult<Incoming<'py>> {
-    match read(py, data, max_depth, strings, None)? {
-        Read::Incoming(incoming) => Ok(incoming),
-        Read::Result(_) => unreachable!("no call's result is looked for"),
+    let Ok(text) = std::str::from_utf8(data) else { return Ok(unreadable_utf8()) };
+    match parse(py, text, max_depth, strings.as_deref_mut())? {
+        Ok(message) => Ok(Incoming::Message(message_object(py, message, strings)?)),
+        Err(unreadable) => Ok(unreadable),
     }
 }
 
@@ -69,46 +70,63 @@ pub(crate) fn read<'py>(
     mut strings: Option<&mut StringCache>,
     own: Option<i64>,
 ) -> PyResult<Read<'py>> {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return Ok(Read::Incoming(Incoming::Unreadable("parse error: invalid UTF-8".to_owned())));
-    };
-    if let Some(own) = own {
-        if let Some(result) = own_result(py, text, max_depth, strings.as_deref_mut(), own)? {
-            return Ok(Read::Result(result));
-        }
+    let Some(own) = own else { return incoming_object(py, data, max_depth, strings).map(Read::Incoming) };
+    let Ok(text) = std::str::from_utf8(data) else { return Ok(Read::Incoming(unreadable_utf8())) };
+    if let Some(result) = own_result(py, text, max_depth, strings.as_deref_mut(), own)? {
+        return Ok(Read::Result(result));
     }
-    // A client reads whatever batch answers its own: no batch limit.
-    let limits = Limits { max_depth, max_batch: None };
-    let read_value = |scanner: &mut Scanner<'_>| codec::decode_value(py, scanner, strings.as_deref_mut());
-    let parsed = match envelope::parse_incoming_with(text, limits, read_value) {
-        Ok(parsed) if codec::exceeds_int_digit_limit(py, parsed.longest_integer)? => {
-            return Ok(Read::Incoming(Incoming::Unreadable(
-                "parse error: an integer longer than int() accepts".to_owned(),
-            )))
-        }
-        Ok(parsed) => parsed,
-        Err(Error::Python(error)) => return Err(error),
-        Err(Error::Syntax(error)) => return Ok(Read::Incoming(Incoming::Unreadable(format!("parse error: {error}")))),
-    };
-    let message = match parsed.message {
+    let message = match parse(py, text, max_depth, strings.as_deref_mut())? {
         // (An integer id in the int range: its digits are what `int()` reads; a fraction or exponent, a float.)
-        Message::Single(Entry::Response { id: Id::Number(digits), outcome: Outcome::Result(result) })
-            if own.is_some_and(|own| digits.parse::<i64>() == Ok(own)) =>
-        {
-            return Ok(Read::Result(result))
+        Ok(ClientMessage::Single(ClientEntry::Response {
+            id: Id::Number(digits),
+            outcome: Outcome::Result(result),
+        })) if digits.parse::<i64>() == Ok(own) => return Ok(Read::Result(result)),
+        Ok(message) => message,
+        Err(unreadable) => return Ok(Read::Incoming(unreadable)),
+    };
+    Ok(Read::Incoming(Incoming::Message(message_object(py, message, strings)?)))
+}
+
+fn unreadable_utf8() -> Incoming<'static> {
+    Incoming::Unreadable("parse error: invalid UTF-8".to_owned())
+}
+
+/// The envelope of `text` with every value decoded, or why it is unreadable.
+fn parse<'a, 'py>(
+    py: Python<'py>,
+    text: &'a str,
+    max_depth: usize,
+    mut strings: Option<&mut StringCache>,
+) -> PyResult<Result<ClientMessage<'a, Bound<'py, PyAny>>, Incoming<'py>>> {
+    let read_value = |scanner: &mut Scanner<'a>| codec::decode_value(py, scanner, strings.as_deref_mut());
+    match envelope::parse_incoming_with(text, max_depth, read_value) {
+        Ok(parsed) if codec::exceeds_int_digit_limit(py, parsed.longest_integer)? => {
+            Ok(Err(Incoming::Unreadable("parse error: an integer longer than int() accepts".to_owned())))
         }
-        Message::Single(entry) => entry_object(py, entry, strings)?,
-        Message::Batch(entries) if entries.is_empty() => PyString::new(py, "an empty batch").into_any(),
-        Message::Batch(entries) => {
+        Ok(parsed) => Ok(Ok(parsed.message)),
+        Err(Error::Python(error)) => Err(error),
+        Err(Error::Syntax(error)) => Ok(Err(Incoming::Unreadable(format!("parse error: {error}")))),
+    }
+}
+
+/// A message read: a `Response` or a `Request`, a `list` of these for a batch, or a `str` saying why it is
+/// neither.
+fn message_object<'py>(
+    py: Python<'py>,
+    message: ClientMessage<'_, Bound<'py, PyAny>>,
+    mut strings: Option<&mut StringCache>,
+) -> PyResult<Bound<'py, PyAny>> {
+    match message {
+        ClientMessage::Single(entry) => entry_object(py, entry, strings),
+        ClientMessage::Batch(entries) if entries.is_empty() => Ok(PyString::new(py, "an empty batch").into_any()),
+        ClientMessage::Batch(entries) => {
             let items = entries
                 .into_iter()
                 .map(|entry| entry_object(py, entry, strings.as_deref_mut()))
                 .collect::<PyResult<Vec<_>>>()?;
-            PyList::new(py, items)?.into_any()
+            Ok(PyList::new(py, items)?.into_any())
         }
-        Message::BatchOverLimit => unreachable!("a client reads batches of any length"),
-    };
-    Ok(Read::Incoming(Incoming::Message(message)))
+    }
 }
 
 /// The result of the answer to the call `own` when the line is that answer as rpcwire's servers write it
@@ -146,21 +164,21 @@ fn own_result<'py>(
 
 fn entry_object<'py>(
     py: Python<'py>,
-    entry: Entry<'_, Bound<'py, PyAny>>,
+    entry: ClientEntry<'_, Bound<'py, PyAny>>,
     strings: Option<&mut StringCache>,
 ) -> PyResult<Bound<'py, PyAny>> {
     match entry {
-        Entry::Call(call) => request::request_object(py, call, strings),
-        Entry::Response { id, outcome: Outcome::Result(result) } => response_object(py, &id, &result, None),
-        Entry::Response { id, outcome: Outcome::Error(error) } => {
+        ClientEntry::Call(call) => request::request_object(py, call, strings),
+        ClientEntry::Response { id, outcome: Outcome::Result(result) } => response_object(py, &id, &result, None),
+        ClientEntry::Response { id, outcome: Outcome::Error(error) } => {
             if is_error_object(&error)? {
                 response_object(py, &id, &py.None().into_bound(py), Some(&error))
             } else {
                 invalid_response(py, &id, "error has no integer code or no string message")
             }
         }
-        Entry::Response { id, outcome: Outcome::Invalid(reason) } => invalid_response(py, &id, reason),
-        Entry::Invalid { reason, .. } => Ok(PyString::new(py, reason).into_any()),
+        ClientEntry::Response { id, outcome: Outcome::Invalid(reason) } => invalid_response(py, &id, reason),
+        ClientEntry::Invalid { reason, .. } => Ok(PyString::new(py, reason).into_any()),
     }
 }
 

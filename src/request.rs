@@ -220,7 +220,6 @@ fn message_from<'py>(
             answer::invalid_request(py, id.as_ref(), reason, &mut out)?;
             Ok(PyBytes::new(py, &out).into_any())
         }
-        Entry::Response { .. } => unreachable!("a server's reader makes no responses"),
     };
     match read {
         Read::Answered => Ok(PyBytes::new(py, answer).into_any()),
@@ -324,6 +323,5 @@ pub(crate) fn parse_request<'py>(
             Ok((none(), answer::error_object(py, id, StandardError::InvalidRequest)?))
         }
         Entry::Call(call) => Ok((request_object(py, call, None)?, none())),
-        Entry::Response { .. } => unreachable!("a server's reader makes no responses"),
     }
 }

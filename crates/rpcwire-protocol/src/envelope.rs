@@ -92,16 +92,12 @@ pub enum Outcome<P> {
     Invalid(&'static str),
 }
 
-/// One message (or one entry of a batch) after the envelope check.
+/// One message (or one entry of a batch) as a server reads it, after the envelope check: a call, or
+/// why it is none. (A message without `method` is invalid to a server, whatever else it holds: a
+/// server reads no responses, so this type has no place for one; a client's is [`ClientEntry`].)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Entry<'a, P = &'a str> {
     Call(Call<'a, P>),
-    /// A response (only [`parse_incoming_with`], a client's reader, makes these; to a server a
-    /// message without `method` is invalid).
-    Response {
-        id: Id<'a>,
-        outcome: Outcome<P>,
-    },
     /// Answered with -32600; `id` is the request's id when that was valid, else `null`.
     Invalid {
         id: Option<Id<'a>>,
@@ -109,7 +105,33 @@ pub enum Entry<'a, P = &'a str> {
     },
 }
 
-/// A whole line: one message or a batch.
+/// One message (or one entry of a batch) as a client reads it ([`parse_incoming_with`]): the server's own
+/// calls and the invalid entries as a server reads them, and responses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientEntry<'a, P = &'a str> {
+    Call(Call<'a, P>),
+    /// A message without `method` but with `result` or `error`, and a valid id.
+    Response {
+        id: Id<'a>,
+        outcome: Outcome<P>,
+    },
+    /// Neither a call nor a response (for the client to log and drop); `id` as in [`Entry::Invalid`].
+    Invalid {
+        id: Option<Id<'a>>,
+        reason: &'static str,
+    },
+}
+
+impl<'a, P> From<Entry<'a, P>> for ClientEntry<'a, P> {
+    fn from(entry: Entry<'a, P>) -> Self {
+        match entry {
+            Entry::Call(call) => ClientEntry::Call(call),
+            Entry::Invalid { id, reason } => ClientEntry::Invalid { id, reason },
+        }
+    }
+}
+
+/// A whole line as a server reads it: one message or a batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Message<'a, P = &'a str> {
     Single(Entry<'a, P>),
@@ -119,10 +141,19 @@ pub enum Message<'a, P = &'a str> {
     BatchOverLimit,
 }
 
-/// The envelope of one line, and the digits of its longest integer literal.
+/// A whole line as a client reads it: one message or a batch (of any length: a client reads whatever
+/// batch answers its own).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientMessage<'a, P = &'a str> {
+    Single(ClientEntry<'a, P>),
+    Batch(Vec<ClientEntry<'a, P>>),
+}
+
+/// The envelope of one line (a [`Message`] or a [`ClientMessage`]), and the digits of its longest
+/// integer literal.
 #[derive(Debug)]
-pub struct Parsed<'a, P = &'a str> {
-    pub message: Message<'a, P>,
+pub struct Parsed<M> {
+    pub message: M,
     pub longest_integer: usize,
 }
 
@@ -134,7 +165,7 @@ enum Member<T> {
 }
 
 /// Check the envelope of one line (a single message or a batch), keeping `params` as raw text.
-pub fn parse_message(text: &str, limits: Limits) -> Result<Parsed<'_>, SyntaxError> {
+pub fn parse_message(text: &str, limits: Limits) -> Result<Parsed<Message<'_>>, SyntaxError> {
     parse_message_with(text, limits, |scanner| {
         let start = scanner.value_start();
         scanner.value()?;
@@ -142,42 +173,15 @@ pub fn parse_message(text: &str, limits: Limits) -> Result<Parsed<'_>, SyntaxErr
     })
 }
 
-/// Check the envelope of one line; `read_params` reads each `params` that is an array or an object
-/// (the scanner is at its first byte, and must be after its last when it returns).
+/// Check the envelope of one line as a server reads it; `read_params` reads each `params` that is an
+/// array or an object (the scanner is at its first byte, and must be after its last when it returns).
 ///
 /// Reading params here rather than from their text afterwards scans them once instead of twice.
 pub fn parse_message_with<'a, P, E: From<SyntaxError>>(
     text: &'a str,
     limits: Limits,
-    read_params: impl FnMut(&mut Scanner<'a>) -> Result<P, E>,
-) -> Result<Parsed<'a, P>, E> {
-    parse_with(text, limits, Role::Server, read_params)
-}
-
-/// Check the envelope of one line as a client reads it: requests and notifications (the server's
-/// own calls) as `parse_message_with` checks them, and responses. `read_value` reads `params`, a
-/// `result` (any value) and an `error` that is an object.
-pub fn parse_incoming_with<'a, P, E: From<SyntaxError>>(
-    text: &'a str,
-    limits: Limits,
-    read_value: impl FnMut(&mut Scanner<'a>) -> Result<P, E>,
-) -> Result<Parsed<'a, P>, E> {
-    parse_with(text, limits, Role::Client, read_value)
-}
-
-/// Who reads a line: a server answers requests, a client also reads responses.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Role {
-    Server,
-    Client,
-}
-
-fn parse_with<'a, P, E: From<SyntaxError>>(
-    text: &'a str,
-    limits: Limits,
-    role: Role,
     mut read_params: impl FnMut(&mut Scanner<'a>) -> Result<P, E>,
-) -> Result<Parsed<'a, P>, E> {
+) -> Result<Parsed<Message<'a, P>>, E> {
     let mut scanner = Scanner::new(text, limits.max_depth);
     let message = if scanner.peek() == Some(b'[') {
         let mut entries = Vec::new();
@@ -188,7 +192,7 @@ fn parse_with<'a, P, E: From<SyntaxError>>(
                     // memory or time than `max_batch` entries do, however long the line.
                     return Ok(Parsed { message: Message::BatchOverLimit, longest_integer: scanner.longest_integer });
                 }
-                entries.push(parse_entry(&mut scanner, role, &mut read_params)?);
+                entries.push(parse_entry(&mut scanner, &mut read_params)?);
                 if !scanner.more(b']')? {
                     break;
                 }
@@ -196,20 +200,104 @@ fn parse_with<'a, P, E: From<SyntaxError>>(
         }
         Message::Batch(entries)
     } else {
-        Message::Single(parse_entry(&mut scanner, role, &mut read_params)?)
+        Message::Single(parse_entry(&mut scanner, &mut read_params)?)
     };
     scanner.finish()?;
     Ok(Parsed { message, longest_integer: scanner.longest_integer })
 }
 
-fn parse_entry<'a, P, E: From<SyntaxError>>(
+/// Check the envelope of one line as a client reads it, nested at most `max_depth` deep: requests and
+/// notifications (the server's own calls) as `parse_message_with` checks them, and responses; a batch of
+/// any length. `read_value` reads `params`, a `result` (any value) and an `error` that is an object.
+pub fn parse_incoming_with<'a, P, E: From<SyntaxError>>(
+    text: &'a str,
+    max_depth: usize,
+    mut read_value: impl FnMut(&mut Scanner<'a>) -> Result<P, E>,
+) -> Result<Parsed<ClientMessage<'a, P>>, E> {
+    let mut scanner = Scanner::new(text, max_depth);
+    let message = if scanner.peek() == Some(b'[') {
+        let mut entries = Vec::new();
+        if scanner.open(b'[')? {
+            loop {
+                entries.push(parse_entry(&mut scanner, &mut read_value)?);
+                if !scanner.more(b']')? {
+                    break;
+                }
+            }
+        }
+        ClientMessage::Batch(entries)
+    } else {
+        ClientMessage::Single(parse_entry(&mut scanner, &mut read_value)?)
+    };
+    scanner.finish()?;
+    Ok(Parsed { message, longest_integer: scanner.longest_integer })
+}
+
+/// What a reader makes of an entry: a server's [`Entry`] or a client's [`ClientEntry`]. The role is the
+/// type, so a server's entries have no place for a response rather than a branch that must not be taken.
+trait Role<'a, P>: Sized {
+    /// Whether `result` and `error` are read: a client's reader reads them, a server's skips them.
+    const READS_RESPONSES: bool;
+
+    fn call(call: Call<'a, P>) -> Self;
+
+    fn invalid(id: Option<Id<'a>>, reason: &'static str) -> Self;
+
+    /// A message with a valid or absent `id`, no `method`, and a `result` or an `error` (only read when
+    /// [`Self::READS_RESPONSES`]).
+    fn response(version_ok: bool, id: Option<Id<'a>>, result: Member<P>, error: Member<P>) -> Self;
+}
+
+impl<'a, P> Role<'a, P> for Entry<'a, P> {
+    const READS_RESPONSES: bool = false;
+
+    fn call(call: Call<'a, P>) -> Self {
+        Entry::Call(call)
+    }
+
+    fn invalid(id: Option<Id<'a>>, reason: &'static str) -> Self {
+        Entry::Invalid { id, reason }
+    }
+
+    /// (Never asked, as a server reads neither member; were it, this is the server's answer to a message
+    /// without `method`, as the reasons' order in `parse_entry` gives it.)
+    fn response(version_ok: bool, id: Option<Id<'a>>, _: Member<P>, _: Member<P>) -> Self {
+        let reason = if version_ok { "method is not a string" } else { "jsonrpc is not \"2.0\"" };
+        Entry::Invalid { id, reason }
+    }
+}
+
+impl<'a, P> Role<'a, P> for ClientEntry<'a, P> {
+    const READS_RESPONSES: bool = true;
+
+    fn call(call: Call<'a, P>) -> Self {
+        ClientEntry::Call(call)
+    }
+
+    fn invalid(id: Option<Id<'a>>, reason: &'static str) -> Self {
+        ClientEntry::Invalid { id, reason }
+    }
+
+    fn response(version_ok: bool, id: Option<Id<'a>>, result: Member<P>, error: Member<P>) -> Self {
+        let Some(id) = id else { return ClientEntry::Invalid { id: None, reason: "a response without an id" } };
+        let outcome = match (version_ok, result, error) {
+            (true, Member::Valid(result), Member::Absent) => Outcome::Result(result),
+            (true, Member::Absent, Member::Valid(error)) => Outcome::Error(error),
+            (false, ..) => Outcome::Invalid("jsonrpc is not \"2.0\""),
+            (true, Member::Valid(_), Member::Valid(_)) => Outcome::Invalid("a response with both result and error"),
+            (true, ..) => Outcome::Invalid("error is not an object"),
+        };
+        ClientEntry::Response { id, outcome }
+    }
+}
+
+fn parse_entry<'a, P, E: From<SyntaxError>, R: Role<'a, P>>(
     scanner: &mut Scanner<'a>,
-    role: Role,
     read_params: &mut impl FnMut(&mut Scanner<'a>) -> Result<P, E>,
-) -> Result<Entry<'a, P>, E> {
+) -> Result<R, E> {
     if scanner.peek() != Some(b'{') {
         scanner.value()?;
-        return Ok(Entry::Invalid { id: None, reason: "not an object" });
+        return Ok(R::invalid(None, "not an object"));
     }
     let mut version_ok = false;
     let mut method = Member::Absent;
@@ -245,8 +333,8 @@ fn parse_entry<'a, P, E: From<SyntaxError>>(
                         _ => Member::Wrong,
                     };
                 }
-                Name::Result if role == Role::Client => result = Member::Valid(read_params(scanner)?),
-                Name::Error if role == Role::Client => {
+                Name::Result if R::READS_RESPONSES => result = Member::Valid(read_params(scanner)?),
+                Name::Error if R::READS_RESPONSES => {
                     error = if peek == Some(b'{') { Member::Valid(read_params(scanner)?) } else { Member::Wrong };
                 }
                 Name::Result | Name::Error | Name::Other => {}
@@ -263,22 +351,22 @@ fn parse_entry<'a, P, E: From<SyntaxError>>(
     let id = match id {
         Member::Absent => None,
         Member::Valid(id) => Some(id),
-        Member::Wrong => return Ok(Entry::Invalid { id: None, reason: "id is not a string, a number or null" }),
+        Member::Wrong => return Ok(R::invalid(None, "id is not a string, a number or null")),
     };
     if matches!(method, Member::Absent) && !(matches!(result, Member::Absent) && matches!(error, Member::Absent)) {
-        return Ok(response_entry(version_ok, id, result, error));
+        return Ok(R::response(version_ok, id, result, error));
     }
     // The reasons are checked in the same order as `rpcwire.pure` checks them.
     let reason = match (version_ok, method, params) {
-        (true, Member::Valid(method), Member::Absent) => return Ok(Entry::Call(Call { method, params: None, id })),
+        (true, Member::Valid(method), Member::Absent) => return Ok(R::call(Call { method, params: None, id })),
         (true, Member::Valid(method), Member::Valid(params)) => {
-            return Ok(Entry::Call(Call { method, params: Some(params), id }))
+            return Ok(R::call(Call { method, params: Some(params), id }))
         }
         (false, _, _) => "jsonrpc is not \"2.0\"",
         (true, Member::Absent | Member::Wrong, _) => "method is not a string",
         (true, Member::Valid(_), Member::Wrong) => "params is not an array or an object",
     };
-    Ok(Entry::Invalid { id, reason })
+    Ok(R::invalid(id, reason))
 }
 
 /// The members of a message that mean something to the envelope.
@@ -341,22 +429,11 @@ fn literal_name(literal: &[u8]) -> &str {
     std::str::from_utf8(&literal[1..literal.len() - 2]).unwrap_or_default()
 }
 
-/// A message without `method` but with `result` or `error` (only a client reads these).
-fn response_entry<P>(version_ok: bool, id: Option<Id<'_>>, result: Member<P>, error: Member<P>) -> Entry<'_, P> {
-    let Some(id) = id else { return Entry::Invalid { id: None, reason: "a response without an id" } };
-    let outcome = match (version_ok, result, error) {
-        (true, Member::Valid(result), Member::Absent) => Outcome::Result(result),
-        (true, Member::Absent, Member::Valid(error)) => Outcome::Error(error),
-        (false, ..) => Outcome::Invalid("jsonrpc is not \"2.0\""),
-        (true, Member::Valid(_), Member::Valid(_)) => Outcome::Invalid("a response with both result and error"),
-        (true, ..) => Outcome::Invalid("error is not an object"),
-    };
-    Entry::Response { id, outcome }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{parse_incoming_with, parse_message, Call, Entry, Id, Limits, Message, Outcome};
+    use super::{
+        parse_incoming_with, parse_message, Call, ClientEntry, ClientMessage, Entry, Id, Limits, Message, Outcome,
+    };
     use crate::errors::SyntaxError;
     use crate::json::JsonStr;
 
@@ -379,7 +456,6 @@ mod tests {
         let id = match single(text) {
             Entry::Call(call) => call.id,
             Entry::Invalid { id, .. } => id,
-            Entry::Response { .. } => unreachable!("a server's reader makes no responses"),
         };
         let mut out = Vec::new();
         id.unwrap_or(Id::Null).write_json(&mut out);
@@ -517,35 +593,48 @@ mod tests {
         Ok(scanner.span_from(start))
     }
 
-    fn incoming(text: &str) -> Entry<'_> {
-        match parse_incoming_with(text, Limits::default(), read_raw).expect("valid JSON").message {
-            Message::Single(entry) => entry,
-            other => panic!("not a single message: {other:?}"),
+    fn incoming(text: &str) -> ClientEntry<'_> {
+        match parse_incoming_with(text, 128, read_raw).expect("valid JSON").message {
+            ClientMessage::Single(entry) => entry,
+            other @ ClientMessage::Batch(_) => panic!("not a single message: {other:?}"),
         }
     }
 
     #[test]
     fn a_client_reads_responses_and_the_servers_own_calls() {
         let result = incoming(r#"{"jsonrpc":"2.0","result":{"a":[1]},"id":1e3}"#);
-        assert_eq!(result, Entry::Response { id: Id::Number("1e3"), outcome: Outcome::Result(r#"{"a":[1]}"#) });
+        assert_eq!(result, ClientEntry::Response { id: Id::Number("1e3"), outcome: Outcome::Result(r#"{"a":[1]}"#) });
         let error = incoming(r#"{"jsonrpc":"2.0","id":"x","error":{"code":-1,"message":"m"}}"#);
         let expected = Outcome::Error(r#"{"code":-1,"message":"m"}"#);
-        assert_eq!(error, Entry::Response { id: Id::String(plain("x")), outcome: expected });
+        assert_eq!(error, ClientEntry::Response { id: Id::String(plain("x")), outcome: expected });
         let call = incoming(r#"{"jsonrpc":"2.0","method":"m","id":2,"result":1}"#);
-        assert_eq!(call, Entry::Call(Call { method: plain("m"), params: None, id: Some(Id::Number("2")) }));
+        assert_eq!(call, ClientEntry::Call(Call { method: plain("m"), params: None, id: Some(Id::Number("2")) }));
         for (text, reason) in [
             (r#"{"jsonrpc":"2.0","id":1,"result":1,"error":{}}"#, "a response with both result and error"),
             (r#"{"jsonrpc":"2.0","id":1,"error":5}"#, "error is not an object"),
             (r#"{"result":5,"id":1}"#, "jsonrpc is not \"2.0\""),
         ] {
-            let expected = Entry::Response { id: Id::Number("1"), outcome: Outcome::Invalid(reason) };
+            let expected = ClientEntry::Response { id: Id::Number("1"), outcome: Outcome::Invalid(reason) };
             assert_eq!(incoming(text), expected, "{text}");
         }
-        let no_id = Entry::Invalid { id: None, reason: "a response without an id" };
+        let no_id = ClientEntry::Invalid { id: None, reason: "a response without an id" };
         assert_eq!(incoming(r#"{"jsonrpc":"2.0","result":5}"#), no_id);
-        let not_a_call = Entry::Invalid { id: Some(Id::Number("1")), reason: "method is not a string" };
+        let not_a_call = ClientEntry::Invalid { id: Some(Id::Number("1")), reason: "method is not a string" };
         assert_eq!(incoming(r#"{"jsonrpc":"2.0","id":1}"#), not_a_call);
         // To a server, a response is an invalid request (its id echoed).
         assert!(matches!(single(r#"{"jsonrpc":"2.0","id":1,"result":1}"#), Entry::Invalid { id: Some(_), .. }));
+    }
+
+    #[test]
+    fn a_client_reads_a_batch_of_any_length_and_its_depth_limit() {
+        let long = format!("[{}1]", r#"{"jsonrpc":"2.0","id":1,"result":1},"#.repeat(5_000));
+        let ClientMessage::Batch(entries) = parse_incoming_with(&long, 128, read_raw).unwrap().message else {
+            panic!("a batch")
+        };
+        assert_eq!(entries.len(), 5_001);
+        assert_eq!(entries[5_000], ClientEntry::Invalid { id: None, reason: "not an object" });
+        let nested = r#"{"jsonrpc":"2.0","id":1,"result":[[1]]}"#;
+        assert!(parse_incoming_with(nested, 3, read_raw).is_ok());
+        assert!(parse_incoming_with(nested, 2, read_raw).is_err());
     }
 }

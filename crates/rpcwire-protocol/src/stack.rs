@@ -13,7 +13,7 @@
 //! failing call) the floor is 0 and only the fixed caps hold: `max_depth` (at most 512) when
 //! decoding, 2,000 levels when encoding.
 //!
-//! No Python here: the scanner (`json.rs`) and the binding's codec both check it.
+//! No Python here: the scanner (`json::scan`) and the binding's codec both check it.
 
 use std::cell::Cell;
 

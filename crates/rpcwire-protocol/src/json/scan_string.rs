@@ -1,0 +1,475 @@
+//! The scanner's strings: validated in one walk over their bytes that skips the ordinary ones
+//! sixteen at a time (SSE2 on `x86_64`), and read three ways: borrowed as written (`Scanner::string`,
+//! for the envelope), unescaped into a buffer with their `Width` found in the same walk
+//! (`Scanner::string_text`, the decoder's path), or measured for a Python string of their final size
+//! (`Scanner::string_shape`, a long text, filled by `unescape::unescape_units`).
+//!
+//! Lone surrogate escapes are accepted (as `json.loads` accepts them): strings are WTF-8 here.
+
+use super::scan::{JsonStr, Scanner};
+use super::unescape::{count_chars, escaped_code_point, hex4, push_code_point, Width};
+use super::Result;
+use crate::errors::SyntaxError;
+
+/// Bytes that stand for themselves inside a JSON string: all but `"`, `\\` and control characters.
+pub(super) static ORDINARY_IN_STRING: [bool; 256] = {
+    let mut table = [true; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        table[byte] = false;
+        byte += 1;
+    }
+    table[b'"' as usize] = false;
+    table[b'\\' as usize] = false;
+    table
+};
+
+/// The index of the first byte at or after `pos` that is `"`, `\\`, a control character or (with
+/// `STOP_AT_ED`, the lead byte of a WTF-8 surrogate) 0xED; `bytes.len()` if there is none.
+///
+/// Sixteen bytes are tested at a time with SSE2 (part of every `x86_64`), elsewhere one at a time:
+/// each string is passed over three times (envelope, decoding, encoding), and SSE2 beat 8-byte SWAR
+/// words (bench/README.md).
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))] // `pos` moves in the SSE2 loop only
+pub(super) fn skip_ordinary<const STOP_AT_ED: bool>(bytes: &[u8], mut pos: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    while let Some(chunk) = bytes.get(pos..pos + 16) {
+        let mask = special_mask_sse2::<STOP_AT_ED>(chunk.try_into().expect("a chunk of 16 bytes"));
+        if mask != 0 {
+            return pos + mask.trailing_zeros() as usize;
+        }
+        pos += 16;
+    }
+    let is_special = |byte: u8| !ORDINARY_IN_STRING[usize::from(byte)] || (STOP_AT_ED && byte == 0xED);
+    bytes[pos..].iter().position(|&byte| is_special(byte)).map_or(bytes.len(), |offset| pos + offset)
+}
+
+/// As `skip_ordinary::<false>`, and raises `widest` to the largest byte skipped (the bytes before the one
+/// it stops at, never one after it): that byte says how Python stores the text ([`Width::of_utf8`]).
+///
+/// The decoder walks each string once, resolving its escapes as it goes and learning its width, so
+/// that the `str` is built without another pass to validate or measure it.
+#[inline]
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))] // `pos` moves in the SSE2 loop only
+fn skip_ordinary_widest(bytes: &[u8], mut pos: usize, widest: &mut u8) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{__m128i, _mm_and_si128, _mm_loadu_si128, _mm_max_epu8, _mm_setzero_si128};
+        /// Sixteen 0xFF then sixteen 0x00: from offset `16 - n`, a mask that keeps the first `n` bytes.
+        static PREFIX: [u8; 32] = {
+            let mut mask = [0; 32];
+            let mut i = 0;
+            while i < 16 {
+                mask[i] = 0xFF;
+                i += 1;
+            }
+            mask
+        };
+        // SAFETY: SSE2 is part of the x86_64 baseline; each load reads 16 bytes inside `bytes` (the
+        // chunk) or inside `PREFIX` (`16 - n` is in 0..=16, so 16 bytes from it stay in its 32).
+        unsafe {
+            let mut most: __m128i = _mm_setzero_si128();
+            while let Some(chunk) = bytes.get(pos..pos + 16) {
+                let chunk = _mm_loadu_si128(chunk.as_ptr().cast());
+                let mask = special_mask_of::<false>(chunk);
+                if mask != 0 {
+                    let n = mask.trailing_zeros() as usize;
+                    let keep = _mm_loadu_si128(PREFIX[16 - n..].as_ptr().cast());
+                    *widest = (*widest).max(largest_byte(_mm_max_epu8(most, _mm_and_si128(chunk, keep))));
+                    return pos + n;
+                }
+                most = _mm_max_epu8(most, chunk);
+                pos += 16;
+            }
+            *widest = (*widest).max(largest_byte(most));
+        }
+    }
+    for (offset, &byte) in bytes[pos..].iter().enumerate() {
+        if !ORDINARY_IN_STRING[usize::from(byte)] {
+            return pos + offset;
+        }
+        *widest = (*widest).max(byte);
+    }
+    bytes.len()
+}
+
+/// The largest of the 16 bytes; 0 for ASCII ones without looking further (the usual case).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn largest_byte(bytes: std::arch::x86_64::__m128i) -> u8 {
+    use std::arch::x86_64::{_mm_cvtsi128_si32, _mm_max_epu8, _mm_movemask_epi8, _mm_srli_si128};
+    // SAFETY: SSE2 is part of the x86_64 baseline; these work on registers only.
+    unsafe {
+        if _mm_movemask_epi8(bytes) == 0 {
+            return 0;
+        }
+        let most = _mm_max_epu8(bytes, _mm_srli_si128::<8>(bytes));
+        let most = _mm_max_epu8(most, _mm_srli_si128::<4>(most));
+        let most = _mm_max_epu8(most, _mm_srli_si128::<2>(most));
+        let most = _mm_max_epu8(most, _mm_srli_si128::<1>(most));
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // the low byte
+        let byte = _mm_cvtsi128_si32(most) as u8;
+        byte
+    }
+}
+
+impl<'a> Scanner<'a> {
+    /// A string; the cursor is at its opening quote.
+    pub fn string(&mut self) -> Result<JsonStr<'a>> {
+        let bytes = self.bytes();
+        // A local cursor (not `self.pos`) lets the loop keep it in a register.
+        let start = self.pos + 1;
+        let mut pos = start;
+        let mut escaped = false;
+        loop {
+            pos = skip_ordinary::<false>(bytes, pos);
+            match bytes.get(pos) {
+                None => return Err(SyntaxError { what: "unterminated string", position: pos }),
+                Some(b'"') => break,
+                Some(b'\\') => {
+                    escaped = true;
+                    pos += 1;
+                    match bytes.get(pos) {
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => pos += 1,
+                        Some(b'u') if bytes.get(pos + 1..pos + 5).is_some_and(is_hex4) => pos += 5,
+                        _ => return Err(SyntaxError { what: "invalid escape in string", position: pos }),
+                    }
+                }
+                Some(_) => return Err(SyntaxError { what: "control character in string", position: pos }),
+            }
+        }
+        let raw = &self.text[start..pos];
+        self.pos = pos + 1;
+        Ok(JsonStr { raw, escaped })
+    }
+
+    /// A string, its escapes resolved: the cursor is at its opening quote. A string without escapes is
+    /// handed out as it is written; otherwise its text (WTF-8) is appended to `out`. Accepts exactly what
+    /// [`string`](Self::string) accepts, with the same errors, in one walk over the bytes that validates,
+    /// unescapes and finds the text's [`Width`] (the decoder's path: no second pass over any string).
+    ///
+    /// `Ok(None)` when the text of a string with escapes would take more than `limit` bytes of `out`:
+    /// the cursor has not moved (what `out` holds then is of no use), and [`string_shape`](Self::string_shape)
+    /// reads the string instead, so that a long text is never held whole outside the Python string.
+    pub fn string_text(&mut self, out: &mut Vec<u8>, limit: usize) -> Result<Option<StrText<'a>>> {
+        let bytes = self.bytes();
+        let start = self.pos + 1;
+        let mut widest = 0;
+        // A local cursor (not `self.pos`) lets the loops keep it in a register.
+        let mut pos = skip_ordinary_widest(bytes, start, &mut widest);
+        match bytes.get(pos) {
+            Some(b'"') => {
+                self.pos = pos + 1;
+                return Ok(Some(StrText {
+                    unescaped: Some(&self.text[start..pos]),
+                    width: Width::of_utf8(widest),
+                    has_surrogate: false,
+                }));
+            }
+            Some(b'\\') => {}
+            None => return Err(SyntaxError { what: "unterminated string", position: pos }),
+            Some(_) => return Err(SyntaxError { what: "control character in string", position: pos }),
+        }
+        if pos - start > limit {
+            return Ok(None);
+        }
+        out.extend_from_slice(&bytes[start..pos]);
+        let mut width = Width::Ascii;
+        let mut has_surrogate = false;
+        loop {
+            // At a backslash.
+            pos += 1;
+            let simple = match bytes.get(pos) {
+                Some(b'"') => b'"',
+                Some(b'\\') => b'\\',
+                Some(b'/') => b'/',
+                Some(b'b') => 0x08,
+                Some(b'f') => 0x0C,
+                Some(b'n') => b'\n',
+                Some(b'r') => b'\r',
+                Some(b't') => b'\t',
+                Some(b'u') if bytes.get(pos + 1..pos + 5).is_some_and(is_hex4) => {
+                    let mut cp = hex4(&bytes[pos + 1..pos + 5]);
+                    pos += 5;
+                    if (0xD800..0xDC00).contains(&cp)
+                        && bytes.get(pos..pos + 2) == Some(b"\\u")
+                        && bytes.get(pos + 2..pos + 6).is_some_and(is_hex4)
+                    {
+                        let low = hex4(&bytes[pos + 2..pos + 6]);
+                        if (0xDC00..0xE000).contains(&low) {
+                            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+                            pos += 6;
+                        }
+                    }
+                    has_surrogate |= (0xD800..0xE000).contains(&cp);
+                    width = width.max(Width::of_code_point(cp));
+                    push_code_point(out, cp);
+                    0
+                }
+                _ => return Err(SyntaxError { what: "invalid escape in string", position: pos }),
+            };
+            if simple != 0 {
+                out.push(simple);
+                pos += 1;
+            }
+            let run = pos;
+            pos = skip_ordinary_widest(bytes, run, &mut widest);
+            if out.len() + (pos - run) > limit {
+                return Ok(None);
+            }
+            out.extend_from_slice(&bytes[run..pos]);
+            match bytes.get(pos) {
+                Some(b'"') => break,
+                Some(b'\\') => {}
+                None => return Err(SyntaxError { what: "unterminated string", position: pos }),
+                Some(_) => return Err(SyntaxError { what: "control character in string", position: pos }),
+            }
+        }
+        self.pos = pos + 1;
+        Ok(Some(StrText { unescaped: None, width: width.max(Width::of_utf8(widest)), has_surrogate }))
+    }
+
+    /// A string measured without being unescaped: the cursor is at its opening quote. Accepts exactly
+    /// what [`string`](Self::string) accepts, with the same errors, in one walk that validates it and
+    /// counts its characters and finds its [`Width`], so that the caller can make the Python string at
+    /// its final size and kind and fill it with [`unescape_units`] (a second walk, over `raw` only).
+    pub fn string_shape(&mut self) -> Result<StrShape<'a>> {
+        let bytes = self.bytes();
+        let start = self.pos + 1;
+        // `escaped_bytes`: the bytes of the escapes beyond one a character, so that the characters are
+        // those of the whole content (one count, a chunk at a time) less these.
+        let (mut widest, mut width, mut has_surrogate, mut escaped_bytes) = (0, Width::Ascii, false, 0);
+        // A local cursor (not `self.pos`) lets the loop keep it in a register.
+        let mut pos = start;
+        loop {
+            pos = skip_ordinary_widest(bytes, pos, &mut widest);
+            match bytes.get(pos) {
+                Some(b'"') => break,
+                Some(b'\\') => {}
+                None => return Err(SyntaxError { what: "unterminated string", position: pos }),
+                Some(_) => return Err(SyntaxError { what: "control character in string", position: pos }),
+            }
+            // At a backslash.
+            pos += 1;
+            match bytes.get(pos) {
+                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                    pos += 1;
+                    escaped_bytes += 1;
+                }
+                Some(b'u') if bytes.get(pos + 1..pos + 5).is_some_and(is_hex4) => {
+                    let (cp, length) = escaped_code_point(bytes, pos + 1);
+                    has_surrogate |= (0xD800..0xE000).contains(&cp);
+                    width = width.max(Width::of_code_point(cp));
+                    pos += length;
+                    escaped_bytes += length;
+                }
+                _ => return Err(SyntaxError { what: "invalid escape in string", position: pos }),
+            }
+        }
+        self.pos = pos + 1;
+        let raw = &self.text[start..pos];
+        let chars = if widest < 0x80 { raw.len() } else { count_chars(raw.as_bytes()) } - escaped_bytes;
+        Ok(StrShape { raw, chars, width: width.max(Width::of_utf8(widest)), has_surrogate })
+    }
+}
+
+/// A JSON string as [`Scanner::string_shape`] measured it, for [`unescape_units`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StrShape<'a> {
+    /// The content between the quotes, exactly as written (escapes and all).
+    pub raw: &'a str,
+    /// The characters of its text (Python's `len`).
+    pub chars: usize,
+    /// How Python stores the text (exact: the narrowest kind that holds it).
+    pub width: Width,
+    /// Whether the text holds a lone surrogate (only an escape writes one).
+    pub has_surrogate: bool,
+}
+
+/// A string as [`Scanner::string_text`] read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StrText<'a> {
+    /// The content between the quotes when it held no escape (it is then the text); `None` when the
+    /// escapes were resolved into the caller's buffer.
+    pub unescaped: Option<&'a str>,
+    /// How Python stores the text (exact: the narrowest kind that holds it).
+    pub width: Width,
+    /// Whether the text holds a lone surrogate (only an escape writes one; its WTF-8 form is not UTF-8).
+    pub has_surrogate: bool,
+}
+
+/// Bit `i` set when `chunk[i]` is a byte `skip_ordinary` stops at.
+#[cfg(target_arch = "x86_64")]
+fn special_mask_sse2<const STOP_AT_ED: bool>(chunk: &[u8; 16]) -> i32 {
+    use std::arch::x86_64::_mm_loadu_si128;
+    // SAFETY: SSE2 is part of the x86_64 baseline, and the load reads exactly the 16 bytes of
+    // `chunk` (`loadu` needs no alignment).
+    special_mask_of::<STOP_AT_ED>(unsafe { _mm_loadu_si128(chunk.as_ptr().cast()) })
+}
+
+/// Bit `i` set when byte `i` of `bytes` is one `skip_ordinary` stops at.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub(super) fn special_mask_of<const STOP_AT_ED: bool>(bytes: std::arch::x86_64::__m128i) -> i32 {
+    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8};
+    // SAFETY: SSE2 is part of the x86_64 baseline; these work on registers only.
+    unsafe {
+        let below_0x20 = {
+            // max(byte, 0x1F) == 0x1F exactly when byte <= 0x1F (unsigned).
+            let last_control = _mm_set1_epi8(0x1F);
+            _mm_cmpeq_epi8(_mm_max_epu8(bytes, last_control), last_control)
+        };
+        let quote = _mm_cmpeq_epi8(bytes, _mm_set1_epi8(0x22)); // '"'
+        let backslash = _mm_cmpeq_epi8(bytes, _mm_set1_epi8(0x5C)); // '\\'
+        let mut special = _mm_or_si128(below_0x20, _mm_or_si128(quote, backslash));
+        if STOP_AT_ED {
+            special = _mm_or_si128(special, _mm_cmpeq_epi8(bytes, _mm_set1_epi8(i8::from_ne_bytes([0xED]))));
+        }
+        _mm_movemask_epi8(special)
+    }
+}
+
+pub(super) fn is_hex4(digits: &[u8]) -> bool {
+    digits.iter().all(u8::is_ascii_hexdigit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skip_ordinary_stops_at_each_special_byte_wherever_it_is() {
+        for length in [0, 1, 15, 16, 17, 31, 32, 33, 70] {
+            for at in 0..length {
+                for byte in 0..=255u8 {
+                    let mut bytes = vec![b'a'; length];
+                    bytes[at] = byte;
+                    for start in [0, at.min(3), at] {
+                        let plain = byte >= 0x20 && byte != b'"' && byte != b'\\';
+                        let expected = if plain { length } else { at };
+                        assert_eq!(super::skip_ordinary::<false>(&bytes, start), expected, "{bytes:?} from {start}");
+                        let expected = if plain && byte != 0xED { length } else { at };
+                        assert_eq!(super::skip_ordinary::<true>(&bytes, start), expected, "{bytes:?} from {start}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// `string_text` against `string` and `unescape_into`, on strings whose escapes, controls and
+    /// non-ASCII bytes sit anywhere around the 16-byte chunks.
+    #[test]
+    fn string_text_reads_what_string_and_unescape_read() {
+        use crate::json::{StrText, Width};
+        let pieces = [
+            "a",
+            "\\n",
+            "\\\\",
+            "\\\"",
+            "\\/",
+            "\\t",
+            "\\u00e9",
+            "\\u2014",
+            "\\ud83d\\ude00",
+            "\\ud800",
+            "\\udc00x",
+            "\u{e9}",
+            "\u{2014}",
+            "\u{1f600}",
+            "\u{7f}",
+            "\\u0000",
+            "0123456789abcdef",
+            "\\x",
+            "\t",
+            "\\u12",
+        ];
+        let mut texts = vec![String::new()];
+        for first in pieces {
+            for second in pieces {
+                for pad in [0, 3, 13, 15, 16, 17] {
+                    texts.push(format!("{}{first}{}{second}", "p".repeat(pad), "q".repeat(pad / 2)));
+                }
+            }
+        }
+        for body in texts {
+            for tail in ["\"", "", "\"]"] {
+                let text = format!("\"{body}{tail}");
+                let expected = Scanner::new(&text, 8).string().map(|string| {
+                    let (decoded, has_surrogate) = string.decode();
+                    (decoded.into_owned(), has_surrogate, string.escaped)
+                });
+                let mut out = Vec::new();
+                let mut scanner = Scanner::new(&text, 8);
+                let got = scanner.string_text(&mut out, usize::MAX).map(|read| read.expect("no limit"));
+                string_shape_reads_what_string_and_unescape_read(&text, expected.as_ref());
+                // With a limit: the same, or (with escapes only, or an error further on: `string_shape`
+                // then finds it) refused without moving.
+                let mut short = Scanner::new(&text, 8);
+                match short.string_text(&mut Vec::new(), 4) {
+                    Ok(None) => {
+                        assert!(expected.as_ref().map_or(true, |(_, _, escaped)| *escaped), "{text:?}");
+                        assert_eq!(short.pos, 0, "{text:?}");
+                    }
+                    Ok(Some(_)) => assert!(expected.is_ok(), "{text:?}"),
+                    Err(error) => assert_eq!(Err(&error), expected.as_ref().map(|_| ()), "{text:?}"),
+                }
+                match (expected, got) {
+                    (
+                        Ok((decoded, has_surrogate, escaped)),
+                        Ok(StrText { unescaped, width, has_surrogate: got_surrogate }),
+                    ) => {
+                        let got_text = unescaped.map_or(out.clone(), |raw| raw.as_bytes().to_vec());
+                        assert_eq!(got_text, decoded, "{text:?}");
+                        assert_eq!(unescaped.is_none(), escaped, "{text:?}");
+                        assert_eq!(got_surrogate, has_surrogate, "{text:?}");
+                        let widest = String::from_utf8_lossy(&decoded).chars().map(u32::from).max().unwrap_or(0);
+                        let widest = if has_surrogate { widest.max(0xD800) } else { widest };
+                        assert_eq!(width, Width::of_code_point(widest), "{text:?}");
+                    }
+                    (Err(expected), Err(got)) => assert_eq!(got, expected, "{text:?}"),
+                    (expected, got) => panic!("{text:?}: {expected:?} against {got:?}"),
+                }
+            }
+        }
+    }
+
+    /// `string_shape` and `unescape_units` on `text` against what `string` and `unescape_into` read
+    /// (`expected`: the decoded text, whether it holds a lone surrogate, whether it had escapes).
+    fn string_shape_reads_what_string_and_unescape_read(
+        text: &str,
+        expected: std::result::Result<&(Vec<u8>, bool, bool), &crate::errors::SyntaxError>,
+    ) {
+        use crate::json::{count_chars, unescape_units, widen_wtf8, StrShape, Width};
+        let mut scanner = Scanner::new(text, 8);
+        match (expected, scanner.string_shape()) {
+            (Ok((decoded, has_surrogate, _)), Ok(StrShape { raw, chars, width, has_surrogate: got_surrogate })) => {
+                assert_eq!(scanner.pos, raw.len() + 2, "{text:?}");
+                assert_eq!(chars, count_chars(decoded), "{text:?}");
+                assert_eq!(got_surrogate, *has_surrogate, "{text:?}");
+                let mut expected_units = vec![0u32; chars];
+                widen_wtf8(decoded, &mut expected_units);
+                let widest = expected_units.iter().copied().max().unwrap_or(0);
+                assert_eq!(width, Width::of_code_point(widest), "{text:?}");
+                let mut units = vec![0u32; chars];
+                assert_eq!(unescape_units(raw.as_bytes(), &mut units), chars, "{text:?}");
+                assert_eq!(units, expected_units, "{text:?}");
+                if width <= Width::Ucs2 {
+                    let mut units = vec![0u16; chars];
+                    assert_eq!(unescape_units(raw.as_bytes(), &mut units), chars, "{text:?}");
+                    assert!(units.iter().map(|&unit| u32::from(unit)).eq(expected_units.iter().copied()), "{text:?}");
+                }
+                if width <= Width::Latin1 {
+                    let mut units = vec![0u8; chars];
+                    assert_eq!(unescape_units(raw.as_bytes(), &mut units), chars, "{text:?}");
+                    assert!(units.iter().map(|&unit| u32::from(unit)).eq(expected_units.iter().copied()), "{text:?}");
+                }
+                // Too little room: filled up to it, never past it.
+                let mut units = vec![0u32; chars / 2];
+                assert_eq!(unescape_units(raw.as_bytes(), &mut units), chars / 2, "{text:?}");
+                assert_eq!(units, expected_units[..chars / 2], "{text:?}");
+            }
+            (Err(expected), Err(got)) => assert_eq!(&got, expected, "{text:?}"),
+            (expected, got) => panic!("{text:?}: {expected:?} against {got:?}"),
+        }
+    }
+}

@@ -1,0 +1,384 @@
+//! A JSON string's text out of its raw content: escapes resolved to WTF-8 (`unescape_into`), or
+//! straight into a Python string's storage units (`unescape_units`, `widen_wtf8`: Latin-1, UCS-2 or
+//! UCS-4, the `StrUnit`s), with the `Width` and character count that storage needs. Callers pass
+//! content the scanner validated: nothing here fails.
+
+use super::scan_string::is_hex4;
+
+/// How Python stores a text: the widest character's kind, which its largest code point decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Width {
+    /// Every character below U+0080.
+    Ascii,
+    /// Below U+0100: one byte a character.
+    Latin1,
+    /// Below U+10000 (surrogates included): two bytes a character.
+    Ucs2,
+    /// Four bytes a character.
+    Ucs4,
+}
+
+impl Width {
+    /// The width of a (WTF-8) text whose largest byte is `byte`: a lead byte's value orders the code
+    /// points it starts (0xC2-0xC3 up to U+00FF, up to 0xEF within the BMP), and continuation bytes
+    /// (0x80-0xBF) are below every lead byte of more than one byte.
+    pub fn of_utf8(byte: u8) -> Self {
+        match byte {
+            0..=0x7F => Self::Ascii,
+            0x80..=0xC3 => Self::Latin1,
+            0xC4..=0xEF => Self::Ucs2,
+            _ => Self::Ucs4,
+        }
+    }
+
+    /// The width of a text holding code point `cp`.
+    pub fn of_code_point(cp: u32) -> Self {
+        match cp {
+            0..=0x7F => Self::Ascii,
+            0x80..=0xFF => Self::Latin1,
+            0x100..=0xFFFF => Self::Ucs2,
+            _ => Self::Ucs4,
+        }
+    }
+
+    /// The largest code point of this width (what `PyUnicode_New` takes).
+    pub fn max_char(self) -> u32 {
+        match self {
+            Self::Ascii => 0x7F,
+            Self::Latin1 => 0xFF,
+            Self::Ucs2 => 0xFFFF,
+            Self::Ucs4 => 0x10_FFFF,
+        }
+    }
+}
+
+/// The characters of a WTF-8 text (its bytes that do not continue a character: 0x80-0xBF).
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))] // `pos` moves in the SSE2 loop only
+pub fn count_chars(text: &[u8]) -> usize {
+    let mut continuations = 0;
+    let mut pos = 0;
+    // Sixteen byte counters (SSE2), summed every 255 chunks before one can wrap: no popcount per chunk.
+    #[cfg(target_arch = "x86_64")]
+    while pos + 16 <= text.len() {
+        use std::arch::x86_64::{
+            _mm_add_epi64, _mm_cmplt_epi8, _mm_cvtsi128_si64, _mm_loadu_si128, _mm_sad_epu8, _mm_set1_epi8,
+            _mm_setzero_si128, _mm_srli_si128, _mm_sub_epi8,
+        };
+        let chunks = ((text.len() - pos) / 16).min(255);
+        // SAFETY: SSE2 is part of the x86_64 baseline; each load reads 16 bytes of `text` at `pos`,
+        // which `chunks` keeps within it.
+        unsafe {
+            let mut counts = _mm_setzero_si128();
+            for _ in 0..chunks {
+                let bytes = _mm_loadu_si128(text.as_ptr().add(pos).cast());
+                // As signed bytes, 0x80-0xBF are exactly those below -64 (0xC0); a match is -1.
+                counts = _mm_sub_epi8(counts, _mm_cmplt_epi8(bytes, _mm_set1_epi8(-64)));
+                pos += 16;
+            }
+            let sums = _mm_sad_epu8(counts, _mm_setzero_si128());
+            let total = _mm_cvtsi128_si64(_mm_add_epi64(sums, _mm_srli_si128::<8>(sums)));
+            continuations += usize::try_from(total).unwrap_or(0);
+        }
+    }
+    continuations += text[pos..].iter().filter(|&&byte| (0x80..0xC0).contains(&byte)).count();
+    text.len() - continuations
+}
+
+/// A code unit of a Python string's storage: 1 (Latin-1), 2 (UCS-2) or 4 bytes (UCS-4).
+pub trait StrUnit: Copy {
+    /// The unit holding `cp` (which fits: the caller chose the width from the text's widest character).
+    fn of(cp: u32) -> Self;
+
+    /// Copy the ASCII bytes at the front of `text` into `units`, as units (stopping at a backslash too
+    /// with `STOP_AT_BACKSLASH`); how many.
+    fn copy_ascii<const STOP_AT_BACKSLASH: bool>(text: &[u8], units: &mut [Self]) -> usize {
+        let mut count = 0;
+        for (unit, &byte) in units.iter_mut().zip(text).take_while(|(_, &byte)| plain::<STOP_AT_BACKSLASH>(byte)) {
+            *unit = Self::of(u32::from(byte));
+            count += 1;
+        }
+        count
+    }
+}
+
+impl StrUnit for u8 {
+    #[allow(clippy::cast_possible_truncation)] // fits, by the caller's choice of width
+    fn of(cp: u32) -> Self {
+        cp as u8
+    }
+
+    fn copy_ascii<const STOP_AT_BACKSLASH: bool>(text: &[u8], units: &mut [Self]) -> usize {
+        let count = ascii_prefix::<STOP_AT_BACKSLASH>(text).min(units.len());
+        units[..count].copy_from_slice(&text[..count]);
+        count
+    }
+}
+
+impl StrUnit for u16 {
+    #[allow(clippy::cast_possible_truncation)] // fits, by the caller's choice of width
+    fn of(cp: u32) -> Self {
+        cp as u16
+    }
+
+    /// Sixteen bytes at a time, each widened to its unit (SSE2).
+    #[cfg(target_arch = "x86_64")]
+    fn copy_ascii<const STOP_AT_BACKSLASH: bool>(text: &[u8], units: &mut [Self]) -> usize {
+        use std::arch::x86_64::{
+            _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8, _mm_setzero_si128, _mm_storeu_si128,
+            _mm_unpackhi_epi8, _mm_unpacklo_epi8,
+        };
+        let mut count = 0;
+        while let (Some(chunk), Some(out)) = (text.get(count..count + 16), units.get_mut(count..count + 16)) {
+            // SAFETY: SSE2 is part of the x86_64 baseline; the load reads the 16 bytes of `chunk` and
+            // the two stores write the 16 units (32 bytes) of `out`.
+            let ascii = unsafe {
+                let bytes = _mm_loadu_si128(chunk.as_ptr().cast());
+                let zero = _mm_setzero_si128();
+                _mm_storeu_si128(out.as_mut_ptr().cast(), _mm_unpacklo_epi8(bytes, zero));
+                _mm_storeu_si128(out.as_mut_ptr().add(8).cast(), _mm_unpackhi_epi8(bytes, zero));
+                let backslashes =
+                    if STOP_AT_BACKSLASH { _mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(0x5C))) } else { 0 };
+                _mm_movemask_epi8(bytes) | backslashes
+            };
+            if ascii != 0 {
+                // The units past the first non-ASCII byte are written over next.
+                return count + ascii.trailing_zeros() as usize;
+            }
+            count += 16;
+        }
+        for (unit, &byte) in
+            units[count..].iter_mut().zip(&text[count..]).take_while(|(_, &byte)| plain::<STOP_AT_BACKSLASH>(byte))
+        {
+            *unit = u16::from(byte);
+            count += 1;
+        }
+        count
+    }
+}
+
+impl StrUnit for u32 {
+    fn of(cp: u32) -> Self {
+        cp
+    }
+}
+
+/// Whether `byte` is ASCII (and, with `STOP_AT_BACKSLASH`, not a backslash).
+#[inline]
+fn plain<const STOP_AT_BACKSLASH: bool>(byte: u8) -> bool {
+    byte.is_ascii() && !(STOP_AT_BACKSLASH && byte == b'\\')
+}
+
+/// How many bytes at the front of `text` are ASCII (and, with `STOP_AT_BACKSLASH`, not a backslash).
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))] // `pos` moves in the SSE2 loop only
+fn ascii_prefix<const STOP_AT_BACKSLASH: bool>(text: &[u8]) -> usize {
+    let mut pos = 0;
+    #[cfg(target_arch = "x86_64")]
+    while let Some(chunk) = text.get(pos..pos + 16) {
+        use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
+        // SAFETY: SSE2 is part of the x86_64 baseline; the load reads the 16 bytes of `chunk`.
+        let stop = unsafe {
+            let bytes = _mm_loadu_si128(chunk.as_ptr().cast());
+            let backslashes =
+                if STOP_AT_BACKSLASH { _mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(0x5C))) } else { 0 };
+            _mm_movemask_epi8(bytes) | backslashes
+        };
+        if stop != 0 {
+            return pos + stop.trailing_zeros() as usize;
+        }
+        pos += 16;
+    }
+    pos + text[pos..].iter().take_while(|&&byte| plain::<STOP_AT_BACKSLASH>(byte)).count()
+}
+
+/// Write the characters of the WTF-8 `text` into `units` (`count_chars(text)` of them), one unit each:
+/// a Python string's storage filled straight from the decoder's bytes, without Python's UTF-8 decoder
+/// (which finds the width again, and widens what it wrote when a wider character comes). Runs of
+/// ASCII go through `T::copy_ascii`; a lone surrogate's WTF-8 form becomes its code unit. Returns how
+/// many units it wrote (never more than `units` holds).
+pub fn widen_wtf8<T: StrUnit>(text: &[u8], units: &mut [T]) -> usize {
+    fill_units::<T, false>(text, units)
+}
+
+/// The code point of the (WTF-8) character at `text[pos]` and its length in bytes; a continuation cut
+/// short counts as zero bits (callers pass validated text).
+#[inline]
+fn wtf8_char(text: &[u8], pos: usize) -> (u32, usize) {
+    let lead = text[pos];
+    let continuation = |offset: usize| u32::from(text.get(pos + offset).copied().unwrap_or(0x80) & 0x3F);
+    match lead {
+        0..=0x7F => (u32::from(lead), 1),
+        0x80..=0xDF => ((u32::from(lead & 0x1F) << 6) | continuation(1), 2),
+        0xE0..=0xEF => ((u32::from(lead & 0x0F) << 12) | (continuation(1) << 6) | continuation(2), 3),
+        _ => ((u32::from(lead & 0x07) << 18) | (continuation(1) << 12) | (continuation(2) << 6) | continuation(3), 4),
+    }
+}
+
+/// Write the text of a JSON string's content `raw` (as [`Scanner::string_shape`] validated and measured
+/// it) into `units`, one unit a character: the escapes resolved (a surrogate pair escape is one
+/// character, a lone surrogate escape its code unit), the runs between them widened as by [`widen_wtf8`].
+/// Returns how many units it wrote (never more than `units` holds: `string_shape`'s `chars` of them
+/// when `units` has room).
+///
+/// This is the decoder's second pass over a long string: the first measured it, so the text goes
+/// straight into the Python string's storage, with no buffer of the whole text in between.
+pub fn unescape_units<T: StrUnit>(raw: &[u8], units: &mut [T]) -> usize {
+    fill_units::<T, true>(raw, units)
+}
+
+/// [`widen_wtf8`] (without `ESCAPES`) and [`unescape_units`] (with): one loop over runs of ASCII
+/// (copied a chunk at a time), characters beyond ASCII and (with `ESCAPES`) escapes, which are
+/// frequent (source text has an escaped newline every line).
+fn fill_units<T: StrUnit, const ESCAPES: bool>(raw: &[u8], units: &mut [T]) -> usize {
+    let (mut pos, mut at) = (0, 0);
+    while pos < raw.len() && at < units.len() {
+        let ascii = T::copy_ascii::<ESCAPES>(&raw[pos..], &mut units[at..]);
+        pos += ascii;
+        at += ascii;
+        if pos == raw.len() || at == units.len() {
+            break;
+        }
+        if !ESCAPES || raw[pos] != b'\\' {
+            let (cp, length) = wtf8_char(raw, pos);
+            units[at] = T::of(cp);
+            at += 1;
+            pos += length;
+            continue;
+        }
+        pos += 1;
+        let (cp, length) = match raw.get(pos) {
+            Some(b'b') => (0x08, 1),
+            Some(b'f') => (0x0C, 1),
+            Some(b'n') => (u32::from(b'\n'), 1),
+            Some(b'r') => (u32::from(b'\r'), 1),
+            Some(b't') => (u32::from(b'\t'), 1),
+            Some(b'u') => escaped_code_point(raw, pos + 1),
+            // '"', '\\' and '/' stand for themselves.
+            Some(&other) => (u32::from(other), 1),
+            None => break,
+        };
+        units[at] = T::of(cp);
+        at += 1;
+        pos = (pos + length).min(raw.len());
+    }
+    at
+}
+
+/// The code point of the `\u` escape whose four hex digits start at `at` (the `u` is at `at - 1`),
+/// joined with a `\uDC00`-`\uDFFF` escape right after it when it is a high surrogate; and how many
+/// bytes from the `u` on it took (5 or 11). Digits that are missing or not hex count as 0: callers
+/// pass text the scanner validated.
+pub(super) fn escaped_code_point(raw: &[u8], at: usize) -> (u32, usize) {
+    let hex = |from: usize| raw.get(from..from + 4).filter(|digits| is_hex4(digits)).map(hex4);
+    let cp = hex(at).unwrap_or(0);
+    if (0xD800..0xDC00).contains(&cp) && raw.get(at + 4..at + 6) == Some(b"\\u") {
+        if let Some(low @ 0xDC00..=0xDFFF) = hex(at + 6) {
+            return (0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00), 11);
+        }
+    }
+    (cp, 5)
+}
+
+pub(super) fn hex4(digits: &[u8]) -> u32 {
+    digits.iter().fold(0, |acc, &digit| (acc << 4) | char::from(digit).to_digit(16).unwrap_or(0))
+}
+
+/// Push the code point `cp` as (generalised) UTF-8: a surrogate becomes its 3-byte WTF-8 form.
+pub(super) fn push_code_point(out: &mut Vec<u8>, cp: u32) {
+    if let Some(ch) = char::from_u32(cp) {
+        out.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes());
+    } else {
+        let [_, _, high, low] = cp.to_be_bytes();
+        out.extend_from_slice(&[0xE0 | (high >> 4), 0x80 | ((high & 0x0F) << 2) | (low >> 6), 0x80 | (low & 0x3F)]);
+    }
+}
+
+/// Decode the content of a valid JSON string into `out` as WTF-8; true if it held a lone surrogate.
+pub fn unescape_into(raw: &[u8], out: &mut Vec<u8>) -> bool {
+    let mut has_surrogate = false;
+    let mut rest = raw;
+    while let Some(backslash) = memchr::memchr(b'\\', rest) {
+        out.extend_from_slice(&rest[..backslash]);
+        let escape = rest[backslash + 1];
+        rest = &rest[backslash + 2..];
+        let simple = match escape {
+            b'b' => 0x08,
+            b'f' => 0x0C,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            b'u' => {
+                let mut cp = hex4(&rest[..4]);
+                rest = &rest[4..];
+                if (0xD800..0xDC00).contains(&cp) && rest.len() >= 6 && rest.starts_with(b"\\u") {
+                    let low = hex4(&rest[2..6]);
+                    if (0xDC00..0xE000).contains(&low) {
+                        cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+                        rest = &rest[6..];
+                    }
+                }
+                has_surrogate |= (0xD800..0xE000).contains(&cp);
+                push_code_point(out, cp);
+                continue;
+            }
+            other => other, // '"', '\\' and '/' stand for themselves
+        };
+        out.push(simple);
+    }
+    out.extend_from_slice(rest);
+    has_surrogate
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wtf8_is_widened_to_its_code_points() {
+        use crate::json::{count_chars, widen_wtf8};
+        let mut texts: Vec<Vec<u8>> = ["", "abc", "caf\u{e9}", "\u{2014} \u{e9}\u{1f600}x", "\u{10ffff}"]
+            .iter()
+            .map(|text| text.as_bytes().to_vec())
+            .collect();
+        for pad in 0..40 {
+            texts.push(
+                format!("{}\u{e9}{}\u{2014}{}", "a".repeat(pad), "b".repeat(pad % 17), "c".repeat(pad)).into_bytes(),
+            );
+        }
+        texts.push("\u{e9}\u{2014}a".repeat(2000).into_bytes()); // past 255 chunks of 16 bytes
+        texts.push(vec![b'a', 0xED, 0xA0, 0x80, b'b']); // a lone surrogate's WTF-8 form
+        for text in texts {
+            let expected: Vec<u32> = if text.contains(&0xED) {
+                vec![u32::from(b'a'), 0xD800, u32::from(b'b')]
+            } else {
+                std::str::from_utf8(&text).unwrap().chars().map(u32::from).collect()
+            };
+            assert_eq!(count_chars(&text), expected.len(), "{text:?}");
+            let mut wide = vec![0u32; expected.len()];
+            widen_wtf8(&text, &mut wide);
+            assert_eq!(wide, expected, "{text:?}");
+            if expected.iter().all(|&cp| cp <= 0xFFFF) {
+                let mut units = vec![0u16; expected.len()];
+                widen_wtf8(&text, &mut units);
+                assert_eq!(units.iter().map(|&unit| u32::from(unit)).collect::<Vec<_>>(), expected, "{text:?}");
+            }
+            if expected.iter().all(|&cp| cp <= 0xFF) {
+                let mut units = vec![0u8; expected.len()];
+                widen_wtf8(&text, &mut units);
+                assert_eq!(units.iter().map(|&unit| u32::from(unit)).collect::<Vec<_>>(), expected, "{text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn unescapes_to_wtf8() {
+        let decode = |raw: &str| {
+            let mut out = Vec::new();
+            let surrogate = unescape_into(raw.as_bytes(), &mut out);
+            (out, surrogate)
+        };
+        assert_eq!(decode(r"a\nb\u00e9\/"), ("a\nbé/".as_bytes().to_vec(), false));
+        assert_eq!(decode(r"\ud83d\ude00"), ("😀".as_bytes().to_vec(), false));
+        assert_eq!(decode(r"\ud800x"), (vec![0xED, 0xA0, 0x80, b'x'], true));
+        assert_eq!(decode(r"\udc00\ud800"), (vec![0xED, 0xB0, 0x80, 0xED, 0xA0, 0x80], true));
+    }
+}

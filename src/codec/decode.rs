@@ -1,0 +1,232 @@
+//! JSON text into Python objects in one pass (`decode`, `decode_value`), with no intermediate tree: the
+//! `Decoder` walks text the scanner validates as it goes and builds what `json.loads` builds (`int` of any
+//! size, `float`, `list`, `dict` where the last duplicate key wins; strings in `decode_str`). An array's
+//! items are gathered on one `ItemStack` shared by every level, kept by the thread between decodings, so
+//! that each list is made at its final length.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt};
+use pyo3::{ffi, intern};
+
+use rpcwire_protocol::json::{Number, Scanner};
+
+use super::decode_str::{cached_str_from_json, long_str, str_from_text, LONG_TEXT};
+use crate::errors::{Error, SyntaxError};
+use crate::strings::StringCache;
+
+/// Integer literals with at most this many digits fit an `i64`; longer ones go through `int()`.
+const I64_SAFE_DIGITS: usize = 18;
+
+/// Turn one JSON text into Python objects; object keys come from `strings` when it is given.
+pub(crate) fn decode<'py>(
+    py: Python<'py>,
+    text: &str,
+    max_depth: usize,
+    strings: Option<&mut StringCache>,
+) -> Result<Bound<'py, PyAny>, Error> {
+    let mut scanner = Scanner::new(text, max_depth);
+    let value = decode_value(py, &mut scanner, strings)?;
+    scanner.finish()?;
+    Ok(value)
+}
+
+/// Turn the value at the scanner's position into Python objects, validating it as it goes.
+pub(crate) fn decode_value<'py>(
+    py: Python<'py>,
+    scanner: &mut Scanner<'_>,
+    strings: Option<&mut StringCache>,
+) -> Result<Bound<'py, PyAny>, Error> {
+    Decoder { py, scanner, scratch: Vec::new(), strings, items: ItemStack::take() }.value()
+}
+
+/// Whether an integer literal of `digits` digits is more than Python's `int()` accepts
+/// (`sys.get_int_max_str_digits()`; `CPython` never allows fewer than 640). `CPython` 3.10.0 to
+/// 3.10.6 have no such function and `int()` no limit: its absence means no limit.
+pub(crate) fn exceeds_int_digit_limit(py: Python<'_>, digits: usize) -> PyResult<bool> {
+    if digits <= 640 {
+        return Ok(false);
+    }
+    let Some(get_limit) = py.import("sys")?.getattr_opt(intern!(py, "get_int_max_str_digits"))? else {
+        return Ok(false);
+    };
+    let limit: usize = get_limit.call0()?.extract()?;
+    Ok(limit != 0 && digits > limit)
+}
+
+/// A JSON integer literal as a Python `int` (any size, within Python's digit limit).
+pub(crate) fn int_from_json<'py>(py: Python<'py>, digits: &str) -> PyResult<Bound<'py, PyAny>> {
+    if digits.len() <= I64_SAFE_DIGITS {
+        if let Ok(small) = digits.parse::<i64>() {
+            return Ok(small.into_pyobject(py)?.into_any());
+        }
+    }
+    py.get_type::<PyInt>().call1((digits,))
+}
+
+/// A JSON number with a fraction or an exponent as a Python `float`.
+pub(crate) fn float_from_json<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    // Rust's parse is correctly rounded like Python's; "1e400" becomes inf in both.
+    let value: f64 = text.parse().map_err(|e: std::num::ParseFloatError| PyValueError::new_err(e.to_string()))?;
+    Ok(PyFloat::new(py, value).into_any())
+}
+
+struct Decoder<'s, 'a, 'py, 'c> {
+    py: Python<'py>,
+    scanner: &'s mut Scanner<'a>,
+    /// Reused for unescaping strings.
+    scratch: Vec<u8>,
+    strings: Option<&'c mut StringCache>,
+    /// The items of the arrays being read, the innermost array's last.
+    items: ItemStack,
+}
+
+/// The items of the arrays being decoded (strong references), the innermost array's last: one stack
+/// shared by every level, so that each list is made at its final length once its `]` is read, and
+/// an array of any size is gathered without a buffer of its own. Its storage is kept by the thread
+/// from one decoding to the next (up to [`KEPT_ITEMS`] items), so that it grows rarely.
+struct ItemStack(Vec<*mut ffi::PyObject>);
+
+/// The most items whose storage a thread keeps for its next decoding.
+const KEPT_ITEMS: usize = 1 << 15;
+
+thread_local! {
+    /// The storage of the last [`ItemStack`] dropped on this thread (empty while one is in use).
+    static ITEM_STORAGE: std::cell::Cell<Vec<*mut ffi::PyObject>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+impl ItemStack {
+    /// The thread's kept storage, or a new one if a decoding is using it (one nested in another) or
+    /// the thread's storage is gone (code run by a thread's exit).
+    fn take() -> Self {
+        Self(ITEM_STORAGE.try_with(std::cell::Cell::take).unwrap_or_default())
+    }
+}
+
+impl Drop for ItemStack {
+    /// Release the items of arrays a failed decoding left unfinished, and keep the storage.
+    fn drop(&mut self) {
+        for item in self.0.drain(..) {
+            // SAFETY: each is a strong reference the stack owns; the GIL is held while decoding.
+            unsafe { ffi::Py_DECREF(item) };
+        }
+        if self.0.capacity() <= KEPT_ITEMS {
+            let storage = std::mem::take(&mut self.0);
+            // `try_with`: nothing is kept once the thread's storage is gone (the thread is ending).
+            let _ = ITEM_STORAGE.try_with(|kept| kept.set(storage));
+        }
+    }
+}
+
+impl<'py> Decoder<'_, '_, 'py, '_> {
+    fn value(&mut self) -> Result<Bound<'py, PyAny>, Error> {
+        let py = self.py;
+        Ok(match self.scanner.peek() {
+            Some(b'"') => self.string()?,
+            Some(b'{') => {
+                let dict = PyDict::new(py);
+                if self.scanner.open(b'{')? {
+                    loop {
+                        let key = self.scanner.key()?;
+                        let key = cached_str_from_json(py, key, self.strings.as_deref_mut(), &mut self.scratch)?;
+                        let value = self.value()?;
+                        // SAFETY: `dict` is a `dict`; key and value are live references it takes its own of.
+                        if unsafe { ffi::PyDict_SetItem(dict.as_ptr(), key.as_ptr(), value.as_ptr()) } != 0 {
+                            return Err(PyErr::fetch(py).into());
+                        }
+                        if !self.scanner.more(b'}')? {
+                            break;
+                        }
+                    }
+                }
+                dict.into_any()
+            }
+            Some(b'[') => {
+                let first = self.items.0.len();
+                if self.scanner.open(b'[')? {
+                    loop {
+                        let item = self.value()?;
+                        self.items.0.push(item.into_ptr());
+                        if !self.scanner.more(b']')? {
+                            break;
+                        }
+                    }
+                }
+                self.list_from(first)?
+            }
+            Some(b't') => {
+                self.scanner.value()?;
+                PyBool::new(py, true).to_owned().into_any()
+            }
+            Some(b'f') => {
+                self.scanner.value()?;
+                PyBool::new(py, false).to_owned().into_any()
+            }
+            Some(b'n') => {
+                self.scanner.value()?;
+                py.None().into_bound(py)
+            }
+            // A number, or no value at all: the number's scanner says which error then.
+            _ => self.number()?,
+        })
+    }
+
+    fn string(&mut self) -> Result<Bound<'py, PyAny>, Error> {
+        // One walk over the string: validated, unescaped and measured together; two for a long one
+        // with escapes (measured, then written straight into the `str`).
+        self.scratch.clear();
+        Ok(match self.scanner.string_text(&mut self.scratch, LONG_TEXT)? {
+            Some(text) => str_from_text(self.py, text, &self.scratch)?.into_any(),
+            None => long_str(self.py, self.scanner.string_shape()?)?.into_any(),
+        })
+    }
+
+    fn number(&mut self) -> Result<Bound<'py, PyAny>, Error> {
+        let py = self.py;
+        Ok(match self.scanner.number_value()? {
+            Number::Int(small) => PyInt::new(py, small).into_any(),
+            Number::Float(value) => PyFloat::new(py, value).into_any(),
+            Number::Text { text: digits, integer: true }
+                if exceeds_int_digit_limit(py, digits.trim_start_matches('-').len())? =>
+            {
+                let position = self.scanner.value_start();
+                return Err(
+                    SyntaxError { what: "an integer longer than sys.get_int_max_str_digits()", position }.into()
+                );
+            }
+            Number::Text { text: digits, integer: true } => int_from_json(py, digits)?,
+            Number::Text { text, integer: false } => float_from_json(py, text)?,
+        })
+    }
+
+    /// The list of the items gathered since `first` (taken off the stack), made at its length.
+    fn list_from(&mut self, first: usize) -> PyResult<Bound<'py, PyAny>> {
+        let length = self.items.0.len() - first;
+        #[allow(clippy::cast_possible_wrap)] // the length of a `Vec` of pointers fits an `isize`
+        // SAFETY: `PyList_New` returns a new list of `length` empty slots or NULL with an exception;
+        // each slot is given one item (its reference moved into the list) before the list is handed out.
+        unsafe {
+            let list = Bound::from_owned_ptr_or_err(self.py, ffi::PyList_New(length as ffi::Py_ssize_t))?;
+            for (index, &item) in self.items.0[first..].iter().enumerate() {
+                set_list_item(list.as_ptr(), index as ffi::Py_ssize_t, item);
+            }
+            // Their references are the list's now.
+            self.items.0.truncate(first);
+            Ok(list)
+        }
+    }
+}
+
+/// Put `item` (a reference the list takes) into the empty slot `index` of a new `list`.
+#[cfg(not(Py_LIMITED_API))]
+unsafe fn set_list_item(list: *mut ffi::PyObject, index: ffi::Py_ssize_t, item: *mut ffi::PyObject) {
+    // SAFETY: the caller's: a new list, an index below its length, a slot not set yet.
+    unsafe { ffi::PyList_SET_ITEM(list, index, item) }
+}
+
+/// Put `item` (a reference the list takes) into the empty slot `index` of a new `list`.
+#[cfg(Py_LIMITED_API)]
+unsafe fn set_list_item(list: *mut ffi::PyObject, index: ffi::Py_ssize_t, item: *mut ffi::PyObject) {
+    // SAFETY: the caller's: a new list, an index below its length. It cannot fail then.
+    unsafe { ffi::PyList_SetItem(list, index, item) };
+}

@@ -1,0 +1,187 @@
+//! JSON strings into Python `str` objects: from the caller's `StringCache` for a short key or name, made
+//! straight from the scanner's output otherwise, at their final width (`PyUnicode_New` filled by the
+//! protocol crate's `widen_wtf8` / `unescape_units`, no second pass through Python's UTF-8 decoder), lone
+//! surrogates kept as `json.loads` keeps them.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+
+#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
+use rpcwire_protocol::json::{count_chars, unescape_units, widen_wtf8, StrShape, Width};
+use rpcwire_protocol::json::{unescape_into, JsonStr, StrText};
+
+use crate::strings::StringCache;
+
+/// A JSON string (as the scanner saw it) as a Python `str`, from `strings` when it is given.
+pub(crate) fn decode_str<'py>(
+    py: Python<'py>,
+    text: JsonStr<'_>,
+    strings: Option<&mut StringCache>,
+) -> PyResult<Bound<'py, PyString>> {
+    cached_str_from_json(py, text, strings, &mut Vec::new())
+}
+
+/// `text` as a `str`: from `strings` when it is given and `text` has no escapes, else made anew.
+pub(super) fn cached_str_from_json<'py>(
+    py: Python<'py>,
+    text: JsonStr<'_>,
+    strings: Option<&mut StringCache>,
+    scratch: &mut Vec<u8>,
+) -> PyResult<Bound<'py, PyString>> {
+    match strings {
+        Some(strings) if !text.escaped => Ok(strings.get(py, text.raw)),
+        _ => str_from_json(py, text, scratch),
+    }
+}
+
+fn str_from_json<'py>(py: Python<'py>, text: JsonStr<'_>, scratch: &mut Vec<u8>) -> PyResult<Bound<'py, PyString>> {
+    if !text.escaped {
+        return Ok(PyString::new(py, text.raw));
+    }
+    scratch.clear();
+    let has_surrogate = unescape_into(text.raw.as_bytes(), scratch);
+    str_from_wtf8(py, scratch, has_surrogate)
+}
+
+/// The `str` whose WTF-8 form is `text` (UTF-8 unless `has_surrogate`: the scanner's output).
+fn str_from_wtf8<'py>(py: Python<'py>, text: &[u8], has_surrogate: bool) -> PyResult<Bound<'py, PyString>> {
+    let length = ffi::Py_ssize_t::try_from(text.len()).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    // Lone surrogates: only Python's "surrogatepass" handler turns their WTF-8 form into a `str`.
+    let errors = if has_surrogate { c"surrogatepass".as_ptr() } else { std::ptr::null() };
+    // SAFETY: the pointer and length describe `text`, which outlives the call; the handler name is
+    // NULL (strict) or a NUL-terminated literal. The result is a new reference or NULL with an exception.
+    unsafe {
+        let decoded = ffi::PyUnicode_DecodeUTF8(text.as_ptr().cast(), length, errors);
+        Ok(Bound::from_owned_ptr_or_err(py, decoded)?.cast_into_unchecked())
+    }
+}
+
+/// A string the scanner read with [`Scanner::string_text`] (its text in `scratch` unless it had no
+/// escape) as a `str`.
+pub(super) fn str_from_text<'py>(py: Python<'py>, text: StrText<'_>, scratch: &[u8]) -> PyResult<Bound<'py, PyString>> {
+    #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
+    if text.width != Width::Ascii && scratch.len().max(text.unescaped.map_or(0, str::len)) >= WIDE_DIRECT_MIN {
+        return new_wide_str(py, text.unescaped.map_or(scratch, str::as_bytes), text.width);
+    }
+    #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
+    if text.width == Width::Ascii {
+        let ascii = text.unescaped.map_or(scratch, str::as_bytes);
+        // One character: Python's decoder hands out its cached one. Longer: a copy into the new
+        // `str`, without the decoder's walk that finds again what the scanner found (all ASCII).
+        if ascii.len() > 1 {
+            return new_str_filled(py, ascii.len(), Width::Ascii, |units| match units {
+                Units::Narrow(units) => {
+                    units.copy_from_slice(ascii);
+                    units.len()
+                }
+                Units::Ucs2(_) | Units::Ucs4(_) => 0,
+            });
+        }
+    }
+    match text.unescaped {
+        Some(raw) => Ok(PyString::new(py, raw)),
+        None => str_from_wtf8(py, scratch, text.has_surrogate),
+    }
+}
+
+/// Texts of at least this many bytes with a character beyond ASCII are stored by [`new_wide_str`];
+/// shorter ones by Python's decoder, which hands out its cached one-character strings.
+#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
+const WIDE_DIRECT_MIN: usize = 32;
+
+/// The `str` of the WTF-8 `text`, whose widest character has `width` (not ASCII): made with
+/// `PyUnicode_New` at that width and filled by `widen_wtf8`, without Python's UTF-8 decoder (which
+/// would find the width again, and copy what it wrote each time a wider character comes).
+#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
+fn new_wide_str<'py>(py: Python<'py>, text: &[u8], width: Width) -> PyResult<Bound<'py, PyString>> {
+    let chars = count_chars(text);
+    // `widen_wtf8` writes one unit per character of `text`: all `chars` of them.
+    new_str_filled(py, chars, width, |units| match units {
+        Units::Narrow(units) => widen_wtf8(text, units),
+        Units::Ucs2(units) => widen_wtf8(text, units),
+        Units::Ucs4(units) => widen_wtf8(text, units),
+    })
+}
+
+/// Strings whose text takes more bytes than this (escapes resolved) are not unescaped into the
+/// decoder's scratch buffer but measured first and then written straight into the `str`
+/// ([`long_str`]): a long document is then held once as text, not twice. Below it the one walk
+/// through the buffer is kept (fewer instructions on text with an escape every few bytes: two walks
+/// pay the cost of each run twice). Small, because a long string's first bytes go to the buffer
+/// before it is known to be long, and the pages the buffer touched count in the peak memory.
+#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
+pub(super) const LONG_TEXT: usize = 4096;
+/// Without `PyUnicode_New` every string is unescaped into the scratch buffer.
+#[cfg(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api"))]
+pub(super) const LONG_TEXT: usize = usize::MAX;
+
+/// The `str` of a long escaped string that [`Scanner::string_shape`] measured: made at its final
+/// length and kind, and filled by `unescape_units` from the JSON text itself.
+#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
+pub(super) fn long_str<'py>(py: Python<'py>, shape: StrShape<'_>) -> PyResult<Bound<'py, PyString>> {
+    let raw = shape.raw.as_bytes();
+    // `unescape_units` writes one unit per character `string_shape` counted: all `chars` of them.
+    new_str_filled(py, shape.chars, shape.width, |units| match units {
+        Units::Narrow(units) => unescape_units(raw, units),
+        Units::Ucs2(units) => unescape_units(raw, units),
+        Units::Ucs4(units) => unescape_units(raw, units),
+    })
+}
+
+/// Never called: `LONG_TEXT` sends no string here without `PyUnicode_New`.
+#[cfg(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api"))]
+pub(super) fn long_str<'py>(
+    py: Python<'py>,
+    shape: rpcwire_protocol::json::StrShape<'_>,
+) -> PyResult<Bound<'py, PyString>> {
+    str_from_json(py, JsonStr { raw: shape.raw, escaped: true }, &mut Vec::new())
+}
+
+/// The storage of a new `str`, by kind.
+#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
+enum Units<'s> {
+    Narrow(&'s mut [u8]),
+    Ucs2(&'s mut [u16]),
+    Ucs4(&'s mut [u32]),
+}
+
+/// A new `str` of `chars` characters of kind `width` (its exact widest: Python's canonical form),
+/// its storage written by `fill`, which returns how many units it wrote. Should it write fewer than
+/// `chars` (it must not), the rest is zeros rather than whatever the allocator left there.
+#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
+fn new_str_filled(
+    py: Python<'_>,
+    chars: usize,
+    width: Width,
+    fill: impl FnOnce(Units<'_>) -> usize,
+) -> PyResult<Bound<'_, PyString>> {
+    let length = ffi::Py_ssize_t::try_from(chars).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    // SAFETY: `PyUnicode_New` returns a new, compact, not yet shared string of `chars` characters
+    // whose kind holds `width.max_char()`, or NULL with an exception. Its data is `chars` units of
+    // that kind (the slices below), each written before the string is handed out: by `fill`, and the
+    // units it did not write are zeroed.
+    unsafe {
+        let string = Bound::from_owned_ptr_or_err(py, ffi::PyUnicode_New(length, width.max_char()))?;
+        let data = ffi::PyUnicode_DATA(string.as_ptr());
+        match width {
+            Width::Ascii | Width::Latin1 => {
+                let units = std::slice::from_raw_parts_mut(data.cast::<u8>(), chars);
+                let written = fill(Units::Narrow(units)).min(chars);
+                units[written..].fill(0);
+            }
+            Width::Ucs2 => {
+                let units = std::slice::from_raw_parts_mut(data.cast::<u16>(), chars);
+                let written = fill(Units::Ucs2(units)).min(chars);
+                units[written..].fill(0);
+            }
+            Width::Ucs4 => {
+                let units = std::slice::from_raw_parts_mut(data.cast::<u32>(), chars);
+                let written = fill(Units::Ucs4(units)).min(chars);
+                units[written..].fill(0);
+            }
+        }
+        Ok(string.cast_into_unchecked())
+    }
+}
