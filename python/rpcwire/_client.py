@@ -54,6 +54,7 @@ from rpcwire._types import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_MESSAGE_BYTES,
+    CallTimeout,
     ConnectionClosed,
     Framing,
     Handler,
@@ -246,7 +247,7 @@ class _Output:
         whole; ``False`` when ``deadline`` passed with part of it written (the rest goes out in the
         background: it was sent); ``TimeoutError`` when it passed before any of it was (nothing was sent)."""
         if not self._lock.acquire(timeout=-1 if deadline is None else _left(deadline)):
-            raise TimeoutError("not sent: the output stayed busy until the deadline")
+            raise CallTimeout("not sent: the output stayed busy until the deadline")
         if self.stopped:
             self._release()
             raise BrokenPipeError("the client stopped writing")
@@ -282,7 +283,7 @@ class _Output:
         finally:
             self._leave(data, done[0])
         if done[0] == 0:
-            raise TimeoutError("not sent: the server read nothing until the deadline")
+            raise CallTimeout("not sent: the server read nothing until the deadline")
         return done[0] == len(data)
 
     def send_soon(self, line: bytes, on_start: Callable[[], Any]) -> None:
@@ -385,7 +386,7 @@ class _Output:
                     if left == 0:
                         if job.state == _QUEUED:
                             job.withdrawn = True
-                            raise TimeoutError("not sent: the output stayed busy until the deadline")
+                            raise CallTimeout("not sent: the output stayed busy until the deadline")
                         return False
                     self._cond.wait(left)
             except BaseException:
@@ -750,13 +751,13 @@ class Client(_Peer):
                 )
         except TimeoutError as exc:  # nothing was sent
             self._abandon([id_], sent, "timeout")
-            raise TimeoutError(f"no answer to {method!r} (id {id_}) within {timeout} s ({exc})") from None
+            raise CallTimeout(f"no answer to {method!r} (id {id_}) within {timeout} s ({exc})") from None
         except BaseException:
             self._abandon([id_], sent, "interrupted")
             raise
         if not answered:
             self._abandon([id_], sent, "timeout")
-            raise TimeoutError(f"no answer to {method!r} (id {id_}) within {timeout} s")
+            raise CallTimeout(f"no answer to {method!r} (id {id_}) within {timeout} s")
         if on_progress is not None:
             self._dispatcher.wait_for_progress(id_, deadline)
         response = waiter.response
@@ -799,13 +800,13 @@ class Client(_Peer):
             for id_, waiter in zip(ids, waiters, strict=True):
                 if not whole or not self._wait(waiter, id_, deadline):
                     late.append(id_)
-                    outcomes.append(TimeoutError(f"no answer to batch entry {id_} within {timeout} s"))
+                    outcomes.append(CallTimeout(f"no answer to batch entry {id_} within {timeout} s"))
                     continue
                 assert waiter.response is not None
                 outcomes.append(_batch_outcome(waiter.response))
         except TimeoutError as exc:  # nothing was sent
             self._abandon(ids, sent, "timeout")
-            raise TimeoutError(f"no answer to the batch (ids {ids[0]}-{ids[-1]}) within {timeout} s ({exc})") from None
+            raise CallTimeout(f"no answer to the batch (ids {ids[0]}-{ids[-1]}) within {timeout} s ({exc})") from None
         except BaseException:  # an interrupt (or a limit, or the server gone): nothing of it stays pending
             self._abandon(ids, sent, "interrupted")
             raise

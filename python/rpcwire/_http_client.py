@@ -13,11 +13,11 @@ The rules both follow (docs/semantics.md, "The HTTP clients"):
 - **A timeout is a deadline** for the whole call: waiting for a free connection, connecting, writing, the
   status and headers, the whole body or event stream. Every blocking step waits at most what is left of
   it. On expiry the connection is closed (the server sees the client go; an rpcwire app stops sending)
-  and ``TimeoutError`` is raised.
+  and ``CallTimeout`` (a ``TimeoutError``) is raised.
 - **A POST is never sent twice**: a kept-alive connection is reused only when nothing is to be read on it
   (the server has not closed it, reset it or written to it while it was idle); once any byte of a
-  request is written, a connection that fails raises ``ConnectionError`` (the server may have run the
-  request) rather than send it again. The sync client sends a request again only when its very first
+  request is written, a connection that fails raises ``ConnectionFailed`` (a ``ConnectionError``: the server
+  may have run the request) rather than send it again. The sync client sends a request again only when its very first
   write failed outright on a reused connection (nothing of it reached the server).
 - **An event stream is read up to the answer**: once the events carried the answer to every call of the
   POST, the call returns and the connection is closed (a stream not read to its end cannot serve another
@@ -26,7 +26,7 @@ The rules both follow (docs/semantics.md, "The HTTP clients"):
   every call of it left without an answer of its own fails with that error.
 - **An answer is read no further than ``max_message_bytes``** (the stream clients' limit and default): a
   body, or an event's data, or a line of an event stream, that passes it fails the call with
-  ``ConnectionError`` as its bytes arrive (a ``Content-Length`` over it, at the head), and the connection is
+  ``ConnectionFailed`` as its bytes arrive (a ``Content-Length`` over it, at the head), and the connection is
   closed unread. The limit is per message: an event stream's events together may be longer.
 
 - **TLS and proxies** as requests and httpx: ``verify=`` checks the certificate and the URL's name (sent as
@@ -35,7 +35,7 @@ The rules both follow (docs/semantics.md, "The HTTP clients"):
   ``CONNECT`` tunnel (https://). A proxy that is not http:// fails when the client is made, naming its
   variable.
 
-A status other than 200/202/204 raises :class:`HttpError`.
+A status other than 200/202/204 raises :class:`HttpError`. All three are ``TransportError`` subclasses.
 """
 
 from __future__ import annotations
@@ -58,7 +58,14 @@ from types import TracebackType
 from typing import Any, Union
 
 from rpcwire._peer import ProgressCallback, _batch_outcome, _outcome, _outgoing_traceparent, _Peer
-from rpcwire._types import DEFAULT_MAX_MESSAGE_BYTES, Request, Response
+from rpcwire._types import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    CallTimeout,
+    ConnectionFailed,
+    Request,
+    Response,
+    TransportError,
+)
 
 __all__ = ["AsyncHttpClient", "HttpClient", "HttpError"]
 
@@ -80,7 +87,7 @@ Verify = Union[bool, str, "os.PathLike[str]", ssl.SSLContext]
 PEM file, or a directory of hashed certificates), or an ``ssl.SSLContext`` used as it is."""
 
 
-class HttpError(OSError):
+class HttpError(TransportError):
     """The server answered with an HTTP status other than 200, 202 or 204 (``status``, ``reason``, ``body``: the
     body's bytes). Its text shows the body decoded (UTF-8, an undecodable byte replaced), its first 200
     characters: ``HTTP 415 Unsupported Media Type: expected application/json``."""
@@ -177,8 +184,8 @@ def _find_proxy(scheme: str, host: str, port: int, proxy: str | None, trust_env:
     return _Proxy(url, source)
 
 
-def _tunnel_refused(proxy: _Proxy, target: str, reader: _ResponseReader) -> ConnectionError:
-    return ConnectionError(
+def _tunnel_refused(proxy: _Proxy, target: str, reader: _ResponseReader) -> ConnectionFailed:
+    return ConnectionFailed(
         f"the proxy {proxy.shown} (from {proxy.source}) refused the tunnel to {target}:"
         f" {reader.status} {reader.reason}".rstrip()
     )
@@ -194,11 +201,11 @@ def _remaining(deadline: float | None) -> float | None:
     return left
 
 
-def _sent_but_unanswered(cause: str) -> ConnectionError:
-    return ConnectionError(f"{cause}; the request was sent and may have run, so it is not sent again")
+def _sent_but_unanswered(cause: str) -> ConnectionFailed:
+    return ConnectionFailed(f"{cause}; the request was sent and may have run, so it is not sent again")
 
 
-def _over_limit(limit: int) -> ConnectionError:
+def _over_limit(limit: int) -> ConnectionFailed:
     """An answer longer than ``max_message_bytes``: raised as soon as it is known, the rest left unread."""
     return _sent_but_unanswered(f"the answer is over max_message_bytes ({limit}), its connection closed unread")
 
@@ -255,14 +262,14 @@ class _ResponseReader:
         if self.done:
             return b""
         if self._state == "status" and not self._buffer and not self._head_bytes:
-            raise ConnectionError("the server closed the connection without answering")
-        raise ConnectionError("the server closed the connection in the middle of its answer")
+            raise ConnectionFailed("the server closed the connection without answering")
+        raise ConnectionFailed("the server closed the connection in the middle of its answer")
 
     def _line(self) -> bytes | None:
         end = self._buffer.find(b"\n")
         if end < 0:
             if len(self._buffer) > _MAX_LINE:
-                raise ConnectionError("a malformed HTTP response: a line over 64 KiB")
+                raise ConnectionFailed("a malformed HTTP response: a line over 64 KiB")
             return None
         line = bytes(self._buffer[:end]).rstrip(b"\r")
         del self._buffer[: end + 1]
@@ -299,7 +306,7 @@ class _ResponseReader:
         elif state == "headers":
             self._head_bytes += len(line) + 2
             if self._head_bytes > _MAX_HEAD:
-                raise ConnectionError("a malformed HTTP response: headers over 256 KiB")
+                raise ConnectionFailed("a malformed HTTP response: headers over 256 KiB")
             if line:
                 self._header(line)
             else:
@@ -307,12 +314,12 @@ class _ResponseReader:
         elif state == "chunk-size":
             size = line.split(b";")[0].strip()
             if not 0 < len(size) <= 16 or size.translate(None, b"0123456789abcdefABCDEF"):
-                raise ConnectionError(f"a malformed HTTP response: chunk size {size[:40]!r}")
+                raise ConnectionFailed(f"a malformed HTTP response: chunk size {size[:40]!r}")
             self._left = int(size, 16)
             self._state = "chunk" if self._left else "trailers"
         elif state == "chunk-end":
             if line:
-                raise ConnectionError("a malformed HTTP response: a chunk longer than its size")
+                raise ConnectionFailed("a malformed HTTP response: a chunk longer than its size")
             self._state = "chunk-size"
         elif state == "trailers" and not line:
             self._finish()
@@ -326,7 +333,7 @@ class _ResponseReader:
             return  # a blank line before the status line is tolerated (RFC 9112 §2.2)
         parts = line.decode("latin-1").split(" ", 2)
         if len(parts) < 2 or not parts[0].startswith("HTTP/") or not (parts[1].isdigit() and len(parts[1]) == 3):
-            raise ConnectionError(f"a malformed HTTP response: status line {line[:80]!r}")
+            raise ConnectionFailed(f"a malformed HTTP response: status line {line[:80]!r}")
         self._version, self.status, self.reason = parts[0], int(parts[1]), (parts[2] if len(parts) > 2 else "")
         self._head_bytes += len(line) + 2
         self.headers = {}
@@ -335,7 +342,7 @@ class _ResponseReader:
     def _header(self, line: bytes) -> None:
         name, colon, value = line.decode("latin-1").partition(":")
         if not colon or not name or name != name.strip():
-            raise ConnectionError(f"a malformed HTTP response: header line {line[:80]!r}")
+            raise ConnectionFailed(f"a malformed HTTP response: header line {line[:80]!r}")
         name, value = name.lower(), value.strip()
         self.headers[name] = f"{self.headers[name]}, {value}" if name in self.headers else value
 
@@ -356,7 +363,7 @@ class _ResponseReader:
         elif "content-length" in self.headers:
             values = {v.strip() for v in self.headers["content-length"].split(",")}
             if len(values) != 1 or not ((value := values.pop()).isascii() and value.isdigit()):
-                raise ConnectionError(f"a malformed HTTP response: Content-Length {self.headers['content-length']!r}")
+                raise ConnectionFailed(f"a malformed HTTP response: Content-Length {self.headers['content-length']!r}")
             self._left = int(value)
             if self._left:
                 self._state = "length"
@@ -522,7 +529,7 @@ def _results(ids: list[int], answers: _Answers, batch: bool) -> Any:
     for id_ in ids:
         answer = answers.get(id_, refusal)
         if answer is None:
-            missing = ConnectionError(f"the server's answer holds no answer to id {id_}")
+            missing = ConnectionFailed(f"the server's answer holds no answer to id {id_}")
             if not batch:
                 raise missing
             outcomes.append(missing)
@@ -600,7 +607,7 @@ class _HttpPeer(_Peer):
     def _tunnel_head(self, reader: _ResponseReader, data: bytes) -> bool:
         """Feed the proxy's answer to CONNECT; true once the tunnel is open, ``ConnectionError`` if refused."""
         if not data:
-            raise ConnectionError(f"the proxy {self._proxy.shown} closed the connection instead of a tunnel")  # type: ignore[union-attr]
+            raise ConnectionFailed(f"the proxy {self._proxy.shown} closed the connection instead of a tunnel")  # type: ignore[union-attr]
         extra = reader.feed(data)
         if not reader.head:
             return False
@@ -651,8 +658,8 @@ class _HttpPeer(_Peer):
     def _serve_request(self, request: Request) -> None:
         logger.warning("dropped a request from the server over HTTP (%r): not supported", request.method)
 
-    def _timed_out(self, timeout: float | None) -> TimeoutError:
-        return TimeoutError(f"no answer from {self._url} within {timeout} s")
+    def _timed_out(self, timeout: float | None) -> CallTimeout:
+        return CallTimeout(f"no answer from {self._url} within {timeout} s")
 
 
 def _has_input(sock: socket.socket) -> bool:
@@ -762,9 +769,10 @@ class HttpClient(_HttpPeer):
     ``batch`` as :class:`rpcwire.Client`'s. Thread-safe: up to ``max_connections`` keep-alive connections
     serve the calls in flight (a caller waits for a free one within its timeout). ``timeout`` bounds each
     whole call. ``max_message_bytes`` (64 MiB, as the stream clients') bounds each answer read: one longer (a
-    body, or one event of a stream) fails its call with ``ConnectionError`` as it arrives, its connection
-    closed unread. ``headers``: sent with every POST (``Authorization``...). ``verify`` (https://): ``True``
-    (the system's trust store), a CA bundle's path, an ``ssl.SSLContext``, or ``False`` (no check).
+    body, or one event of a stream) fails its call with ``ConnectionFailed`` (a ``ConnectionError``) as it
+    arrives, its connection closed unread. ``headers``: sent with every POST (``Authorization``...). ``verify``
+    (https://): ``True`` (the system's trust store), a CA bundle's path, an ``ssl.SSLContext``, or ``False`` (no
+    check).
     ``proxy``: an ``http://`` proxy URL; else, with ``trust_env`` (the default), the environment's
     ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY`` and ``NO_PROXY`` as requests and httpx read them (https://
     through a ``CONNECT`` tunnel). ``session``: a caller's own ``httpx.Client`` to post with instead (its
@@ -855,10 +863,10 @@ class HttpClient(_HttpPeer):
                 keep = exchange.reusable
                 return exchange.answers()
             except _NothingWritten as exc:
-                raise exc.__cause__ or ConnectionError("writing the request failed") from None
+                raise exc.__cause__ or ConnectionFailed("writing the request failed") from None
             finally:
                 self._pool.put(connection, keep)
-        raise ConnectionError(f"no usable connection to {self._url}")
+        raise ConnectionFailed(f"no usable connection to {self._url}")
 
     def _connect(self, deadline: float | None) -> socket.socket:
         """A new connection (to the proxy, through its tunnel for https://; TLS for https://), each step within

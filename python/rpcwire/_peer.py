@@ -48,6 +48,7 @@ from rpcwire._types import (
     ConnectionClosed,
     Handler,
     MethodNotFound,
+    NotSent,
     Request,
     Response,
     error_from_object,
@@ -189,11 +190,11 @@ def _check_outgoing(core: Core, line: bytes, limits: tuple[int, int, int | None]
     ``null``."""
     max_message_bytes, max_depth, max_batch = limits
     if len(line) > max_message_bytes:
-        raise ValueError(f"not sent: the message is {len(line)} bytes, over max_message_bytes ({max_message_bytes})")
+        raise NotSent(f"not sent: the message is {len(line)} bytes, over max_message_bytes ({max_message_bytes})")
     if entries is not None and max_batch is not None and entries > max_batch:
-        raise ValueError(f"not sent: a batch of {entries} calls, over max_batch ({max_batch})")
+        raise NotSent(f"not sent: a batch of {entries} calls, over max_batch ({max_batch})")
     if core._nests_deeper(line, max_depth):
-        raise ValueError(f"not sent: the message nests deeper than max_depth ({max_depth})")
+        raise NotSent(f"not sent: the message nests deeper than max_depth ({max_depth})")
 
 
 # --- what cannot be read: the calls it names -------------------------------------------------------
