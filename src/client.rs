@@ -16,7 +16,8 @@
 //! the lock across its writes. It then waits with `poll` on the stdout pipe and the client's halt pipe, the
 //! GIL released, reading and framing what comes until a whole message is there, within the caller's
 //! timeout. It returns the result of the caller's own answer (its envelope read without a `Response` made
-//! for it), or hands anything else back for the Python paths (nothing written; another message; the halt,
+//! for it), or hands anything else back for the Python paths as a typed outcome ([`Outcome`], one of the
+//! `LoneOutcome` classes of `rpcwire._contract`: nothing written; another message; the halt,
 //! the deadline, the end of input), which then go on exactly as a call that took them from the start:
 //! nothing is lost and nothing is written twice. Only for platforms with `poll` (unix); elsewhere the
 //! client reads on a thread (the portable path) and never makes one.
@@ -28,7 +29,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, MutexGuard};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyInt, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyInt, PyString};
 
 use rpcwire_protocol::framing::{Decoded, Decoder, Framing};
 
@@ -169,9 +170,29 @@ impl<'py> Got<'py> {
     }
 }
 
-/// `(tag, value)`: what `_call` hands back when it is not the result.
-fn tagged<'py>(py: Python<'py>, tag: u8, value: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    Ok(PyTuple::new(py, [tag.into_pyobject(py)?.into_any(), value])?.into_any())
+/// What `_call` hands back when it is not the call's result: one of `rpcwire._contract`'s `LoneOutcome`
+/// classes (handed to the module by `_bind`), made here and nowhere else.
+enum Outcome<'py> {
+    /// Nothing written (the line, for the general path); the reading not held.
+    Unsent(Bound<'py, PyAny>),
+    /// Its answer, an error (the `Response`); the reading released.
+    ErrorAnswer(Bound<'py, PyAny>),
+    /// Written, the reading held: another message read first, or nothing taken (`None`).
+    ReadOn(Option<Bound<'py, PyAny>>),
+    /// Written, the reading held: reading failed.
+    ReadFailed(PyErr),
+}
+
+impl<'py> Outcome<'py> {
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let [unsent, error_answer, read_on, read_failed] = bound::lone_outcomes(py)?;
+        match self {
+            Outcome::Unsent(line) => unsent.bind(py).call1((line,)),
+            Outcome::ErrorAnswer(response) => error_answer.bind(py).call1((response,)),
+            Outcome::ReadOn(message) => read_on.bind(py).call1((message,)),
+            Outcome::ReadFailed(error) => read_failed.bind(py).call1((error.into_value(py),)),
+        }
+    }
 }
 
 /// The instant `timeout` seconds from now (`None`: no bound, or beyond what an `Instant` holds).
@@ -350,12 +371,13 @@ impl ClientPipe {
     /// the quick limits, and one write to a pipe never splits it, and nobody holds the lock of `output` (the
     /// client's `_Output`, asked with its `_locked`: not taken, as the GIL is held from that look to the end
     /// of the write); then it reads until a whole message is here, within the deadline, waiting on the pipe
-    /// and the halt pipe with the GIL released. The result of its answer (then the reading is released), or a tuple: `(0, line)`
-    /// nothing written, the reading not held (also when another thread reads); `(1, response)` its answer
-    /// is an error (the reading released); `(2, (message,))` written, the reading held, and another message
-    /// read (as `_read_incoming` gives it); `(2, None)` written, the reading held, nothing taken (the
-    /// deadline passed, the client halts, or the input ended: then `_has_buffered_message` is true and
-    /// `_read_incoming` says so); `(3, exception)` written, the reading held, and the reading failed.
+    /// and the halt pipe with the GIL released. The result of its answer (then the reading is released), or
+    /// an [`Outcome`], a `LoneOutcome` of `rpcwire._contract`: `Unsent(line)` nothing written, the reading not
+    /// held (also when another thread reads); `ErrorAnswer(response)` its answer is an error (the reading
+    /// released); `ReadOn(message)` written, the reading held, and another message read (as `_read_incoming`
+    /// gives it); `ReadOn(None)` written, the reading held, nothing taken (the deadline passed, the client
+    /// halts, or the input ended: then `_has_buffered_message` is true and `_read_incoming` says so);
+    /// `ReadFailed(exception)` written, the reading held, and the reading failed.
     /// An exception (nothing written, the reading released) when the line cannot be made, or the pipe is
     /// gone (`OSError`); after the write, only when there is no memory to hand back what was read (the
     /// reading released then too).
@@ -377,7 +399,7 @@ impl ClientPipe {
         // Nothing written (or the line could not be made): the reading, if taken, is released.
         let unsent = match self.write_lone(py, (method, params, id), (quick_bytes, quick_depth), output, taken) {
             Ok(None) => None,
-            Ok(Some(line)) => Some(tagged(py, 0, line)),
+            Ok(Some(line)) => Some(Outcome::Unsent(line).into_pyobject(py)),
             Err(error) => Some(Err(error)),
         };
         if let Some(unsent) = unsent {
@@ -391,20 +413,20 @@ impl ClientPipe {
                 self.read_done();
                 return Ok(result);
             }
-            Ok(Got::Message(None)) => tagged(py, 2, py.None().into_bound(py)),
+            Ok(Got::Message(None)) => Outcome::ReadOn(None).into_pyobject(py),
             Ok(Got::Message(Some(message))) => (|| {
                 let id = id.into_pyobject(py)?.into_any();
                 match answers(py, &message, &id) {
                     Ok(true) => {
-                        let outcome = tagged(py, 1, message)?;
+                        let outcome = Outcome::ErrorAnswer(message).into_pyobject(py)?;
                         self.read_done();
                         Ok(outcome)
                     }
-                    Ok(false) => tagged(py, 2, PyTuple::new(py, [message])?.into_any()),
-                    Err(error) => tagged(py, 3, error.into_value(py).into_bound(py).into_any()),
+                    Ok(false) => Outcome::ReadOn(Some(message)).into_pyobject(py),
+                    Err(error) => Outcome::ReadFailed(error).into_pyobject(py),
                 }
             })(),
-            Err(error) => tagged(py, 3, error.into_value(py).into_bound(py).into_any()),
+            Err(error) => Outcome::ReadFailed(error).into_pyobject(py),
         };
         // Only making the outcome fails here (no memory): the call was written, but nobody would read
         // for it or for anyone else with the reading held, so it is released.

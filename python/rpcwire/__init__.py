@@ -10,7 +10,7 @@ import importlib.metadata
 import logging
 from types import ModuleType
 
-from rpcwire import _answer, _async_client, _client, _http_client, _ws_client
+from rpcwire import _answer, _async_client, _client, _contract, _http_client, _ws_client
 from rpcwire._engine import RequestContext, current_request, serve, serve_async
 from rpcwire._http_client import HttpError
 from rpcwire._http_info import HTTPHeaders, HTTPRequestInfo
@@ -61,6 +61,7 @@ try:
         refused=Refused,
         log_failure=_answer.log_failure,
         meta_traceparent=_answer.meta_traceparent,
+        lone_outcomes=(_contract.Unsent, _contract.ErrorAnswer, _contract.ReadOn, _contract.ReadFailed),
     )
     NATIVE = True
     """Whether the native (Rust) transport is in use; ``False`` only when it could not be imported."""

@@ -26,7 +26,7 @@ from types import TracebackType
 from typing import Any
 
 from rpcwire._context import running_request
-from rpcwire._contract import ClientPipe, Transport
+from rpcwire._contract import ClientPipe, ErrorAnswer, LoneOutcome, ReadFailed, ReadOn, Transport, Unsent
 from rpcwire._peer import (
     _CLOSE_JOIN_S,
     _HANDLERS,
@@ -702,25 +702,32 @@ class Client(_Peer):
                 answer = pipe._call(method, params, id_, self._quick_bytes, self._quick_depth, timeout, self._output)
             except OSError as exc:  # nothing written: the pipe is gone
                 raise self._write_failed(exc) from None
-            if type(answer) is not tuple:  # its result (a decoded value is never a tuple); the reading released
+            if not isinstance(answer, LoneOutcome):  # its result (a decoded value); the reading released
                 if self._sleepers or not self._idle_turn or self._idle_parked:
                     self._after_reading()
                 return answer
-            tag, detail = answer
-            if tag == 0:  # nothing written, the reading not held
-                return self._call(method, id_, detail, timeout=timeout, deadline=deadline)
-            if tag == 1:  # its answer, an error; the reading released
-                if self._sleepers or not self._idle_turn or self._idle_parked:
-                    self._after_reading()
-                return _outcome(detail)
-            if tag == 2:  # written; anything else first, or nothing yet: the call goes on with the reading held
-                resumed = () if detail is None else detail
-                return self._call(method, id_, b"", timeout=timeout, deadline=deadline, resumed=resumed)
-            self._abandon([id_], [ledger.written((id_,), False, self._output.lone_at)], "interrupted")
-            self._release_read()
-            raise detail
+            return self._lone_goes_on(method, id_, answer, timeout, deadline)
         id_, line = self._request_line(method, params, on_progress)
         return self._call(method, id_, line, timeout=timeout, deadline=deadline, on_progress=on_progress)
+
+    def _lone_goes_on(
+        self, method: str, id_: int, outcome: LoneOutcome, timeout: float | None, deadline: float | None
+    ) -> Any:
+        """A lone call whose one call into the core ended otherwise than with its result: each outcome goes on
+        as the general path would have from there."""
+        if type(outcome) is Unsent:  # nothing written, the reading not held
+            return self._call(method, id_, outcome.line, timeout=timeout, deadline=deadline)
+        if type(outcome) is ErrorAnswer:  # its answer, an error; the reading released
+            if self._sleepers or not self._idle_turn or self._idle_parked:
+                self._after_reading()
+            return _outcome(outcome.response)
+        if type(outcome) is ReadOn:  # written; anything else first, or nothing yet: the call goes on reading
+            resumed = () if outcome.message is None else (outcome.message,)
+            return self._call(method, id_, b"", timeout=timeout, deadline=deadline, resumed=resumed)
+        assert type(outcome) is ReadFailed  # written, the reading held: the call is given up
+        self._abandon([id_], [self._ledger.written((id_,), False, self._output.lone_at)], "interrupted")
+        self._release_read()
+        raise outcome.error
 
     def _call(
         self,
