@@ -32,13 +32,13 @@ from typing import Any
 from rpcwire import _answer, _engine
 from rpcwire._context import running_request
 from rpcwire._contract import Core
+from rpcwire._id_null_ledger import _Sent
 from rpcwire._peer import (
     _CLOSE_JOIN_S,
     _HANDLERS,
     _HANDLERS_WAITING,
     _REMAINS_S,
     ProgressCallback,
-    StderrOption,
     _batch_outcome,
     _Callbacks,
     _check_dialect,
@@ -50,10 +50,8 @@ from rpcwire._peer import (
     _outcome,
     _Peer,
     _run_callback,
-    _Sent,
-    _stderr_tail,
-    _StderrTail,
 )
+from rpcwire._server_stderr import StderrOption, _stderr_tail, _StderrTail
 from rpcwire._types import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_DEPTH,
