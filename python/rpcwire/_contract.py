@@ -48,7 +48,7 @@ class LoneOutcome:
         return getattr(self, self.__slots__[0])  # type: ignore[misc]
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other._value() == self._value()  # type: ignore[attr-defined]
+        return type(other) is type(self) and other._value() == self._value()
 
     __hash__ = None  # type: ignore[assignment]  # (compared by value; never a key)
 
