@@ -31,7 +31,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyString};
 
-use rpcwire_protocol::framing::{Decoded, Decoder, Framing};
+use rpcwire_protocol::framing::{Decoded, Decoder, Dropped, Framing};
 
 use crate::bound;
 use crate::decoder;
@@ -122,35 +122,31 @@ impl ClientPipe {
             let State { decoder, strings, .. } = state;
             let closed = decoder.is_closed();
             match decoder.next(true) {
-                Some(decoded) => return Ok(Some(self.handed_out(py, &decoded, strings, None)?.into_message())),
+                Some(Decoded::Message(line)) => {
+                    let incoming = reply::incoming_object(py, line, self.max_depth, Some(strings))?;
+                    return Ok(Some(Self::handed_out(py, incoming, line)?));
+                }
+                Some(Decoded::Dropped(ref dropped)) => return Ok(Some(self.dropped(py, dropped))),
                 None if closed => return Ok(None),
                 None => self.fill(py, state)?,
             }
         }
     }
 
-    /// A message read, as the client's reading hands it out: what `reply` makes of a line (a line it
-    /// cannot read as `(reason, line)`), a dropped one as its reason; with `own`, the successful answer
-    /// to that call as its bare result.
-    fn handed_out<'py>(
-        &self,
-        py: Python<'py>,
-        decoded: &Decoded<'_>,
-        strings: &mut StringCache,
-        own: Option<i64>,
-    ) -> PyResult<Got<'py>> {
-        Ok(match *decoded {
-            Decoded::Message(line) => match reply::read(py, line, self.max_depth, Some(strings), own)? {
-                reply::Read::Result(result) => Got::Result(result),
-                reply::Read::Incoming(reply::Incoming::Message(message)) => Got::Message(Some(message)),
-                reply::Read::Incoming(reply::Incoming::Unreadable(reason)) => Got::Message(Some(
-                    (PyString::new(py, &reason), PyBytes::new(py, line)).into_pyobject(py)?.into_any(),
-                )),
-            },
-            Decoded::Dropped(ref dropped) => {
-                Got::Message(Some(PyString::new(py, &dropped.reason(self.max_message_bytes)).into_any()))
+    /// A message read, as the client's reading hands it out: what `reply` makes of a line, a line it cannot
+    /// read as `(reason, line)`.
+    fn handed_out<'py>(py: Python<'py>, incoming: reply::Incoming<'py>, line: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+        Ok(match incoming {
+            reply::Incoming::Message(message) => message,
+            reply::Incoming::Unreadable(reason) => {
+                (PyString::new(py, &reason), PyBytes::new(py, line)).into_pyobject(py)?.into_any()
             }
         })
+    }
+
+    /// A message the framing dropped, as its reason.
+    fn dropped<'py>(&self, py: Python<'py>, dropped: &Dropped) -> Bound<'py, PyAny> {
+        PyString::new(py, &dropped.reason(self.max_message_bytes)).into_any()
     }
 }
 
@@ -158,16 +154,6 @@ impl ClientPipe {
 enum Got<'py> {
     Result(Bound<'py, PyAny>),
     Message(Option<Bound<'py, PyAny>>),
-}
-
-impl<'py> Got<'py> {
-    /// The message read when no call's result was looked for.
-    fn into_message(self) -> Bound<'py, PyAny> {
-        match self {
-            Got::Message(Some(message)) => message,
-            Got::Result(_) | Got::Message(None) => unreachable!("a message read, no call's result looked for"),
-        }
-    }
 }
 
 /// What `_call` hands back when it is not the call's result: one of `rpcwire._contract`'s `LoneOutcome`
@@ -506,9 +492,13 @@ impl ClientPipe {
                 Err(error) => return Err(error.into()),
             }
         }
-        match decoder.next(true) {
-            Some(decoded) => self.handed_out(py, &decoded, strings, Some(id)),
-            None => Ok(Got::Message(None)),
-        }
+        Ok(match decoder.next(true) {
+            Some(Decoded::Message(line)) => match reply::read(py, line, self.max_depth, Some(strings), id)? {
+                reply::Read::Result(result) => Got::Result(result),
+                reply::Read::Incoming(incoming) => Got::Message(Some(Self::handed_out(py, incoming, line)?)),
+            },
+            Some(Decoded::Dropped(ref dropped)) => Got::Message(Some(self.dropped(py, dropped))),
+            None => Got::Message(None),
+        })
     }
 }

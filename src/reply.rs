@@ -43,11 +43,11 @@ pub(crate) fn incoming_object<'py>(
     py: Python<'py>,
     data: &[u8],
     max_depth: usize,
-    strings: Option<&mut StringCache>,
+    mut strings: Option<&mut StringCache>,
 ) -> PyResult<Incoming<'py>> {
-    match read(py, data, max_depth, strings, None)? {
-        Read::Incoming(incoming) => Ok(incoming),
-        Read::Result(_) => unreachable!("no call's result is looked for"),
+    match parsed(py, data, max_depth, strings.as_deref_mut())? {
+        Ok(message) => Ok(Incoming::Message(message_object(py, message, strings)?)),
+        Err(unreadable) => Ok(unreadable),
     }
 }
 
@@ -67,36 +67,56 @@ pub(crate) fn read<'py>(
     data: &[u8],
     max_depth: usize,
     mut strings: Option<&mut StringCache>,
-    own: Option<i64>,
+    own: i64,
 ) -> PyResult<Read<'py>> {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return Ok(Read::Incoming(Incoming::Unreadable("parse error: invalid UTF-8".to_owned())));
-    };
-    if let Some(own) = own {
+    if let Ok(text) = std::str::from_utf8(data) {
         if let Some(result) = own_result(py, text, max_depth, strings.as_deref_mut(), own)? {
             return Ok(Read::Result(result));
         }
     }
+    Ok(match parsed(py, data, max_depth, strings.as_deref_mut())? {
+        // (An integer id in the int range: its digits are what `int()` reads; a fraction or exponent, a float.)
+        Ok(Message::Single(Entry::Response { id: Id::Number(digits), outcome: Outcome::Result(result) }))
+            if digits.parse::<i64>() == Ok(own) =>
+        {
+            Read::Result(result)
+        }
+        Ok(message) => Read::Incoming(Incoming::Message(message_object(py, message, strings)?)),
+        Err(unreadable) => Read::Incoming(unreadable),
+    })
+}
+
+/// A line's envelope, every value decoded (`Err`: why it is no message at all).
+fn parsed<'py, 'a>(
+    py: Python<'py>,
+    data: &'a [u8],
+    max_depth: usize,
+    mut strings: Option<&mut StringCache>,
+) -> PyResult<Result<Message<'a, Bound<'py, PyAny>>, Incoming<'py>>> {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return Ok(Err(Incoming::Unreadable("parse error: invalid UTF-8".to_owned())));
+    };
     // A client reads whatever batch answers its own: no batch limit.
     let limits = Limits { max_depth, max_batch: None };
     let read_value = |scanner: &mut Scanner<'_>| codec::decode_value(py, scanner, strings.as_deref_mut());
-    let parsed = match envelope::parse_incoming_with(text, limits, read_value) {
+    match envelope::parse_incoming_with(text, limits, read_value) {
         Ok(parsed) if codec::exceeds_int_digit_limit(py, parsed.longest_integer)? => {
-            return Ok(Read::Incoming(Incoming::Unreadable(
-                "parse error: an integer longer than int() accepts".to_owned(),
-            )))
+            Ok(Err(Incoming::Unreadable("parse error: an integer longer than int() accepts".to_owned())))
         }
-        Ok(parsed) => parsed,
-        Err(Error::Python(error)) => return Err(error),
-        Err(Error::Syntax(error)) => return Ok(Read::Incoming(Incoming::Unreadable(format!("parse error: {error}")))),
-    };
-    let message = match parsed.message {
-        // (An integer id in the int range: its digits are what `int()` reads; a fraction or exponent, a float.)
-        Message::Single(Entry::Response { id: Id::Number(digits), outcome: Outcome::Result(result) })
-            if own.is_some_and(|own| digits.parse::<i64>() == Ok(own)) =>
-        {
-            return Ok(Read::Result(result))
-        }
+        Ok(parsed) => Ok(Ok(parsed.message)),
+        Err(Error::Python(error)) => Err(error),
+        Err(Error::Syntax(error)) => Ok(Err(Incoming::Unreadable(format!("parse error: {error}")))),
+    }
+}
+
+/// The Python object of a message read: a `Response` or `Request`, a `list` of these for a batch, or a `str`
+/// saying why it is neither.
+fn message_object<'py>(
+    py: Python<'py>,
+    message: Message<'_, Bound<'py, PyAny>>,
+    mut strings: Option<&mut StringCache>,
+) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match message {
         Message::Single(entry) => entry_object(py, entry, strings)?,
         Message::Batch(entries) if entries.is_empty() => PyString::new(py, "an empty batch").into_any(),
         Message::Batch(entries) => {
@@ -107,8 +127,7 @@ pub(crate) fn read<'py>(
             PyList::new(py, items)?.into_any()
         }
         Message::BatchOverLimit => unreachable!("a client reads batches of any length"),
-    };
-    Ok(Read::Incoming(Incoming::Message(message)))
+    })
 }
 
 /// The result of the answer to the call `own` when the line is that answer as rpcwire's servers write it
