@@ -23,6 +23,9 @@ struct Objects {
     log_failure: Py<PyAny>,
     /// `rpcwire._answer.meta_traceparent`: the trace context of a request's `params._meta`.
     meta_traceparent: Py<PyAny>,
+    /// `rpcwire._contract`'s `Unsent`, `ErrorAnswer`, `ReadOn`, `ReadFailed`: what a lone call's
+    /// `_ClientPipe._call` returns when it is not the call's result (`client::Outcome`).
+    lone_outcomes: [Py<PyType>; 4],
 }
 
 static OBJECTS: PyOnceLock<Objects> = PyOnceLock::new();
@@ -31,7 +34,7 @@ static OBJECTS: PyOnceLock<Objects> = PyOnceLock::new();
 /// stays: an extension module is initialised once per process, so a package imported again (a reload,
 /// `sys.modules` cleared) finds it bound already, as the lazily imported types of before stayed too.
 #[pyfunction]
-#[pyo3(signature = (*, serve, request, response, json_rpc_error, refused, log_failure, meta_traceparent))]
+#[pyo3(signature = (*, serve, request, response, json_rpc_error, refused, log_failure, meta_traceparent, lone_outcomes))]
 #[allow(clippy::too_many_arguments)] // keyword-only: one per object, named at the one call
 pub(crate) fn _bind(
     py: Python<'_>,
@@ -42,6 +45,7 @@ pub(crate) fn _bind(
     refused: Bound<'_, PyType>,
     log_failure: Bound<'_, PyAny>,
     meta_traceparent: Bound<'_, PyAny>,
+    lone_outcomes: [Bound<'_, PyType>; 4],
 ) {
     let objects = Objects {
         serve: serve.unbind(),
@@ -51,6 +55,7 @@ pub(crate) fn _bind(
         refused: refused.unbind(),
         log_failure: log_failure.unbind(),
         meta_traceparent: meta_traceparent.unbind(),
+        lone_outcomes: lone_outcomes.map(Bound::unbind),
     };
     // Already bound: the first binding stays (see above); the new objects are dropped.
     let _ = OBJECTS.set(py, objects);
@@ -96,4 +101,9 @@ pub(crate) fn log_failure(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
 /// `rpcwire._answer.meta_traceparent`.
 pub(crate) fn meta_traceparent(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     Ok(objects(py)?.meta_traceparent.bind(py))
+}
+
+/// The lone call's outcome classes, in `client::Outcome`'s order.
+pub(crate) fn lone_outcomes(py: Python<'_>) -> PyResult<&[Py<PyType>; 4]> {
+    Ok(&objects(py)?.lone_outcomes)
 }

@@ -16,7 +16,8 @@
 //! the lock across its writes. It then waits with `poll` on the stdout pipe and the client's halt pipe, the
 //! GIL released, reading and framing what comes until a whole message is there, within the caller's
 //! timeout. It returns the result of the caller's own answer (its envelope read without a `Response` made
-//! for it), or hands anything else back for the Python paths (nothing written; another message; the halt,
+//! for it), or hands anything else back for the Python paths as a typed outcome ([`Outcome`], one of the
+//! `LoneOutcome` classes of `rpcwire._contract`: nothing written; another message; the halt,
 //! the deadline, the end of input), which then go on exactly as a call that took them from the start:
 //! nothing is lost and nothing is written twice. Only for platforms with `poll` (unix); elsewhere the
 //! client reads on a thread (the portable path) and never makes one.
@@ -28,9 +29,9 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, MutexGuard};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyInt, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyInt, PyString};
 
-use rpcwire_protocol::framing::{Decoded, Decoder, Framing};
+use rpcwire_protocol::framing::{Decoded, Decoder, Dropped, Framing};
 
 use crate::bound;
 use crate::decoder;
@@ -121,35 +122,31 @@ impl ClientPipe {
             let State { decoder, strings, .. } = state;
             let closed = decoder.is_closed();
             match decoder.next(true) {
-                Some(decoded) => return Ok(Some(self.handed_out(py, &decoded, strings, None)?.into_message())),
+                Some(Decoded::Message(line)) => {
+                    let incoming = reply::incoming_object(py, line, self.max_depth, Some(strings))?;
+                    return Ok(Some(Self::handed_out(py, incoming, line)?));
+                }
+                Some(Decoded::Dropped(ref dropped)) => return Ok(Some(self.dropped(py, dropped))),
                 None if closed => return Ok(None),
                 None => self.fill(py, state)?,
             }
         }
     }
 
-    /// A message read, as the client's reading hands it out: what `reply` makes of a line (a line it
-    /// cannot read as `(reason, line)`), a dropped one as its reason; with `own`, the successful answer
-    /// to that call as its bare result.
-    fn handed_out<'py>(
-        &self,
-        py: Python<'py>,
-        decoded: &Decoded<'_>,
-        strings: &mut StringCache,
-        own: Option<i64>,
-    ) -> PyResult<Got<'py>> {
-        Ok(match *decoded {
-            Decoded::Message(line) => match reply::read(py, line, self.max_depth, Some(strings), own)? {
-                reply::Read::Result(result) => Got::Result(result),
-                reply::Read::Incoming(reply::Incoming::Message(message)) => Got::Message(Some(message)),
-                reply::Read::Incoming(reply::Incoming::Unreadable(reason)) => Got::Message(Some(
-                    (PyString::new(py, &reason), PyBytes::new(py, line)).into_pyobject(py)?.into_any(),
-                )),
-            },
-            Decoded::Dropped(ref dropped) => {
-                Got::Message(Some(PyString::new(py, &dropped.reason(self.max_message_bytes)).into_any()))
+    /// A message read, as the client's reading hands it out: what `reply` makes of a line, a line it cannot
+    /// read as `(reason, line)`.
+    fn handed_out<'py>(py: Python<'py>, incoming: reply::Incoming<'py>, line: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+        Ok(match incoming {
+            reply::Incoming::Message(message) => message,
+            reply::Incoming::Unreadable(reason) => {
+                (PyString::new(py, &reason), PyBytes::new(py, line)).into_pyobject(py)?.into_any()
             }
         })
+    }
+
+    /// A message the framing dropped, as its reason.
+    fn dropped<'py>(&self, py: Python<'py>, dropped: &Dropped) -> Bound<'py, PyAny> {
+        PyString::new(py, &dropped.reason(self.max_message_bytes)).into_any()
     }
 }
 
@@ -159,19 +156,29 @@ enum Got<'py> {
     Message(Option<Bound<'py, PyAny>>),
 }
 
-impl<'py> Got<'py> {
-    /// The message read when no call's result was looked for.
-    fn into_message(self) -> Bound<'py, PyAny> {
-        match self {
-            Got::Message(Some(message)) => message,
-            Got::Result(_) | Got::Message(None) => unreachable!("a message read, no call's result looked for"),
-        }
-    }
+/// What `_call` hands back when it is not the call's result: one of `rpcwire._contract`'s `LoneOutcome`
+/// classes (handed to the module by `_bind`), made here and nowhere else.
+enum Outcome<'py> {
+    /// Nothing written (the line, for the general path); the reading not held.
+    Unsent(Bound<'py, PyAny>),
+    /// Its answer, an error (the `Response`); the reading released.
+    ErrorAnswer(Bound<'py, PyAny>),
+    /// Written, the reading held: another message read first, or nothing taken (`None`).
+    ReadOn(Option<Bound<'py, PyAny>>),
+    /// Written, the reading held: reading failed.
+    ReadFailed(PyErr),
 }
 
-/// `(tag, value)`: what `_call` hands back when it is not the result.
-fn tagged<'py>(py: Python<'py>, tag: u8, value: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    Ok(PyTuple::new(py, [tag.into_pyobject(py)?.into_any(), value])?.into_any())
+impl<'py> Outcome<'py> {
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let [unsent, error_answer, read_on, read_failed] = bound::lone_outcomes(py)?;
+        match self {
+            Outcome::Unsent(line) => unsent.bind(py).call1((line,)),
+            Outcome::ErrorAnswer(response) => error_answer.bind(py).call1((response,)),
+            Outcome::ReadOn(message) => read_on.bind(py).call1((message,)),
+            Outcome::ReadFailed(error) => read_failed.bind(py).call1((error.into_value(py),)),
+        }
+    }
 }
 
 /// The instant `timeout` seconds from now (`None`: no bound, or beyond what an `Instant` holds).
@@ -350,12 +357,13 @@ impl ClientPipe {
     /// the quick limits, and one write to a pipe never splits it, and nobody holds the lock of `output` (the
     /// client's `_Output`, asked with its `_locked`: not taken, as the GIL is held from that look to the end
     /// of the write); then it reads until a whole message is here, within the deadline, waiting on the pipe
-    /// and the halt pipe with the GIL released. The result of its answer (then the reading is released), or a tuple: `(0, line)`
-    /// nothing written, the reading not held (also when another thread reads); `(1, response)` its answer
-    /// is an error (the reading released); `(2, (message,))` written, the reading held, and another message
-    /// read (as `_read_incoming` gives it); `(2, None)` written, the reading held, nothing taken (the
-    /// deadline passed, the client halts, or the input ended: then `_has_buffered_message` is true and
-    /// `_read_incoming` says so); `(3, exception)` written, the reading held, and the reading failed.
+    /// and the halt pipe with the GIL released. The result of its answer (then the reading is released), or
+    /// an [`Outcome`], a `LoneOutcome` of `rpcwire._contract`: `Unsent(line)` nothing written, the reading not
+    /// held (also when another thread reads); `ErrorAnswer(response)` its answer is an error (the reading
+    /// released); `ReadOn(message)` written, the reading held, and another message read (as `_read_incoming`
+    /// gives it); `ReadOn(None)` written, the reading held, nothing taken (the deadline passed, the client
+    /// halts, or the input ended: then `_has_buffered_message` is true and `_read_incoming` says so);
+    /// `ReadFailed(exception)` written, the reading held, and the reading failed.
     /// An exception (nothing written, the reading released) when the line cannot be made, or the pipe is
     /// gone (`OSError`); after the write, only when there is no memory to hand back what was read (the
     /// reading released then too).
@@ -377,7 +385,7 @@ impl ClientPipe {
         // Nothing written (or the line could not be made): the reading, if taken, is released.
         let unsent = match self.write_lone(py, (method, params, id), (quick_bytes, quick_depth), output, taken) {
             Ok(None) => None,
-            Ok(Some(line)) => Some(tagged(py, 0, line)),
+            Ok(Some(line)) => Some(Outcome::Unsent(line).into_pyobject(py)),
             Err(error) => Some(Err(error)),
         };
         if let Some(unsent) = unsent {
@@ -391,20 +399,20 @@ impl ClientPipe {
                 self.read_done();
                 return Ok(result);
             }
-            Ok(Got::Message(None)) => tagged(py, 2, py.None().into_bound(py)),
+            Ok(Got::Message(None)) => Outcome::ReadOn(None).into_pyobject(py),
             Ok(Got::Message(Some(message))) => (|| {
                 let id = id.into_pyobject(py)?.into_any();
                 match answers(py, &message, &id) {
                     Ok(true) => {
-                        let outcome = tagged(py, 1, message)?;
+                        let outcome = Outcome::ErrorAnswer(message).into_pyobject(py)?;
                         self.read_done();
                         Ok(outcome)
                     }
-                    Ok(false) => tagged(py, 2, PyTuple::new(py, [message])?.into_any()),
-                    Err(error) => tagged(py, 3, error.into_value(py).into_bound(py).into_any()),
+                    Ok(false) => Outcome::ReadOn(Some(message)).into_pyobject(py),
+                    Err(error) => Outcome::ReadFailed(error).into_pyobject(py),
                 }
             })(),
-            Err(error) => tagged(py, 3, error.into_value(py).into_bound(py).into_any()),
+            Err(error) => Outcome::ReadFailed(error).into_pyobject(py),
         };
         // Only making the outcome fails here (no memory): the call was written, but nobody would read
         // for it or for anyone else with the reading held, so it is released.
@@ -484,9 +492,13 @@ impl ClientPipe {
                 Err(error) => return Err(error.into()),
             }
         }
-        match decoder.next(true) {
-            Some(decoded) => self.handed_out(py, &decoded, strings, Some(id)),
-            None => Ok(Got::Message(None)),
-        }
+        Ok(match decoder.next(true) {
+            Some(Decoded::Message(line)) => match reply::read(py, line, self.max_depth, Some(strings), id)? {
+                reply::Read::Result(result) => Got::Result(result),
+                reply::Read::Incoming(incoming) => Got::Message(Some(Self::handed_out(py, incoming, line)?)),
+            },
+            Some(Decoded::Dropped(ref dropped)) => Got::Message(Some(self.dropped(py, dropped))),
+            None => Got::Message(None),
+        })
     }
 }

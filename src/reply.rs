@@ -68,9 +68,8 @@ pub(crate) fn read<'py>(
     data: &[u8],
     max_depth: usize,
     mut strings: Option<&mut StringCache>,
-    own: Option<i64>,
+    own: i64,
 ) -> PyResult<Read<'py>> {
-    let Some(own) = own else { return incoming_object(py, data, max_depth, strings).map(Read::Incoming) };
     let Ok(text) = std::str::from_utf8(data) else { return Ok(Read::Incoming(unreadable_utf8())) };
     if let Some(result) = own_result(py, text, max_depth, strings.as_deref_mut(), own)? {
         return Ok(Read::Result(result));

@@ -10,7 +10,7 @@ import importlib.metadata
 import logging
 from types import ModuleType
 
-from rpcwire import _answer, _async_client, _client, _http_client, _ws_client
+from rpcwire import _answer, _async_client, _client, _contract, _http_client, _ws_client
 from rpcwire._engine import RequestContext, current_request, serve, serve_async
 from rpcwire._http_client import HttpError
 from rpcwire._http_info import HTTPHeaders, HTTPRequestInfo
@@ -26,14 +26,18 @@ from rpcwire._types import (
     ERR_METHOD_NOT_FOUND,
     ERR_PARSE,
     ERR_REQUEST_CANCELLED,
+    CallTimeout,
     ConnectionClosed,
+    ConnectionFailed,
     InvalidParams,
     JsonRpcError,
     MethodNotFound,
+    NotSent,
     Refused,
     Request,
     RequestCancelled,
     Response,
+    TransportError,
 )
 
 try:
@@ -57,6 +61,7 @@ try:
         refused=Refused,
         log_failure=_answer.log_failure,
         meta_traceparent=_answer.meta_traceparent,
+        lone_outcomes=(_contract.Unsent, _contract.ErrorAnswer, _contract.ReadOn, _contract.ReadFailed),
     )
     NATIVE = True
     """Whether the native (Rust) transport is in use; ``False`` only when it could not be imported."""
@@ -112,8 +117,10 @@ __all__ = [
     "AsyncHttpClient",
     "AsyncWebSocketClient",
     "CallInfo",
+    "CallTimeout",
     "Client",
     "ConnectionClosed",
+    "ConnectionFailed",
     "FrameDecoder",
     "HTTPHeaders",
     "HTTPRequestInfo",
@@ -122,12 +129,14 @@ __all__ = [
     "InvalidParams",
     "JsonRpcError",
     "MethodNotFound",
+    "NotSent",
     "Refused",
     "Request",
     "RequestCancelled",
     "RequestContext",
     "Response",
     "StdioTransport",
+    "TransportError",
     "current_request",
     "dispatch",
     "methods",

@@ -32,13 +32,13 @@ from typing import Any
 from rpcwire import _answer, _engine
 from rpcwire._context import running_request
 from rpcwire._contract import Core
+from rpcwire._id_null_ledger import _Sent
 from rpcwire._peer import (
     _CLOSE_JOIN_S,
     _HANDLERS,
     _HANDLERS_WAITING,
     _REMAINS_S,
     ProgressCallback,
-    StderrOption,
     _batch_outcome,
     _Callbacks,
     _check_dialect,
@@ -50,14 +50,13 @@ from rpcwire._peer import (
     _outcome,
     _Peer,
     _run_callback,
-    _Sent,
-    _stderr_tail,
-    _StderrTail,
 )
+from rpcwire._server_stderr import StderrOption, _stderr_tail, _StderrTail
 from rpcwire._types import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_MESSAGE_BYTES,
+    CallTimeout,
     ConnectionClosed,
     Framing,
     Handler,
@@ -294,7 +293,7 @@ class AsyncClient(_Peer):
             self._abandon([id_], sent, "timeout" if timed_out else "cancelled")
             if timed_out:
                 detail = f" ({exc})" if str(exc) else ""
-                raise TimeoutError(f"no answer to {method!r} (id {id_}) within {timeout} s{detail}") from None
+                raise CallTimeout(f"no answer to {method!r} (id {id_}) within {timeout} s{detail}") from None
             raise
         finally:
             if timer is not None:
@@ -367,14 +366,14 @@ class AsyncClient(_Peer):
             timed_out = isinstance(exc, (asyncio.TimeoutError, TimeoutError))
             self._abandon(ids, sent, "timeout" if timed_out else "cancelled")
             if timed_out:
-                raise TimeoutError(f"no answer to the batch within {timeout} s ({exc})") from None
+                raise CallTimeout(f"no answer to the batch within {timeout} s ({exc})") from None
             raise
         outcomes: list[Any] = []
         late: list[int] = []
         for id_, future in zip(ids, futures, strict=True):
             if not future.done():
                 late.append(id_)
-                outcomes.append(TimeoutError(f"no answer to batch entry {id_} within {timeout} s"))
+                outcomes.append(CallTimeout(f"no answer to batch entry {id_} within {timeout} s"))
                 continue
             outcomes.append(_batch_outcome(future.result()))
         if late:
@@ -408,7 +407,7 @@ class AsyncClient(_Peer):
         try:
             await asyncio.wait_for(asyncio.shield(self._draining), _left(deadline))
         except asyncio.TimeoutError:
-            raise TimeoutError("not sent: the server read nothing until the deadline") from None
+            raise CallTimeout("not sent: the server read nothing until the deadline") from None
         if self._closed is not None:
             raise self._closed_error()
 

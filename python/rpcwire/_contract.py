@@ -12,7 +12,7 @@ teaching implementation's names (``StdioTransport``, ``dispatch``, ``parse_reque
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import IO, TYPE_CHECKING, Any, BinaryIO, Protocol
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, Protocol, final
 
 from rpcwire._types import Framing, Handler, Refused, Request, Response
 
@@ -23,6 +23,73 @@ Message = bytes | Request | list[Request | bytes]
 Incoming = Response | Request | str | list[Response | Request | str]
 """A message as a client reads it (``_parse_incoming``): a response, the server's own request or
 notification, a batch of these, or a ``str`` saying why a message is neither."""
+
+
+# --- what a lone call comes back with: typed outcomes, the same classes from either core -------------------
+
+
+class LoneOutcome:
+    """What ``ClientPipe._call`` (a lone caller's whole call in one call into the core) returns when it is not
+    the result of the call's answer: one of the four classes below, never anything else. A result is a decoded
+    JSON value, never one of them, so ``isinstance(outcome, LoneOutcome)`` tells the two apart. Defined once,
+    here: the pure core makes them, and the native one is handed them by ``_bind`` (``src/bound.rs``). Each holds
+    one value, read-only, and compares by its class and value (plain slotted classes, not dataclasses: the
+    package's import makes no code for them)."""
+
+    __slots__ = ()
+
+    def __init__(self, value: Any) -> None:
+        object.__setattr__(self, self.__slots__[0], value)  # type: ignore[misc]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    def _value(self) -> Any:
+        return getattr(self, self.__slots__[0])  # type: ignore[misc]
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other._value() == self._value()
+
+    __hash__ = None  # type: ignore[assignment]  # (compared by value; never a key)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._value()!r})"
+
+
+@final
+class Unsent(LoneOutcome):
+    """Nothing was written (another thread reads or writes, the line is long or deep, the pipe is full): the
+    call goes on as any call with ``line``, its request. The reading is not held."""
+
+    __slots__ = ("line",)
+    line: bytes
+
+
+@final
+class ErrorAnswer(LoneOutcome):
+    """The call's own answer came, and it is an error (``response``). The reading is released."""
+
+    __slots__ = ("response",)
+    response: Response
+
+
+@final
+class ReadOn(LoneOutcome):
+    """The call was written, and something other than its answer came first (``message``, as
+    ``_read_incoming`` hands it out), or nothing yet (``None``: the deadline passed, the client halts, or the
+    input ended). The reading is held: the caller goes on reading, as any call that reads."""
+
+    __slots__ = ("message",)
+    message: Incoming | tuple[str, bytes] | None
+
+
+@final
+class ReadFailed(LoneOutcome):
+    """The call was written, and reading failed (``error``: an ``OSError``, an interrupt's exception). The
+    reading is held."""
+
+    __slots__ = ("error",)
+    error: BaseException
 
 
 class AnswerBuilder(Protocol):
@@ -216,17 +283,15 @@ class ClientPipe(Protocol):
 
     def _call(  # noqa: PLR0917 (the native method's positional arguments: one call, no keywords to parse)
         self, method: str, params: Any, id: int, quick_bytes: int, quick_depth: int, timeout: float | None, output: Any
-    ) -> Any:
+    ) -> Any | LoneOutcome:
         """A lone caller's whole call (``id``: its id; ``output``: the client's ``_Output``, whose ``_lock`` guards
         every write, and ``_locked`` is that lock's ``locked``). With the reading lock free, it takes it, encodes
         the request and writes it to the stdin pipe in one write that a pipe never splits (the line within
         ``quick_bytes`` and ``quick_depth``, at most ``PIPE_BUF`` bytes framed, the output's lock free, the pipe
         with room), then reads as the client does until a whole message is here (within ``timeout`` seconds,
-        waiting on the stdout and halt pipes). The result of its answer (the reading released), or:
-        ``(0, line)`` nothing written, the reading not held; ``(1, response)`` its answer is an error (the
-        reading released); ``(2, (message,))`` written, another message read first, the reading held;
-        ``(2, None)`` written, nothing taken (the deadline, the halt pipe, the end of input), the reading held;
-        ``(3, exception)`` written, reading failed, the reading held. An exception (nothing written, the
+        waiting on the stdout and halt pipes). The result of its answer (the reading released), or a
+        :class:`LoneOutcome`: :class:`Unsent`, :class:`ErrorAnswer`, :class:`ReadOn` or :class:`ReadFailed`
+        (each says what was written and who holds the reading). An exception (nothing written, the
         reading released) when the line cannot be made, or the pipe is gone (``OSError``)."""
         ...
 

@@ -13,11 +13,11 @@ The rules both follow (docs/semantics.md, "The HTTP clients"):
 - **A timeout is a deadline** for the whole call: waiting for a free connection, connecting, writing, the
   status and headers, the whole body or event stream. Every blocking step waits at most what is left of
   it. On expiry the connection is closed (the server sees the client go; an rpcwire app stops sending)
-  and ``TimeoutError`` is raised.
+  and ``CallTimeout`` (a ``TimeoutError``) is raised.
 - **A POST is never sent twice**: a kept-alive connection is reused only when nothing is to be read on it
   (the server has not closed it, reset it or written to it while it was idle); once any byte of a
-  request is written, a connection that fails raises ``ConnectionError`` (the server may have run the
-  request) rather than send it again. The sync client sends a request again only when its very first
+  request is written, a connection that fails raises ``ConnectionFailed`` (a ``ConnectionError``: the server
+  may have run the request) rather than send it again. The sync client sends a request again only when its very first
   write failed outright on a reused connection (nothing of it reached the server).
 - **An event stream is read up to the answer**: once the events carried the answer to every call of the
   POST, the call returns and the connection is closed (a stream not read to its end cannot serve another
@@ -26,7 +26,7 @@ The rules both follow (docs/semantics.md, "The HTTP clients"):
   every call of it left without an answer of its own fails with that error.
 - **An answer is read no further than ``max_message_bytes``** (the stream clients' limit and default): a
   body, or an event's data, or a line of an event stream, that passes it fails the call with
-  ``ConnectionError`` as its bytes arrive (a ``Content-Length`` over it, at the head), and the connection is
+  ``ConnectionFailed`` as its bytes arrive (a ``Content-Length`` over it, at the head), and the connection is
   closed unread. The limit is per message: an event stream's events together may be longer.
 
 - **TLS and proxies** as requests and httpx: ``verify=`` checks the certificate and the URL's name (sent as
@@ -35,17 +35,15 @@ The rules both follow (docs/semantics.md, "The HTTP clients"):
   ``CONNECT`` tunnel (https://). A proxy that is not http:// fails when the client is made, naming its
   variable.
 
-A status other than 200/202/204 raises :class:`HttpError`.
+A status other than 200/202/204 raises :class:`HttpError`. All three are ``TransportError`` subclasses.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import io
 import logging
-import os
 import select
 import socket
 import ssl
@@ -55,133 +53,34 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterable
 from types import TracebackType
-from typing import Any, Union
+from typing import Any
 
+from rpcwire._http_client_tls import Verify, _find_proxy, _tls_context, _tunnel_refused, _untrusted
+from rpcwire._http_client_wire import (
+    _EVENTS,
+    HttpError,
+    _Answers,
+    _Exchange,
+    _Reply,
+    _ResponseReader,
+    _sent_but_unanswered,
+)
 from rpcwire._peer import ProgressCallback, _batch_outcome, _outcome, _outgoing_traceparent, _Peer
-from rpcwire._types import DEFAULT_MAX_MESSAGE_BYTES, Request, Response
+from rpcwire._types import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    CallTimeout,
+    ConnectionFailed,
+    Request,
+    Response,
+)
 
 __all__ = ["AsyncHttpClient", "HttpClient", "HttpError"]
 
 logger: logging.Logger = logging.getLogger("rpcwire.client")
-
 _JSON = "application/json"
-_Answers = dict["int | None", Response]  # the answers in a body by id; None: an error with id null
-_EVENTS = "text/event-stream"
 DEFAULT_MAX_CONNECTIONS = 16
 _READ = 65536  # bytes asked of each read
-_MAX_LINE = 65536  # a status line, header line or chunk-size line longer than this: not a server to talk to
-_MAX_HEAD = 256 * 1024  # all the header lines of a response together
 _CLOSE_GRACE = 5.0  # how long AsyncHttpClient.close waits for each idle connection's close (TLS: close_notify)
-_MAX_ERROR_BODY = 65536  # what HttpError keeps of a refusal's body
-_FIELD = len(b"data: \r")  # what an event-stream line may hold beyond its data: the field's name and a \r
-
-Verify = Union[bool, str, "os.PathLike[str]", ssl.SSLContext]
-"""What ``verify=`` takes: ``True`` (the system's trust store), ``False`` (no check), a CA bundle's path (a
-PEM file, or a directory of hashed certificates), or an ``ssl.SSLContext`` used as it is."""
-
-
-class HttpError(OSError):
-    """The server answered with an HTTP status other than 200, 202 or 204 (``status``, ``reason``, ``body``: the
-    body's bytes). Its text shows the body decoded (UTF-8, an undecodable byte replaced), its first 200
-    characters: ``HTTP 415 Unsupported Media Type: expected application/json``."""
-
-    def __init__(self, status: int, reason: str, body: bytes) -> None:
-        text = body[:800].decode("utf-8", "replace").strip()  # 800 bytes: 200 characters of any width
-        if len(text) > 200:
-            text = text[:200] + "…"
-        super().__init__(f"HTTP {status} {reason}" + (f": {text}" if text else ""))
-        self.status = status
-        self.reason = reason
-        self.body = body
-
-
-def _tls_context(verify: Verify) -> ssl.SSLContext:
-    """The context of ``verify=`` (see :data:`Verify`); a CA path that cannot be read raises here."""
-    if isinstance(verify, ssl.SSLContext):
-        return verify
-    if verify is True:
-        return ssl.create_default_context()
-    if verify is False:
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-        return context
-    if isinstance(verify, (str, os.PathLike)) and not isinstance(verify, bool):
-        path = os.fspath(verify)
-        if os.path.isdir(path):
-            return ssl.create_default_context(capath=path)
-        return ssl.create_default_context(cafile=path)
-    raise TypeError(f"verify must be a bool, a CA bundle's path or an ssl.SSLContext, not {verify!r}")
-
-
-def _untrusted(exc: ssl.SSLCertVerificationError, host: str) -> ssl.SSLCertVerificationError:
-    """The certificate check's failure, saying what to do about it (same type, ``verify_code`` and message)."""
-    why = exc.verify_message or exc.strerror or str(exc)
-    error = ssl.SSLCertVerificationError(
-        exc.errno,
-        f"certificate verify failed for {host}: {why} (a server of your own, or a private CA: pass verify= the CA"
-        " bundle's path or an ssl.SSLContext that trusts it; verify=False checks nothing)",
-    )
-    error.verify_code, error.verify_message = exc.verify_code, exc.verify_message
-    return error
-
-
-class _Proxy:
-    """The HTTP proxy a client goes through: ``host``, ``port``, ``authorization`` (the ``Proxy-Authorization``
-    header's value, from the URL's user and password, or ``None``) and ``source`` (``proxy=`` or the
-    environment variable it came from), for messages."""
-
-    def __init__(self, url: str, source: str) -> None:
-        parts = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")  # "host:3128", as curl takes it
-        if parts.scheme != "http":
-            raise ValueError(
-                f"{source}={_without_password(url)!r}: rpcwire's HTTP clients go through an http:// proxy only (a"
-                f" {parts.scheme}:// one needs session=, an httpx client); NO_PROXY or trust_env=False go direct"
-            )
-        self.host = parts.hostname or "127.0.0.1"
-        self.port = parts.port or 80
-        self.source = source
-        self.shown = f"http://{self.host}:{self.port}"
-        self.authorization: str | None = None
-        if parts.username is not None:
-            user = urllib.parse.unquote(parts.username)
-            password = urllib.parse.unquote(parts.password or "")
-            self.authorization = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
-
-
-def _without_password(url: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    return url.replace(f":{parts.password}@", ":***@", 1)
-
-
-def _find_proxy(scheme: str, host: str, port: int, proxy: str | None, trust_env: bool) -> _Proxy | None:
-    """``proxy=`` if given; else, with ``trust_env``, the environment's proxy for the URL as requests and
-    httpx find it: ``<scheme>_proxy`` (either case, the lower-case one first), else ``all_proxy``, unless
-    ``no_proxy`` names the host (``urllib.request.proxy_bypass``)."""
-    if proxy is not None:
-        return _Proxy(proxy, "proxy=")
-    if not trust_env:
-        return None
-    proxies = urllib.request.getproxies()
-    url = proxies.get(scheme) or proxies.get("all")
-    if (
-        not url
-        or urllib.request.proxy_bypass(host)
-        or (":" not in host and urllib.request.proxy_bypass(f"{host}:{port}"))
-    ):
-        return None
-    names = [f"{scheme}_proxy", f"{scheme.upper()}_PROXY", "all_proxy", "ALL_PROXY"]
-    source = next((name for name in names if os.environ.get(name) == url), f"{scheme.upper()}_PROXY")
-    return _Proxy(url, source)
-
-
-def _tunnel_refused(proxy: _Proxy, target: str, reader: _ResponseReader) -> ConnectionError:
-    return ConnectionError(
-        f"the proxy {proxy.shown} (from {proxy.source}) refused the tunnel to {target}:"
-        f" {reader.status} {reader.reason}".rstrip()
-    )
 
 
 def _remaining(deadline: float | None) -> float | None:
@@ -194,324 +93,6 @@ def _remaining(deadline: float | None) -> float | None:
     return left
 
 
-def _sent_but_unanswered(cause: str) -> ConnectionError:
-    return ConnectionError(f"{cause}; the request was sent and may have run, so it is not sent again")
-
-
-def _over_limit(limit: int) -> ConnectionError:
-    """An answer longer than ``max_message_bytes``: raised as soon as it is known, the rest left unread."""
-    return _sent_but_unanswered(f"the answer is over max_message_bytes ({limit}), its connection closed unread")
-
-
-# --- HTTP/1.1 without I/O --------------------------------------------------------------------------------
-
-
-class _ResponseReader:
-    """One HTTP/1.1 response, without I/O. ``feed`` each read's bytes and get back the body's bytes that
-    came whole (chunked coding removed); ``end`` when the connection has closed. ``head`` is set once the
-    status line and headers are read (``status``, ``reason``, ``headers`` with lower-case names, repeated
-    ones joined by ``", "``), ``done`` once the body is whole; ``reusable`` says whether the connection may
-    then carry another request. Interim (1xx) responses are skipped. A malformed response raises
-    ``ConnectionError``."""
-
-    def __init__(self) -> None:
-        self._buffer = bytearray()
-        self._state = "status"  # status, headers, length, chunk-size, chunk, chunk-end, trailers, close, done
-        self._left = 0  # bytes left of the body (length) or of the chunk
-        self._head_bytes = 0
-        self._version = ""
-        self.head = False
-        self.done = False
-        self.status = 0
-        self.reason = ""
-        self.headers: dict[str, str] = {}
-
-    @property
-    def reusable(self) -> bool:
-        """The body ended where its framing said, nothing came after it, and neither side asked to close."""
-        if not self.done or self._buffer or self._state != "done":
-            return False
-        if "transfer-encoding" in self.headers and "content-length" in self.headers:
-            return False  # RFC 9112 §6.3: the coding wins, but the mark of response splitting: never reused
-        tokens = {token.strip().lower() for token in self.headers.get("connection", "").split(",")}
-        if self._version == "HTTP/1.0":
-            return "keep-alive" in tokens
-        return "close" not in tokens
-
-    def feed(self, data: bytes) -> bytes:
-        """The body's bytes in ``data`` (and what was left of earlier reads)."""
-        self._buffer += data
-        body: list[bytes] = []
-        while self._step(body):
-            pass
-        return b"".join(body)
-
-    def end(self) -> bytes:
-        """The connection closed: the end of a body delimited by it; else ``ConnectionError``."""
-        if self._state == "close":
-            self._state, self.done = "close-done", True
-            body, self._buffer = bytes(self._buffer), bytearray()
-            return body
-        if self.done:
-            return b""
-        if self._state == "status" and not self._buffer and not self._head_bytes:
-            raise ConnectionError("the server closed the connection without answering")
-        raise ConnectionError("the server closed the connection in the middle of its answer")
-
-    def _line(self) -> bytes | None:
-        end = self._buffer.find(b"\n")
-        if end < 0:
-            if len(self._buffer) > _MAX_LINE:
-                raise ConnectionError("a malformed HTTP response: a line over 64 KiB")
-            return None
-        line = bytes(self._buffer[:end]).rstrip(b"\r")
-        del self._buffer[: end + 1]
-        return line
-
-    def _step(self, body: list[bytes]) -> bool:
-        """One step of the state machine; ``False`` when it needs more bytes (or is done)."""
-        state = self._state
-        if state in ("length", "chunk"):
-            if not self._buffer:
-                return False
-            take = bytes(self._buffer[: self._left])
-            del self._buffer[: len(take)]
-            self._left -= len(take)
-            body.append(take)
-            if not self._left:
-                if state == "length":
-                    self._finish()
-                else:
-                    self._state = "chunk-end"
-            return True
-        if state == "close":
-            if self._buffer:
-                body.append(bytes(self._buffer))
-                self._buffer.clear()
-            return False
-        if state == "done":
-            return False
-        line = self._line()
-        if line is None:
-            return False
-        if state == "status":
-            self._status_line(line)
-        elif state == "headers":
-            self._head_bytes += len(line) + 2
-            if self._head_bytes > _MAX_HEAD:
-                raise ConnectionError("a malformed HTTP response: headers over 256 KiB")
-            if line:
-                self._header(line)
-            else:
-                self._end_of_head()
-        elif state == "chunk-size":
-            size = line.split(b";")[0].strip()
-            if not 0 < len(size) <= 16 or size.translate(None, b"0123456789abcdefABCDEF"):
-                raise ConnectionError(f"a malformed HTTP response: chunk size {size[:40]!r}")
-            self._left = int(size, 16)
-            self._state = "chunk" if self._left else "trailers"
-        elif state == "chunk-end":
-            if line:
-                raise ConnectionError("a malformed HTTP response: a chunk longer than its size")
-            self._state = "chunk-size"
-        elif state == "trailers" and not line:
-            self._finish()
-        return True
-
-    def _finish(self) -> None:
-        self._state, self.done = "done", True
-
-    def _status_line(self, line: bytes) -> None:
-        if not line and not self._head_bytes:
-            return  # a blank line before the status line is tolerated (RFC 9112 §2.2)
-        parts = line.decode("latin-1").split(" ", 2)
-        if len(parts) < 2 or not parts[0].startswith("HTTP/") or not (parts[1].isdigit() and len(parts[1]) == 3):
-            raise ConnectionError(f"a malformed HTTP response: status line {line[:80]!r}")
-        self._version, self.status, self.reason = parts[0], int(parts[1]), (parts[2] if len(parts) > 2 else "")
-        self._head_bytes += len(line) + 2
-        self.headers = {}
-        self._state = "headers"
-
-    def _header(self, line: bytes) -> None:
-        name, colon, value = line.decode("latin-1").partition(":")
-        if not colon or not name or name != name.strip():
-            raise ConnectionError(f"a malformed HTTP response: header line {line[:80]!r}")
-        name, value = name.lower(), value.strip()
-        self.headers[name] = f"{self.headers[name]}, {value}" if name in self.headers else value
-
-    def _end_of_head(self) -> None:
-        if 100 <= self.status < 200:  # an interim response (100 Continue, 103 Early Hints): the real one follows
-            self._head_bytes = 0
-            self._state = "status"
-            return
-        self.head = True
-        codings = [c.strip().lower() for c in self.headers.get("transfer-encoding", "").split(",") if c.strip()]
-        if self.status in (204, 304):
-            self._finish()
-        elif codings:
-            if codings[-1] != "chunked":
-                self._state = "close"  # RFC 9112 §6.3: a coding other than chunked last: read until the close
-            else:
-                self._state = "chunk-size"
-        elif "content-length" in self.headers:
-            values = {v.strip() for v in self.headers["content-length"].split(",")}
-            if len(values) != 1 or not ((value := values.pop()).isascii() and value.isdigit()):
-                raise ConnectionError(f"a malformed HTTP response: Content-Length {self.headers['content-length']!r}")
-            self._left = int(value)
-            if self._left:
-                self._state = "length"
-            else:
-                self._finish()
-        else:
-            self._state = "close"
-
-
-# --- what a POST's answer says ---------------------------------------------------------------------------
-
-
-def _is_event_stream(content_type: str | None) -> bool:
-    return (content_type or "").split(";")[0].strip().lower() == _EVENTS
-
-
-class _Events:
-    """Server-sent events, a line at a time: ``line`` returns an event's data (its ``data:`` lines joined by
-    ``\\n``) when the blank line that ends it arrives; ``end`` returns an event the stream left unended. An
-    event's data longer than ``limit`` raises ``ConnectionError`` at the line that passes it."""
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._data: list[bytes] = []
-        self._size = 0  # the event's data so far, the \n that join its lines included
-
-    def line(self, raw: bytes) -> bytes | None:
-        line = raw.rstrip(b"\r\n")
-        if not line:
-            return self.end()
-        if line.startswith(b"data:"):
-            value = line[5:]
-            value = value[1:] if value.startswith(b" ") else value
-            self._size += len(value) + (1 if self._data else 0)
-            if self._size > self._limit:
-                raise _over_limit(self._limit)
-            self._data.append(value)
-        return None
-
-    def end(self) -> bytes | None:
-        data, self._data, self._size = self._data, [], 0
-        return b"\n".join(data) if data else None
-
-
-class _Reply:
-    """The body of the answer to one POST, as its bytes arrive: ``body`` each piece, ``answers`` at the end
-    (or as soon as ``answered``). ``answered``: an event stream carried the answer to every call of the POST
-    (or the server's refusal of it, an error with ``id: null`` alone), so nothing more need be read.
-
-    What it holds is bounded by the peer's ``max_message_bytes`` (plus one piece): a JSON answer longer than
-    that (its ``Content-Length`` already, here), an event's data or a line of the stream, raises
-    ``ConnectionError`` from the piece that passes it; the caller then closes the connection."""
-
-    def __init__(self, peer: _HttpPeer, ids: Iterable[int], status: int, reason: str, headers: dict[str, str]) -> None:
-        self._peer = peer
-        self._ids = set(ids)
-        self._status = status
-        self._reason = reason
-        self._limit = limit = peer._limits[0]
-        self.stream = status == 200 and _is_event_stream(headers.get("content-type"))
-        self._parts: list[bytes] = []
-        self._size = 0
-        self._line: list[bytes] = []  # the event-stream line begun and not ended yet, in pieces
-        self._line_size = 0
-        self._events = _Events(limit)
-        self._answers: _Answers = {}
-        self.answered = False
-        if status == 200 and not self.stream and not {"transfer-encoding", "content-encoding"} & headers.keys():
-            length = headers.get("content-length", "").strip()
-            if length.isascii() and length.isdigit() and int(length) > limit:
-                raise _over_limit(limit)  # known at the head: not a byte of the body is read
-
-    def body(self, data: bytes) -> None:
-        if not data or self.answered:
-            return
-        if not self.stream:
-            if self._status == 200 or self._size < _MAX_ERROR_BODY:
-                self._size += len(data)
-                if self._status == 200 and self._size > self._limit:
-                    raise _over_limit(self._limit)
-                self._parts.append(data)
-            return
-        if b"\n" not in data:  # a long line in many pieces is joined once, at its end
-            self._line_size += len(data)
-            if self._line_size > self._limit + _FIELD:
-                raise _over_limit(self._limit)
-            self._line.append(data)
-            return
-        lines = data.split(b"\n")
-        if self._line:
-            lines[0] = b"".join([*self._line, lines[0]])
-        tail = lines.pop()
-        self._line = [tail] if tail else []
-        self._line_size = len(tail)
-        if self._line_size > self._limit + _FIELD:
-            raise _over_limit(self._limit)
-        for line in lines:
-            if (event := self._events.line(line)) is not None:
-                self._event(event)
-                if self.answered:
-                    return  # what follows the answer is not read (a later notification is the server's loss)
-
-    def _event(self, data: bytes) -> None:
-        answers, refused = self._peer._answers(data)
-        self._answers.update(answers)
-        self.answered = bool(self._ids) and (refused or self._ids <= self._answers.keys())
-
-    def answers(self) -> _Answers:
-        """Every answer read (the body is whole, or ``answered``); ``HttpError`` for a refusal's status."""
-        if self._status in (202, 204):
-            return {}
-        if self._status != 200:
-            raise HttpError(self._status, self._reason, b"".join(self._parts)[:_MAX_ERROR_BODY])
-        if not self.stream:
-            return self._peer._answers(b"".join(self._parts))[0]
-        if not self.answered:
-            for line in (b"".join(self._line), b""):
-                if (event := self._events.line(line)) is not None:
-                    self._event(event)
-        return self._answers
-
-
-class _Exchange:
-    """One POST's response as the connection gives it: ``feed`` each read's bytes (``b""`` at the
-    connection's end) until it returns true; then ``reusable`` and ``answers()``."""
-
-    def __init__(self, peer: _HttpPeer, ids: Iterable[int]) -> None:
-        self._peer = peer
-        self._ids = ids
-        self._response = _ResponseReader()
-        self._reply: _Reply | None = None
-
-    def feed(self, data: bytes) -> bool:
-        try:
-            body = self._response.feed(data) if data else self._response.end()
-        except ConnectionError as exc:
-            raise _sent_but_unanswered(str(exc)) from None
-        response = self._response
-        if self._reply is None and response.head:
-            self._reply = _Reply(self._peer, self._ids, response.status, response.reason, response.headers)
-        if self._reply is not None:
-            self._reply.body(body)
-            if self._reply.answered:
-                return True
-        return response.done
-
-    @property
-    def reusable(self) -> bool:
-        return self._response.reusable
-
-    def answers(self) -> _Answers:
-        assert self._reply is not None
-        return self._reply.answers()
-
-
 # --- the two clients -------------------------------------------------------------------------------------
 
 
@@ -522,7 +103,7 @@ def _results(ids: list[int], answers: _Answers, batch: bool) -> Any:
     for id_ in ids:
         answer = answers.get(id_, refusal)
         if answer is None:
-            missing = ConnectionError(f"the server's answer holds no answer to id {id_}")
+            missing = ConnectionFailed(f"the server's answer holds no answer to id {id_}")
             if not batch:
                 raise missing
             outcomes.append(missing)
@@ -600,7 +181,7 @@ class _HttpPeer(_Peer):
     def _tunnel_head(self, reader: _ResponseReader, data: bytes) -> bool:
         """Feed the proxy's answer to CONNECT; true once the tunnel is open, ``ConnectionError`` if refused."""
         if not data:
-            raise ConnectionError(f"the proxy {self._proxy.shown} closed the connection instead of a tunnel")  # type: ignore[union-attr]
+            raise ConnectionFailed(f"the proxy {self._proxy.shown} closed the connection instead of a tunnel")  # type: ignore[union-attr]
         extra = reader.feed(data)
         if not reader.head:
             return False
@@ -651,8 +232,8 @@ class _HttpPeer(_Peer):
     def _serve_request(self, request: Request) -> None:
         logger.warning("dropped a request from the server over HTTP (%r): not supported", request.method)
 
-    def _timed_out(self, timeout: float | None) -> TimeoutError:
-        return TimeoutError(f"no answer from {self._url} within {timeout} s")
+    def _timed_out(self, timeout: float | None) -> CallTimeout:
+        return CallTimeout(f"no answer from {self._url} within {timeout} s")
 
 
 def _has_input(sock: socket.socket) -> bool:
@@ -762,9 +343,10 @@ class HttpClient(_HttpPeer):
     ``batch`` as :class:`rpcwire.Client`'s. Thread-safe: up to ``max_connections`` keep-alive connections
     serve the calls in flight (a caller waits for a free one within its timeout). ``timeout`` bounds each
     whole call. ``max_message_bytes`` (64 MiB, as the stream clients') bounds each answer read: one longer (a
-    body, or one event of a stream) fails its call with ``ConnectionError`` as it arrives, its connection
-    closed unread. ``headers``: sent with every POST (``Authorization``...). ``verify`` (https://): ``True``
-    (the system's trust store), a CA bundle's path, an ``ssl.SSLContext``, or ``False`` (no check).
+    body, or one event of a stream) fails its call with ``ConnectionFailed`` (a ``ConnectionError``) as it
+    arrives, its connection closed unread. ``headers``: sent with every POST (``Authorization``...). ``verify``
+    (https://): ``True`` (the system's trust store), a CA bundle's path, an ``ssl.SSLContext``, or ``False`` (no
+    check).
     ``proxy``: an ``http://`` proxy URL; else, with ``trust_env`` (the default), the environment's
     ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY`` and ``NO_PROXY`` as requests and httpx read them (https://
     through a ``CONNECT`` tunnel). ``session``: a caller's own ``httpx.Client`` to post with instead (its
@@ -855,10 +437,10 @@ class HttpClient(_HttpPeer):
                 keep = exchange.reusable
                 return exchange.answers()
             except _NothingWritten as exc:
-                raise exc.__cause__ or ConnectionError("writing the request failed") from None
+                raise exc.__cause__ or ConnectionFailed("writing the request failed") from None
             finally:
                 self._pool.put(connection, keep)
-        raise ConnectionError(f"no usable connection to {self._url}")
+        raise ConnectionFailed(f"no usable connection to {self._url}")
 
     def _connect(self, deadline: float | None) -> socket.socket:
         """A new connection (to the proxy, through its tunnel for https://; TLS for https://), each step within

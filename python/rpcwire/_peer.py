@@ -27,27 +27,25 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import io
 import itertools
 import logging
-import os
 import re
 import secrets
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import IO, Any, get_args, overload
+from typing import Any, get_args, overload
 
 from rpcwire import _answer, _context
 from rpcwire._contract import Core, Incoming
 from rpcwire._dialects import LSP_CANCEL, LSP_PROGRESS, MCP_CANCEL, MCP_PROGRESS, Dialect
+from rpcwire._id_null_ledger import _READABLE_BYTES, _READABLE_DEPTH, _Ledger, _refusable, _Sent
 from rpcwire._types import (
     DEFAULT_MAX_DEPTH,
     ERR_INTERNAL,
     ConnectionClosed,
     Handler,
     MethodNotFound,
+    NotSent,
     Request,
     Response,
     error_from_object,
@@ -71,13 +69,9 @@ logger: logging.Logger = logging.getLogger("rpcwire.client")
 ProgressCallback = Callable[[float, "float | None", "str | None"], Any]
 """``on_progress(progress, total, message)``, as the MCP SDK's progress callbacks are called."""
 
-_STDERR_TAIL = 20  # lines of a spawned server's stderr kept for ConnectionClosed
-_STDERR_LINE = 64 * 1024  # a longer stderr line is kept cut to this
 _CALLBACKS_QUEUED = 1024  # notifications waiting for the dispatcher; beyond, one is dropped (and logged)
 _HANDLERS = 8  # the server's own requests handled at once...
 _HANDLERS_WAITING = 64  # ...and waiting for a handler; beyond, one is answered -32603 at once
-_LEDGER = 4096  # calls and batches written and unanswered that an id-null error is matched against
-_HELD = 64  # id-null errors waiting until they can belong to one call only
 _REMAINS_S = 1.0  # once the server exited: how long what it left in its pipes is still read
 _SCAN_BYTES = 1 << 20  # how far into a message that cannot be decoded the client looks for its ids
 _CLOSE_JOIN_S = 2.0  # close: how long each of the client's threads is waited for once told to end
@@ -189,11 +183,11 @@ def _check_outgoing(core: Core, line: bytes, limits: tuple[int, int, int | None]
     ``null``."""
     max_message_bytes, max_depth, max_batch = limits
     if len(line) > max_message_bytes:
-        raise ValueError(f"not sent: the message is {len(line)} bytes, over max_message_bytes ({max_message_bytes})")
+        raise NotSent(f"not sent: the message is {len(line)} bytes, over max_message_bytes ({max_message_bytes})")
     if entries is not None and max_batch is not None and entries > max_batch:
-        raise ValueError(f"not sent: a batch of {entries} calls, over max_batch ({max_batch})")
+        raise NotSent(f"not sent: a batch of {entries} calls, over max_batch ({max_batch})")
     if core._nests_deeper(line, max_depth):
-        raise ValueError(f"not sent: the message nests deeper than max_depth ({max_depth})")
+        raise NotSent(f"not sent: the message nests deeper than max_depth ({max_depth})")
 
 
 # --- what cannot be read: the calls it names -------------------------------------------------------
@@ -250,193 +244,6 @@ def _named_calls(data: bytes) -> list[int]:
         if depth >= target:
             finish()  # cut short (by the scan's bound): what was seen of the object still names its call
     return found
-
-
-# --- errors with id null: the call they can only belong to ----------------------------------------
-
-
-# A message this small and shallow is read by any server (none refuses it unread); a batch may not be.
-_READABLE_BYTES = 64 * 1024
-_READABLE_DEPTH = 32
-
-
-def _refusable(core: Core, line: bytes, batch: bool) -> bool:
-    """Whether a server with sane limits could refuse ``line`` unread: a batch, a message over
-    ``_READABLE_BYTES``, or one nested deeper than ``_READABLE_DEPTH`` (counted by the client's ``core``)."""
-    if batch or len(line) > _READABLE_BYTES:
-        return True
-    return core._nests_deeper(line, _READABLE_DEPTH)
-
-
-class _Sent:
-    """One message written (a call or a batch until it is answered; a notification or an answer of the
-    client's until later ones are): its ids, its place in the order of writing, whether a server could
-    refuse it unread."""
-
-    __slots__ = ("abandoned", "ids", "seq", "suspect")
-
-    def __init__(self, seq: int, ids: tuple[int, ...], suspect: bool) -> None:
-        self.seq = seq
-        self.ids = ids
-        self.suspect = suspect
-        self.abandoned = False
-
-
-class _Ledger:
-    """Which message an error with ``id: null`` answers (``-32700``/``-32600`` for a message the server
-    could not read an id in: too deep, too long, a batch over its limit).
-
-    A server reads a stream's messages in the order they were written and answers one it cannot read at
-    once, before it reads the next, so that error comes before any answer to a later message. So it can
-    only answer a message written after the last one answered (the *frontier*) and not answered itself:
-    a call, a batch, a notification or an answer of the client's. Of those, the ones a server could
-    refuse unread (*suspects*: a batch, over 64 KiB, nested deeper than 32) are the candidates, or all of
-    them when none is. One candidate: the error is its answer (a call or every entry of a batch fails
-    with it; for a notification it is logged). Several: the error is held until answers to the others
-    leave one (with several errors held: once as many candidates are left as errors, in order), so that
-    it never fails a call the server read; a call it may belong to ends at its deadline meanwhile.
-
-    Places in the order of writing count by two (:meth:`position`), so that a message whose entry is made only
-    after it was written (a lone call's, once something else comes before its answer) takes the place between
-    the one written last before it and the next (``written(..., at=)``)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._seq = 0
-        self._frontier = 0
-        self._by_id: dict[int, _Sent] = {}
-        self._calls: dict[int, _Sent] = {}  # calls and batches unanswered, by seq, in the order written
-        self._others: collections.deque[_Sent] = collections.deque()  # notifications and answers, in order
-        self._held: list[tuple[Response, set[_Sent]]] = []
-
-    def position(self) -> int:
-        """The place of the message written last (read without the lock: writers hold the client's output)."""
-        return self._seq
-
-    def written(self, ids: Sequence[int], suspect: bool, at: int | None = None) -> _Sent:
-        """A message is being written, after every one before it (``ids``: the calls it makes, if any); or,
-        ``at``, one that was written when :meth:`position` was ``at``: before those written since."""
-        with self._lock:
-            if at is None or at >= self._seq:
-                self._seq += 2
-                seq = self._seq
-            else:  # (rare: what was written since its write is reordered behind it)
-                seq = at + 1
-            sent = _Sent(seq, tuple(ids), suspect)
-            if not ids:
-                self._others.append(sent)
-                if seq != self._seq:
-                    self._others = collections.deque(sorted(self._others, key=lambda other: other.seq))
-                if len(self._others) > _LEDGER:  # a bound: the oldest is no longer a candidate
-                    self._others.popleft()
-                return sent
-            for id_ in ids:
-                self._by_id[id_] = sent
-            self._calls[seq] = sent
-            if seq != self._seq:
-                self._calls = dict(sorted(self._calls.items()))
-            while len(self._calls) > _LEDGER:
-                self._forget(next(iter(self._calls.values())))
-            return sent
-
-    def withdrawn(self, sent: _Sent) -> None:
-        """Nothing of it was written after all (its deadline passed first)."""
-        with self._lock:
-            self._forget(sent)
-            with contextlib.suppress(ValueError):
-                self._others.remove(sent)
-            for _, candidates in self._held:
-                candidates.discard(sent)
-
-    def abandoned(self, ids: Iterable[int]) -> None:
-        """Its caller stopped waiting (a timeout, an interrupt): it stays a candidate until it is answered
-        or the frontier passes it, as the server may have refused it."""
-        with self._lock:
-            for id_ in ids:
-                sent = self._by_id.get(id_)
-                if sent is not None:
-                    sent.abandoned = True
-                    if sent.seq <= self._frontier:
-                        self._forget(sent)
-
-    def answered(self, id_: int) -> list[tuple[_Sent, Response]]:
-        """An answer naming ``id_`` arrived; the held errors that it leaves with one message to go to."""
-        with self._lock:
-            sent = self._by_id.pop(id_, None)
-            if sent is None:
-                return []
-            if self._calls.pop(sent.seq, None) is not None:
-                for other in sent.ids:  # a batch is answered by one array: the rest of it with this entry
-                    self._by_id.pop(other, None)
-                self._advance(sent.seq)
-            if not self._held:
-                return []
-            for _, candidates in self._held:
-                candidates.discard(sent)
-            return self._matched()
-
-    def refused(self, error: Response) -> list[tuple[_Sent, Response]]:
-        """An error with ``id: null`` arrived: the message it answers, if it can be told yet."""
-        with self._lock:
-            frontier = self._frontier
-            candidates = [sent for seq, sent in self._calls.items() if seq > frontier]
-            candidates += [sent for sent in self._others if sent.seq > frontier]
-            suspects = {sent for sent in candidates if sent.suspect}
-            if not candidates:
-                logger.warning("dropped an error with id null that answers no message of the client's: %s", error.error)
-                return []
-            self._held.append((error, suspects or set(candidates)))
-            if len(self._held) > _HELD:
-                dropped, _ = self._held.pop(0)
-                logger.warning("dropped an error with id null that could not be matched to a call: %s", dropped.error)
-            return self._matched()
-
-    def _advance(self, seq: int) -> None:
-        """The frontier moves to ``seq``: what it passes is no candidate any more."""
-        self._frontier = max(self._frontier, seq)
-        while self._others and self._others[0].seq <= self._frontier:
-            self._others.popleft()
-        while self._calls:  # callers gone, passed by the frontier: forgotten
-            first = next(iter(self._calls.values()))
-            if first.seq > self._frontier or not first.abandoned:
-                break
-            self._forget(first)
-
-    def _matched(self) -> list[tuple[_Sent, Response]]:
-        """Held errors that now have one message to go to (taken out, with their messages)."""
-        matched: list[tuple[_Sent, Response]] = []
-        while self._held:
-            left = set().union(*(candidates for _, candidates in self._held))
-            if len(left) == len(self._held):  # as many messages left as errors: each its own, in order
-                pairs = list(zip(sorted(left, key=lambda sent: sent.seq), [e for e, _ in self._held], strict=True))
-                self._held.clear()
-            else:
-                single = next(((e, c) for e, c in self._held if len(c) <= 1), None)
-                if single is None:
-                    break
-                self._held.remove(single)
-                if not single[1]:
-                    logger.warning("dropped an error with id null that answers no message left: %s", single[0].error)
-                    continue
-                pairs = [(next(iter(single[1])), single[0])]
-            for sent, error in pairs:
-                self._forget(sent)
-                with contextlib.suppress(ValueError):
-                    self._others.remove(sent)
-                self._advance(sent.seq)
-                for _, candidates in self._held:
-                    candidates.discard(sent)
-                if sent.ids:
-                    matched.append((sent, error))
-                else:
-                    logger.warning("the server refused a notification (or an answer) of the client's: %s", error.error)
-        return matched
-
-    def _forget(self, sent: _Sent) -> None:
-        self._calls.pop(sent.seq, None)
-        for id_ in sent.ids:
-            if self._by_id.get(id_) is sent:
-                del self._by_id[id_]
 
 
 # --- what every client shares ----------------------------------------------------------------------
@@ -682,125 +489,3 @@ class _Callbacks:
             self.progress[call] -= 1
             if self.progress[call] <= 0:
                 del self.progress[call]
-
-
-StderrOption = str | os.PathLike[str] | IO[Any] | Callable[[str], Any] | None
-"""Where a spawned server's stderr goes (``spawn(stderr=...)``): ``None`` or ``"inherit"`` (the caller's
-``sys.stderr``), ``"tail"`` (kept for :class:`ConnectionClosed` only, each line logged at DEBUG), a path (a file
-appended to), an open file (text or binary, written to and flushed, never closed by the client), or a callable
-given each line (without its newline)."""
-
-
-class _StderrTail(collections.deque[str]):
-    """The last lines of a spawned server's stderr, read to its end by a thread (``Client``) or the pipe's
-    protocol (``AsyncClient``) of the client's so that the pipe never fills; ``drained`` is set at its end.
-    Whatever the ``stderr=`` option, the tail is kept (for :class:`ConnectionClosed`); the option says where
-    the output goes besides: each line to ``line`` (text, without its newline), or each chunk as read to
-    ``chunk`` (bytes, as the server wrote them). A sink that fails is logged once and dropped."""
-
-    def __init__(
-        self,
-        line: Callable[[str], Any] | None = None,
-        chunk: Callable[[bytes], Any] | None = None,
-        close: Callable[[], Any] | None = None,
-        name: str = "",
-    ) -> None:
-        super().__init__(maxlen=_STDERR_TAIL)
-        self.drained: threading.Event = threading.Event()
-        self._line = line
-        self._chunk = chunk
-        self._close = close
-        self._name = name  # the sink, for the one warning if it fails
-
-    def _failed(self, exc: BaseException) -> None:
-        logger.warning(
-            "the server's stderr could not be written to %s (%r): it is kept only for ConnectionClosed", self._name, exc
-        )
-        self._line = self._chunk = None
-
-    def add(self, raw: bytes) -> None:
-        line = raw.decode("utf-8", "replace").rstrip("\r\n")
-        self.append(line[:_STDERR_LINE])
-        if self._line is not None:
-            try:
-                self._line(line)
-            except Exception as exc:
-                self._failed(exc)
-
-    def feed(self, partial: bytes, chunk: bytes) -> bytes:
-        """Add the lines ``partial + chunk`` ends; what is left of a line (a line that grows past
-        ``_STDERR_LINE`` is taken as it stands, and the rest of it is a line of its own)."""
-        if self._chunk is not None and chunk:
-            try:
-                self._chunk(chunk)
-            except Exception as exc:
-                self._failed(exc)
-        *lines, rest = (partial + chunk).split(b"\n")
-        for line in lines:
-            self.add(line)
-        if len(rest) > _STDERR_LINE:
-            self.add(rest)
-            return b""
-        return rest
-
-    def end(self, partial: bytes) -> None:
-        """The end of stderr: what is left of its last line is added, the sink closed (a path's file), and
-        ``drained`` set."""
-        try:
-            if partial:
-                self.add(partial)
-            if self._close is not None:
-                with contextlib.suppress(Exception):
-                    self._close()
-        finally:
-            self.drained.set()
-
-
-def _to_sys_stderr(line: str) -> None:
-    """A line of the server's stderr to the caller's ``sys.stderr`` as it is now (``contextlib.redirect_stderr``,
-    a notebook's or pytest's stream), flushed; nowhere if there is none (``pythonw``)."""
-    stream = sys.stderr
-    if stream is not None:
-        stream.write(line + "\n")
-        stream.flush()
-
-
-def _log_stderr(line: str) -> None:
-    logger.debug("server stderr: %s", line)
-
-
-def _stderr_tail(stderr: StderrOption) -> _StderrTail:
-    """The tail (and where else the server's stderr goes) for ``spawn``'s ``stderr=``; a path is opened here,
-    before the server starts, so that a path that cannot be written to fails ``spawn``."""
-    if stderr is None or stderr == "inherit":
-        return _StderrTail(_to_sys_stderr, name="sys.stderr")
-    if isinstance(stderr, str):
-        if stderr == "tail":
-            return _StderrTail(_log_stderr)
-        raise ValueError(
-            f"stderr={stderr!r}: expected 'inherit', 'tail', a path (pathlib.Path), an open file or a callable"
-        )
-    if isinstance(stderr, os.PathLike):
-        file = open(stderr, "ab")  # noqa: SIM115 - closed at the end of the server's stderr
-        return _StderrTail(chunk=_flushed(file.write, file), close=file.close, name=os.fspath(stderr))
-    write = getattr(stderr, "write", None)
-    if write is not None:
-        binary = isinstance(stderr, (io.RawIOBase, io.BufferedIOBase)) or "b" in str(getattr(stderr, "mode", ""))
-        if binary:
-            return _StderrTail(chunk=_flushed(write, stderr), name=repr(stderr))
-        return _StderrTail(_flushed(lambda line: write(line + "\n"), stderr), name=repr(stderr))
-    if callable(stderr):
-        return _StderrTail(stderr, name=repr(stderr))
-    raise TypeError(f"stderr={stderr!r}: expected 'inherit', 'tail', a path (pathlib.Path), an open file or a callable")
-
-
-def _flushed(write: Callable[[Any], Any], stream: Any) -> Callable[[Any], None]:
-    """``write``, then ``stream.flush()`` if it has one (a log file is current as the server writes it)."""
-    flush = getattr(stream, "flush", None)
-
-    def out(data: Any) -> None:
-        write(data)
-        if flush is not None:
-            flush()
-
-    return out

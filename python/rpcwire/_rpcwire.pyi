@@ -3,6 +3,7 @@
 from collections.abc import Callable, Iterable
 from typing import Any, BinaryIO, final
 
+from rpcwire._contract import ErrorAnswer, LoneOutcome, ReadFailed, ReadOn, Unsent
 from rpcwire._types import Framing, JsonRpcError, Refused, Request, Response
 
 __all__ = [
@@ -163,10 +164,10 @@ class _ClientPipe:
         """Seconds since ``_call`` last read its answer (``inf``: never)."""
     def _call(
         self, method: str, params: Any, id: int, quick_bytes: int, quick_depth: int, timeout: float | None, output: Any
-    ) -> Any:
-        """A lone caller's whole call: the result of its answer, or ``(0, line)`` nothing written, ``(1, response)``
-        its answer an error, ``(2, (message,) or None)`` written and something else (or nothing) read, the reading
-        held, ``(3, exception)`` written and reading failed, the reading held."""
+    ) -> Any | LoneOutcome:
+        """A lone caller's whole call: the result of its answer, or a ``LoneOutcome`` (``rpcwire._contract``):
+        ``Unsent`` nothing written, ``ErrorAnswer`` its answer an error, ``ReadOn`` written and something else (or
+        nothing) read, the reading held, ``ReadFailed`` written and reading failed, the reading held."""
 
 def _bind(
     *,
@@ -177,6 +178,7 @@ def _bind(
     refused: type[Refused],
     log_failure: Callable[[Any, str, str | None, BaseException], None],
     meta_traceparent: Callable[[Any], str | None],
+    lone_outcomes: tuple[type[Unsent], type[ErrorAnswer], type[ReadOn], type[ReadFailed]],
 ) -> None:
     """Hand the native module the Python objects it calls back (``rpcwire`` does, once, at import): it imports
     none of the package's modules itself."""

@@ -20,13 +20,17 @@ __all__ = [
     "ERR_METHOD_NOT_FOUND",
     "ERR_PARSE",
     "ERR_REQUEST_CANCELLED",
+    "CallTimeout",
     "ConnectionClosed",
+    "ConnectionFailed",
     "InvalidParams",
     "JsonRpcError",
     "MethodNotFound",
+    "NotSent",
     "Request",
     "RequestCancelled",
     "Response",
+    "TransportError",
     "error_from_object",
 ]
 
@@ -177,7 +181,16 @@ class Refused:
     answer: bytes
 
 
-class ConnectionClosed(ConnectionError):
+class TransportError(OSError):
+    """The base of the clients' transport failures: what went wrong moving a message, not in the answer
+    (a JSON-RPC error is a :class:`JsonRpcError`, apart). ``except rpcwire.TransportError`` catches each of
+    :class:`ConnectionClosed`, :class:`ConnectionFailed`, :class:`CallTimeout`, :class:`NotSent` and
+    :class:`HttpError`; each keeps the built-in type it had before as a base too (``ConnectionError``,
+    ``TimeoutError``, ``ValueError``), so that ``except TimeoutError`` and the like catch what they did. An
+    ``OSError``, as httpx's ``TransportError`` family is to its users: an error of I/O."""
+
+
+class ConnectionClosed(TransportError, ConnectionError):
     """The server closed its output (or exited, or the connection dropped): every call still waiting for
     an answer fails with this, and so does every later call. ``returncode`` and ``stderr_tail`` (the last
     lines the server wrote to stderr) are set for a server the client spawned."""
@@ -186,3 +199,20 @@ class ConnectionClosed(ConnectionError):
         super().__init__(message)
         self.returncode = returncode
         self.stderr_tail: list[str] = stderr_tail or []
+
+
+class ConnectionFailed(TransportError, ConnectionError):
+    """An HTTP client's connection failed in the middle of an exchange: the server's answer was malformed, or
+    longer than ``max_message_bytes``, or the connection was lost after the request was sent (so the request
+    may have run: it is not sent again), or a proxy refused its tunnel."""
+
+
+class CallTimeout(TransportError, TimeoutError):
+    """A client's deadline passed: no answer came within the call's (or batch's) ``timeout``, or a
+    notification could not be written by then. Also a ``TimeoutError``."""
+
+
+class NotSent(TransportError, ValueError):
+    """A message the client refuses to send, nothing of it written: longer than its ``max_message_bytes``, a
+    batch of more than ``max_batch`` calls, nested deeper than ``max_depth`` (a server with those limits would
+    refuse it). Also a ``ValueError``, as it was."""

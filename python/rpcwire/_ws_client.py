@@ -32,7 +32,7 @@ from typing import Any, NoReturn
 
 from rpcwire import _async_client
 from rpcwire._http_client import HttpError, Verify, _tls_context, _untrusted
-from rpcwire._peer import _Sent
+from rpcwire._id_null_ledger import _Sent
 from rpcwire._types import DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES, Handler, Response
 
 __all__ = ["AsyncWebSocketClient"]

@@ -665,7 +665,7 @@ def test_an_error_with_id_null_fails_the_call_or_batch_it_answers(
 def test_the_ledger_gives_an_error_with_id_null_to_the_message_it_can_only_answer(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from rpcwire._peer import _Ledger
+    from rpcwire._id_null_ledger import _Ledger
 
     def error(code: int) -> rpcwire.Response:
         return rpcwire.Response(None, None, {"code": code, "message": "m"})

@@ -15,6 +15,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from rpcwire._contract import ErrorAnswer, ReadOn, Unsent
 from support.processes import run_script
 
 MIB = 1024 * 1024
@@ -107,20 +108,20 @@ def test_a_call_writes_the_request_framed_and_returns_its_result(impl: ModuleTyp
 
 def test_a_call_that_cannot_be_written_whole_at_once_writes_nothing(impl: ModuleType, pipes: Pipes) -> None:
     """Longer than ``quick_bytes``, more brackets than ``quick_depth``, longer than one write a pipe never splits
-    (``PIPE_BUF``), the output's lock held, or another thread reading: ``(0, line)``, nothing written, the reading
+    (``PIPE_BUF``), the output's lock held, or another thread reading: ``Unsent(line)``, nothing written, the reading
     not held; a full pipe likewise."""
     pipe, output = pipes.pipe, Output()
     line = impl.Client._core._encode_request("echo", [[1]], 3)
-    assert pipe._call("echo", [[1]], 3, 1 << 16, 2, 5.0, output) == (0, line)
-    assert pipe._call("echo", [[1]], 3, len(line) - 1, 32, 5.0, output) == (0, line)
+    assert pipe._call("echo", [[1]], 3, 1 << 16, 2, 5.0, output) == Unsent(line)
+    assert pipe._call("echo", [[1]], 3, len(line) - 1, 32, 5.0, output) == Unsent(line)
     long = ["y" * select.PIPE_BUF]
     long_line = impl.Client._core._encode_request("echo", long, 3)
-    assert pipe._call("echo", long, 3, 1 << 20, 32, 5.0, output) == (0, long_line)
+    assert pipe._call("echo", long, 3, 1 << 20, 32, 5.0, output) == Unsent(long_line)
     with output._lock:
-        assert pipe._call("echo", [[1]], 3, 1 << 16, 32, 5.0, output) == (0, line)
+        assert pipe._call("echo", [[1]], 3, 1 << 16, 32, 5.0, output) == Unsent(line)
     assert pipe._take_reading()
     assert pipe._reading_taken()
-    assert pipe._call("echo", [[1]], 3, 1 << 16, 32, 5.0, output) == (0, line)
+    assert pipe._call("echo", [[1]], 3, 1 << 16, 32, 5.0, output) == Unsent(line)
     assert pipe._reading_taken()  # still the other reader's
     pipe._leave_reading()
     assert select.select([pipes.server_in], [], [], 0)[0] == []
@@ -129,32 +130,39 @@ def test_a_call_that_cannot_be_written_whole_at_once_writes_nothing(impl: Module
             os.write(pipes.in_write, b"x" * 512)
     except BlockingIOError:
         pass
-    assert pipe._call("echo", [[1]], 3, 1 << 16, 32, 5.0, output) == (0, line)
+    assert pipe._call("echo", [[1]], 3, 1 << 16, 32, 5.0, output) == Unsent(line)
     assert free_reading(pipe) and not output._lock.locked()
 
 
 def test_a_call_hands_back_anything_but_its_result(impl: ModuleType, pipes: Pipes) -> None:
-    """Another message first: ``(2, (message,))``, the reading held; its answer an error: ``(1, response)``,
-    the reading released; another call's answer, or an id that is no int (as ``_take_answer`` matches): ``(2, ...)``."""
+    """Another message first: ``ReadOn(message)``, the reading held; its answer an error: ``ErrorAnswer(response)``,
+    the reading released; another call's answer, or an id that is no int (as ``_take_answer`` matches): ``ReadOn``."""
     pipe, output = pipes.pipe, Output()
     os.write(pipes.server_out, b'{"jsonrpc":"2.0","method":"log","params":[1]}\n{"jsonrpc":"2.0","id":4,"result":5}\n')
-    assert pipe._call("echo", None, 4, 1 << 16, 32, 5.0, output) == (2, (impl.Request("log", [1], None, True),))
+    assert pipe._call("echo", None, 4, 1 << 16, 32, 5.0, output) == ReadOn(impl.Request("log", [1], None, True))
     assert not free_reading(pipe)
     pipe._leave_reading()
     assert pipe._call("echo", None, 4, 1 << 16, 32, 5.0, output) == 5
     error = {"code": -32601, "message": "no"}
     os.write(pipes.server_out, b'{"jsonrpc":"2.0","id":6,"error":{"code":-32601,"message":"no"}}\n')
-    assert pipe._call("echo", None, 6, 1 << 16, 32, 5.0, output) == (1, impl.Response(6, None, error))
+    assert pipe._call("echo", None, 6, 1 << 16, 32, 5.0, output) == ErrorAnswer(impl.Response(6, None, error))
     assert free_reading(pipe)
     os.write(pipes.server_out, b'{"jsonrpc":"2.0","id":3,"result":5}\n{"jsonrpc":"2.0","id":1.0,"result":5}\n')
-    assert pipe._call("echo", None, 4, 1 << 16, 32, 5.0, output) == (2, (impl.Response(3, 5, None),))
+    assert pipe._call("echo", None, 4, 1 << 16, 32, 5.0, output) == ReadOn(impl.Response(3, 5, None))
     pipe._leave_reading()
-    tag, (other,) = pipe._call("echo", None, 1, 1 << 16, 32, 5.0, output)
-    assert tag == 2 and type(other.id) is float and other.result == 5
+    other = pipe._call("echo", None, 1, 1 << 16, 32, 5.0, output)
+    assert type(other) is ReadOn and type(other.message.id) is float and other.message.result == 5
     pipe._leave_reading()
     os.write(pipes.server_out, b"not json\n")
-    tag, ((why, data),) = pipe._call("echo", None, 8, 1 << 16, 32, 5.0, output)
-    assert tag == 2 and why.startswith("parse error") and data == b"not json"
+    bad = pipe._call("echo", None, 8, 1 << 16, 32, 5.0, output)
+    assert type(bad) is ReadOn
+    why, data = bad.message
+    assert why.startswith("parse error") and data == b"not json"
+
+
+def unreadable(outcome: Any) -> bool:
+    """Whether ``outcome`` hands back a line that could not be read: ``ReadOn((reason, line))``, a parse error."""
+    return type(outcome) is ReadOn and type(outcome.message) is tuple and outcome.message[0].startswith("parse error")
 
 
 def test_a_call_reads_its_answer_as_any_message_is_read(impl: ModuleType, pipes: Pipes) -> None:
@@ -165,40 +173,37 @@ def test_a_call_reads_its_answer_as_any_message_is_read(impl: ModuleType, pipes:
     def call(line: bytes) -> Any:
         os.write(pipes.server_out, line + b"\n")
         answer = pipe._call("echo", None, 4, 1 << 16, 32, 5.0, output)
-        if type(answer) is tuple and answer[0] == 2:
+        if type(answer) is ReadOn:
             pipe._leave_reading()
         return answer
 
     assert call(b'{"jsonrpc":"2.0","id":4,"result":' + b"[" * 15 + b"]" * 15 + b"}") == [[[[[[[[[[[[[[[]]]]]]]]]]]]]]]
-    tag, ((why, _),) = call(b'{"jsonrpc":"2.0","id":4,"result":' + b"[" * 16 + b"]" * 16 + b"}")
-    assert tag == 2 and why.startswith("parse error")
+    assert unreadable(call(b'{"jsonrpc":"2.0","id":4,"result":' + b"[" * 16 + b"]" * 16 + b"}"))
     assert call(b'{"jsonrpc":"2.0","id":4,"result":{"a":"\\u00e9"}}  \t') == {"a": "\u00e9"}
-    tag, response = call(b'{"jsonrpc":"2.0","id":4,"result":1,"error":null}')  # both: no valid response
-    assert tag == 1 and response.error["code"] == -32603
+    invalid = call(b'{"jsonrpc":"2.0","id":4,"result":1,"error":null}')  # both: no valid response
+    assert type(invalid) is ErrorAnswer and invalid.response.error["code"] == -32603
     assert call(b'{"jsonrpc":"2.0","id":4,"result":1,"result":2}') == 2  # (the last member, as json.loads)
-    tag, ((why, _),) = call(b'{"jsonrpc":"2.0","id":4,"result":1}x')
-    assert tag == 2 and why.startswith("parse error")
-    assert call(b'{"jsonrpc":"2.0","id":40,"result":1}')[0] == 2  # another call's (its id begins as 4's does)
-    tag, ((why, _),) = call(b'{"jsonrpc":"2.0","id":04,"result":1}')  # no JSON number
-    assert tag == 2 and why.startswith("parse error")
+    assert unreadable(call(b'{"jsonrpc":"2.0","id":4,"result":1}x'))
+    assert type(call(b'{"jsonrpc":"2.0","id":40,"result":1}')) is ReadOn  # another call's (its id begins as 4's does)
+    assert unreadable(call(b'{"jsonrpc":"2.0","id":04,"result":1}'))  # no JSON number
 
 
 def test_a_call_ends_at_its_deadline_at_the_halt_and_at_the_end(impl: ModuleType, pipes: Pipes) -> None:
-    """Nothing taken: ``(2, None)``, the call written and the reading held."""
+    """Nothing taken: ``ReadOn(None)``, the call written and the reading held."""
     pipe, output = pipes.pipe, Output()
     os.write(pipes.server_out, b'{"jsonrpc":"2.0","id":1,')  # half a message never holds it past its time
     started = time.monotonic()
-    assert pipe._call("echo", None, 1, 1 << 16, 32, 0.2, output) == (2, None)
+    assert pipe._call("echo", None, 1, 1 << 16, 32, 0.2, output) == ReadOn(None)
     assert 0.15 < time.monotonic() - started < 10
     pipe._leave_reading()
     threading.Timer(0.2, os.write, (pipes.halt, b"!")).start()
-    assert pipe._call("echo", None, 1, 1 << 16, 32, None, output) == (2, None)  # the halt pipe, without a deadline
+    assert pipe._call("echo", None, 1, 1 << 16, 32, None, output) == ReadOn(None)  # the halt pipe, without a deadline
     pipe._leave_reading()
     os.read(pipes.halt_read, 1)
     os.write(pipes.server_out, b'"result":2}\n')
     assert pipe._call("echo", None, 1, 1 << 16, 32, None, output) == 2
     os.close(pipes.server_out)
-    assert pipe._call("echo", None, 1, 1 << 16, 32, None, output) == (2, None)  # the end of input
+    assert pipe._call("echo", None, 1, 1 << 16, 32, None, output) == ReadOn(None)  # the end of input
     pipe._leave_reading()
     assert pipe._has_buffered_message() is True
     assert pipe._read_incoming() is None
@@ -250,7 +255,11 @@ def test_a_lone_call_delivers_what_comes_before_its_answer(impl: ModuleType) -> 
         assert client.call("notify_first", [1, 2]) == [1, 2]
         assert seen.wait(10)
         assert client.call("echo", {"a": 1}) == {"a": 1}  # the ledger left as a call that went the long way
-        assert not client._ledger._calls and not client._pending
+        # Nothing of those calls is left a candidate in the ledger: an error with id null can only be the next
+        # call's (with another candidate beside it, the error would be held, and the call would end at its deadline).
+        with pytest.raises(impl.JsonRpcError) as refused:
+            client.call("refuse", timeout=10)
+        assert refused.value.code == -32600
 
 
 def test_a_lone_call_refused_with_an_id_null_error_fails_with_it(impl: ModuleType) -> None:

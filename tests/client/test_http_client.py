@@ -340,9 +340,11 @@ def test_a_malformed_answer_raises(impl: ModuleType, kind: str, response: bytes)
     with (
         RawServer(respond) as server,
         http_client(impl, kind, server.url(), timeout=BOUND) as client,
-        pytest.raises(ConnectionError, match="malformed"),
+        pytest.raises(ConnectionError, match="malformed") as caught,
     ):
         client.call("echo", {"n": 1})
+    assert type(caught.value) is rpcwire.ConnectionFailed  # a TransportError too (the error tree)
+    assert isinstance(caught.value, rpcwire.TransportError)
 
 
 @BOTH
@@ -359,6 +361,7 @@ def test_a_refusal_raises_http_error_and_keeps_the_connection(impl: ModuleType, 
         with pytest.raises(rpcwire.HttpError) as refused:
             client.call("refused", {"n": 1})
         assert (refused.value.status, refused.value.body) == (415, b"nope")
+        assert isinstance(refused.value, rpcwire.TransportError)
         assert str(refused.value) == "HTTP 415 Unsupported Media Type: nope"
         assert client.call("echo", {"n": 2}) == 2
         assert server.accepted == 1
@@ -488,9 +491,11 @@ def test_a_timeout_bounds_a_steady_event_stream(impl: ModuleType, kind: str) -> 
 def test_a_timeout_bounds_a_head_that_never_ends(impl: ModuleType, kind: str) -> None:
     with RawServer(endless) as server, http_client(impl, kind, server.url()) as client:
         started = time.monotonic()
-        with pytest.raises(TimeoutError):
+        with pytest.raises(TimeoutError) as caught:
             client.call("drip", {"n": 1}, timeout=1)
         assert time.monotonic() - started < 3
+    assert type(caught.value) is rpcwire.CallTimeout  # a TransportError too (the error tree)
+    assert isinstance(caught.value, rpcwire.TransportError)
 
 
 @pytest.mark.slow
@@ -1145,8 +1150,9 @@ def test_an_answer_over_max_message_bytes_fails_the_call_as_it_arrives(
     ):
         assert client.call("echo", {"n": 1}) == 1
         events = framing.startswith("event")
-        with pytest.raises(ConnectionError, match=r"max_message_bytes \(65536\)"):
+        with pytest.raises(ConnectionError, match=r"max_message_bytes \(65536\)") as caught:
             client.call("huge", {"n": 2}, on_progress=(lambda *e: None) if events else None)
+        assert type(caught.value) is rpcwire.ConnectionFailed
         assert server.wait(lambda: server.executed["gone"] == 1, BOUND)  # the client closed the connection
         assert server.executed["sent"] < STOPPED_EARLY
         assert client.call("echo", {"n": 3}) == 3

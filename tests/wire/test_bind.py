@@ -10,6 +10,7 @@ import sys
 import pytest
 import rpcwire
 import rpcwire._answer
+import rpcwire._contract
 import rpcwire._types
 
 native = pytest.mark.skipif(not rpcwire.NATIVE, reason="the native module is not built")
@@ -31,6 +32,12 @@ def test_bind_again_keeps_the_first_binding() -> None:
         refused=rpcwire._types.Refused,
         log_failure=rpcwire._answer.log_failure,
         meta_traceparent=rpcwire._answer.meta_traceparent,
+        lone_outcomes=(
+            rpcwire._contract.Unsent,
+            rpcwire._contract.ErrorAnswer,
+            rpcwire._contract.ReadOn,
+            rpcwire._contract.ReadFailed,
+        ),
     )
     out = io.BytesIO()
     rpcwire._core.StdioTransport(io.BytesIO(b'{"jsonrpc":"2.0","method":"m","id":1}\n'), out).serve(lambda m, p: 7)

@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Any
 
-from rpcwire._contract import Incoming
+from rpcwire._contract import ErrorAnswer, Incoming, LoneOutcome, ReadFailed, ReadOn, Unsent
 from rpcwire._types import Framing, Response
 from rpcwire.pure.envelope import check_limits, encode_request
 from rpcwire.pure.framing import FrameDecoder, check_framing, encode_frame
@@ -116,10 +116,11 @@ class ClientPipe:
 
     def _call(  # noqa: PLR0917 (the native method's positional arguments: one call, no keywords to parse)
         self, method: str, params: Any, id: int, quick_bytes: int, quick_depth: int, timeout: float | None, output: Any
-    ) -> Any:
-        """A lone caller's whole call (as the native ``_ClientPipe._call``): the result of its answer, or ``(0, line)``
-        nothing written; ``(1, response)`` its answer, an error; ``(2, (message,) or None)`` written, the reading
-        held, something else (or nothing) read; ``(3, exception)`` written, the reading held, reading failed."""
+    ) -> Any | LoneOutcome:
+        """A lone caller's whole call (as the native ``_ClientPipe._call``): the result of its answer, or a
+        ``LoneOutcome``: ``Unsent`` (nothing written), ``ErrorAnswer`` (its answer, an error), ``ReadOn`` (written,
+        the reading held, something else or nothing read), ``ReadFailed`` (written, the reading held, reading
+        failed)."""
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         taken = self._take_reading()
         try:
@@ -134,7 +135,7 @@ class ClientPipe:
             ):
                 if taken:
                     self._leave_reading()
-                return (0, line)
+                return Unsent(line)
             try:
                 output._locked()  # asked last before the write, as the native core asks it: the output notes its place
                 written = os.write(self._out_fd, encode_frame(line) if self._frames else line + b"\n")
@@ -148,17 +149,15 @@ class ClientPipe:
             raise
         if written == 0:  # a write of at most PIPE_BUF bytes to a pipe is all or nothing
             self._leave_reading()
-            return (0, line)
+            return Unsent(line)
         try:
             message = self._read_own(deadline)
         except BaseException as exc:  # (an interrupt too: the call was written, the caller says so)
-            return (3, exc)
-        if message is None:
-            return (2, None)
+            return ReadFailed(exc)
         if type(message) is Response and type(message.id) is int and message.id == id:
             self._read_done()
-            return message.result if message.error is None else (1, message)
-        return (2, (message,))
+            return message.result if message.error is None else ErrorAnswer(message)
+        return ReadOn(message)
 
     def _read_done(self) -> None:
         self._last_read = time.monotonic()
