@@ -234,6 +234,7 @@ for raw in sys.stdin.buffer:
         os._exit(3)
     elif method == "close_input":  # alive, but it reads no more and answers nothing (for 20 s)
         os.close(0)
+        sys.stderr.write("input closed\n"); sys.stderr.flush()
         import time
         time.sleep(20)
         os._exit(0)
@@ -301,7 +302,13 @@ def test_a_lone_call_ends_when_the_client_is_closed_meanwhile(impl: ModuleType) 
 def test_a_lone_call_ends_when_another_callers_write_fails(impl: ModuleType) -> None:
     """The server closed its input and lives on: the next write fails, which closes the client, and the lone
     call reading meanwhile (in no list the close goes through) is woken and fails with it, not at its deadline."""
-    with spawn(impl, timeout=60) as client:
+    input_closed = threading.Event()
+
+    def stderr_line(line: str) -> None:
+        if line == "input closed":
+            input_closed.set()
+
+    with spawn(impl, timeout=60, stderr=stderr_line) as client:
         failed: list[BaseException] = []
 
         def lone() -> None:
@@ -312,7 +319,8 @@ def test_a_lone_call_ends_when_another_callers_write_fails(impl: ModuleType) -> 
 
         reader = threading.Thread(target=lone)
         reader.start()
-        time.sleep(0.5)  # the lone call is reading; the server has closed its input
+        assert input_closed.wait(30)  # the server has closed its input
+        time.sleep(0.2)  # and the lone call is reading (or the echo's write fails first: the same outcome)
         started = time.monotonic()
         with pytest.raises(impl.ConnectionClosed):
             client.call("echo", 1)
