@@ -129,7 +129,7 @@ class ASGIApp:
         endpoint = self._endpoint
         is_async = endpoint.is_async()
         if wants_events(accept):
-            streamed = await asgi_events(endpoint, body, send, receive, is_async, traceparent, scope)
+            streamed = await asgi_events(endpoint, body, send, receive, is_async, self._inline, traceparent, scope)
             if streamed is not None:
                 await _send(streamed, send)
             return

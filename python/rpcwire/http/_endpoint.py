@@ -1,9 +1,10 @@
 """The body answered: an app's handler and limits, and the three ways a body that passed the policy is answered.
 
 - **Plain** (:meth:`Endpoint.dispatch`, the hot path): :func:`rpcwire.dispatch` with a request context per call
-  made only if it is asked for (:class:`_PlainCalls`).
-- **Sync, a context per request** (:meth:`Endpoint.answer_sync`, on a worker thread): for server-sent events,
-  each context's notifications written where the caller says (:class:`Notifications`).
+  made only if it is asked for (:class:`_PlainCalls`); its notifications written where the caller says
+  (:class:`Notifications`: nowhere, a buffer, or a stream that starts at the first one).
+- **Sync, a context per request** (:meth:`Endpoint.answer_sync`, on a worker thread): for WSGI's server-sent
+  events of a request that asks for progress, each context's notifications written where the caller says.
 - **Async** (:meth:`Endpoint.answer_async`, on the loop): an ``async def`` handler awaited, no thread.
 
 The three give the same bytes: the same core reads the body and builds the answers. :class:`Running` holds the
@@ -35,6 +36,7 @@ from rpcwire._context import RequestContext, running_request, valid_traceparent
 from rpcwire._contract import Message
 from rpcwire._engine import async_asker
 from rpcwire._http_info import HTTPRequestInfo, request_info
+from rpcwire._types import RequestCancelled
 from rpcwire.http._auth import Authenticate
 from rpcwire.http._policy import Policy
 
@@ -45,20 +47,31 @@ class Running:
     """The request contexts of one streamed body, for a client that goes away to cancel: those running, and
     those not yet started (cancelled as they start, so that they never run)."""
 
+    __slots__ = ("_contexts", "stopped")
+
     def __init__(self) -> None:
         self._contexts: list[RequestContext] = []
-        self._stopped = False
+        self.stopped = False
 
     def add(self, context: RequestContext) -> None:
         self._contexts.append(context)
-        if self._stopped:
+        if self.stopped:
             context._cancel("lsp")
 
     def stop(self) -> None:
-        self._stopped = True
+        """Cancel what runs and what is still to start. An async handler's task is cancelled at once (this runs on
+        its loop, where the task waits inside the handler while its context is not done), not at the loop's next
+        turn, by when the task may have left the handler (the request's own task, on the streamed path)."""
+        self.stopped = True
         for context in list(self._contexts):
+            if type(context) is _LazyContext and context._index >= 0:
+                continue  # not made: its ``cancelled`` reads ``stopped`` (made later, it starts cancelled)
             if not context._done:
+                task = context._task
+                context._task = None
                 context._cancel("lsp")
+                if task is not None:
+                    task.cancel()
 
 
 class Notifications:
@@ -117,11 +130,19 @@ class Endpoint(Policy):
         traceparent: str | None,
         handler: Callable[[str, Any], Any],
         source: dict[str, Any] | None = None,
+        *,
+        notifications: Notifications | None = None,
+        running: Running | None = None,
     ) -> bytes | None:
         """``body`` answered by :func:`rpcwire.dispatch` with ``handler`` (``self.handler``, or one that refuses),
         each call with a request context made only if it is asked for (:class:`_PlainCalls`). ``source``: the
-        WSGI ``environ`` or ASGI ``scope``, for ``current_request().http``."""
+        WSGI ``environ`` or ASGI ``scope``, for ``current_request().http``; ``notifications``: where the contexts
+        write theirs (``DISCARD`` by default); ``running``: for a client that goes away to cancel (the calls not
+        yet started are then answered -32800 without running)."""
         calls = _PlainCalls(self, body, handler, traceparent, source)
+        if notifications is not None:
+            calls.notifications = notifications
+        calls.running = running
         try:
             # The limits as keywords, not a dict unpacked on every call.
             return dispatch(
@@ -193,10 +214,14 @@ class Endpoint(Policy):
             running.add(context)
         if context.cancelled:  # the client went away before this request of its batch started
             return cancelled_answer(StdioTransport, request, context)
-        context._task = asyncio.current_task()  # cancelled when the client goes away
+        task = context._task = asyncio.current_task()  # cancelled when the client goes away
         try:
             return await call_async(StdioTransport, request, self.handler, context, expose_errors=self.expose_errors)
         except asyncio.CancelledError as exc:  # answered -32800 (MCP: not at all), as the engine answers it
+            if context.cancelled and task is not None and hasattr(task, "uncancel"):
+                # Our cancellation, answered here: the task (the request's own, on the streamed path) goes on
+                # as not cancelled (Python 3.11+ counts the requests: asyncio.timeout reads them).
+                task.uncancel()
             return failure_answer(StdioTransport, request, context, exc, expose_errors=self.expose_errors)
 
 
@@ -224,7 +249,18 @@ class _PlainCalls:
     which call it is (``dispatch`` calls the handler for each valid request of the body, in order) and reads
     the body on the first look inside."""
 
-    __slots__ = ("_body", "_calls", "_endpoint", "_handler", "_requests", "source", "token", "traceparent")
+    __slots__ = (
+        "_body",
+        "_calls",
+        "_endpoint",
+        "_handler",
+        "_requests",
+        "notifications",
+        "running",
+        "source",
+        "token",
+        "traceparent",
+    )
 
     def __init__(
         self,
@@ -242,12 +278,19 @@ class _PlainCalls:
         self._calls = 0
         self._requests: list[Request] | None = None
         self.token: contextvars.Token[RequestContext] | None = None  # reset by Endpoint.dispatch at the end
+        self.notifications = DISCARD
+        self.running: Running | None = None
 
     def __call__(self, method: str, params: Any) -> Any:
         context = _LazyContext.__new__(_LazyContext)
         context._plain = self
         context._index = self._calls
         self._calls += 1
+        running = self.running
+        if running is not None:  # a streamed body: a client that went away cancels
+            if running.stopped:  # before this call started: it never runs (answered -32800)
+                raise RequestCancelled()
+            running._contexts.append(context)
         # Left set after the call, until the next one (or the end of the body): the core logs a call's failure
         # once it has returned, and the log record takes its trace context from the context (_TraceFilter).
         token = running_request.set(context)
@@ -271,7 +314,7 @@ class _PlainCalls:
 class _LazyContext(RequestContext):
     """A :class:`RequestContext` whose slots are filled on the first read of one (``__getattr__`` runs only for
     an attribute not found, here an unset slot of the base class): from the request the ``_index``-th call
-    is serving. ``_index`` is then ``-1``. Its notifications go nowhere (no server-sent events)."""
+    is serving. ``_index`` is then ``-1``. Its notifications go where the body's do (nowhere, unless streamed)."""
 
     __slots__ = ("_index", "_plain")
 
@@ -282,12 +325,22 @@ class _LazyContext(RequestContext):
         if name not in _CONTEXT_SLOTS or self._index < 0:
             raise AttributeError(name)
         calls = self._plain
-        RequestContext.__init__(self, calls.request(self._index), DISCARD)
+        RequestContext.__init__(self, calls.request(self._index), calls.notifications)
         if calls.traceparent is not None:
             self._traceparent = calls.traceparent
         self._http = calls.source
+        if calls.running is not None and calls.running.stopped:
+            self._cancel_dialect = "lsp"
         self._index = -1
         return object.__getattribute__(self, name)
+
+    @property
+    def cancelled(self) -> bool:
+        """As :attr:`RequestContext.cancelled`, without making the context (a client gone from the stream)."""
+        if self._index >= 0:
+            running = self._plain.running
+            return running is not None and running.stopped
+        return self._cancel_dialect is not None
 
     @property
     def http(self) -> HTTPRequestInfo | None:

@@ -1,9 +1,17 @@
-"""Server-sent events: a body answered while its notifications go out as ``message`` events, bridged from the
-worker that answers it (a thread for a sync handler, a task for an async one) to the server's stream.
+"""Server-sent events: a body of a client that accepts them (MCP's clients always do) answered as on the plain
+path, the response's head chosen at the first notification the handler writes before its answer: none, the plain
+response (``application/json`` or 204); one, ``text/event-stream``, each notification a ``message`` event and the
+answer the last one. Nothing is sent before that point, so the head can still be either.
 
-The worker puts ``(kind, value)`` items on a queue: each notification the handler writes (``_EVENT``, its line),
-then the answer (``_ANSWERED``, its bytes or ``None``) or an exception not answered (``_FAILED``, raised again on
-the server's side). If the answer comes before any notification, the plain response goes out instead (no events).
+- ASGI (:func:`asgi_events`): the handler runs where the plain path runs it (an async one in the request's task,
+  a sync one on a worker thread, or inline on the loop); its first notification starts an :class:`_AsgiStream`
+  that sends the events as they come. Inline, a body that asks for progress runs on a thread instead (the loop
+  could not send while it ran); one that does not keeps its ``notify()`` events in a buffer until it returns.
+- WSGI: a body that asks for progress (:func:`asks_for_progress`) is answered on a thread of its own
+  (:func:`wsgi_events`: the worker puts ``(kind, value)`` items on a queue, each notification, then the answer or
+  an exception not answered, and the response's iterable yields them as they come); another on the server's
+  thread (:func:`wsgi_buffered`), its ``notify()`` events sent when it returns.
+
 A client that goes away mid-stream cancels the requests still running (:class:`~rpcwire.http._endpoint.Running`).
 """
 
@@ -11,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import queue
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -19,7 +28,7 @@ from typing import Any
 from rpcwire.http._endpoint import Endpoint, Notifications, Running
 from rpcwire.http._responses import Headers, HTTPResponse, answered, status_line
 
-__all__ = ["asgi_events", "wants_events", "wsgi_events"]
+__all__ = ["asgi_events", "asks_for_progress", "wants_events", "wsgi_buffered", "wsgi_events"]
 
 _EVENT, _ANSWERED, _FAILED = "event", "answered", "failed"
 _EVENT_HEADERS: Headers = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")]
@@ -58,25 +67,6 @@ def _run_sync(  # noqa: PLR0917  (a thread's target: its arguments passed positi
         emit(_ANSWERED, answer)
 
 
-async def _run_async(
-    endpoint: Endpoint,
-    body: bytes,
-    put: Callable[[tuple[str, Any]], None],
-    running: Running,
-    traceparent: str | None,
-    *,
-    scope: dict[str, Any] | None = None,
-) -> None:
-    """:func:`_run_sync` for an async handler, as a task on the loop."""
-    try:
-        notifications = Notifications(lambda line: put((_EVENT, line)))
-        answer = await endpoint.answer_async(body, notifications, traceparent, running, source=scope)
-    except BaseException as exc:  # raised again by asgi_events, if it still listens
-        put((_FAILED, exc))
-    else:
-        put((_ANSWERED, answer))
-
-
 # --- WSGI ----------------------------------------------------------------------------------------------
 
 
@@ -109,6 +99,28 @@ def wsgi_events(
     return _event_stream(value, items, running)
 
 
+def wsgi_buffered(
+    endpoint: Endpoint,
+    body: bytes,
+    start_response: Callable[..., Any],
+    traceparent: str | None,
+    environ: dict[str, Any],
+) -> Iterable[bytes]:
+    """``body``, which asks for no progress, answered on the server's thread as on the plain path: a notification
+    the handler writes (``notify()``) waits in a buffer, and the events go out when it returns, before the
+    answer; none, the plain response."""
+    buffered: list[bytes] = []
+    answer = endpoint.dispatch(
+        body, traceparent, endpoint.handler, environ, notifications=Notifications(buffered.append)
+    )
+    if not buffered:
+        response = answered(answer)
+        start_response(status_line(response.status), response.headers)
+        return [response.body] if response.body else []
+    start_response("200 OK", _EVENT_HEADERS)
+    return [_event(line) for line in buffered] + ([] if answer is None else [_event(answer)])
+
+
 def _event_stream(first: bytes, items: queue.SimpleQueue[tuple[str, Any]], running: Running) -> Iterator[bytes]:
     """The events of :func:`wsgi_events` after the first. Closed early (the server could not write: the client
     went away), the requests still running are cancelled (``current_request().cancelled``) and left to end
@@ -136,57 +148,155 @@ async def asgi_events(  # noqa: PLR0917  (internal: ASGIApp passes what it read 
     send: Callable[[dict[str, Any]], Awaitable[None]],
     receive: Callable[[], Awaitable[dict[str, Any]]],
     is_async: bool,
+    inline: bool,
     traceparent: str | None,
     scope: dict[str, Any] | None = None,
 ) -> HTTPResponse | None:
-    """If a notification comes before the answer, send the events as they come (``None``: done); else the plain
-    response to send. A client that goes away (``http.disconnect``, or a ``send`` that fails) cancels the
-    requests still running (``current_request().cancelled``; an async handler's task is cancelled), which are
-    then awaited."""
-    loop = asyncio.get_running_loop()
-    items: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-    running = Running()
-    worker: asyncio.Future[Any]
+    """``body`` answered for a client that accepts events: the plain response to send (``None``: done, streamed),
+    the stream started only at the first notification, when the handler writes one before its answer.
+
+    - An async handler runs in this task, as on the plain path; its first notification starts an
+      :class:`_AsgiStream` (a task) that sends the events as they come while the handler goes on.
+    - A sync handler runs on a worker thread (as on the plain path), its notifications handed to the loop, the
+      first of them starting the stream; with ``run_sync_inline``, a body that asks for progress too (the loop
+      could not send its events while it runs).
+    - With ``run_sync_inline`` and a body that asks for no progress, the handler runs on the loop, as on the plain
+      path, and a notification it writes (``notify()``) waits in a buffer: the events go out when it returns,
+      before the answer (nothing could be sent while it held the loop anyway).
+
+    A client that goes away mid-stream (``http.disconnect``, or a ``send`` that fails) cancels the requests
+    still running (``current_request().cancelled``; an async handler's awaiting is cancelled), which are then
+    awaited."""
     if is_async:
-        worker = loop.create_task(_run_async(endpoint, body, items.put_nowait, running, traceparent, scope=scope))
-    else:
+        running = Running()
+        stream = _AsgiStream(send, receive, running)
+        try:
+            answer = await endpoint.answer_async(body, Notifications(stream.write), traceparent, running, source=scope)
+        except BaseException:
+            stream.abandon()
+            raise
+        return await stream.finish(answer)
+    if inline and not asks_for_progress(body):
+        buffered: list[bytes] = []
+        answer = endpoint.dispatch(
+            body, traceparent, endpoint.handler, scope, notifications=Notifications(buffered.append)
+        )
+        if not buffered:
+            return answered(answer)
+        await send({"type": "http.response.start", "status": 200, "headers": _ASGI_EVENT_HEADERS})
+        chunks = [_event(line) for line in buffered]
+        if answer is not None:
+            chunks.append(_event(answer))
+        await send({"type": "http.response.body", "body": b"".join(chunks), "more_body": False})
+        return None
+    loop = asyncio.get_running_loop()
+    running = Running()
+    stream = _AsgiStream(send, receive, running)
+    notifications = Notifications(stream.write)
 
-        def emit(kind: str, value: Any) -> None:
-            with contextlib.suppress(RuntimeError):  # the loop is gone
-                loop.call_soon_threadsafe(items.put_nowait, (kind, value))
+    def answer() -> bytes | None:
+        return endpoint.dispatch(
+            body, traceparent, endpoint.handler, scope, notifications=notifications, running=running
+        )
 
-        # On a thread even with run_sync_inline: the events go out while the handler runs.
-        worker = asyncio.ensure_future(asyncio.to_thread(_run_sync, endpoint, body, emit, running, traceparent, scope))
-    gone = loop.create_task(_disconnected(receive))
-    started = False
+    work = loop.run_in_executor(None, contextvars.copy_context().run, answer)  # as asyncio.to_thread
     try:
-        while True:
-            item = loop.create_task(items.get())
-            await asyncio.wait((item, gone), return_when=asyncio.FIRST_COMPLETED)
-            if not item.done():  # the client went away
-                item.cancel()
-                return None
-            kind, value = item.result()
-            if kind == _FAILED:
-                raise value
-            if kind == _ANSWERED and not started:
-                return answered(value)
-            if not started:
-                await send({"type": "http.response.start", "status": 200, "headers": _ASGI_EVENT_HEADERS})
-                started = True
-            last = kind == _ANSWERED
-            chunk = b"" if value is None else _event(value)
-            try:
-                await send({"type": "http.response.body", "body": chunk, "more_body": not last})
-            except OSError:  # a server that raises once the client is gone (ASGI 2.4)
-                return None
-            if last:
-                return None
-    finally:
-        gone.cancel()
-        if not worker.done():  # the client went away (or this task was cancelled): stop what still runs
+        answer = await work
+    except BaseException:
+        stream.abandon()
+        if not work.done():  # this task was cancelled: stop what still runs (the thread ends on its own)
             running.stop()
-        await asyncio.gather(worker, return_exceptions=True)
+        raise
+    return await stream.finish(answer)
+
+
+def asks_for_progress(body: bytes) -> bool:
+    """Whether a body may ask for progress: MCP's ``progressToken`` or LSP's ``workDoneToken`` somewhere in it (a
+    byte search, well under a µs: a false positive only takes the streamed path where it was not needed; a key
+    written with ``\\u`` escapes is not seen, and its progress waits for the answer, as ``notify()``'s do)."""
+    return b"progressToken" in body or b"workDoneToken" in body
+
+
+class _AsgiStream:
+    """The response of a body whose handler writes a notification before its answer: nothing until the first
+    notification (:meth:`event`, on the loop), which starts a task that sends the head, then each event as it
+    comes; the answer (:meth:`finish`) is the last event. Without one, :meth:`finish` gives the plain response."""
+
+    __slots__ = ("_items", "_loop", "_receive", "_running", "_send", "_task", "_thread")
+
+    def __init__(
+        self,
+        send: Callable[[dict[str, Any]], Awaitable[None]],
+        receive: Callable[[], Awaitable[dict[str, Any]]],
+        running: Running,
+    ) -> None:
+        self._send = send
+        self._receive = receive
+        self._running = running
+        self._items: asyncio.Queue[bytes | tuple[bytes | None]] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._loop = asyncio.get_running_loop()
+        self._thread = threading.get_ident()
+
+    def write(self, line: bytes) -> None:
+        """A notification, from the loop's thread or another (a sync handler's worker: a sync function of a
+        registry that also holds async ones runs on one), handed to the loop in order: before the answer, which
+        comes back to the loop after it."""
+        if threading.get_ident() == self._thread:
+            self.event(line)
+            return
+        with contextlib.suppress(RuntimeError):  # the loop is gone
+            self._loop.call_soon_threadsafe(self.event, line)
+
+    def event(self, line: bytes) -> None:
+        """On the loop: the first notification starts the stream."""
+        if self._task is not None and self._task.done():  # the client went away: nobody reads it
+            return
+        if self._items is None:
+            self._items = asyncio.Queue()
+            self._task = self._loop.create_task(self._stream(self._items))
+        self._items.put_nowait(line)
+
+    async def finish(self, answer: bytes | None) -> HTTPResponse | None:
+        """The plain response when nothing was streamed; else ``None`` once the answer was sent (or the client
+        went away)."""
+        if self._items is None or self._task is None:
+            return answered(answer)
+        self._items.put_nowait((answer,))
+        await self._task
+        return None
+
+    def abandon(self) -> None:
+        """The answer will not come (the handler raised what is not answered): the stream stops."""
+        if self._task is not None:
+            self._task.cancel()
+
+    async def _stream(self, items: asyncio.Queue[bytes | tuple[bytes | None]]) -> None:
+        loop = asyncio.get_running_loop()
+        gone = loop.create_task(_disconnected(self._receive))
+        send = self._send
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": _ASGI_EVENT_HEADERS})
+            while True:
+                if items.empty():
+                    item = loop.create_task(items.get())
+                    await asyncio.wait((item, gone), return_when=asyncio.FIRST_COMPLETED)
+                    if not item.done():  # the client went away
+                        item.cancel()
+                        self._running.stop()
+                        return
+                    value = item.result()
+                else:
+                    value = items.get_nowait()
+                if isinstance(value, tuple):  # the answer, the last event (none: a body of notifications only)
+                    chunk = b"" if value[0] is None else _event(value[0])
+                    await send({"type": "http.response.body", "body": chunk, "more_body": False})
+                    return
+                await send({"type": "http.response.body", "body": _event(value), "more_body": True})
+        except OSError:  # a server that raises once the client is gone (ASGI 2.4)
+            self._running.stop()
+        finally:
+            gone.cancel()
 
 
 async def _disconnected(receive: Callable[[], Awaitable[dict[str, Any]]]) -> None:

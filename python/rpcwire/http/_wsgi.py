@@ -15,7 +15,7 @@ from rpcwire import DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH
 from rpcwire._engine import is_async_handler
 from rpcwire.http._auth import Authenticate
 from rpcwire.http._endpoint import Endpoint, header_traceparent
-from rpcwire.http._events import wants_events, wsgi_events
+from rpcwire.http._events import asks_for_progress, wants_events, wsgi_buffered, wsgi_events
 from rpcwire.http._policy import DEFAULT_MAX_BODY_BYTES, DRAIN_MOST
 from rpcwire.http._responses import LENGTH_REQUIRED, HTTPResponse, status_line
 
@@ -69,7 +69,9 @@ class WSGIApp:
         if isinstance(read, HTTPResponse):
             response = read
         elif wants_events(read[1]) and not self._endpoint.is_async():
-            return wsgi_events(self._endpoint, read[0], start_response, read[2], environ)
+            if asks_for_progress(read[0]):  # on a thread of its own: its events go out while it runs
+                return wsgi_events(self._endpoint, read[0], start_response, read[2], environ)
+            return wsgi_buffered(self._endpoint, read[0], start_response, read[2], environ)
         else:
             endpoint = self._endpoint
             # Asked at each call: a registry made before its functions may gain an async one later.
