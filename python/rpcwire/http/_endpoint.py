@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from rpcwire import (
     Request,
@@ -40,7 +40,16 @@ from rpcwire._types import RequestCancelled
 from rpcwire.http._auth import Authenticate
 from rpcwire.http._policy import Policy
 
-__all__ = ["DISCARD", "Endpoint", "Notifications", "Running", "header_traceparent"]
+__all__ = [
+    "DISCARD",
+    "Buffered",
+    "Endpoint",
+    "Notifications",
+    "Running",
+    "Sink",
+    "encode_notification",
+    "header_traceparent",
+]
 
 
 class Running:
@@ -74,11 +83,23 @@ class Running:
                     task.cancel()
 
 
+class Sink(Protocol):
+    """Where a request context writes its notifications (a context's transport, as far as it goes over HTTP)."""
+
+    def write_notification(self, method: str, params: Any = None) -> None: ...
+
+
+def encode_notification(method: str, params: Any = None) -> bytes:
+    """A notification's line, as the core writes it over a stream."""
+    line: bytes = _core._encode_request(method, params)
+    return line
+
+
 class Notifications:
     """Where a request context writes its notifications (progress) over HTTP: each one encoded by the core
     (the bytes a transport writes) and handed to ``write`` (a server-sent event), or dropped without one.
     Encoded either way, so that a notification the encoder refuses raises in the handler whether anyone
-    listens."""
+    listens. Subclasses write the line their own way (:meth:`write`)."""
 
     __slots__ = ("_write",)
 
@@ -86,9 +107,28 @@ class Notifications:
         self._write = write
 
     def write_notification(self, method: str, params: Any = None) -> None:
-        line = _core._encode_request(method, params)
+        self.write(encode_notification(method, params))
+
+    def write(self, line: bytes) -> None:
         if self._write is not None:
             self._write(line)
+
+
+class Buffered(Notifications):
+    """Notifications kept, in order, for a caller that sends them once the handler returns (``lines``: ``None``
+    until the first; no list made for a call that writes none)."""
+
+    __slots__ = ("lines",)
+
+    def __init__(self) -> None:
+        self._write = None
+        self.lines: list[bytes] | None = None
+
+    def write(self, line: bytes) -> None:
+        if self.lines is None:
+            self.lines = [line]
+        else:
+            self.lines.append(line)
 
 
 DISCARD = Notifications(None)
@@ -131,7 +171,7 @@ class Endpoint(Policy):
         handler: Callable[[str, Any], Any],
         source: dict[str, Any] | None = None,
         *,
-        notifications: Notifications | None = None,
+        notifications: Sink | None = None,
         running: Running | None = None,
     ) -> bytes | None:
         """``body`` answered by :func:`rpcwire.dispatch` with ``handler`` (``self.handler``, or one that refuses),
@@ -139,10 +179,7 @@ class Endpoint(Policy):
         WSGI ``environ`` or ASGI ``scope``, for ``current_request().http``; ``notifications``: where the contexts
         write theirs (``DISCARD`` by default); ``running``: for a client that goes away to cancel (the calls not
         yet started are then answered -32800 without running)."""
-        calls = _PlainCalls(self, body, handler, traceparent, source)
-        if notifications is not None:
-            calls.notifications = notifications
-        calls.running = running
+        calls = _PlainCalls(self, body, handler, traceparent, source, notifications, running)
         try:
             # The limits as keywords, not a dict unpacked on every call.
             return dispatch(
@@ -168,7 +205,7 @@ class Endpoint(Policy):
     def answer_sync(
         self,
         body: bytes,
-        notifications: Notifications,
+        notifications: Sink,
         running: Running,
         traceparent: str | None,
         source: dict[str, Any] | None = None,
@@ -187,7 +224,7 @@ class Endpoint(Policy):
     async def answer_async(
         self,
         body: bytes,
-        notifications: Notifications,
+        notifications: Sink,
         traceparent: str | None,
         running: Running | None = None,
         *,
@@ -203,7 +240,7 @@ class Endpoint(Policy):
 
     async def _call_async(
         self,
-        notifications: Notifications,
+        notifications: Sink,
         request: Request,
         running: Running | None,
         traceparent: str | None,
@@ -226,7 +263,7 @@ class Endpoint(Policy):
 
 
 def _context(
-    request: Request, notifications: Notifications, traceparent: str | None, source: dict[str, Any] | None = None
+    request: Request, notifications: Sink, traceparent: str | None, source: dict[str, Any] | None = None
 ) -> RequestContext:
     """A request's context; the ``traceparent`` header, when valid, wins over ``params._meta.traceparent``.
     ``source``: the WSGI ``environ`` or ASGI ``scope`` (``current_request().http``)."""
@@ -262,13 +299,15 @@ class _PlainCalls:
         "traceparent",
     )
 
-    def __init__(
+    def __init__(  # noqa: PLR0917  (internal: made once per body by Endpoint.dispatch, positionally)
         self,
         endpoint: Endpoint,
         body: bytes,
         handler: Callable[[str, Any], Any],
         traceparent: str | None,
         source: dict[str, Any] | None,
+        notifications: Sink | None = None,
+        running: Running | None = None,
     ) -> None:
         self._endpoint = endpoint
         self.source = source
@@ -278,8 +317,8 @@ class _PlainCalls:
         self._calls = 0
         self._requests: list[Request] | None = None
         self.token: contextvars.Token[RequestContext] | None = None  # reset by Endpoint.dispatch at the end
-        self.notifications = DISCARD
-        self.running: Running | None = None
+        self.notifications = DISCARD if notifications is None else notifications
+        self.running = running
 
     def __call__(self, method: str, params: Any) -> Any:
         context = _LazyContext.__new__(_LazyContext)

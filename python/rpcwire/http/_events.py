@@ -25,10 +25,19 @@ import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any
 
-from rpcwire.http._endpoint import Endpoint, Notifications, Running
-from rpcwire.http._responses import Headers, HTTPResponse, answered, status_line
+from rpcwire.http._endpoint import Endpoint, Notifications, Running, encode_notification
+from rpcwire.http._responses import Headers, answered, status_line
 
-__all__ = ["asgi_events", "asks_for_progress", "wants_events", "wsgi_buffered", "wsgi_events"]
+__all__ = [
+    "STREAMED",
+    "asgi_async",
+    "asgi_threaded",
+    "asks_for_progress",
+    "send_buffered",
+    "wants_events",
+    "wsgi_buffered",
+    "wsgi_events",
+]
 
 _EVENT, _ANSWERED, _FAILED = "event", "answered", "failed"
 _EVENT_HEADERS: Headers = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")]
@@ -37,9 +46,21 @@ _ASGI_EVENT_HEADERS = [(name.lower().encode(), value.encode()) for name, value i
 
 def wants_events(accept: str | None) -> bool:
     """Whether an ``Accept`` header names ``text/event-stream``."""
-    if not accept or "event-stream" not in accept.lower():  # the common case, without splitting
+    if not accept:
         return False
-    return "text/event-stream" in (media_range.partition(";")[0].strip().lower() for media_range in accept.split(","))
+    wanted = _WANTS_EVENTS.get(accept)
+    if wanted is None:
+        media_ranges = accept.split(",") if "event-stream" in accept.lower() else ()  # most, without splitting
+        wanted = "text/event-stream" in (media_range.partition(";")[0].strip().lower() for media_range in media_ranges)
+        if len(_WANTS_EVENTS) < _WANTS_EVENTS_KEPT:
+            _WANTS_EVENTS[accept] = wanted
+    return wanted
+
+
+# A client sends the same Accept with every request (MCP's: "application/json, text/event-stream"): its answer is
+# kept, up to a bound (a header a client makes up each time fills it, then is parsed each time).
+_WANTS_EVENTS: dict[str, bool] = {}
+_WANTS_EVENTS_KEPT = 64
 
 
 def _event(line: bytes) -> bytes:
@@ -99,26 +120,11 @@ def wsgi_events(
     return _event_stream(value, items, running)
 
 
-def wsgi_buffered(
-    endpoint: Endpoint,
-    body: bytes,
-    start_response: Callable[..., Any],
-    traceparent: str | None,
-    environ: dict[str, Any],
-) -> Iterable[bytes]:
-    """``body``, which asks for no progress, answered on the server's thread as on the plain path: a notification
-    the handler writes (``notify()``) waits in a buffer, and the events go out when it returns, before the
-    answer; none, the plain response."""
-    buffered: list[bytes] = []
-    answer = endpoint.dispatch(
-        body, traceparent, endpoint.handler, environ, notifications=Notifications(buffered.append)
-    )
-    if not buffered:
-        response = answered(answer)
-        start_response(status_line(response.status), response.headers)
-        return [response.body] if response.body else []
+def wsgi_buffered(start_response: Callable[..., Any], lines: list[bytes], answer: bytes | None) -> list[bytes]:
+    """The events of a handler that ran on the server's thread (``notify()``'s, of a body that asks for no
+    progress), then its answer."""
     start_response("200 OK", _EVENT_HEADERS)
-    return [_event(line) for line in buffered] + ([] if answer is None else [_event(answer)])
+    return [_event(line) for line in lines] + ([] if answer is None else [_event(answer)])
 
 
 def _event_stream(first: bytes, items: queue.SimpleQueue[tuple[str, Any]], running: Running) -> Iterator[bytes]:
@@ -142,107 +148,115 @@ def _event_stream(first: bytes, items: queue.SimpleQueue[tuple[str, Any]], runni
 # --- ASGI ----------------------------------------------------------------------------------------------
 
 
-async def asgi_events(  # noqa: PLR0917  (internal: ASGIApp passes what it read on)
+STREAMED = object()
+"""What :func:`asgi_async` and :func:`asgi_threaded` return for a body whose answer went out as events (else they
+return the answer's bytes, or ``None``, for the caller to send as on the plain path)."""
+
+
+async def asgi_async(  # noqa: PLR0917  (internal: ASGIApp passes what it read on)
     endpoint: Endpoint,
     body: bytes,
     send: Callable[[dict[str, Any]], Awaitable[None]],
     receive: Callable[[], Awaitable[dict[str, Any]]],
-    is_async: bool,
-    inline: bool,
     traceparent: str | None,
     scope: dict[str, Any] | None = None,
-) -> HTTPResponse | None:
-    """``body`` answered for a client that accepts events: the plain response to send (``None``: done, streamed),
-    the stream started only at the first notification, when the handler writes one before its answer.
+) -> bytes | object | None:
+    """An async handler's answer, awaited in this task as on the plain path; its first notification starts an
+    :class:`_AsgiStream` (a task) that sends the events as they come while the handler goes on."""
+    stream = _AsgiStream(send, receive)
+    try:
+        answer = await endpoint.answer_async(body, stream, traceparent, stream, source=scope)
+    except BaseException:
+        stream.abandon()
+        raise
+    if stream._task is None:
+        stream._contexts.clear()  # they refer to it (their transport): no cycle left for the collector
+        return answer
+    return await stream.finish(answer)
 
-    - An async handler runs in this task, as on the plain path; its first notification starts an
-      :class:`_AsgiStream` (a task) that sends the events as they come while the handler goes on.
-    - A sync handler runs on a worker thread (as on the plain path), its notifications handed to the loop, the
-      first of them starting the stream; with ``run_sync_inline``, a body that asks for progress too (the loop
-      could not send its events while it runs).
-    - With ``run_sync_inline`` and a body that asks for no progress, the handler runs on the loop, as on the plain
-      path, and a notification it writes (``notify()``) waits in a buffer: the events go out when it returns,
-      before the answer (nothing could be sent while it held the loop anyway).
 
-    A client that goes away mid-stream (``http.disconnect``, or a ``send`` that fails) cancels the requests
-    still running (``current_request().cancelled``; an async handler's awaiting is cancelled), which are then
-    awaited."""
-    if is_async:
-        running = Running()
-        stream = _AsgiStream(send, receive, running)
-        try:
-            answer = await endpoint.answer_async(body, Notifications(stream.write), traceparent, running, source=scope)
-        except BaseException:
-            stream.abandon()
-            raise
-        return await stream.finish(answer)
-    if inline and not asks_for_progress(body):
-        buffered: list[bytes] = []
-        answer = endpoint.dispatch(
-            body, traceparent, endpoint.handler, scope, notifications=Notifications(buffered.append)
-        )
-        if not buffered:
-            return answered(answer)
-        await send({"type": "http.response.start", "status": 200, "headers": _ASGI_EVENT_HEADERS})
-        chunks = [_event(line) for line in buffered]
-        if answer is not None:
-            chunks.append(_event(answer))
-        await send({"type": "http.response.body", "body": b"".join(chunks), "more_body": False})
-        return None
-    loop = asyncio.get_running_loop()
-    running = Running()
-    stream = _AsgiStream(send, receive, running)
-    notifications = Notifications(stream.write)
+async def asgi_threaded(  # noqa: PLR0917  (internal: ASGIApp passes what it read on)
+    endpoint: Endpoint,
+    body: bytes,
+    send: Callable[[dict[str, Any]], Awaitable[None]],
+    receive: Callable[[], Awaitable[dict[str, Any]]],
+    traceparent: str | None,
+    scope: dict[str, Any] | None = None,
+) -> bytes | object | None:
+    """A sync handler's answer from a worker thread, as on the plain path (``asyncio.to_thread``); its
+    notifications are handed to the loop, the first of them starting the stream."""
+    stream = _AsgiStream(send, receive)
 
     def answer() -> bytes | None:
-        return endpoint.dispatch(
-            body, traceparent, endpoint.handler, scope, notifications=notifications, running=running
-        )
+        return endpoint.dispatch(body, traceparent, endpoint.handler, scope, notifications=stream, running=stream)
 
-    work = loop.run_in_executor(None, contextvars.copy_context().run, answer)  # as asyncio.to_thread
+    work = asyncio.get_running_loop().run_in_executor(None, contextvars.copy_context().run, answer)  # to_thread's
     try:
-        answer = await work
+        done = await work
     except BaseException:
         stream.abandon()
         if not work.done():  # this task was cancelled: stop what still runs (the thread ends on its own)
-            running.stop()
+            stream.stop()
         raise
-    return await stream.finish(answer)
+    if stream._task is None:
+        stream._contexts.clear()  # they refer to it (their notifications): no cycle left for the collector
+        return done
+    return await stream.finish(done)
+
+
+async def send_buffered(
+    send: Callable[[dict[str, Any]], Awaitable[None]], lines: list[bytes], answer: bytes | None
+) -> None:
+    """The events of a handler that ran inline on the loop (nothing could be sent while it ran), then its answer,
+    as one body."""
+    await send({"type": "http.response.start", "status": 200, "headers": _ASGI_EVENT_HEADERS})
+    chunks = [_event(line) for line in lines]
+    if answer is not None:
+        chunks.append(_event(answer))
+    await send({"type": "http.response.body", "body": b"".join(chunks), "more_body": False})
 
 
 def asks_for_progress(body: bytes) -> bool:
     """Whether a body may ask for progress: MCP's ``progressToken`` or LSP's ``workDoneToken`` somewhere in it (a
     byte search, well under a µs: a false positive only takes the streamed path where it was not needed; a key
     written with ``\\u`` escapes is not seen, and its progress waits for the answer, as ``notify()``'s do)."""
+    if b"Token" not in body:  # most bodies: one search
+        return False
     return b"progressToken" in body or b"workDoneToken" in body
 
 
-class _AsgiStream:
-    """The response of a body whose handler writes a notification before its answer: nothing until the first
+class _AsgiStream(Running):
+    """The requests of a body (:class:`Running`, for a client that goes away to cancel), where they write their
+    notifications, and its response once the handler writes one before its answer: nothing until the first
     notification (:meth:`event`, on the loop), which starts a task that sends the head, then each event as it
-    comes; the answer (:meth:`finish`) is the last event. Without one, :meth:`finish` gives the plain response."""
+    comes; the answer (:meth:`finish`) is the last event. Without one, nothing more is made (no queue, no task)
+    and the caller sends the answer as on the plain path. One object for the three: it is made for every call."""
 
-    __slots__ = ("_items", "_loop", "_receive", "_running", "_send", "_task", "_thread")
+    __slots__ = ("_items", "_loop", "_receive", "_send", "_task")
 
     def __init__(
-        self,
-        send: Callable[[dict[str, Any]], Awaitable[None]],
-        receive: Callable[[], Awaitable[dict[str, Any]]],
-        running: Running,
+        self, send: Callable[[dict[str, Any]], Awaitable[None]], receive: Callable[[], Awaitable[dict[str, Any]]]
     ) -> None:
+        self._contexts = []
+        self.stopped = False
         self._send = send
         self._receive = receive
-        self._running = running
         self._items: asyncio.Queue[bytes | tuple[bytes | None]] | None = None
         self._task: asyncio.Task[None] | None = None
         self._loop = asyncio.get_running_loop()
-        self._thread = threading.get_ident()
+
+    def write_notification(self, method: str, params: Any = None) -> None:
+        self.write(encode_notification(method, params))
 
     def write(self, line: bytes) -> None:
         """A notification, from the loop's thread or another (a sync handler's worker: a sync function of a
         registry that also holds async ones runs on one), handed to the loop in order: before the answer, which
         comes back to the loop after it."""
-        if threading.get_ident() == self._thread:
+        try:
+            here = asyncio.get_running_loop() is self._loop
+        except RuntimeError:  # no loop running in this thread
+            here = False
+        if here:
             self.event(line)
             return
         with contextlib.suppress(RuntimeError):  # the loop is gone
@@ -257,14 +271,17 @@ class _AsgiStream:
             self._task = self._loop.create_task(self._stream(self._items))
         self._items.put_nowait(line)
 
-    async def finish(self, answer: bytes | None) -> HTTPResponse | None:
-        """The plain response when nothing was streamed; else ``None`` once the answer was sent (or the client
-        went away)."""
-        if self._items is None or self._task is None:
-            return answered(answer)
+    async def finish(self, answer: bytes | None) -> bytes | object | None:
+        """``answer``, to send as on the plain path, when nothing was streamed; else :data:`STREAMED` once it was
+        sent as the last event (or the client went away)."""
+        if self._task is None or self._items is None:
+            return answer
         self._items.put_nowait((answer,))
-        await self._task
-        return None
+        try:
+            await self._task
+        finally:
+            self._contexts.clear()
+        return STREAMED
 
     def abandon(self) -> None:
         """The answer will not come (the handler raised what is not answered): the stream stops."""
@@ -283,7 +300,7 @@ class _AsgiStream:
                     await asyncio.wait((item, gone), return_when=asyncio.FIRST_COMPLETED)
                     if not item.done():  # the client went away
                         item.cancel()
-                        self._running.stop()
+                        self.stop()
                         return
                     value = item.result()
                 else:
@@ -294,7 +311,7 @@ class _AsgiStream:
                     return
                 await send({"type": "http.response.body", "body": _event(value), "more_body": True})
         except OSError:  # a server that raises once the client is gone (ASGI 2.4)
-            self._running.stop()
+            self.stop()
         finally:
             gone.cancel()
 
