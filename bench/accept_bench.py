@@ -31,7 +31,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -114,16 +114,27 @@ def _asgi_runner(app: Any, accept: str, calls: int) -> Callable[[asyncio.Abstrac
     scope = _scope(accept)
     message = {"type": "http.request", "body": BODY, "more_body": False}
     sent: list[Any] = []
+    never = asyncio.Event()
 
-    async def receive() -> dict[str, Any]:
-        return message
+    def receiver() -> Callable[[], Awaitable[dict[str, Any]]]:
+        """The body, then nothing until the client goes away (it does not), as a server's ``receive``."""
+        given = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal given
+            if given:
+                await never.wait()
+            given = True
+            return message
+
+        return receive
 
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
     async def many() -> None:
         for _ in range(calls):
-            await app(scope, receive, send)
+            await app(scope, receiver(), send)
             start, body = sent
             assert body["body"] == ANSWER and (b"content-type", b"application/json") in start["headers"], sent
             sent.clear()

@@ -170,6 +170,7 @@ def test_a_call_that_writes_no_notification_runs_where_the_plain_path_runs_it(mo
     loop_of: list[asyncio.AbstractEventLoop] = []
 
     def where() -> str:
+        loop: asyncio.AbstractEventLoop | None
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # a worker thread
@@ -340,3 +341,20 @@ def test_a_client_gone_mid_stream_cancels_the_call_and_the_rest_of_its_batch(mod
     assert seen == [expected]  # and "after" never ran
     assert cancelling == [0]
     assert sent[0]["status"] == 200 and all(message.get("more_body") for message in sent[1:])
+
+
+@pytest.mark.parametrize("mode", ["wsgi", "asgi-inline"])
+def test_a_body_that_asks_for_log_messages_is_answered_on_a_thread_that_streams(mode: str) -> None:
+    """MCP's log messages go to a request that names a level (``_meta``'s ``io.modelcontextprotocol/logLevel``):
+    such a body is answered as one with a progress token is, on a worker thread, its events sent as they come."""
+    threads: list[int] = []
+
+    def logs() -> str:
+        threads.append(threading.get_ident())
+        return announcing()
+
+    meta = {"io.modelcontextprotocol/logLevel": "info"}
+    body = compact({"jsonrpc": "2.0", "method": "logs", "params": {"_meta": meta}, "id": 1})
+    reply = call(mode, rpcwire.methods({"logs": lambda _meta: logs()}), body)
+    assert reply.events() == [{"jsonrpc": "2.0", "method": "hi", "params": {"n": 1}}, ok(1, "said")]
+    assert len(threads) == 1 and threads[0] != threading.get_ident()

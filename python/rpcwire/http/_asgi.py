@@ -16,7 +16,15 @@ from rpcwire import DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH
 from rpcwire._websocket import DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_QUEUED_BYTES, WebSocketServer, refuse
 from rpcwire.http._auth import Authenticate
 from rpcwire.http._endpoint import DISCARD, Buffered, Endpoint, header_traceparent
-from rpcwire.http._events import STREAMED, asgi_async, asgi_threaded, asks_for_progress, send_buffered, wants_events
+from rpcwire.http._events import (
+    STREAMED,
+    Streamed,
+    asgi_async,
+    asgi_threaded,
+    asks_for_notifications,
+    send_buffered,
+    wants_events,
+)
 from rpcwire.http._policy import DEFAULT_MAX_BODY_BYTES, DRAIN_MOST
 from rpcwire.http._responses import FORBIDDEN, MISDIRECTED, HTTPResponse
 
@@ -130,13 +138,13 @@ class ASGIApp:
         # A client that accepts events (MCP's always do) is answered as the others, where the plain path answers,
         # until its handler writes a notification before the answer: the stream starts there (_events).
         events = accept is not None and wants_events(accept)
-        answer: bytes | object | None
+        answer: bytes | Streamed | None
         if endpoint.is_async():
             if events:
                 answer = await asgi_async(endpoint, body, send, receive, traceparent, scope)
             else:
                 answer = await endpoint.answer_async(body, DISCARD, traceparent, source=scope)
-        elif self._inline and not (events and asks_for_progress(body)):  # else its events go out as it runs
+        elif self._inline and not (events and asks_for_notifications(body)):  # else its events go out as it runs
             if events:
                 buffered = Buffered()
                 answer = endpoint.dispatch(body, traceparent, endpoint.handler, scope, notifications=buffered)

@@ -1,16 +1,18 @@
-"""Server-sent events: a body of a client that accepts them (MCP's clients always do) answered as on the plain
+"""Server-sent events: the body of a client that accepts them (MCP's clients always do) answered as on the plain
 path, the response's head chosen at the first notification the handler writes before its answer: none, the plain
 response (``application/json`` or 204); one, ``text/event-stream``, each notification a ``message`` event and the
 answer the last one. Nothing is sent before that point, so the head can still be either.
 
-- ASGI (:func:`asgi_events`): the handler runs where the plain path runs it (an async one in the request's task,
-  a sync one on a worker thread, or inline on the loop); its first notification starts an :class:`_AsgiStream`
-  that sends the events as they come. Inline, a body that asks for progress runs on a thread instead (the loop
-  could not send while it ran); one that does not keeps its ``notify()`` events in a buffer until it returns.
-- WSGI: a body that asks for progress (:func:`asks_for_progress`) is answered on a thread of its own
-  (:func:`wsgi_events`: the worker puts ``(kind, value)`` items on a queue, each notification, then the answer or
-  an exception not answered, and the response's iterable yields them as they come); another on the server's
-  thread (:func:`wsgi_buffered`), its ``notify()`` events sent when it returns.
+- ASGI (:func:`asgi_async`, :func:`asgi_threaded`): the handler runs where the plain path runs it (an async one in
+  the request's task, a sync one on a worker thread); its first notification starts an :class:`_AsgiStream` that
+  sends the events as they come. With ``run_sync_inline``, a body that asks for notifications
+  (:func:`asks_for_notifications`: progress, MCP's log messages) runs on a worker thread instead (the loop could
+  not send them while the handler held it); another inline, its ``notify()`` events kept until it returns
+  (:func:`send_buffered`).
+- WSGI: a body that asks for notifications is answered on a thread of its own (:func:`wsgi_events`: the worker
+  puts ``(kind, value)`` items on a queue, each notification, then the answer or an exception not answered, and
+  the response's iterable yields them as they come); another on the server's thread as on the plain path, its
+  ``notify()`` events kept until it returns (:func:`wsgi_buffered`).
 
 A client that goes away mid-stream cancels the requests still running (:class:`~rpcwire.http._endpoint.Running`).
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import enum
 import queue
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -32,7 +35,7 @@ __all__ = [
     "STREAMED",
     "asgi_async",
     "asgi_threaded",
-    "asks_for_progress",
+    "asks_for_notifications",
     "send_buffered",
     "wants_events",
     "wsgi_buffered",
@@ -122,7 +125,7 @@ def wsgi_events(
 
 def wsgi_buffered(start_response: Callable[..., Any], lines: list[bytes], answer: bytes | None) -> list[bytes]:
     """The events of a handler that ran on the server's thread (``notify()``'s, of a body that asks for no
-    progress), then its answer."""
+    notifications), then its answer."""
     start_response("200 OK", _EVENT_HEADERS)
     return [_event(line) for line in lines] + ([] if answer is None else [_event(answer)])
 
@@ -148,9 +151,14 @@ def _event_stream(first: bytes, items: queue.SimpleQueue[tuple[str, Any]], runni
 # --- ASGI ----------------------------------------------------------------------------------------------
 
 
-STREAMED = object()
-"""What :func:`asgi_async` and :func:`asgi_threaded` return for a body whose answer went out as events (else they
-return the answer's bytes, or ``None``, for the caller to send as on the plain path)."""
+class Streamed(enum.Enum):
+    """What :func:`asgi_async` and :func:`asgi_threaded` return for a body whose answer went out as events (else they
+    return the answer's bytes, or ``None``, for the caller to send as on the plain path)."""
+
+    STREAMED = "streamed"
+
+
+STREAMED = Streamed.STREAMED
 
 
 async def asgi_async(  # noqa: PLR0917  (internal: ASGIApp passes what it read on)
@@ -160,7 +168,7 @@ async def asgi_async(  # noqa: PLR0917  (internal: ASGIApp passes what it read o
     receive: Callable[[], Awaitable[dict[str, Any]]],
     traceparent: str | None,
     scope: dict[str, Any] | None = None,
-) -> bytes | object | None:
+) -> bytes | Streamed | None:
     """An async handler's answer, awaited in this task as on the plain path; its first notification starts an
     :class:`_AsgiStream` (a task) that sends the events as they come while the handler goes on."""
     stream = _AsgiStream(send, receive)
@@ -182,7 +190,7 @@ async def asgi_threaded(  # noqa: PLR0917  (internal: ASGIApp passes what it rea
     receive: Callable[[], Awaitable[dict[str, Any]]],
     traceparent: str | None,
     scope: dict[str, Any] | None = None,
-) -> bytes | object | None:
+) -> bytes | Streamed | None:
     """A sync handler's answer from a worker thread, as on the plain path (``asyncio.to_thread``); its
     notifications are handed to the loop, the first of them starting the stream."""
     stream = _AsgiStream(send, receive)
@@ -216,13 +224,14 @@ async def send_buffered(
     await send({"type": "http.response.body", "body": b"".join(chunks), "more_body": False})
 
 
-def asks_for_progress(body: bytes) -> bool:
-    """Whether a body may ask for progress: MCP's ``progressToken`` or LSP's ``workDoneToken`` somewhere in it (a
-    byte search, well under a µs: a false positive only takes the streamed path where it was not needed; a key
-    written with ``\\u`` escapes is not seen, and its progress waits for the answer, as ``notify()``'s do)."""
-    if b"Token" not in body:  # most bodies: one search
-        return False
-    return b"progressToken" in body or b"workDoneToken" in body
+def asks_for_notifications(body: bytes) -> bool:
+    """Whether a body may ask for notifications: progress (MCP's ``progressToken``, LSP's ``workDoneToken``) or
+    MCP's log messages (``io.modelcontextprotocol/logLevel``) somewhere in it. A byte search, well under a µs: a
+    false positive only takes the streamed path where it was not needed; a key written with ``\\u`` escapes is
+    not seen, and its notifications wait for the answer, as those of a body that asks for none do."""
+    if b"Token" in body:
+        return b"progressToken" in body or b"workDoneToken" in body or b"logLevel" in body
+    return b"logLevel" in body
 
 
 class _AsgiStream(Running):
@@ -271,7 +280,7 @@ class _AsgiStream(Running):
             self._task = self._loop.create_task(self._stream(self._items))
         self._items.put_nowait(line)
 
-    async def finish(self, answer: bytes | None) -> bytes | object | None:
+    async def finish(self, answer: bytes | None) -> bytes | Streamed | None:
         """``answer``, to send as on the plain path, when nothing was streamed; else :data:`STREAMED` once it was
         sent as the last event (or the client went away)."""
         if self._task is None or self._items is None:

@@ -15,7 +15,7 @@ from rpcwire import DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH
 from rpcwire._engine import is_async_handler
 from rpcwire.http._auth import Authenticate
 from rpcwire.http._endpoint import Buffered, Endpoint, header_traceparent
-from rpcwire.http._events import asks_for_progress, wants_events, wsgi_buffered, wsgi_events
+from rpcwire.http._events import asks_for_notifications, wants_events, wsgi_buffered, wsgi_events
 from rpcwire.http._policy import DEFAULT_MAX_BODY_BYTES, DRAIN_MOST
 from rpcwire.http._responses import LENGTH_REQUIRED, HTTPResponse, status_line
 
@@ -74,9 +74,10 @@ class WSGIApp:
             handler = _async_refused if endpoint.is_async() else endpoint.handler
             accept = read[1]
             if accept is not None and handler is endpoint.handler and wants_events(accept):
-                # A client that accepts events (MCP's always do): a body that asks for progress is answered on a
-                # thread of its own, its events sent as they come; another here, as the plain path answers.
-                if asks_for_progress(read[0]):
+                # A client that accepts events (MCP's always do): a body that asks for notifications (progress, log
+                # messages) is answered on a thread of its own, its events sent as they come; another here, as the
+                # plain path answers it.
+                if asks_for_notifications(read[0]):
                     return wsgi_events(endpoint, read[0], start_response, read[2], environ)
                 buffered = Buffered()
                 answer = endpoint.dispatch(read[0], read[2], handler, environ, notifications=buffered)
