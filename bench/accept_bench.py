@@ -1,4 +1,4 @@
-"""MCP's ``Accept`` header against a plain one: `make bench-accept`, or
+"""MCP's ``Accept`` header against a plain one:
 `.venv/bin/python bench/accept_bench.py [--repeats R] [--calls N] [--only in-process,uvicorn]`.
 
 MCP's streamable HTTP clients send ``Accept: application/json, text/event-stream`` with every POST. A call whose
@@ -297,7 +297,7 @@ def report(rows: list[dict[str, Any]]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7, help="blocks per header and app (default 7)")
+    parser.add_argument("--repeats", type=int, default=9, help="blocks per header and app (default 9)")
     parser.add_argument("--calls", type=int, default=2000, help="calls per block (default 2000)")
     parser.add_argument("--only", default="in-process,uvicorn", help="in-process, uvicorn or both (default)")
     options = parser.parse_args()
