@@ -14,7 +14,8 @@ One POST carries one JSON text (a request, a notification or a batch) answered b
 - WSGI, no ``Content-Length`` and a server that does not end the input (``wsgi.input_terminated``): 411.
 - ``Accept: text/event-stream`` and the handler writes a notification (``current_request().progress()``,
   ``.notify()``) before its answer: 200 ``text/event-stream``, each notification a ``message`` event sent as it
-  is written, the answer the last event. Without a notification first, the plain answer as above.
+  is written, the answer the last event. Without a notification first, the plain answer as above, from the plain
+  path at its cost (MCP's clients send that ``Accept`` with every POST): the stream starts at the first one.
 
 - A client that goes away mid-stream: the requests still running are cancelled (``current_request().cancelled``).
 

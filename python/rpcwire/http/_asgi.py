@@ -15,8 +15,16 @@ from typing import Any
 from rpcwire import DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH
 from rpcwire._websocket import DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_QUEUED_BYTES, WebSocketServer, refuse
 from rpcwire.http._auth import Authenticate
-from rpcwire.http._endpoint import DISCARD, Endpoint, header_traceparent
-from rpcwire.http._events import asgi_events, wants_events
+from rpcwire.http._endpoint import DISCARD, Buffered, Endpoint, header_traceparent
+from rpcwire.http._events import (
+    STREAMED,
+    Streamed,
+    asgi_async,
+    asgi_threaded,
+    asks_for_notifications,
+    send_buffered,
+    wants_events,
+)
 from rpcwire.http._policy import DEFAULT_MAX_BODY_BYTES, DRAIN_MOST
 from rpcwire.http._responses import FORBIDDEN, MISDIRECTED, HTTPResponse
 
@@ -83,7 +91,7 @@ class ASGIApp:
         self._websocket_on = websocket
         self._authenticate = authenticate
 
-    async def __call__(
+    async def __call__(  # noqa: PLR0915  (the hot path in one frame: no coroutine call in between)
         self,
         scope: dict[str, Any],
         receive: Callable[[], Awaitable[dict[str, Any]]],
@@ -127,18 +135,30 @@ class ASGIApp:
             await _send(refusal, send)
             return
         endpoint = self._endpoint
-        is_async = endpoint.is_async()
-        if wants_events(accept):
-            streamed = await asgi_events(endpoint, body, send, receive, is_async, traceparent, scope)
-            if streamed is not None:
-                await _send(streamed, send)
-            return
-        if is_async:
-            answer = await endpoint.answer_async(body, DISCARD, traceparent, source=scope)
-        elif self._inline:
-            answer = endpoint.dispatch(body, traceparent, endpoint.handler, scope)
+        # A client that accepts events (MCP's always do) is answered as the others, where the plain path answers,
+        # until its handler writes a notification before the answer: the stream starts there (_events).
+        events = accept is not None and wants_events(accept)
+        answer: bytes | Streamed | None
+        if endpoint.is_async():
+            if events:
+                answer = await asgi_async(endpoint, body, send, receive, traceparent, scope)
+            else:
+                answer = await endpoint.answer_async(body, DISCARD, traceparent, source=scope)
+        elif self._inline and not (events and asks_for_notifications(body)):  # else its events go out as it runs
+            if events:
+                buffered = Buffered()
+                answer = endpoint.dispatch(body, traceparent, endpoint.handler, scope, notifications=buffered)
+                if buffered.lines:  # notify() on the loop: sent now, before the answer (nothing went out meanwhile)
+                    await send_buffered(send, buffered.lines, answer)
+                    return
+            else:
+                answer = endpoint.dispatch(body, traceparent, endpoint.handler, scope)
+        elif events:
+            answer = await asgi_threaded(endpoint, body, send, receive, traceparent, scope)
         else:
             answer = await asyncio.to_thread(endpoint.dispatch, body, traceparent, endpoint.handler, scope)
+        if answer is STREAMED:
+            return
         if answer is None:
             await send({"type": "http.response.start", "status": 204, "headers": []})
             await send({"type": "http.response.body", "body": b""})

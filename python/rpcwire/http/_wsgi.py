@@ -14,8 +14,8 @@ from typing import Any
 from rpcwire import DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH
 from rpcwire._engine import is_async_handler
 from rpcwire.http._auth import Authenticate
-from rpcwire.http._endpoint import Endpoint, header_traceparent
-from rpcwire.http._events import wants_events, wsgi_events
+from rpcwire.http._endpoint import Buffered, Endpoint, header_traceparent
+from rpcwire.http._events import asks_for_notifications, wants_events, wsgi_buffered, wsgi_events
 from rpcwire.http._policy import DEFAULT_MAX_BODY_BYTES, DRAIN_MOST
 from rpcwire.http._responses import LENGTH_REQUIRED, HTTPResponse, status_line
 
@@ -68,13 +68,23 @@ class WSGIApp:
         read = self._read(environ)
         if isinstance(read, HTTPResponse):
             response = read
-        elif wants_events(read[1]) and not self._endpoint.is_async():
-            return wsgi_events(self._endpoint, read[0], start_response, read[2], environ)
         else:
             endpoint = self._endpoint
             # Asked at each call: a registry made before its functions may gain an async one later.
             handler = _async_refused if endpoint.is_async() else endpoint.handler
-            answer = endpoint.dispatch(read[0], read[2], handler, environ)
+            accept = read[1]
+            if accept is not None and handler is endpoint.handler and wants_events(accept):
+                # A client that accepts events (MCP's always do): a body that asks for notifications (progress, log
+                # messages) is answered on a thread of its own, its events sent as they come; another here, as the
+                # plain path answers it.
+                if asks_for_notifications(read[0]):
+                    return wsgi_events(endpoint, read[0], start_response, read[2], environ)
+                buffered = Buffered()
+                answer = endpoint.dispatch(read[0], read[2], handler, environ, notifications=buffered)
+                if buffered.lines:  # notify() on this thread: its events, then the answer
+                    return wsgi_buffered(start_response, buffered.lines, answer)
+            else:
+                answer = endpoint.dispatch(read[0], read[2], handler, environ)
             if answer is None:
                 start_response("204 No Content", [])
                 return []
