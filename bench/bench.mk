@@ -1,7 +1,7 @@
 # Included from the top Makefile, which defines VENV, PY, STAMP and `develop`.
 BENCH_STAMP := $(VENV)/.bench-installed
 
-.PHONY: bench bench-quick bench-http bench-websocket bench-client bench-mcp bench-lsp
+.PHONY: bench bench-quick bench-http bench-websocket bench-client bench-mcp bench-lsp bench-accept
 
 $(BENCH_STAMP): bench/requirements.txt $(STAMP)
 	$(PY) -m pip install --quiet -r bench/requirements.txt
@@ -25,6 +25,9 @@ bench-client: develop $(BENCH_STAMP) ## The clients side by side over pipes, HTT
 bench-mcp: develop $(BENCH_STAMP) ## MCP: an MCPServer on the SDK's transport vs rpcwire.mcp's; MCPServer vs rpcwire.mcp_tools, stdio and HTTP (~5 min)
 	$(PY) bench/mcp_bench.py $(BENCH_MCP_ARGS)
 	$(PY) bench/mcp_tools_bench.py $(BENCH_MCP_TOOLS_ARGS)
+
+bench-accept: develop $(BENCH_STAMP) ## A POST with MCP's Accept header against one with application/json, in process and under uvicorn (~3 min)
+	$(PY) bench/accept_bench.py $(BENCH_ACCEPT_ARGS)
 
 bench-lsp: develop $(BENCH_STAMP) ## python-lsp-jsonrpc's Endpoint over its own streams and over rpcwire.lsp's (~2 min)
 	$(PY) bench/lsp_bench.py $(BENCH_LSP_ARGS)
