@@ -32,6 +32,8 @@ fi
 cp /usr/local/share/ca-certificates/*.crt "$chroot/usr/local/share/ca-certificates/" 2>/dev/null || true
 echo 'Acquire::Check-Valid-Until "false";' > "$chroot/etc/apt/apt.conf.d/99no-valid-until"
 cp /etc/resolv.conf "$chroot/etc/"
+# debootstrap's minbase writes no /etc/hosts: without it "localhost" does not resolve (the HTTPS tests' name).
+[ -s "$chroot/etc/hosts" ] || printf '127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n' > "$chroot/etc/hosts"
 # The source index too (apt-get source); the binary lines debootstrap wrote are left as they are.
 echo 'deb-src http://deb.debian.org/debian sid main' > "$chroot/etc/apt/sources.list.d/rpcwire-src.list"
 
