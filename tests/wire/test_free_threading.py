@@ -23,13 +23,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import sysconfig
 from types import ModuleType
 
 import pytest
 from support.processes import child_env
-
-FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
 # The child's shared containers and the threads that change them. Every str member is "<c * n>:<n>" (n copies of
 # one character, then n), built fresh each time, so a member read after it was freed, or half of one, does not
