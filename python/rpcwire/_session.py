@@ -63,7 +63,7 @@ from rpcwire._answer import Deliver, cancelled_answer, each_request
 from rpcwire._context import RequestContext
 from rpcwire._contract import AnswerBuilder, Message
 from rpcwire._dialects import CANCEL_ID_KEYS, Dialect
-from rpcwire._in_flight import EXIT_GRACE, READ_AHEAD_BYTES, READ_AHEAD_REQUESTS
+from rpcwire._in_flight import EXIT_GRACE, READ_AHEAD_BYTES, READ_AHEAD_REQUESTS, id_key
 from rpcwire._types import Request
 
 __all__ = [
@@ -151,11 +151,6 @@ _PAUSE = PauseReading()
 _RESUME = ResumeReading()
 _SETTLED = Settled()
 _INTERRUPTS = (KeyboardInterrupt, asyncio.CancelledError)
-
-
-def _id_key(id_: Any) -> tuple[bool, Any]:
-    """Ids compare as JSON values: ``1`` and ``1.0`` are one id, ``1`` and ``"1"`` two."""
-    return (isinstance(id_, str), id_)
 
 
 class Session:
@@ -346,7 +341,7 @@ class Session:
         dialect, key = cancellation
         params = request.params
         if isinstance(params, dict) and key in params and type(params[key]) in (str, int, float):  # not a bool
-            context = self._by_id.get(_id_key(params[key]))
+            context = self._by_id.get(id_key(params[key]))
             if context is not None:
                 if id(context) in self._started:
                     self._output.append(Cancel(context, dialect))
@@ -357,14 +352,14 @@ class Session:
     def _admit(self, start: Start) -> None:
         self._admitted += 1
         context = start.context
-        self._by_id[_id_key(context.id)] = context
+        self._by_id[id_key(context.id)] = context
         self._started.add(id(context))
 
     def _leave(self, start: Start) -> None:
         self._admitted -= 1
         context = start.context
         self._started.discard(id(context))
-        key = _id_key(context.id)
+        key = id_key(context.id)
         if self._by_id.get(key) is context:
             del self._by_id[key]
 
@@ -373,7 +368,7 @@ class Session:
         self._queue.append(start)
         self._held[id(start.context)] = (start, size)  # the queue keeps the context alive: its id is not reused
         self._held_bytes += size
-        self._by_id[_id_key(start.context.id)] = start.context
+        self._by_id[id_key(start.context.id)] = start.context
 
     def _drop(self, context: RequestContext, dialect: Dialect) -> None:
         """A held request cancelled: out of the queue, answered now (LSP: -32800; MCP: none), never run."""
@@ -384,7 +379,7 @@ class Session:
         self._held_bytes -= size
         if len(self._queue) > 2 * len(self._held) + 64:  # dropped ones no longer hold their requests' memory
             self._queue = deque(held for held in self._queue if id(held.context) in self._held)
-        del self._by_id[_id_key(context.id)]
+        del self._by_id[id_key(context.id)]
         context._cancel(dialect)  # held: no task to cancel, only the mark its answer reads
         start.deliver(cancelled_answer(self._core, start.request, context))
 
