@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from rpcwire._context import RequestContext
-from rpcwire._dialects import CANCEL_ID_KEYS
+from rpcwire._dialects import CANCEL_ID_KEYS, Dialect
 from rpcwire._types import Request
 
-__all__ = ["EXIT_GRACE", "READ_AHEAD_BYTES", "READ_AHEAD_REQUESTS", "InFlight", "id_key"]
+__all__ = ["EXIT_GRACE", "READ_AHEAD_BYTES", "READ_AHEAD_REQUESTS", "InFlight", "cancellation_of", "id_key"]
 
 EXIT_GRACE = 2.0
 """When a handler ends the server (SystemExit, or another BaseException that is not an Exception), the
@@ -45,16 +45,27 @@ class InFlight:
 
     def cancel(self, request: Request) -> bool:
         """If ``request`` is a cancellation (either dialect), apply it and return True."""
-        cancellation = CANCEL_ID_KEYS.get(request.method)
+        cancellation = cancellation_of(request)
         if cancellation is None:
             return False
         dialect, key = cancellation
-        params = request.params
-        if isinstance(params, dict) and key in params and type(params[key]) in (str, int, float):  # not a bool
-            context = self._by_id.get(id_key(params[key]))
-            if context is not None:  # unknown and finished ids are ignored
-                context._cancel(dialect)
+        context = None if key is None else self._by_id.get(key)
+        if context is not None:  # unknown and finished ids are ignored
+            context._cancel(dialect)
         return True
+
+
+def cancellation_of(request: Request) -> tuple[Dialect, tuple[bool, Any] | None] | None:
+    """``None`` if ``request`` is not a cancellation; else its dialect and the :func:`id_key` of the id it names
+    (``None`` when it names none: a missing member, or one that cannot be an id, a bool, an object)."""
+    cancellation = CANCEL_ID_KEYS.get(request.method)
+    if cancellation is None:
+        return None
+    dialect, member = cancellation
+    params = request.params
+    if isinstance(params, dict) and member in params and type(params[member]) in (str, int, float):  # not a bool
+        return dialect, id_key(params[member])
+    return dialect, None
 
 
 # Reading goes on past the pause (2N requests read and unanswered), so that the cancellations behind the

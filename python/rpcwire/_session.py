@@ -62,8 +62,8 @@ from typing import Any
 from rpcwire._answer import Deliver, cancelled_answer, each_request
 from rpcwire._context import RequestContext
 from rpcwire._contract import AnswerBuilder, Message
-from rpcwire._dialects import CANCEL_ID_KEYS, Dialect
-from rpcwire._in_flight import EXIT_GRACE, READ_AHEAD_BYTES, READ_AHEAD_REQUESTS, id_key
+from rpcwire._dialects import Dialect
+from rpcwire._in_flight import EXIT_GRACE, READ_AHEAD_BYTES, READ_AHEAD_REQUESTS, cancellation_of, id_key
 from rpcwire._types import Request
 
 __all__ = [
@@ -335,18 +335,17 @@ class Session:
 
     def _cancellation(self, request: Request) -> bool:
         """Rule 3: whether ``request`` is a cancellation (either dialect); if so, it is applied."""
-        cancellation = CANCEL_ID_KEYS.get(request.method)
+        cancellation = cancellation_of(request)
         if cancellation is None:
             return False
         dialect, key = cancellation
-        params = request.params
-        if isinstance(params, dict) and key in params and type(params[key]) in (str, int, float):  # not a bool
-            context = self._by_id.get(id_key(params[key]))
-            if context is not None:
-                if id(context) in self._started:
-                    self._output.append(Cancel(context, dialect))
-                else:
-                    self._drop(context, dialect)
+        context = None if key is None else self._by_id.get(key)
+        if context is None:  # unknown and finished ids are ignored
+            return True
+        if id(context) in self._started:
+            self._output.append(Cancel(context, dialect))
+        else:
+            self._drop(context, dialect)
         return True
 
     def _admit(self, start: Start) -> None:
