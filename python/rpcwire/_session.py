@@ -93,7 +93,7 @@ class Start:
 
     request: Request
     context: RequestContext
-    deliver: Deliver
+    deliver: Deliver | None  # where its answer goes (a batch's place); None: a lone request's, written as it is
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -202,7 +202,11 @@ class Session:
 
     @property
     def reading(self) -> bool:
-        """Whether the driver may read the next message now."""
+        """Whether the driver may read the next message now (what the last pause or resume said; false once
+        stopped)."""
+        return not self._paused
+
+    def _can_read(self) -> bool:
         return (
             self._stop is None
             and self._entries is None
@@ -227,15 +231,16 @@ class Session:
         """A message read (a request, a batch's entries, or a refusal's bytes)."""
         if self._stop is not None:
             return []
-        if (
-            type(message) is Request
-            and not message.is_notification
-            and not self._held
-            and self._admitted < self._max_admitted
-        ):  # the common case, without the walk of each_request
-            start = Start(message, self._make_context(message), self._write_one)
-            self._admit(start)
-            return [start]
+        if type(message) is Request and not message.is_notification:  # the common case, without each_request's walk
+            start = Start(message, self._make_context(message), None)
+            if not self._held and self._admitted < self._max_admitted:
+                self._admit(start)
+                return [start]
+            self._hold(start)  # only the read-ahead can change what the session says
+            if not self._paused and self._read_ahead_full():
+                self._paused = True
+                return [_PAUSE]
+            return []
         self._entries = each_request(message, self._write)
         self._dispatch_entries()
         return self._actions()
@@ -243,7 +248,19 @@ class Session:
     def finished(self, start: Start, answer: bytes | None) -> list[Action]:
         """A started request's answer (``None``: none to write)."""
         self._leave(start)
-        start.deliver(answer)
+        if start.deliver is None and not self._held and self._stop is None and self._notification is None:
+            # A lone request's answer with nothing held, waiting or stopping (the common case, kept short): only
+            # the answers unwritten may change what the session says.
+            if answer is None:
+                return []
+            self._emitted += 1
+            self._unwritten_bytes += len(answer)
+            actions: list[Action] = [Write([answer])]
+            if not self._paused and self._over_written_bounds():
+                self._paused = True
+                actions.append(_PAUSE)
+            return actions
+        self._deliver(start, answer)
         self._start_held()
         return self._actions()
 
@@ -380,7 +397,7 @@ class Session:
             self._queue = deque(held for held in self._queue if id(held.context) in self._held)
         del self._by_id[id_key(context.id)]
         context._cancel(dialect)  # held: no task to cancel, only the mark its answer reads
-        start.deliver(cancelled_answer(self._core, start.request, context))
+        self._deliver(start, cancelled_answer(self._core, start.request, context))
 
     def _start_held(self) -> None:
         """Rule 2: the held requests there is room for start, in arrival order, while answers are within bounds."""
@@ -456,7 +473,11 @@ class Session:
         else:
             self._lines.append(line)
 
-    _write_one = _write
+    def _deliver(self, start: Start, answer: bytes | None) -> None:
+        if start.deliver is None:
+            self._write(answer)
+        else:
+            start.deliver(answer)
 
     def _actions(self) -> list[Action]:
         """The actions of the event just handled: the Write of its answers first, then the others in order, with
@@ -468,7 +489,7 @@ class Session:
             self._emitted += len(lines)
             self._unwritten_bytes += sum(map(len, lines))
             output.insert(0, Write(lines))
-        reading = self.reading
+        reading = self._can_read()
         if reading == self._paused:  # it changed (once stopped, reading never resumes: nothing to say)
             self._paused = not reading
             if self._stop is None:
