@@ -1,15 +1,21 @@
-"""``serve_async`` (and ``serve`` with an ``async def`` handler): requests as tasks on the running event loop.
+"""``serve_async`` (and ``serve`` with an ``async def`` handler): an asyncio driver of the serving session
+(:mod:`rpcwire._session`), requests as tasks on the running event loop.
 
-The loop never blocks on input: a message already buffered is taken on the loop itself, and a read that may
-wait is made by a reader thread, when the loop asks for it, so the two threads meet once per read of the stream
-(a whole pipe's worth of pipelined requests), not once per message. A request runs as a task: an ``async def``
-handler is awaited on the loop (at most N at once; on Python 3.12+ the task starts eagerly, so a handler that
-never waits is answered without a turn of the loop), a sync one runs on one of N worker threads (notifications
-on a worker of their own). Notifications are awaited before anything after them is dispatched, once every
-answer finished before them is written. At most 2N requests are admitted (read and unanswered); reading goes on
-past that, the requests read then held (:class:`rpcwire._in_flight.ReadAhead`) so that cancellations behind them
-are acted on at once, and pauses once the held ones reach their bounds. The answers finished in one turn of the
-loop go to the writer thread together: one wake-up of it per burst, not per answer.
+The session decides everything about what is in flight (admission, the read-ahead, cancellations, notifications
+after the answers before them, backpressure, the stop and its grace); it is called on the loop's thread only, and
+this module moves events in and carries actions out:
+
+- **Reading.** The loop never blocks on input: a message already buffered is taken on the loop itself, and a read
+  that may wait is made by a reader thread, when the loop asks for it, so the two threads meet once per read of
+  the stream (a whole pipe's worth of pipelined requests), not once per message. The serving coroutine reads
+  while the session says ``reading``, and otherwise waits for an action meant for it.
+- **Requests** (``Start``) run as tasks: an ``async def`` handler is awaited on the loop (at most N at once; on
+  Python 3.12+ the task starts eagerly, so a handler that never waits is answered without a turn of the loop), a
+  sync one runs on one of N worker threads. **Notifications** (``RunNotification``) are awaited by the serving
+  coroutine, a sync handler's on a worker of its own.
+- **Answers** (``Write``) finished in one turn of the loop go to the writer thread together (one wake-up of it per
+  burst); the writer's counts of what it wrote reach the session when it waits for them (reading paused, a
+  notification waiting): otherwise the writer does not wake the loop.
 """
 
 from __future__ import annotations
@@ -24,25 +30,25 @@ from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from rpcwire._answer import Deliver, call, call_async, cancelled_answer, each_request, failure_answer
+from rpcwire._answer import call, call_async, failure_answer
 from rpcwire._answer_writer import AnswerWriter
 from rpcwire._context import RequestContext
 from rpcwire._contract import Transport
-from rpcwire._in_flight import EXIT_GRACE, InFlight, ReadAhead
+from rpcwire._session import Action, Cancel, RunNotification, Session, Settled, Start, Stop, Write
 from rpcwire._types import Handler, Request
 from rpcwire._workers import Workers, leave_signals_to_the_main_thread
 
 __all__ = ["AsyncServer"]
 
 _ENDED = object()  # the reader's item at end of input
+_WOKEN = object()  # read_next's answer when an action came first
 _OUTBOX = 64  # answers held for the writer before they are handed over in the middle of a turn
 
 
 class AsyncServer:
-    """:func:`serve_async`: the loop dispatches what a reader thread hands it, one message at a time.
+    """:func:`serve_async`: the loop drives the session with what a reader thread hands it, one message at a time.
 
-    Everything but the hand-offs between threads lives on the loop's thread and needs no lock: the counts
-    of requests admitted and running, the answers not yet handed to the writer (``outbox``).
+    Everything but the hand-offs between threads lives on the loop's thread and needs no lock.
     """
 
     def __init__(self, handler: Handler, transport: Transport, max_concurrency: int, *, is_async: bool) -> None:
@@ -50,16 +56,10 @@ class AsyncServer:
         self.transport = transport
         self.loop = asyncio.get_running_loop()
         self.is_async = is_async  # an async def handler is awaited here, a sync one runs on the workers
-        self.max_admitted = 2 * max_concurrency  # read and not yet answered
-        self.admitted = 0
-        self.admission: asyncio.Future[None] | None = None  # the serving coroutine waits for a request to end
+        self.session = Session(transport, max_concurrency)
         self.max_running = max_concurrency  # async handlers running
         self.running = 0
         self.turns: deque[asyncio.Future[None]] = deque()  # requests waiting to run, in arrival order
-        self.in_flight = InFlight(locked=False)  # used on the loop's thread only
-        self.read_ahead = ReadAhead(transport)  # requests read past the 2N admitted: on the loop's thread only
-        self.held_scheduled = False  # start_held is to run soon on the loop
-        self.ended = False  # serve is ending: no held request starts any more
         self.tasks: set[asyncio.Task[None]] = set()
         self.workers = None if self.is_async else Workers(max_concurrency)
         # Notifications on a thread of their own: never behind requests that may wait for one of them.
@@ -69,16 +69,22 @@ class AsyncServer:
         self.handoff = threading.Lock()
         self.reader_turn = threading.Condition(self.handoff)
         self.read_asked: asyncio.Future[Any] | None = None
+        self.reading: asyncio.Future[Any] | None = None  # the read asked and not yet taken
         self.reader_released = False
         # Sync handlers' outcomes, handed back by the worker threads in bursts, as the reader's messages.
         self.finished: list[tuple[asyncio.Future[bytes | None], bytes | None, BaseException | None]] = []
         # Answers finished and not yet handed to the writer: handed together, at the end of the loop's turn or
         # before the serving coroutine waits.
         self.outbox: list[bytes] = []
-        self.outbox_bytes = 0
         self.flush_scheduled = False
-        self.writer = AnswerWriter(transport, on_failure=functools.partial(self.soon, self.wake))
-        self.failure: BaseException | None = None  # a handler's BaseException: the server stops with it
+        self.want_written = False  # the serving coroutine waits: the writer's counts are to reach the session
+        self.writer = AnswerWriter(
+            transport, on_failure=functools.partial(self.soon, self.output_failed), on_written=self.on_written
+        )
+        self.controls: deque[Action] = deque()  # actions for the serving coroutine
+        self.deferred: list[Start] = []  # requests started by a request's end: started on the loop, not nested
+        self.stop: Stop | None = None
+        self.settled = False
         self.waiting: asyncio.Future[None] | None = None  # what the serving coroutine awaits, for wake()
         self.start_task: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]] = self.loop.create_task
         if self.loop.get_task_factory() is None:  # the task the loop would make, without its method's checks
@@ -87,160 +93,198 @@ class AsyncServer:
             else:
                 self.start_task = functools.partial(asyncio.Task, loop=self.loop)
 
-    @property
-    def stopping(self) -> bool:
-        return self.failure is not None or self.writer.failure is not None
-
     def soon(self, function: Callable[..., Any], *args: Any) -> None:
         """Call ``function`` on the loop, from another thread (nothing, once the loop is closed)."""
         with contextlib.suppress(RuntimeError):
             self.loop.call_soon_threadsafe(function, *args)
 
     def wake(self) -> None:
-        """On the loop: the serving coroutine stops waiting, wherever it waits, and sees why."""
+        """On the loop: the serving coroutine stops waiting, wherever it waits, and looks at its actions."""
         if self.waiting is not None and not self.waiting.done():
             self.waiting.set_result(None)
 
-    async def wait(self, future: asyncio.Future[None]) -> None:
-        """Until ``future`` is done, or :meth:`wake`."""
-        self.waiting = future
+    async def wait(self, future: asyncio.Future[Any] | None = None, timeout: float | None = None) -> None:
+        """Until ``future`` is done, or :meth:`wake` (or ``timeout`` seconds)."""
+        woken = self.waiting = self.loop.create_future()
+        done = functools.partial(_settle_with, woken)
+        if future is not None:
+            future.add_done_callback(done)
+        timer = None if timeout is None else self.loop.call_later(timeout, done)
         try:
-            await future
+            await woken
         finally:
             self.waiting = None
+            if future is not None:
+                future.remove_done_callback(done)
+            if timer is not None:
+                timer.cancel()
 
     async def serve(self) -> None:
         reader = threading.Thread(target=self.read, name="rpcwire-reader", daemon=True)
         reader.start()
         try:
-            stopped: BaseException | None = None
             try:
-                await self.serve_messages()
-            except BaseException as exc:  # an interrupt or cancellation, a notification's handler, the reader
-                stopped = exc
-            await self.end(stopped)
+                await self.dispatch()
+            except BaseException as exc:  # an interrupt or cancellation, the reader's failure
+                self.carry(self.session.stop(exc))
+            await self.end()
         finally:
             self.release_reader()
             for workers in (self.workers, self.notification_worker):
                 if workers is not None:
                     workers.stop()
 
-    async def serve_messages(self) -> None:
-        transport, writer = self.transport, self.writer
-        while not self.stopping:
-            if not writer.has_room(len(self.outbox), self.outbox_bytes):  # answers not yet written: reading pauses
-                self.flush()
-                await self.until(writer.when_room)
+    # --- the serving coroutine ------------------------------------------------------------------------------
+
+    async def dispatch(self) -> None:
+        """Read and feed the session while it says ``reading``, carry out what comes back, until a ``Stop``."""
+        session, transport = self.session, self.transport
+        while self.stop is None:
+            if self.controls:
+                await self.take_controls()
                 continue
-            if self.read_ahead:
-                self.start_held()  # held while the writer had no room
-                if self.read_ahead.full():  # as many requests held as the bounds allow: reading pauses
-                    await self.wait_admission()
-                    continue
-            if len(self.outbox) >= _OUTBOX:
-                self.flush()
-            if transport._has_buffered_message():  # taken on the loop (the reader thread reads only when asked)
-                message = transport._read_message()
-                if message is None:
-                    break
-            else:
-                message = await self.read_next()
-                if message is None:  # woken: stopping
-                    continue
-                if message is _ENDED:
-                    break
-                if isinstance(message, BaseException):
-                    raise message
-            if (
-                type(message) is Request
-                and not message.is_notification
-                and self.admitted < self.max_admitted
-                and not self.read_ahead
-            ):
-                self.start(message, self.put)  # the common case, without a coroutine of its own
-                continue
-            for request, deliver in each_request(message, self.put):
-                await self.dispatch(request, deliver)
-        if not self.stopping:  # end of input: the requests in flight finish and are answered
-            while self.read_ahead and not self.stopping:  # the held ones start as the others end
-                self.start_held()
-                if not self.read_ahead:
-                    break
-                if writer.has_room(len(self.outbox), self.outbox_bytes):
-                    await self.wait_admission()
-                else:
+            if session.reading:
+                self.want_written = False
+                if len(self.outbox) >= _OUTBOX:
                     self.flush()
-                    await self.until(writer.when_room)
-            await self.settle(None)
+                # Taken on the loop when buffered (the reader thread reads only when asked, and is not asked now).
+                if self.reading is None and transport._has_buffered_message():
+                    message = transport._read_message()
+                else:
+                    message = await self.read_next()
+                    if message is _WOKEN:
+                        continue
+                    if isinstance(message, BaseException):
+                        raise message
+                self.carry(session.received(message) if message is not None else session.input_ended())
+                continue
+            self.flush()  # reading waits: what finished goes out, and the writer's counts come in as they change
+            self.want_written = True
+            self.sync_written()
+            if not self.controls and not session.reading and self.stop is None:
+                await self.wait()
 
-    async def wait_admission(self) -> None:
-        """Until a request admitted ends (or a held one is dropped), or :meth:`wake`."""
-        self.flush()
-        self.admission = self.loop.create_future()
-        await self.wait(self.admission)
+    async def take_controls(self) -> None:
+        while self.controls:
+            action = self.controls.popleft()
+            kind = type(action)
+            if kind is RunNotification:
+                await self.notify(action)  # type: ignore[arg-type]
+            elif kind is Stop:
+                self.stop = action  # type: ignore[assignment]
+            elif kind is Settled:
+                self.settled = True
 
-    async def end(self, stopped: BaseException | None) -> None:
-        """Stop: raise what stopped the server, if anything, once the answers it allows are written."""
-        writer = self.writer
-        stop = stopped if stopped is not None else self.failure
-        if stop is not None or writer.failure is not None:
-            self.ended = True  # the requests held are not started
-        if writer.failure is not None:  # nothing more can be written: no handler is waited for
-            self.cancel_in_flight()
-            writer.close(0)
-            raise stopped if stopped is not None else writer.failure  # an interrupt is still one
-        if stop is None:
-            self.flush()
-            await self.loop.run_in_executor(None, writer.close)
-            if writer.failure is not None:
-                raise writer.failure
-            return
-        if not isinstance(stop, (KeyboardInterrupt, asyncio.CancelledError)):
-            await self.settle(EXIT_GRACE)  # SystemExit and the like: what is in flight may finish
-        self.cancel_in_flight()
-        self.flush()
-        writer.close(EXIT_GRACE)  # on the loop's thread: the server is stopping
-        raise stop
+    async def notify(self, notification: RunNotification) -> None:
+        """A notification's handler, awaited (not held back by the requests running)."""
+        request, context = notification.request, notification.context
+        try:
+            if not self.is_async:
+                await self.in_worker(request, context)
+            else:
+                try:
+                    await call_async(self.transport, request, self.handler, context)
+                except (Exception, asyncio.CancelledError) as exc:
+                    failure_answer(self.transport, request, context, exc)
+        except BaseException as exc:  # SystemExit and the like: the server stops with it
+            self.carry(self.session.stop(exc))
+        self.carry(self.session.notified(notification))
 
-    async def until(self, when: Callable[[Callable[[], None]], bool]) -> None:
-        """Until the writer calls back (``when`` registers the callback; ``False``: no need), or :meth:`wake`."""
-        future = self.loop.create_future()
-        if when(functools.partial(self.soon, _settle, future, None, None)):
-            await self.wait(future)
-
-    async def settle(self, timeout: float | None) -> None:
-        """Until every task is done, ``timeout`` seconds at most; without a timeout, only until a handler
-        raises a ``BaseException``. Either way, only until the output fails."""
-        deadline = None if timeout is None else self.loop.time() + timeout
-        while self.tasks and self.writer.failure is None and (timeout is not None or self.failure is None):
+    async def end(self) -> None:
+        """The stop: what is in flight gets its grace, then is cancelled; what finished is written; its reason
+        raised."""
+        self.want_written = True  # held requests may still start (end of input), as the writer makes room
+        self.sync_written()
+        graced: Stop | None = None  # the stop whose grace runs (a stricter one may come meanwhile)
+        deadline: float | None = None
+        while True:
+            await self.take_controls()
+            stop = self.stop
+            assert stop is not None
+            if self.settled or stop.grace == 0:
+                break
+            if stop is not graced:
+                graced, deadline = stop, None if stop.grace is None else self.loop.time() + stop.grace
             remaining = None if deadline is None else deadline - self.loop.time()
             if remaining is not None and remaining <= 0:
-                return
-            self.waiting = woken = self.loop.create_future()
-            try:
-                await asyncio.wait({*self.tasks, woken}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                self.waiting = None
-                woken.cancel()
-
-    def cancel_in_flight(self) -> None:
+                break
+            self.flush()
+            await self.wait(timeout=remaining)
+        stop = self.stop
+        assert stop is not None
+        self.carry(self.session.abandon())
         for task in self.tasks:
             task.cancel()
-        for context in self.in_flight.contexts():
-            context._cancel("lsp")
+        self.flush()
+        if stop.write_grace is None:
+            await self.loop.run_in_executor(None, self.writer.close)
+        else:
+            self.writer.close(stop.write_grace)  # on the loop's thread: the server is stopping
+        if stop.reason is not None:
+            raise stop.reason
+        if self.writer.failure is not None:
+            raise self.writer.failure
+
+    # --- actions and events ---------------------------------------------------------------------------------
+
+    def carry(self, actions: list[Action], *, nested: bool = False) -> None:
+        """Carry out the session's actions on the loop (``nested``: in a request's task, whose requests started
+        are started on the loop after it, not inside it: an eager start would nest)."""
+        for action in actions:
+            kind = type(action)
+            if kind is Write:
+                self.put(action.lines)  # type: ignore[union-attr]
+            elif kind is Start:
+                if nested:
+                    if not self.deferred:
+                        self.loop.call_soon(self.start_deferred)
+                    self.deferred.append(action)  # type: ignore[arg-type]
+                else:
+                    self.start(action)  # type: ignore[arg-type]
+            elif kind is Cancel:
+                action.context._cancel(action.dialect)  # type: ignore[union-attr]
+            else:
+                self.controls.append(action)
+                self.wake()
+
+    def start_deferred(self) -> None:
+        deferred, self.deferred = self.deferred, []
+        for start in deferred:
+            self.start(start)
+
+    def on_written(self) -> None:
+        """On the writer's thread: answers written; the loop hears of it only while the session waits for it."""
+        if self.want_written:
+            self.soon(self.sync_written)
+
+    def sync_written(self) -> None:
+        count, size = self.writer.take_written()
+        if count:
+            self.carry(self.session.written(count, size))
+
+    def output_failed(self) -> None:
+        failure = self.writer.failure
+        assert failure is not None
+        self.carry(self.session.output_failed(failure))
 
     # --- reading --------------------------------------------------------------------------------------------
 
     async def read_next(self) -> Any:
-        """The next message, read by the reader thread (a read that may wait for input): ``_ENDED`` at end of
-        input, what the read raised, or ``None`` if :meth:`wake` came first."""
+        """The next message, read by the reader thread (a read that may wait for input): ``None`` at end of
+        input, what the read raised, or ``_WOKEN`` if an action came first (the read stays asked)."""
         self.flush()  # what finished goes out before the loop waits for input
-        read: asyncio.Future[Any] = self.loop.create_future()
-        with self.handoff:
-            self.read_asked = read
-            self.reader_turn.notify()
+        read = self.reading
+        if read is None:
+            read = self.reading = self.loop.create_future()
+            with self.handoff:
+                self.read_asked = read
+                self.reader_turn.notify()
         await self.wait(read)
-        return read.result()
+        if not read.done():
+            return _WOKEN
+        self.reading = None
+        message = read.result()
+        return None if message is _ENDED else message
 
     def read(self) -> None:
         """On the reader thread: each time the loop asks, one message, read as it comes (the loop's turn again)."""
@@ -276,12 +320,9 @@ class AsyncServer:
 
     # --- answers to the writer ----------------------------------------------------------------------------
 
-    def put(self, answer: bytes | None) -> None:
-        """On the loop: an answer line for the writer, handed over with the others of this turn of the loop."""
-        if answer is None:
-            return
-        self.outbox.append(answer)
-        self.outbox_bytes += len(answer)
+    def put(self, lines: list[bytes]) -> None:
+        """On the loop: answer lines for the writer, handed over with the others of this turn of the loop."""
+        self.outbox += lines
         if not self.flush_scheduled:
             self.flush_scheduled = True
             self.loop.call_soon(self.flush)
@@ -290,83 +331,20 @@ class AsyncServer:
         """Hand the answers finished so far to the writer, in one hand-off."""
         self.flush_scheduled = False
         if self.outbox:
-            answers, self.outbox, self.outbox_bytes = self.outbox, [], 0
+            answers, self.outbox = self.outbox, []
             self.writer.put_many(answers)
 
     # --- requests -----------------------------------------------------------------------------------------
 
-    async def dispatch(self, request: Request, deliver: Deliver) -> None:
-        if request.is_notification:  # awaited here, before anything after it is dispatched
-            if not self.in_flight.cancel(request, self.drop_held):
-                self.flush()
-                if not self.writer.all_written():  # every answer finished before it is out before its handler runs
-                    await self.until(self.writer.when_written)
-                if self.stopping:  # a handler raised, or the output failed, meanwhile: nothing more is run
-                    return
-                await self.call_notification(request, RequestContext(request, self.transport))
-            deliver(None)
-            return
-        if self.stopping:  # a handler raised, or the output failed, meanwhile: nothing more is run
-            return
-        if self.admitted < self.max_admitted and not self.read_ahead:
-            self.start(request, deliver)
-            return
-        context = RequestContext(request, self.transport)  # 2N admitted: held until one of them ends
-        self.in_flight.add(context)
-        self.read_ahead.hold(request, context, deliver)
-
-    def drop_held(self, context: RequestContext) -> None:
-        """A cancellation found ``context``: if its request is held (not started), it is answered now and never
-        runs (LSP: -32800; MCP: no answer)."""
-        held = self.read_ahead.drop(context)
-        if held is not None:
-            request, context, deliver = held
-            self.in_flight.remove(context)
-            deliver(cancelled_answer(self.transport, request, context))
-            self.admit()
-
-    def start_held(self) -> None:
-        """The held requests there is room for start, in arrival order, while the unwritten answers are within
-        bounds (else once they are)."""
-        self.held_scheduled = False
-        started = False
-        while self.read_ahead and self.admitted < self.max_admitted and not self.ended and not self.stopping:
-            if not self.writer.has_room(len(self.outbox), self.outbox_bytes):
-                self.flush()
-                self.writer.when_room(functools.partial(self.soon, self.schedule_start_held))
-                break
-            held = self.read_ahead.take()
-            if held is None:
-                break
-            request, context, deliver = held
-            self.start(request, deliver, context)
-            started = True
-        if started:
-            self.admit()  # reading may go on: the read-ahead has room
-
-    def schedule_start_held(self) -> None:
-        if not self.held_scheduled and self.read_ahead:
-            self.held_scheduled = True
-            self.loop.call_soon(self.start_held)
-
-    def admit(self) -> None:
-        """The serving coroutine, waiting for a request to end, goes on."""
-        admission, self.admission = self.admission, None
-        if admission is not None and not admission.done():
-            admission.set_result(None)
-
-    def start(self, request: Request, deliver: Deliver, context: RequestContext | None = None) -> None:
-        """A request admitted: its task, started (eagerly where the interpreter can)."""
-        self.admitted += 1
-        if context is None:
-            context = RequestContext(request, self.transport)
-            self.in_flight.add(context)
-        task = self.start_task(self.run(request, context, deliver))
+    def start(self, start: Start) -> None:
+        """A request the session started: its task (started eagerly where the interpreter can)."""
+        task = self.start_task(self.run(start))
         if not task.done():  # an eager task may be done already: nothing is left to cancel or wait for
-            context._task = task if self.is_async else None
+            start.context._task = task if self.is_async else None
             self.tasks.add(task)
 
-    async def run(self, request: Request, context: RequestContext, deliver: Deliver) -> None:
+    async def run(self, start: Start) -> None:
+        request, context = start.request, start.context
         try:
             if not self.is_async:
                 answer = await self.in_worker(request, context)  # N worker threads: at most N run at once
@@ -384,33 +362,20 @@ class AsyncServer:
                             self.next_turn()
                 except (Exception, asyncio.CancelledError) as exc:  # cancelled: answered -32800 (MCP: not at all)
                     answer = failure_answer(self.transport, request, context, exc)
-            deliver(answer)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError:  # the server ends: nothing is answered any more
+            self.ended(start, self.session.finished, None)
             raise
         except BaseException as exc:  # the handler's own BaseException: the server stops with it
             # Kept from the task (a SystemExit leaving a task would leave the loop at once, answers unwritten).
-            if self.failure is None:
-                self.failure = exc
-            self.wake()
-        finally:
-            self.in_flight.remove(context)
-            task = asyncio.current_task(self.loop)
-            if task is not None:
-                self.tasks.discard(task)  # (an eager task not added yet is never added: it is done)
-            self.admitted -= 1
-            if self.read_ahead:
-                self.schedule_start_held()  # on the loop, not in this task (an eager start would nest)
-            self.admit()
+            self.ended(start, self.session.failed, exc)
+        else:
+            self.ended(start, self.session.finished, answer)
 
-    async def call_notification(self, request: Request, context: RequestContext) -> None:
-        """A notification's handler, awaited (not held back by the requests running)."""
-        if not self.is_async:
-            await self.in_worker(request, context)
-            return
-        try:
-            await call_async(self.transport, request, self.handler, context)
-        except (Exception, asyncio.CancelledError) as exc:
-            failure_answer(self.transport, request, context, exc)
+    def ended(self, start: Start, event: Callable[[Start, Any], list[Action]], outcome: Any) -> None:
+        task = asyncio.current_task(self.loop)
+        if task is not None:
+            self.tasks.discard(task)  # (an eager task not added yet is never added: it is done)
+        self.carry(event(start, outcome), nested=True)
 
     async def turn(self) -> None:
         """Until one of the N async handlers running ends and this request's turn comes (``running`` counts it)."""
@@ -466,6 +431,11 @@ class AsyncServer:
             finished, self.finished = self.finished, []
         for done, answer, error in finished:
             _settle(done, answer, error)
+
+
+def _settle_with(future: asyncio.Future[Any], *_: Any) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:

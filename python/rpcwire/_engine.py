@@ -12,14 +12,15 @@ chooses how requests are run over it:
 - **asyncio** (an ``async def`` handler, 64 tasks at most unless ``max_concurrency`` says otherwise, or
   :func:`serve_async` in a running loop): :mod:`rpcwire._async_server`.
 
-In both concurrent modes, at most N handlers run at once, and up to N more requests wait their turn; reading
-goes on past them, the requests read then held (up to 1,024 of them or 1 MiB), so that a cancellation or a
-notification behind them is still read and acted on at once (:mod:`rpcwire._in_flight`; a request cancelled
-before it started is never run). With the held requests at their bounds, or more answers waiting to be written
-than the writer's bounds (a peer that does not read), reading pauses: nothing is queued without bound. A read
-that may wait for input is made by a reader thread in both, so a stop never waits for more input. Answers go out
-through one writer thread (:mod:`rpcwire._answer_writer`); every answer finished before a notification's handler
-starts is written before it starts. Handlers run on the worker pool of :mod:`rpcwire._workers`. A handler's
+In both concurrent modes, the rules about what is in flight are the serving session's (:mod:`rpcwire._session`,
+sans-IO), and the two servers are its drivers: at most N handlers run at once, and up to N more requests wait
+their turn; reading goes on past them, the requests read then held (up to 1,024 of them or 1 MiB), so that a
+cancellation or a notification behind them is still read and acted on at once (a request cancelled before it
+started is never run). With the held requests at their bounds, or more answers waiting to be written than the
+session's bounds (a peer that does not read), reading pauses: nothing is queued without bound. A read that may
+wait for input is made by a reader thread in both, so a stop never waits for more input. Answers go out through
+one writer thread (:mod:`rpcwire._answer_writer`); every answer finished before a notification's handler starts
+is written before it starts. Handlers run on the worker pool of :mod:`rpcwire._workers`. A handler's
 ``BaseException`` stops the server: what is in flight gets ``EXIT_GRACE`` to finish, what finished is written,
 then it is raised. Each message is answered through ``rpcwire._answer.each_request``, as in every other serving
 path.

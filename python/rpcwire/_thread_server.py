@@ -1,18 +1,24 @@
-"""``max_concurrency=N > 1`` with a sync handler: the calling thread dispatches, N worker threads run requests.
+"""``max_concurrency=N > 1`` with a sync handler: a threads driver of the serving session (:mod:`rpcwire._session`).
 
-Each request runs on a worker and is answered as soon as it finishes (any order, as the specification
-allows). Notifications run on the dispatching thread, one at a time and in arrival order, before anything after
-them is read, and only once every answer finished before them is written (LSP's ``didChange`` is seen by the
-next request). At most 2N requests are admitted: N running, N waiting for a worker (a request cancelled while it
-waits never runs). Reading goes on past that, the requests read then held (:class:`rpcwire._in_flight.ReadAhead`)
-so that cancellations behind them are acted on at once (a held request cancelled is answered at once and never
-runs), and pauses once the held ones reach their bounds.
+The session decides everything about what is in flight (admission, the read-ahead, cancellations, notifications
+after the answers before them, backpressure, the stop and its grace); this module only moves events in and
+carries actions out, on three kinds of thread:
 
-A message already buffered is taken on the calling thread, and so is any message while nothing is in flight;
-a read that may wait while requests run or answers are being written is made by a reader thread of the server's
-(started the first time one is needed), when the calling thread asks for it, and the calling thread waits for
-the message *or* a stop (a worker's ``SystemExit``, a failed output): a read blocked on an input that stays open
-never stands between a stop and ``serve`` returning (the reader, a daemon thread, is left in its read).
+- **The calling thread** dispatches: it reads while the session says ``reading``, feeds each message in, runs the
+  notifications the session hands it (``RunNotification``: one at a time, before anything after them is read),
+  and ends when a ``Stop`` comes (waiting for ``Settled`` within the stop's grace, then ``abandon``).
+- **N worker threads** (:mod:`rpcwire._workers`) run the requests (``Start``), each answered as it finishes (any
+  order, as the specification allows); a worker runs the next held request the session starts on its answer
+  itself, without a hop.
+- **The writer thread** (:mod:`rpcwire._answer_writer`) writes the answers (``Write``, handed over under the
+  session's lock, so that the writer's order is the session's) and reports what it wrote (``written``).
+
+The session is called under one lock; actions for the calling thread (a notification to run, reading resumed, a
+stop, settled) reach it through its inbox. A message already buffered is taken on the calling thread, and so is
+any message while nothing is in flight; a read that may wait while requests run or answers are being written is
+made by a reader thread (started the first time one is needed), when the calling thread asks for it, and the
+calling thread waits for the message *or* an action: a read blocked on an input that stays open never stands
+between a stop and ``serve`` returning (the reader, a daemon thread, is left in its read).
 """
 
 from __future__ import annotations
@@ -22,20 +28,18 @@ import queue
 import sys
 import threading
 import time
+from collections import deque
+from collections.abc import Callable
 from typing import Any
 
-from rpcwire._answer import Deliver, call, cancelled_answer, each_request
+from rpcwire._answer import call
 from rpcwire._answer_writer import AnswerWriter
-from rpcwire._context import RequestContext
-from rpcwire._contract import Message, Transport
-from rpcwire._in_flight import EXIT_GRACE, InFlight, ReadAhead
-from rpcwire._types import Handler, Request
+from rpcwire._contract import Transport
+from rpcwire._session import Action, Cancel, RunNotification, Session, Settled, Start, Stop, Write
+from rpcwire._types import Handler
 from rpcwire._workers import Workers, leave_signals_to_the_main_thread
 
 __all__ = ["ThreadServer"]
-
-_WAKE = object()  # in the inbox: look at ``stopping`` (or at the room held requests left) again
-_STOPPED: Any = object()  # next_message's answer when the server stops while it waits
 
 
 class ThreadServer:
@@ -44,262 +48,188 @@ class ThreadServer:
     def __init__(self, handler: Handler, transport: Transport, max_concurrency: int) -> None:
         self.handler = handler
         self.transport = transport
-        self.max_concurrency = max_concurrency
-        # Admitted and not yet answered: N running and N waiting for a worker, at most. A token each, in a
-        # SimpleQueue: taking and giving one back costs a fraction of a BoundedSemaphore's acquire and release,
-        # and waiting for one is interrupted by SIGINT alike.
-        self.admitted: queue.SimpleQueue[None] = queue.SimpleQueue()
-        for _ in range(2 * max_concurrency):
-            self.admitted.put(None)
-        self.held = 0  # tokens the dispatching thread took back once reading stopped
-        self.in_flight = InFlight()
-        self.lock = threading.Lock()  # read_ahead, the hand-over of tokens to it, waiting_room
-        self.read_ahead = ReadAhead(transport)
-        self.waiting_room = False  # the dispatching thread waits for the read-ahead to have room
-        self.ended = False  # serve is ending: no held request starts any more
-        # What the dispatching thread waits for: the reader's messages, as (message, exception), and _WAKE.
+        self.session = Session(transport, max_concurrency)
+        self.lock = threading.Lock()  # the session's, and the hand-over of its answers to the writer
+        # What the calling thread waits for: the reader's messages, as (message, exception), and lists of actions.
         self.inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.asks: queue.SimpleQueue[bool] = queue.SimpleQueue()  # True: read one message; False: end
         self.reader: threading.Thread | None = None
-        self.workers: Workers
-        self.failures: list[BaseException] = []  # raised by handlers on the workers
-        self.writer = AnswerWriter(transport, on_failure=self.wake)
+        self.workers = Workers(max_concurrency)
+        self.writer = AnswerWriter(transport, on_failure=self.output_failed, on_written=self.written)
+        self.stop: Stop | None = None
+        self.settled = False
 
-    def wake(self) -> None:
-        """The output failed, or a handler raised a ``BaseException``: the dispatching thread stops waiting, for
-        a token or for input, and sees why."""
-        self.admitted.put(None)
-        self.inbox.put(_WAKE)
+    def event(self, happened: Callable[..., list[Action]], *args: Any) -> list[Action]:
+        """Tell the session what happened (under the lock, its answers handed to the writer there); the other
+        actions are returned, to carry out."""
+        with self.lock:
+            return self.hand_over(happened(*args))
 
-    @property
-    def stopping(self) -> bool:
-        return bool(self.failures) or self.writer.failure is not None
+    def hand_over(self, actions: list[Action]) -> list[Action]:
+        """With the lock held: the answers to the writer, in the session's order."""
+        for action in actions:
+            if type(action) is Write:
+                self.writer.put_many(action.lines)
+        return actions
 
     def serve(self) -> None:
-        self.workers = workers = Workers(self.max_concurrency)
         try:
-            stopped: BaseException | None = None
             try:
-                while not self.stopping:
-                    if not self.writer.has_room():  # too many answers not yet written: reading pauses
-                        self.writer.wait_room(lambda: self.stopping)
-                        continue  # woken to stop (a worker's BaseException, the output failed): read no more
-                    self.start_held()  # held while the writer had no room
-                    if self.read_ahead_full():  # as many requests held as the bounds allow: reading pauses
-                        self.wait_for_room()
-                        continue
-                    message = self.next_message()
-                    if message is None or message is _STOPPED:
-                        break
-                    for request, deliver in each_request(message, self.writer.put):
-                        self.dispatch(request, deliver, workers)
-                if not self.stopping:  # end of input: the requests in flight finish and are answered
-                    self.drain_held()
-                    self.wait_in_flight(None)
-            except BaseException as exc:  # on this thread: an interrupt, a notification's handler, the reader
-                stopped = exc
-            self.end(stopped)
+                self.dispatch()
+            except BaseException as exc:  # on this thread: an interrupt, a failed read
+                self.take(self.event(self.session.stop, exc))
+            self.end()
         finally:
             self.asks.put(False)  # the reader ends, unless it is blocked in a read (a daemon thread)
-            workers.stop()
+            self.workers.stop()
 
-    # --- reading ---------------------------------------------------------------------------------------------
+    # --- the calling thread ----------------------------------------------------------------------------------
 
-    def next_message(self) -> Message | None:
-        """The next message (``None`` at end of input), or ``_STOPPED`` if the server stops while a read waits."""
-        if self.transport._has_buffered_message() or self.idle():  # no read that may wait, or nothing to stop it
-            return self.transport._read_message()
-        if self.reader is None:
-            self.reader = threading.Thread(target=self.read, name="rpcwire-reader", daemon=True)
-            self.reader.start()
-        self.asks.put(True)
-        while True:
+    def dispatch(self) -> None:
+        """Read and feed the session while it says ``reading``, carry out what comes back, until a ``Stop``."""
+        session, transport = self.session, self.transport
+        asked = False  # the reader thread is reading
+        while self.stop is None:
+            if session.reading and not asked:
+                if transport._has_buffered_message() or session.idle:  # no read that may wait, or nothing to stop it
+                    self.received(transport._read_message())
+                    continue
+                if self.reader is None:
+                    self.reader = threading.Thread(target=self.read, name="rpcwire-reader", daemon=True)
+                    self.reader.start()
+                self.asks.put(True)
+                asked = True
             item = self.inbox.get()
-            if item is _WAKE:
-                if self.stopping:
-                    return _STOPPED  # type: ignore[no-any-return] # the reader stays in its read: nothing more is served
-                self.start_held()  # the writer has room again for what they will answer
-                continue
-            message, error = item
-            if error is not None:
-                raise error
-            return message  # type: ignore[no-any-return]
+            if type(item) is tuple:  # the reader's
+                asked = False
+                message, error = item
+                if error is not None:
+                    raise error
+                self.received(message)
+            else:
+                self.take(item)
 
-    def idle(self) -> bool:
-        """Nothing in flight and every answer written: nothing can stop the server while this thread waits for
-        input (so it reads itself, and an idle connection of ``--listen`` holds no reader thread)."""
-        return self.admitted.qsize() == 2 * self.max_concurrency and self.writer.all_written()
+    def received(self, message: Any) -> None:
+        session = self.session
+        self.take(self.event(session.received, message) if message is not None else self.event(session.input_ended))
+
+    def take(self, actions: list[Action]) -> None:
+        """Carry out actions on the calling thread: the notifications run here, in turn."""
+        work = deque(actions)
+        while work:
+            action = work.popleft()
+            kind = type(action)
+            if kind is Start:
+                self.workers.submit(functools.partial(self.run, action))
+            elif kind is Cancel:
+                action.context._cancel(action.dialect)  # type: ignore[union-attr]
+            elif kind is RunNotification:
+                work += self.notify(action)  # type: ignore[arg-type]
+            elif kind is Stop:
+                self.stop = action  # type: ignore[assignment]
+            elif kind is Settled:
+                self.settled = True
+
+    def notify(self, notification: RunNotification) -> list[Action]:
+        session = self.session
+        try:
+            call(self.transport, notification.request, self.handler, notification.context)
+        except BaseException as exc:  # SystemExit and the like: the server stops with it
+            return self.event(session.stop, exc) + self.event(session.notified, notification)
+        return self.event(session.notified, notification)
 
     def read(self) -> None:
-        """On the reader thread: each time the dispatching thread asks, one message, read as it comes."""
+        """On the reader thread: each time the calling thread asks, one message, read as it comes."""
         # As the asyncio server's reader: holding the standard streams keeps them from being closed under
         # this thread, blocked in a read, when the process leaves (its interpreter would abort).
         standard_streams = (sys.stdin, sys.__stdin__)  # noqa: F841
-        leave_signals_to_the_main_thread()  # the dispatching thread handles SIGINT
+        leave_signals_to_the_main_thread()  # the calling thread handles SIGINT
         while self.asks.get():
             try:
                 message = self.transport._read_message()
-            except BaseException as exc:  # raised on the dispatching thread
+            except BaseException as exc:  # raised on the calling thread
                 self.inbox.put((None, exc))
                 return
             self.inbox.put((message, None))
             if message is None:
                 return
 
-    def read_ahead_full(self) -> bool:
-        with self.lock:
-            if self.read_ahead.full():
-                self.waiting_room = True
-                return True
-            return False
-
-    def wait_for_room(self) -> None:
-        """Until a held request starts or is dropped (a worker then wakes this thread), the writer has room for
-        held ones to start, or the server stops."""
-        while not self.stopping:
-            if self.inbox.get() is _WAKE:
-                return
-
-    def drain_held(self) -> None:
-        """At end of input: until every held request has started (or the server stops)."""
-        while not self.stopping:
-            self.start_held()
-            with self.lock:
-                if not self.read_ahead:
-                    return
-                self.waiting_room = True  # a held request taking a worker, or room in the writer, wakes this thread
-            self.inbox.get()
-
-    def start_held(self) -> None:
-        """The held requests that tokens are free for start, while the unwritten answers are within bounds."""
+    def end(self) -> None:
+        """The stop: what is in flight gets its grace, then is cancelled; what finished is written; its reason
+        raised."""
+        graced: Stop | None = None  # the stop whose grace runs (a stricter one may come meanwhile)
+        deadline: float | None = None
         while True:
-            with self.lock:
-                if not self.read_ahead or self.ended or self.stopping or not self.writer.has_room():
-                    return
-                try:
-                    self.admitted.get_nowait()
-                except queue.Empty:
-                    return
-                held = self.read_ahead.take()
-                self.room_made()
-            if held is None:  # (none left: only dropped ones were queued)
-                self.admitted.put(None)
-                return
-            self.workers.submit(functools.partial(self.run, *held))
-
-    # --- stopping --------------------------------------------------------------------------------------------
-
-    def end(self, stopped: BaseException | None) -> None:
-        """Stop: raise what stopped the server, if anything, once the answers it allows are written."""
-        writer = self.writer
-        stop = stopped if stopped is not None else (self.failures[0] if self.failures else None)
-        if stop is not None or writer.failure is not None:
-            with self.lock:
-                self.ended = True  # the requests held are not started
-        if writer.failure is not None:  # nothing more can be written: no handler is waited for
-            self.cancel_in_flight()
-            writer.close(0)
-            raise stopped if stopped is not None else writer.failure  # an interrupt is still one
-        if stop is None:
-            writer.close()
-            if writer.failure is not None:
-                raise writer.failure
-            return
-        if not isinstance(stop, KeyboardInterrupt):  # SystemExit and the like: what is in flight may finish
-            self.wait_in_flight(EXIT_GRACE)
-        self.cancel_in_flight()
-        writer.close(EXIT_GRACE)
-        raise stop
-
-    def wait_in_flight(self, timeout: float | None) -> None:
-        """Until every request read is answered, ``timeout`` seconds at most; without a timeout, only until
-        the output fails or a handler raises a ``BaseException``."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.held < 2 * self.max_concurrency:
-            if self.writer.failure is not None or (timeout is None and self.failures):
-                return
-            if deadline is None:
-                self.admitted.get()
-            else:
-                try:
-                    self.admitted.get(timeout=max(0.0, deadline - time.monotonic()))
-                except queue.Empty:
-                    return
-            self.held += 1
-
-    def cancel_in_flight(self) -> None:
-        for context in self.in_flight.contexts():
-            context._cancel("lsp")
-
-    # --- requests --------------------------------------------------------------------------------------------
-
-    def dispatch(self, request: Request, deliver: Deliver, workers: Workers) -> None:
-        if request.is_notification:  # on this thread, before anything after it is read
-            if not self.in_flight.cancel(request, self.drop_held):
-                if not self.writer.all_written():  # every answer finished before it is out before its handler runs
-                    self.writer.wait_written(lambda: self.stopping)
-                if self.stopping:  # a handler raised, or the output failed, meanwhile: nothing more is run
-                    return
-                call(self.transport, request, self.handler, RequestContext(request, self.transport))
-            deliver(None)
-            return
-        if self.stopping:  # a handler raised, or the output failed, meanwhile: nothing more is run
-            return
-        context = RequestContext(request, self.transport)
-        self.in_flight.add(context)
-        with self.lock:
-            if not self.read_ahead:  # nothing held before it: it starts if a token is free
-                try:
-                    self.admitted.get_nowait()
-                except queue.Empty:
-                    pass
-                else:
-                    workers.submit(functools.partial(self.run, request, context, deliver))
-                    return
-            self.read_ahead.hold(request, context, deliver)  # 2N admitted: it waits for a token, held
-
-    def drop_held(self, context: RequestContext) -> None:
-        """A cancellation found ``context``: if its request is held (not started), it is answered now and never
-        runs (LSP: -32800; MCP: no answer)."""
-        with self.lock:
-            held = self.read_ahead.drop(context)
-            self.room_made()
-        if held is not None:
-            request, context, deliver = held
-            self.in_flight.remove(context)
-            deliver(cancelled_answer(self.transport, request, context))
-
-    def wake_to_start(self) -> None:
-        """On the writer's thread: room again for held requests' answers, which the dispatching thread starts."""
-        self.inbox.put(_WAKE)
-
-    def room_made(self) -> None:  # with the lock held, once a held request left
-        if self.waiting_room and not self.read_ahead.full():
-            self.waiting_room = False
-            self.inbox.put(_WAKE)
-
-    def run(self, request: Request, context: RequestContext, deliver: Deliver) -> None:
-        """On a worker: the request, then each request held while it ran, in arrival order (its token passes to
-        them), until none is held; then the token goes back."""
-        while True:
+            stop = self.stop
+            assert stop is not None
+            if self.settled or stop.grace == 0:
+                break
+            if stop is not graced:
+                graced, deadline = stop, None if stop.grace is None else time.monotonic() + stop.grace
+            timeout = None if deadline is None else deadline - time.monotonic()
+            if timeout is not None and timeout <= 0:
+                break
             try:
-                deliver(call(self.transport, request, self.handler, context))
+                item = self.inbox.get(timeout=timeout)
+            except queue.Empty:
+                break
+            if type(item) is not tuple:  # a late read is dropped: nothing more is served
+                self.take(item)
+        stop = self.stop
+        assert stop is not None
+        self.take(self.event(self.session.abandon))
+        self.writer.close(stop.write_grace)
+        if stop.reason is not None:
+            raise stop.reason
+        if self.writer.failure is not None:
+            raise self.writer.failure
+
+    # --- the other threads -----------------------------------------------------------------------------------
+
+    def run(self, start: Start | None) -> None:
+        """On a worker: the request, then each one the session starts on its answer, until none."""
+        session, transport, handler = self.session, self.transport, self.handler
+        while start is not None:
+            try:
+                answer = call(transport, start.request, handler, start.context)
             except BaseException as exc:  # KeyboardInterrupt, SystemExit or another BaseException in the handler
-                self.failures.append(exc)
-                self.writer.poke()  # the dispatching thread may wait for the writer: it stops instead
-                self.inbox.put(_WAKE)  # or for input, or for room: it stops instead
-            finally:
-                self.in_flight.remove(context)
-            with self.lock:
-                held = None
-                if self.read_ahead and not self.ended and not self.stopping:
-                    if self.writer.has_room():
-                        held = self.read_ahead.take()
-                        self.room_made()
-                    elif not self.writer.when_room(self.wake_to_start):  # the dispatching thread starts it then
-                        self.inbox.put(_WAKE)
-                if held is None:
-                    self.admitted.put(None)
-            if held is None:
-                return
-            request, context, deliver = held
+                actions = self.event(session.failed, start, exc)
+            else:
+                actions = self.event(session.finished, start, answer)
+            start = self.carry(actions, inline=True)
+
+    def carry(self, actions: list[Action], *, inline: bool = False) -> Start | None:
+        """Carry out actions off the calling thread: requests to the workers (``inline``: the first one returned,
+        for this worker to run), cancellations here, the rest to the calling thread."""
+        first: Start | None = None
+        control: list[Action] | None = None
+        for action in actions:
+            kind = type(action)
+            if kind is Write:
+                continue  # handed to the writer under the lock
+            if kind is Start:
+                if inline and first is None:
+                    first = action  # type: ignore[assignment]
+                else:
+                    self.workers.submit(functools.partial(self.run, action))
+            elif kind is Cancel:
+                action.context._cancel(action.dialect)  # type: ignore[union-attr]
+            elif control is None:
+                control = [action]
+            else:
+                control.append(action)
+        if control is not None:
+            self.inbox.put(control)
+        return first
+
+    def written(self) -> None:
+        """On the writer's thread: answers written."""
+        with self.lock:
+            actions = self.hand_over(self.session.written(*self.writer.take_written()))
+        self.carry(actions)
+
+    def output_failed(self) -> None:
+        """On the writer's thread: writing failed."""
+        failure = self.writer.failure
+        assert failure is not None
+        self.carry(self.event(self.session.output_failed, failure))

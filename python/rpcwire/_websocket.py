@@ -218,7 +218,7 @@ class _Connection:
         self.loop = asyncio.get_running_loop()
         self.loop_thread = threading.get_ident()
         self.notifications = _Notifications(self)
-        self.in_flight = InFlight(locked=False)  # used on the loop's thread only
+        self.in_flight = InFlight()  # used on the loop's thread only
         self.tasks: set[asyncio.Task[None]] = set()
         self.slots = asyncio.Semaphore(server.max_concurrency)  # handlers running
         self.admitted = 0  # requests read and not yet answered
