@@ -13,6 +13,7 @@ traceback. The options are explained in docs/guides/cli.md; ``--help`` lists the
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import copy
 import importlib
@@ -22,6 +23,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.handlers import SimpleHandler
@@ -69,9 +71,27 @@ def _version() -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the command named in ``argv``; returns the exit status (0 after Ctrl-C or SIGTERM, as uvicorn's)."""
     try:
-        return _main(argv)
+        status = _main(argv)
     except KeyboardInterrupt:  # Ctrl-C before the server took over SIGINT (importing the handler, say)
-        return 0
+        status = 0
+    _leave_if_still_reading(status)
+    return status
+
+
+def _leave_if_still_reading(status: int) -> None:
+    """A server stopped (Ctrl-C, ``SystemExit``) while its input is open leaves its reader thread blocked in
+    the native core's read. Should that read return while the interpreter finalizes (the peer closing the pipe
+    as it sees the exit), CPython 3.10-3.13 ends the thread by unwinding it through the native module's frames,
+    which aborts the process (SIGABRT, "exception not rethrown"). So, with such a thread left, the command
+    ends as the interpreter would, without finalizing: streams flushed, ``atexit`` functions run, then exit."""
+    if not any(thread.name == "rpcwire-reader" and thread.is_alive() for thread in threading.enumerate()):
+        return
+    atexit._run_exitfuncs()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(status)
 
 
 def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
