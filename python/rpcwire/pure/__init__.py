@@ -62,8 +62,11 @@ from rpcwire._types import (
 )
 
 if TYPE_CHECKING:
+    from rpcwire._contract import Core
     from rpcwire._http_client import HttpError
     from rpcwire.pure._clients import AsyncClient, AsyncHttpClient, AsyncWebSocketClient, Client, HttpClient
+
+    _pure_core: Core = _pure  # `make lint` runs mypy over this module: the pure core must type-check as a Core.
 
 # What the core calls above itself (the engine's serve and sequential loop), handed to it as rpcwire hands the native
 # module its callbacks: the core imports nothing above it.
