@@ -199,7 +199,7 @@ lint: develop fuzz-lint ## rustfmt, clippy, ruff, mypy.stubtest, both cores agai
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m mypy.stubtest rpcwire._rpcwire
-	$(PY) -m mypy --follow-imports=silent python/rpcwire/_contract.py
+	$(PY) -m mypy --follow-imports=silent python/rpcwire/_contract.py python/rpcwire/pure/__init__.py
 	$(VENV)/bin/actionlint .github/workflows/*.yml
 
 build: check-rust $(STAMP) ## Build a release wheel for this machine's Python and glibc into target/wheels (make wheels: for PyPI)

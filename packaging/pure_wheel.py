@@ -5,7 +5,8 @@
 The pure wheel is the native one without the native module: the same package files, the same METADATA
 (name, version, dependencies, licence: one source, maturin's), tagged ``py3-none-any`` and purelib. pip takes it
 where no binary wheel fits (PyPy, GraalPy, a CPython newer than the binary wheels, another platform); there
-``import rpcwire`` serves through ``rpcwire.pure`` and says so once (a warning on the ``rpcwire`` logger).
+``import rpcwire`` serves through the pure core ``rpcwire._pure`` and says so once (a warning on the ``rpcwire``
+logger).
 
 Left out: ``rpcwire/_rpcwire*.so``/``.pyd`` (the native module) and the SBOM of the Rust crates compiled into
 it (``*.dist-info/sboms/``). The ``.pyi`` stub stays: it types ``rpcwire``'s names for checkers either way.

@@ -3,8 +3,8 @@
 griffe reads ``python/rpcwire`` statically; four things it cannot see that way are given to it here:
 
 - ``rpcwire.StdioTransport``, ``FrameDecoder``, ``dispatch`` and ``parse_request`` are imported from the native
-  module, or from ``rpcwire.pure`` when it is missing; griffe keeps the last import it reads (the fallback's). The
-  reference documents the native face (its stub, ``_rpcwire.pyi``), under the public names.
+  module, or from the pure core ``rpcwire._pure`` when it is missing; griffe keeps the last import it reads (the
+  fallback's). The reference documents the native face (its stub, ``_rpcwire.pyi``), under the public names.
 - A native class's constructor is ``__new__`` in the stub (``mypy.stubtest`` requires it); mkdocstrings shows a
   class's signature from ``__init__``, so one with the same parameters is given to it.
 - The public client classes (``rpcwire.Client``...) take their docstring at import time

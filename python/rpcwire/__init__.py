@@ -1,7 +1,8 @@
 """rpcwire: a JSON-RPC 2.0 transport for Python with a Rust core.
 
 ``StdioTransport``, ``serve``, ``dispatch`` and ``parse_request`` come from the native module ``rpcwire._rpcwire``;
-``rpcwire.pure`` offers the same names in pure Python. Existing code switches by changing one import.
+``rpcwire.pure`` offers the same names in pure Python (its core ``rpcwire._pure`` serves here too where the native
+module is not built). Existing code switches by changing one import.
 The clients (``Client``, ``AsyncClient``, ``HttpClient``, ``AsyncHttpClient``, ``AsyncWebSocketClient``) read and
 write through the same core.
 """
@@ -88,9 +89,11 @@ else:  # pragma: no cover - a build without the native module
     logging.getLogger("rpcwire").warning(
         "rpcwire: native module unavailable (%s); serving through the pure-Python rpcwire.pure", _native_missing
     )
-    from rpcwire import pure as _core
-    from rpcwire.pure import FrameDecoder, StdioTransport, dispatch, parse_request
+    import rpcwire._pure as _core
+    from rpcwire._engine import serve_sequential as _serve_sequential
+    from rpcwire._pure import FrameDecoder, StdioTransport, dispatch, parse_request
 
+    _core._bind(serve=serve, serve_sequential=_serve_sequential)  # the engine's, which the pure core calls back
     NATIVE = False
 
 

@@ -34,8 +34,8 @@ import rpcwire.pure
 from rpcwire import _demo, _listen
 from rpcwire._engine import BY_HANDLER, is_async_handler
 from rpcwire._listen import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_CONNECTIONS
+from rpcwire._types import FRAMINGS
 from rpcwire.http import ASGIApp, WSGIApp
-from rpcwire.pure.framing import FRAMINGS
 
 SERVE_DESCRIPTION = """\
 Serve JSON-RPC 2.0 with handler(method, params). The guide: docs/guides/cli.md."""

@@ -50,7 +50,8 @@ from rpcwire._context import RequestContext, current_request
 from rpcwire._contract import Transport
 from rpcwire._stdout_guard import guarded_stdout
 from rpcwire._thread_server import ThreadServer
-from rpcwire._types import Handler, Request
+from rpcwire._types import ASYNC_MAX_CONCURRENCY, BY_HANDLER, Handler, Request
+from rpcwire._types import ByHandler as _ByHandler
 
 __all__ = [
     "ASYNC_MAX_CONCURRENCY",
@@ -76,23 +77,6 @@ def serve_sequential(handler: Handler, transport: Transport) -> None:
     while (message := transport._read_message()) is not None:
         if (answer := answer_message(message, call_one)) is not None:
             transport._write_line(answer)
-
-
-class _ByHandler(int):
-    """The default ``max_concurrency`` of :func:`serve`: an ``int`` equal to 1 (code that reads the default as
-    a number reads 1), which :func:`serve` reads as 1 for a sync handler and ``ASYNC_MAX_CONCURRENCY`` for an
-    async one."""
-
-    def __repr__(self) -> str:
-        return f"1 (for an async handler, {ASYNC_MAX_CONCURRENCY})"
-
-
-ASYNC_MAX_CONCURRENCY = 64
-"""``max_concurrency`` when none is given to :func:`serve_async`, or to :func:`serve` with an async handler."""
-
-BY_HANDLER: int = _ByHandler(1)
-"""``max_concurrency``'s default in :func:`serve` (and ``StdioTransport.serve``): 1 for a sync handler, one
-request at a time in order; ``ASYNC_MAX_CONCURRENCY`` for an ``async def`` handler, whose requests are tasks."""
 
 
 async def serve_async(

@@ -1,6 +1,6 @@
 """What every client shares: ids, the calls waiting for an answer, and what the server sends on its own.
 
-A client above a *core* (the native module or :mod:`rpcwire.pure`: it encodes each request with
+A client above a *core* (the native module or :mod:`rpcwire._pure`: it encodes each request with
 ``_encode_request`` and classifies what comes back, ``_read_incoming`` on a transport, ``_parse_incoming`` on
 a body) is a :class:`_Peer` plus its own way of writing and reading: :class:`rpcwire.Client` (threads,
 ``_client.py``), :class:`rpcwire.AsyncClient` (asyncio, ``_async_client.py``) and the HTTP clients
@@ -51,10 +51,10 @@ from rpcwire._types import (
     error_from_object,
 )
 
-try:  # the native core's, so that importing rpcwire imports no module of rpcwire.pure (the same bytes)
+try:  # the native core's, so that importing rpcwire imports no module of the pure core (the same bytes)
     from rpcwire._rpcwire import _encode_frame
 except ImportError:  # pragma: no cover - a build without the native module
-    from rpcwire.pure import _encode_frame
+    from rpcwire._pure import _encode_frame
 
 try:  # whether the native sequential serve is calling a handler on this thread (see _context.request_context)
     from rpcwire._rpcwire import _current_call as _native_current_call
@@ -252,7 +252,7 @@ def _named_calls(data: bytes) -> list[int]:
 class _Peer:
     """What every client shares: ids, the calls waiting for an answer, and the server's own traffic."""
 
-    _core: Core  # the native module or rpcwire.pure (bound by the public classes)
+    _core: Core  # the native module or rpcwire._pure (bound by the public classes)
 
     def __init__(self, handler: Handler | None, dialect: str, timeout: float | None) -> None:
         self._handler = handler

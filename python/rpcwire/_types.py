@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 __all__ = [
+    "ASYNC_MAX_CONCURRENCY",
+    "BY_HANDLER",
     "DEFAULT_MAX_BATCH",
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -20,6 +22,8 @@ __all__ = [
     "ERR_METHOD_NOT_FOUND",
     "ERR_PARSE",
     "ERR_REQUEST_CANCELLED",
+    "FRAMINGS",
+    "ByHandler",
     "CallTimeout",
     "ConnectionClosed",
     "ConnectionFailed",
@@ -57,8 +61,28 @@ answered with one -32600, read no further than the entry past the limit."""
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 """The longest line accepted, not counting its ``\\n`` or ``\\r\\n``; a longer one is discarded unread."""
 
+
+class ByHandler(int):
+    """The default ``max_concurrency`` of ``serve``: an ``int`` equal to 1 (code that reads the default as
+    a number reads 1), which ``serve`` reads as 1 for a sync handler and ``ASYNC_MAX_CONCURRENCY`` for an
+    async one. Defined here, below both cores, so that ``StdioTransport.serve`` of either core has it as its
+    default without importing the engine."""
+
+    def __repr__(self) -> str:
+        return f"1 (for an async handler, {ASYNC_MAX_CONCURRENCY})"
+
+
+ASYNC_MAX_CONCURRENCY = 64
+"""``max_concurrency`` when none is given to ``serve_async``, or to ``serve`` with an async handler."""
+
+BY_HANDLER: int = ByHandler(1)
+"""``max_concurrency``'s default in ``serve`` (and ``StdioTransport.serve``): 1 for a sync handler, one
+request at a time in order; ``ASYNC_MAX_CONCURRENCY`` for an ``async def`` handler, whose requests are tasks."""
+
 Framing = Literal["newline", "content-length"]
 """How messages are delimited on a stream: one JSON text per line, or LSP's ``Content-Length`` frames."""
+FRAMINGS: tuple[Framing, ...] = ("newline", "content-length")
+"""The framings a stream may have: one JSON text per line, or LSP's ``Content-Length`` frames."""
 
 Handler = Callable[[str, Any], Any]
 """What serves requests: ``handler(method, params)`` returns the result (or, ``async def``, an awaitable of it)."""

@@ -1,8 +1,8 @@
 """What a client does to a message before it sends it, asked of both cores: its ``Content-Length`` frame
 (``_encode_frame``) and whether it nests deeper than a server's ``max_depth`` (``_nests_deeper``). The two
 cores must agree on every input, JSON or not (the native one is the protocol crate's ``nesting``, the pure
-one ``rpcwire.pure.codec.nests_deeper``), and ``import rpcwire`` takes the native ones: it imports no module
-of ``rpcwire.pure``.
+one ``rpcwire._pure.codec.nests_deeper``), and ``import rpcwire`` takes the native ones: it imports no module
+of the pure core ``rpcwire._pure``.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def test_a_large_body_is_framed_whole() -> None:
 def test_import_rpcwire_imports_no_module_of_rpcwire_pure() -> None:
     code = (
         "import json, sys, rpcwire, rpcwire.lsp; assert rpcwire.NATIVE;"
-        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('rpcwire.pure'))))"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('rpcwire.pure', 'rpcwire._pure')))))"
     )
     done = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True, check=True, timeout=60)
     assert json.loads(done.stdout) == []

@@ -32,7 +32,7 @@ CLIENTS = [
     "_http_client.py",
     "_http_client_wire.py",
     "_http_client_tls.py",
-    "pure/client_pipe.py",
+    "_pure/client_pipe.py",
     "pure/_clients.py",
 ]
 
@@ -54,7 +54,7 @@ def test_a_client_module_is_in_the_layout(name: str) -> None:
     assert f"`{Path(name).name}`" in LAYOUT
 
 
-@pytest.mark.parametrize("name", ["_client.py", "_client_reading.py", "pure/client_pipe.py"])
+@pytest.mark.parametrize("name", ["_client.py", "_client_reading.py", "_pure/client_pipe.py"])
 def test_no_tagged_tuple_is_matched_on_the_lone_call(name: str) -> None:
     """The lone call's outcome is told by its type: nothing compares a tag taken out of a tuple."""
     tree = ast.parse((PACKAGE / name).read_text(encoding="utf-8"))

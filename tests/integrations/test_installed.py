@@ -79,7 +79,7 @@ def test_without_its_compiled_core_rpcwire_serves_through_pure_with_one_clear_wa
     assert json.loads(done.stdout) == {
         "native": False,
         "pure_transport": True,
-        "client_core": "rpcwire.pure",
+        "client_core": "rpcwire._pure",
         "answer": '{"jsonrpc":"2.0","id":1,"result":[1]}\n',
     }
     assert done.stderr == FALLBACK_WARNING
@@ -98,6 +98,7 @@ def test_the_suite_runs_against_the_installed_wheel() -> None:
     assert rpcwire.NATIVE is (INSTALLED == "native")
     native = list(package.glob("_rpcwire*"))
     assert [path.suffix for path in native if path.suffix != ".pyi"] == ([".so"] if INSTALLED == "native" else [])
+    assert (package / "_pure" / "__init__.py").is_file(), "the pure core is in every wheel"
 
 
 @needs_installed_wheel

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 import rpcwire
-import rpcwire.pure
+import rpcwire._pure
 from rpcwire import _contract
 
-CORES = {"native": rpcwire._core, "pure": rpcwire.pure}
+CORES = {"native": rpcwire._core, "pure": rpcwire._pure}
 PROTOCOL_CLASSES = {
     "StdioTransport": _contract.Transport,
     "FrameDecoder": _contract.FrameDecoder,
@@ -104,3 +104,26 @@ def test_the_check_sees_a_missing_member() -> None:
         def feed(self, data: bytes) -> None: ...
 
     assert [name for name in _members(_contract.FrameDecoder) if not hasattr(Partial, name)] == ["close", "next"]
+
+
+def _names(core: ModuleType) -> set[str]:
+    """What a core module offers: every name it lists (each present) and every function or class it holds."""
+    listed = set(core.__all__)
+    assert {name for name in listed if not hasattr(core, name)} == set(), core.__name__
+    held = {name for name, value in vars(core).items() if not name.startswith("__") and callable(value)}
+    return listed | held
+
+
+def test_both_cores_offer_the_same_names() -> None:
+    """``rpcwire._pure`` has the native module's shape: the same public and private names, no more, no fewer."""
+    if not rpcwire.NATIVE:
+        pytest.skip("the native module is not built here")
+    assert _names(rpcwire._pure) == _names(rpcwire._core)
+
+
+def test_the_names_check_sees_a_missing_name() -> None:
+    """The check can fail: a core module without one of the native names is told apart."""
+    partial = ModuleType("partial")
+    names = [name for name in rpcwire._pure.__all__ if name != "_current_call"]
+    partial.__dict__.update({name: getattr(rpcwire._pure, name) for name in names}, __all__=names)
+    assert _names(partial) == _names(rpcwire._pure) - {"_current_call"}

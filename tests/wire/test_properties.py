@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 import rpcwire
+import rpcwire._pure.envelope
 import rpcwire.pure
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -677,14 +678,14 @@ def test_pure_reads_the_numbers_text_of_a_batch_once(monkeypatch: pytest.MonkeyP
     """Linear, counted rather than timed: each number of the line is kept as text at most once (the quadratic
     reading made one for every number of the batch, for each of its float ids: 2 million here)."""
     made = 0
-    number_text = rpcwire.pure.envelope._NumberText
+    number_text = rpcwire._pure.envelope._NumberText
 
     def counted(text: str) -> Any:
         nonlocal made
         made += 1
         return number_text(text)
 
-    monkeypatch.setattr(rpcwire.pure.envelope, "_NumberText", counted)
+    monkeypatch.setattr(rpcwire._pure.envelope, "_NumberText", counted)
     data = (
         b"[" + b",".join(b'{"jsonrpc":"2.0","method":"m","params":[%d],"id":%d.5}' % (i, i) for i in range(1000)) + b"]"
     )

@@ -1,6 +1,6 @@
 """Issue 19's reading members beyond ``tests/wire/test_decoder.py`` (the decoder's rules, ``_write_line``,
 ``_write_lines`` and ``_read_text`` on both cores): ``_has_buffered_message``/``_read_available`` on both cores,
-``read_line``'s blank lines, ``_read_text`` native against pure, and ``rpcwire.pure.framing``'s own helpers
+``read_line``'s blank lines, ``_read_text`` native against pure, and ``rpcwire._pure.framing``'s own helpers
 (the one ``Content-Length`` writer and framing check of the Python side, and a decoder that never holds an
 over-long line)."""
 
@@ -12,7 +12,7 @@ from types import ModuleType
 import pytest
 import rpcwire
 import rpcwire.pure
-from rpcwire.pure.framing import FrameDecoder, check_framing, encode_frame
+from rpcwire._pure.framing import FrameDecoder, check_framing, encode_frame
 from support.messages import request
 
 CORES = {"native": rpcwire._core, "pure": rpcwire.pure}

@@ -1,6 +1,6 @@
-"""``rpcwire.pure`` as a package (issue 19): its modules import without the clients (no import cycle for the
-clients, ``rpcwire.lsp``, ``rpcwire.mcp`` or the CLI that use ``rpcwire.pure.framing``), the clients are made on
-first use and are the same classes each time, and one routine counts a text's nesting for everyone."""
+"""``rpcwire.pure`` as a package (issue 19, issue 30): the face over the pure core ``rpcwire._pure``, which imports
+without the clients; the clients are made on first use, are the same classes each time and are bound to the core;
+and one routine counts a text's nesting for everyone."""
 
 from __future__ import annotations
 
@@ -10,19 +10,20 @@ import sys
 import rpcwire
 import rpcwire.pure
 from rpcwire import _async_client, _client, _http_client, _ws_client
-from rpcwire.pure.codec import nests_deeper
+from rpcwire._pure.codec import nests_deeper
 
-# In a fresh interpreter: rpcwire.pure made again while importing the clients is impossible.
+# In a fresh interpreter: the core and its face made again while importing the clients is impossible.
 _WITHOUT_CLIENTS = """
 import sys
 import rpcwire
-for name in [name for name in sys.modules if name.startswith("rpcwire.pure")]:
+for name in [name for name in sys.modules if name.startswith(("rpcwire.pure", "rpcwire._pure"))]:
     del sys.modules[name]
 vars(rpcwire).pop("pure", None)
+vars(rpcwire).pop("_pure", None)
 for name in ("_client", "_http_client"):
     sys.modules["rpcwire." + name] = None  # an import of it now raises ImportError
     vars(rpcwire).pop(name)
-import rpcwire.pure.framing, rpcwire.pure.codec
+import rpcwire._pure.framing, rpcwire._pure.codec
 import rpcwire.pure
 assert rpcwire.pure.dispatch(b'{"jsonrpc":"2.0","method":"m","id":1}', lambda m, p: 7).endswith(b'"result":7}')
 try:
@@ -52,7 +53,7 @@ def test_the_clients_are_made_once_and_bound_to_the_pure_core() -> None:
         cls = getattr(rpcwire.pure, name)
         assert cls is getattr(rpcwire.pure, name)
         assert issubclass(cls, base) and cls is not base
-        assert cls._core is rpcwire.pure
+        assert cls._core is rpcwire._pure
         assert (cls.__module__, cls.__qualname__, cls.__doc__) == ("rpcwire.pure", name, base.__doc__)
     assert rpcwire.pure.HttpError is rpcwire.HttpError
 

@@ -4,14 +4,13 @@ It is the fallback where the native module cannot be built, the reference of the
 tests and the baseline of every benchmark. It is written the way a careful Python developer would
 write it with the standard library (``json``, a ``bytearray`` to frame), not tuned beyond that.
 
-The rules both implementations follow are in ``docs/semantics.md``. A message's way through it, one
-module each: :mod:`~rpcwire.pure.transport` reads the stream, :mod:`~rpcwire.pure.framing` cuts it into
-messages, :mod:`~rpcwire.pure.codec` decodes each, :mod:`~rpcwire.pure.envelope` says what it is and
-builds its answer, which the transport frames and writes.
+The rules both implementations follow are in ``docs/semantics.md``. This package is the public face: the
+same public names as ``rpcwire``, over the pure core :mod:`rpcwire._pure` (the twin of the native module
+``rpcwire._rpcwire``: transport, framing, codec, envelope), whose names it re-exports. Nothing below the face
+imports it.
 
 The clients (``Client``, ``AsyncClient``, ``HttpClient``, ``AsyncHttpClient``, ``AsyncWebSocketClient``) and
-``HttpError`` are made on first use, so that importing this package (or its ``framing`` and ``codec``, which
-the clients use) never imports the clients.
+``HttpError`` are made on first use, so that importing this package never imports the clients.
 """
 
 from __future__ import annotations
@@ -19,10 +18,25 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+# The rest of the core's contract (rpcwire._contract.Core), beside the public names (the underscored ones).
+from rpcwire import _pure
 from rpcwire._engine import RequestContext, current_request, serve, serve_async
+from rpcwire._engine import serve_sequential as _serve_sequential
 from rpcwire._http_info import HTTPHeaders, HTTPRequestInfo
 from rpcwire._methods import methods
 from rpcwire._observe import CallInfo, observe
+from rpcwire._pure import (
+    FrameDecoder,
+    StdioTransport,
+    _ClientPipe,
+    _encode_frame,
+    _encode_request,
+    _nests_deeper,
+    _parse_incoming,
+    _read_text,
+    dispatch,
+    parse_request,
+)
 from rpcwire._types import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_DEPTH,
@@ -47,22 +61,16 @@ from rpcwire._types import (
     TransportError,
 )
 
-# The rest of the core's contract (rpcwire._contract.Core), beside the public names (the underscored ones):
-# imported, not assigned (mypy matches a module against the contract by its imported names and functions,
-# not by aliases).
-from rpcwire.pure.client_pipe import ClientPipe as _ClientPipe
-from rpcwire.pure.codec import nests_deeper as _nests_deeper
-from rpcwire.pure.envelope import dispatch, parse_request
-from rpcwire.pure.envelope import encode_request as _encode_request
-from rpcwire.pure.envelope import parse_incoming as _parse_incoming
-from rpcwire.pure.envelope import read_text as _read_text
-from rpcwire.pure.framing import FrameDecoder
-from rpcwire.pure.framing import encode_frame as _encode_frame
-from rpcwire.pure.transport import StdioTransport
-
 if TYPE_CHECKING:
+    from rpcwire._contract import Core
     from rpcwire._http_client import HttpError
     from rpcwire.pure._clients import AsyncClient, AsyncHttpClient, AsyncWebSocketClient, Client, HttpClient
+
+    _pure_core: Core = _pure  # `make lint` runs mypy over this module: the pure core must type-check as a Core.
+
+# What the core calls above itself (the engine's serve and sequential loop), handed to it as rpcwire hands the native
+# module its callbacks: the core imports nothing above it.
+_pure._bind(serve=serve, serve_sequential=_serve_sequential)
 
 __all__ = [
     "DEFAULT_MAX_BATCH",

@@ -13,10 +13,10 @@ import time
 from typing import Any
 
 from rpcwire._contract import ErrorAnswer, Incoming, LoneOutcome, ReadFailed, ReadOn, Unsent
+from rpcwire._pure.envelope import check_limits, encode_request
+from rpcwire._pure.framing import FrameDecoder, check_framing, encode_frame
+from rpcwire._pure.transport import incoming
 from rpcwire._types import Framing, Response
-from rpcwire.pure.envelope import check_limits, encode_request
-from rpcwire.pure.framing import FrameDecoder, check_framing, encode_frame
-from rpcwire.pure.transport import incoming
 
 __all__ = ["ClientPipe"]
 

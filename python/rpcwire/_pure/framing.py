@@ -17,14 +17,11 @@ from __future__ import annotations
 import re
 from typing import cast
 
-from rpcwire._types import DEFAULT_MAX_MESSAGE_BYTES, Framing, Refused
-from rpcwire.pure.codec import JSON_WHITESPACE
-from rpcwire.pure.envelope import answer_refused, check_limit, refused, too_long
+from rpcwire._pure.codec import JSON_WHITESPACE
+from rpcwire._pure.envelope import answer_refused, check_limit, refused, too_long
+from rpcwire._types import DEFAULT_MAX_MESSAGE_BYTES, FRAMINGS, Framing, Refused
 
 __all__ = ["FRAMINGS", "FrameDecoder", "check_framing", "encode_frame"]
-
-FRAMINGS: tuple[Framing, ...] = ("newline", "content-length")
-"""The framings a stream may have: one JSON text per line, or LSP's ``Content-Length`` frames."""
 
 
 def check_framing(framing: object) -> Framing:

@@ -1,8 +1,8 @@
 """The pure transport: :class:`StdioTransport`, JSON-RPC over a pair of binary streams, in Python.
 
 It reads its input stream in chunks (what one ``read1`` gives, up to 64 KiB) into a
-:class:`~rpcwire.pure.framing.FrameDecoder` and classifies each message with
-:mod:`rpcwire.pure.envelope`; it writes each message whole, framed, in one ``write`` and one ``flush``,
+:class:`~rpcwire._pure.framing.FrameDecoder` and classifies each message with
+:mod:`rpcwire._pure.envelope`; it writes each message whole, framed, in one ``write`` and one ``flush``,
 under a lock. Serving is :mod:`rpcwire._engine`'s: this class is the *core* it schedules over
 (:class:`rpcwire._contract.Transport`), as the native ``StdioTransport`` is.
 """
@@ -16,18 +16,10 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
-from rpcwire import _engine
 from rpcwire._contract import Incoming, Message
-from rpcwire._types import (
-    DEFAULT_MAX_BATCH,
-    DEFAULT_MAX_DEPTH,
-    DEFAULT_MAX_MESSAGE_BYTES,
-    Framing,
-    Handler,
-    Refused,
-)
-from rpcwire.pure.codec import ParseError, decode, encode
-from rpcwire.pure.envelope import (
+from rpcwire._pure import bound
+from rpcwire._pure.codec import ParseError, decode, encode
+from rpcwire._pure.envelope import (
     Answers,
     Unreadable,
     answer_refused,
@@ -38,7 +30,16 @@ from rpcwire.pure.envelope import (
     error_answer,
     success_answer,
 )
-from rpcwire.pure.framing import FrameDecoder, check_framing, encode_frame
+from rpcwire._pure.framing import FrameDecoder, check_framing, encode_frame
+from rpcwire._types import (
+    BY_HANDLER,
+    DEFAULT_MAX_BATCH,
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    Framing,
+    Handler,
+    Refused,
+)
 
 __all__ = ["StdioTransport"]
 
@@ -299,11 +300,11 @@ class StdioTransport(Answers):
         the limits a client checks its own messages against before it sends them."""
         return self._max_message_bytes, self._max_depth, self._max_batch
 
-    def serve(self, handler: Handler, *, max_concurrency: int = _engine.BY_HANDLER) -> None:
+    def serve(self, handler: Handler, *, max_concurrency: int = BY_HANDLER) -> None:
         """Answer every request with ``handler(method, params)`` until end of input: ``rpcwire.serve(handler,
         self, max_concurrency=...)``, which chooses the mode, without its guard of the process's fd 1 (its
         default too: 1 for a sync handler, 64 for an async one)."""
-        _engine.serve(handler, self, max_concurrency=max_concurrency, guard_stdout=False)
+        bound.serve(handler, self, max_concurrency=max_concurrency, guard_stdout=False)
 
     def _serve_sequential(self, handler: Handler) -> None:
         """The sequential loop: one message at a time, in order, on the calling thread, until end of input.
@@ -314,7 +315,7 @@ class StdioTransport(Answers):
         """
         self._start_serving()
         try:
-            _engine.serve_sequential(handler, self)
+            bound.serve_sequential(handler, self)
         finally:
             self._stop_serving()
 

@@ -18,6 +18,15 @@ from typing import Any
 
 from rpcwire import _answer as _answering
 from rpcwire._contract import Message
+from rpcwire._pure.codec import (
+    BATCH_OVER_LIMIT,
+    JSON_WHITESPACE,
+    OUT_OF_RANGE_FLOAT,
+    ParseError,
+    decode,
+    encode,
+    encode_value,
+)
 from rpcwire._types import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_DEPTH,
@@ -31,15 +40,6 @@ from rpcwire._types import (
     Request,
     Response,
     application_error,
-)
-from rpcwire.pure.codec import (
-    BATCH_OVER_LIMIT,
-    JSON_WHITESPACE,
-    OUT_OF_RANGE_FLOAT,
-    ParseError,
-    decode,
-    encode,
-    encode_value,
 )
 
 __all__ = [
