@@ -7,16 +7,24 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from rpcwire._types import ConnectionFailed, Response, TransportError
-
-if TYPE_CHECKING:
-    from rpcwire._http_client import _HttpPeer
 
 logger: logging.Logger = logging.getLogger("rpcwire.client")
 
 _Answers = dict["int | None", Response]  # the answers in a body by id; None: an error with id null
+
+
+class _HttpPeer(Protocol):
+    """What a body's reader asks of its client (``rpcwire._http_client._HttpPeer``): its limits and its reading of
+    a body's answers. A protocol here, so that this module imports nothing above it."""
+
+    _limits: tuple[int, int, int | None]
+
+    def _answers(self, body: bytes) -> tuple[_Answers, bool]: ...
+
+
 _EVENTS = "text/event-stream"
 _MAX_LINE = 65536  # a status line, header line or chunk-size line longer than this: not a server to talk to
 _MAX_HEAD = 256 * 1024  # all the header lines of a response together
