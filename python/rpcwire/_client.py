@@ -16,6 +16,7 @@ import logging
 import os
 import select
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -59,6 +60,11 @@ from rpcwire._types import (
 __all__ = ["Client"]
 
 logger: logging.Logger = logging.getLogger("rpcwire.client")
+
+# The lone caller's path looks at the output's lock and writes without taking it, and reads the ledger unlocked:
+# sound while the GIL is held from that look to the end of the write. A free-threaded interpreter running without
+# the GIL (it cannot be turned off once on) has every call go the general way, under the locks.
+_LONE_PATH: bool = getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
 class Client(_PipeReading, _Peer):
@@ -274,7 +280,8 @@ class Client(_PipeReading, _Peer):
         deadline = None if timeout is None else time.monotonic() + timeout
         pipe, ledger = self._pipe, self._ledger
         if (
-            pipe is not None
+            _LONE_PATH
+            and pipe is not None
             and on_progress is None
             and not (ledger._calls or ledger._others or ledger._held)
             and running_request.get(None) is None

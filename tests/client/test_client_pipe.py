@@ -414,3 +414,26 @@ def test_an_over_long_answer_line_is_dropped_as_it_arrives(impl: ModuleType, way
     assert report["result"] == "after"
     assert report["logged"] == [f"dropped a message from the server: a line longer than max_message_bytes ({limit})"]
     assert report["growth"] < 16 * MIB, f"peak RSS grew by {report['growth'] / MIB:.1f} MiB"
+
+
+def test_without_the_gil_every_call_goes_the_general_way(impl: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a free-threaded interpreter running without the GIL the lone path (an unlocked look at the output's lock
+    and the ledger) is never taken: its calls are answered the general way, under the locks."""
+    monkeypatch.setattr("rpcwire._client._LONE_PATH", False)
+    lone_calls: list[str] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        # The native pipe's _call (a C function), or the pure core's (rpcwire._pure.client_pipe).
+        if (event == "c_call" and getattr(arg, "__name__", "") == "_call") or (
+            event == "call" and frame.f_code.co_name == "_call" and frame.f_code.co_filename.endswith("client_pipe.py")
+        ):
+            lone_calls.append(event)
+
+    with spawn(impl, timeout=30) as client:
+        sys.setprofile(profile)
+        try:
+            results = [client.call("echo", [i]) for i in range(20)]
+        finally:
+            sys.setprofile(None)
+    assert results == [[i] for i in range(20)]
+    assert lone_calls == []
