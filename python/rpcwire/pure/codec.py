@@ -16,6 +16,7 @@ import json
 import operator
 import re
 import sys
+import sysconfig
 from typing import Any
 
 __all__ = [
@@ -50,6 +51,11 @@ _C_RECURSION_LIMIT = sys.version_info >= (3, 12)
 _JSON_PASSES_CAP = sys.version_info >= (3, 13)  # json encodes past the 2,000 levels of the cap
 
 
+# A free-threaded interpreter (3.13t, 3.14t): json's C encoder walks a dict with PyDict_Next and a list by its
+# items, borrowed, with nothing to stop another thread from changing them and freeing the members it reads.
+_FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+
+
 def _copy_first() -> bool:
     """Whether ``json`` must encode a copy cut at 2,000 levels (``_json_view``): when the recursion limit
     is raised past 2,000 on a Python whose json would follow it, or (3.13) could recurse that deep."""
@@ -70,7 +76,12 @@ def encode(value: Any, payload: Any = None) -> bytes:
     overflows, so ``payload`` is first copied as ``json`` reads it, at most 2,000 containers deep
     (see ``_json_view``), and the copy is what is encoded. On 3.13, where ``json`` goes on past 2,000
     levels at any limit, see ``_encode_capped``.
+
+    On a free-threaded interpreter, where other threads may change the caller's containers while they are
+    encoded, the copy is always what ``json`` encodes (see ``_encode_shared``).
     """
+    if _FREE_THREADED:
+        return _encode_shared(value, payload)
     if not isinstance(payload, (list, tuple, dict)):
         text = _encode_text(value)
     elif _copy_first():
@@ -91,6 +102,23 @@ def _encode_copy(value: Any, payload: Any) -> str:
     """``value``'s text, ``json`` encoding a copy of ``payload`` cut at 2,000 levels (``_json_view``)."""
     view = _json_view(payload)
     return _encode_view_text(view if value is payload else _with_member(value, payload, view))
+
+
+def _encode_shared(value: Any, payload: Any) -> bytes:
+    """``encode`` on a free-threaded interpreter: ``json`` encodes a copy of the caller's containers (``payload``,
+    or ``value`` itself when no payload is named: ``send``'s message), never the containers themselves.
+
+    ``json``'s C encoder reads a dict's members and a list's items as borrowed references, which another
+    thread can free while they are read (a crash, not an error). The copy (``_json_view``, cut at 2,000 levels
+    as the native encoder is) takes each dict's items in one step (``list(dict.items(d))``, done inside the
+    dict's critical section) and each list's items through its iterator, which holds the item it hands out:
+    every member written is one the container held at some moment, as the native core writes it.
+    """
+    if not isinstance(payload, (list, tuple, dict)):
+        if not isinstance(value, (list, tuple, dict)):
+            return _encode_text(value).encode("utf-8", "backslashreplace")
+        payload = value
+    return _encode_copy(value, payload).encode("utf-8", "backslashreplace")
 
 
 def _encode_capped(value: Any, payload: Any) -> bytes:
