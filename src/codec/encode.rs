@@ -7,7 +7,9 @@
 use pyo3::exceptions::{PyRecursionError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use pyo3::{ffi, intern, Borrowed};
+#[cfg(not(Py_GIL_DISABLED))]
+use pyo3::Borrowed;
+use pyo3::{ffi, intern};
 use smallvec::SmallVec;
 
 use rpcwire_protocol::json::write_float_repr;
@@ -40,6 +42,7 @@ pub(crate) fn encode(out: &mut Vec<u8>, value: &Bound<'_, PyAny>) -> PyResult<()
 
 /// Whether writing `value` as a key or a value runs no Python code: an exact `str`, `int` or
 /// `float`, a `bool` or `None`.
+#[cfg(not(Py_GIL_DISABLED))] // free-threaded builds snapshot every dict (`exact_dict_members`)
 fn is_plain(value: &Bound<'_, PyAny>) -> bool {
     value.is_exact_instance_of::<PyString>()
         || value.is_exact_instance_of::<PyInt>()
