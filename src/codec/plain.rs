@@ -115,6 +115,8 @@ impl<'o> Plain<'o> {
         let mut plain = Plain { out, depth: 0, stack: StackFloor::new(), deep: Vec::new(), keys: std::ptr::null_mut() };
         // SAFETY: the GIL is held (`value` is bound) for the whole walk, and the walk runs no Python
         // code: every object reached stays alive and unchanged, and its borrowed references valid.
+        // Free-threaded builds: `value` is alive (bound), and the walk holds or locks what it reads
+        // below it (`members`, `list`).
         unsafe { plain.value(value.as_ptr()) }
     }
 
