@@ -3,9 +3,10 @@
 - One ``FrameDecoder`` shared by threads: a call waits for another thread's call, never fails for it, and the
   decoder is not held while a dropped message is logged (Python code: a log handler), so another thread's call
   made meanwhile is served.
-- ``rpcwire.pure``'s encoder on a free-threaded interpreter encodes a copy of the caller's containers (json's C
-  encoder reads their members borrowed): that path writes the bytes and raises the errors the usual one does,
-  for every case of the table below (here forced on, on any build).
+- ``rpcwire.pure``'s encoder on a free-threaded interpreter encodes a copy of the caller's containers where they
+  hold only plain values (json's C encoder reads their members borrowed), and the containers themselves where
+  they hold more: that path writes the bytes and raises the errors the usual one does, for every case of the
+  table below (here forced on, on any build).
 
 The crashes these prevent need a free-threaded interpreter and threads that change what is encoded:
 ``tests/wire/test_free_threading.py`` runs those.
@@ -113,6 +114,15 @@ class Sequence(list):  # type: ignore[type-arg]
         return iter([3, 2, 1])
 
 
+class IntKey(int):
+    def __repr__(self) -> str:
+        return "not how json writes it"
+
+
+class Text(str):
+    pass
+
+
 def _circular() -> list[Any]:
     loop: list[Any] = [1]
     loop.append({"again": loop})
@@ -139,6 +149,8 @@ CASES: dict[str, Any] = {
     "nan": {"ok": 1, "bad": float("nan")},
     "bad key": {(1, 2): "tuple key"},
     "object": {"ok": [1], "bad": object()},
+    "int subclass key": {IntKey(5): 1, "a": 2},
+    "str subclass value": {"a": Text("b"), "c": [Text("d")]},
     "circular": _circular(),
     "deep": _nested(1_999),
     "too deep": _nested(2_001),
