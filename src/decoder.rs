@@ -9,6 +9,10 @@
 //! (newline framing; `skip_blank=False` hands them out, as `read_line` does), and a dropped message as
 //! `rpcwire._types.Refused(reason, answer)`, with the reason `_read_incoming` gives and the answer
 //! `_read_message` gives (logged at DEBUG as `_read_message` logs it, when it is handed out).
+//!
+//! One decoder may be shared by threads: its methods take turns on a lock (`StreamLock`, waited for
+//! with the GIL released, as a transport's streams are), so that on a free-threaded interpreter too
+//! each message is handed out once, whole, to one caller.
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -21,6 +25,9 @@ use crate::answer;
 use crate::bound;
 use crate::request;
 use crate::stream::with_bytes;
+use crate::stream_lock::StreamLock;
+
+const REENTRANT: &str = "reentrant call: the FrameDecoder was called again from within one of its own calls";
 
 /// The framing a name stands for, or the `ValueError` `StdioTransport` and `FrameDecoder` raise.
 pub(crate) fn framing(name: &str) -> PyResult<Framing> {
@@ -42,9 +49,12 @@ pub(crate) fn framing(name: &str) -> PyResult<Framing> {
 /// a `Refused` whose `reason` is what `StdioTransport._read_incoming` returns for it and whose `answer`
 /// is the answer line `_read_message` returns (-32700, or -32600 for an over-long message that began as
 /// JSON does, and for a `Content-Length` over the limit), logged at DEBUG as the transport logs it.
-#[pyclass(module = "rpcwire._rpcwire")]
+///
+/// Threads may share one: each call takes the decoder's lock, so that a message is handed out once, to
+/// one caller (which of the threads reading gets which message is theirs to arrange).
+#[pyclass(frozen, module = "rpcwire._rpcwire")]
 pub(crate) struct FrameDecoder {
-    decoder: Decoder,
+    decoder: StreamLock<Decoder>,
     max_message_bytes: usize,
     /// Whether `next` skips blank lines (newline framing) or hands them out.
     skip_blank: bool,
@@ -76,38 +86,49 @@ impl FrameDecoder {
     fn new(framing: &str, max_message_bytes: i64, skip_blank: SkipBlank) -> PyResult<Self> {
         let framing = self::framing(framing)?;
         let max_message_bytes = request::checked_max_message_bytes(max_message_bytes)?;
-        Ok(Self { decoder: Decoder::new(framing, max_message_bytes), max_message_bytes, skip_blank: skip_blank.0 })
+        Ok(Self {
+            decoder: StreamLock::new(Decoder::new(framing, max_message_bytes), REENTRANT),
+            max_message_bytes,
+            skip_blank: skip_blank.0,
+        })
     }
 
     /// Add bytes read from the stream (`b""` is not the end of input: see `close`). `ValueError` after
     /// `close()`.
-    fn feed(&mut self, data: &Bound<'_, PyAny>) -> PyResult<()> {
-        if self.decoder.is_closed() {
-            return Err(PyValueError::new_err("feed() after close(): the input has ended"));
-        }
-        let decoder = &mut self.decoder;
-        with_bytes(data, |bytes| decoder.feed(bytes))
+    fn feed(&self, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        // The bytes first (a buffer's are copied, which may run Python code), then the lock.
+        with_bytes(data, |bytes| {
+            let mut decoder = self.decoder.lock(data.py())?;
+            if decoder.is_closed() {
+                return Err(PyValueError::new_err("feed() after close(): the input has ended"));
+            }
+            decoder.feed(bytes);
+            Ok(())
+        })?
     }
 
     /// The end of input: `next()` then hands out what is left (a last line without `\n` is a message,
     /// an unfinished frame a `Refused`) and `None` after it. Closing twice changes nothing.
-    fn close(&mut self) {
-        self.decoder.close();
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.decoder.lock(py)?.close();
+        Ok(())
     }
 
     /// The next message's bytes, a `Refused` for one that was dropped, or `None` when more input is
     /// needed (after `close()`: when nothing is left). A blank line is skipped, or handed out (as `b""`
     /// or its spaces, tabs and `\r`s) with `skip_blank=False`.
-    fn next<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        Ok(Some(match self.decoder.next(self.skip_blank) {
+    fn next<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let mut decoder = self.decoder.lock(py)?;
+        let dropped = match decoder.next(self.skip_blank) {
             None => return Ok(None),
-            Some(Decoded::Message(message)) => PyBytes::new(py, message).into_any(),
-            Some(Decoded::Dropped(dropped)) => {
-                let mut answer = Vec::new();
-                answer::dropped(py, dropped, self.max_message_bytes, &mut answer)?;
-                let reason = dropped.reason(self.max_message_bytes);
-                bound::refused(py)?.call1((reason, PyBytes::new(py, &answer)))?
-            }
-        }))
+            Some(Decoded::Message(message)) => return Ok(Some(PyBytes::new(py, message).into_any())),
+            Some(Decoded::Dropped(dropped)) => dropped,
+        };
+        // The lock is not held while the `Refused` is made and logged (Python code).
+        drop(decoder);
+        let mut answer = Vec::new();
+        answer::dropped(py, dropped, self.max_message_bytes, &mut answer)?;
+        let reason = dropped.reason(self.max_message_bytes);
+        Ok(Some(bound::refused(py)?.call1((reason, PyBytes::new(py, &answer)))?))
     }
 }

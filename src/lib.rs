@@ -25,14 +25,24 @@ mod transport;
 
 use pyo3::prelude::*;
 
-// `gil_used = true`: PyO3 0.30 declares a module free-threading safe unless told otherwise, so on a
-// free-threaded interpreter (3.13t and later) this makes the import turn the GIL back on (with
-// Python's RuntimeWarning) instead of running this code without it. Several unsafe blocks rely on the
-// GIL to keep other threads away, and stay so until they are audited for free-threading:
-// `PyDict_Next` over a dict that another thread could change, with the borrowed keys and values it
-// lends (codec/plain.rs), the bytearray a read fills through `as_bytes_mut` (stream.rs), and the
-// interpreter internals read in codec/ and json/.
-#[pymodule(gil_used = true)]
+// `gil_used = false`: the module is free-threading safe, so a free-threaded interpreter (3.13t and later)
+// imports it without turning the GIL back on. What relied on the GIL to keep other threads away was
+// audited (issue 32) and holds without it, on free-threaded builds through `cfg(Py_GIL_DISABLED)` paths
+// where the GIL build's code must stay as it is:
+// - the encoders (codec/plain.rs, codec/encode.rs) walk a dict inside a critical section on it, holding
+//   each key and value they write (owned references), and take a list's items as owned references
+//   (`PyList_GetItemRef`), its length read again each time; `Plain`'s `KeyCache`, whose addresses stand
+//   for keys only while nothing is freed, is not used there; a container open is held by its parent,
+//   so the circular-container checks' addresses stay unique;
+// - a `str`'s cached UTF-8 form is not read as plain memory (codec/encode_str.rs, 3.13t);
+// - the reused bytearray a Python stream reads into is read inside a critical section on it (stream.rs);
+// - `FrameDecoder` takes a lock around each call (decoder.rs), as `StdioTransport` does around each of
+//   its streams (stream_lock.rs).
+// Left to the client's own work: `ClientPipe._call` (client.rs) looks at the output's lock with
+// `_locked()` and then writes without holding it, which only the GIL makes one step; without it another
+// thread may take the lock and write between the two (its write should take the lock without waiting,
+// or give up).
+#[pymodule(gil_used = false)]
 fn _rpcwire(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<transport::StdioTransport>()?;
     module.add_class::<decoder::FrameDecoder>()?;

@@ -216,12 +216,22 @@ impl Reader {
                     None => self.chunk.insert(PyByteArray::new_with(py, READ_CHUNK, |_| Ok(()))?.unbind()).bind(py),
                 };
                 let count = counted(&read.call1((chunk,))?, self.method.name(), chunk.len())?;
-                // SAFETY: no Python code runs while the slice is alive, so the bytearray cannot change.
-                let filled = &mut unsafe { chunk.as_bytes_mut() }[..count];
-                self.decoder.feed(filled);
-                // Zeroed once copied: a stream that claims more than it filled gets zeros (a
-                // -32700), never the bytes of an earlier read served again.
-                filled.fill(0);
+                let decoder = &mut self.decoder;
+                // The stream is Python code that may keep the bytearray: without the GIL another thread
+                // could resize it while it is read, so it is read inside a critical section on it (its
+                // resizing methods take the same one); with the GIL this costs nothing.
+                pyo3::sync::critical_section::with_critical_section(chunk.as_any(), || {
+                    // SAFETY: no Python code runs while the slice is alive, and no other thread resizes
+                    // the bytearray (the GIL, or its critical section), so it stays where it is. Cut to
+                    // what is left if another thread shrank it since the count was checked.
+                    let bytes = unsafe { chunk.as_bytes_mut() };
+                    let left = count.min(bytes.len());
+                    let filled = &mut bytes[..left];
+                    decoder.feed(filled);
+                    // Zeroed once copied: a stream that claims more than it filled gets zeros (a
+                    // -32700), never the bytes of an earlier read served again.
+                    filled.fill(0);
+                });
                 Ok(count > 0)
             }
             // `readline` is bounded too, so that an endless line is never held whole.

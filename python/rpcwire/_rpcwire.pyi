@@ -120,7 +120,8 @@ class StdioTransport:
 
 @final
 class FrameDecoder:
-    """Framing without I/O: ``feed`` the bytes read, ``next`` the messages (the transport's own rules)."""
+    """Framing without I/O: ``feed`` the bytes read, ``next`` the messages (the transport's own rules). Threads
+    may share one: its calls take turns on a lock, and each message is handed out once."""
 
     def __new__(
         cls, framing: Framing = "newline", *, max_message_bytes: int = 67108864, skip_blank: bool = True

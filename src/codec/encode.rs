@@ -7,7 +7,9 @@
 use pyo3::exceptions::{PyRecursionError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use pyo3::{ffi, intern, Borrowed};
+#[cfg(not(Py_GIL_DISABLED))]
+use pyo3::Borrowed;
+use pyo3::{ffi, intern};
 use smallvec::SmallVec;
 
 use rpcwire_protocol::json::write_float_repr;
@@ -40,6 +42,7 @@ pub(crate) fn encode(out: &mut Vec<u8>, value: &Bound<'_, PyAny>) -> PyResult<()
 
 /// Whether writing `value` as a key or a value runs no Python code: an exact `str`, `int` or
 /// `float`, a `bool` or `None`.
+#[cfg(not(Py_GIL_DISABLED))] // free-threaded builds snapshot every dict (`exact_dict_members`)
 fn is_plain(value: &Bound<'_, PyAny>) -> bool {
     value.is_exact_instance_of::<PyString>()
         || value.is_exact_instance_of::<PyInt>()
@@ -187,10 +190,17 @@ impl Encoder<'_> {
             // The length is read again each time: encoding an item can run Python code. (Reading
             // past the end would raise and drop an `IndexError` at the end of each list.)
             while index < list.len() {
+                let item = match list.get_item(index) {
+                    Ok(item) => item,
+                    // Another thread shrank the list since its length was read (free-threaded builds):
+                    // its end, as when the length is read again.
+                    Err(_) if cfg!(Py_GIL_DISABLED) && index >= list.len() => break,
+                    Err(error) => return Err(error),
+                };
                 if index > 0 {
                     encoder.out.push(b',');
                 }
-                encoder.value(&list.get_item(index)?)?;
+                encoder.value(&item)?;
                 index += 1;
             }
             Ok(())
@@ -350,6 +360,7 @@ impl Encoder<'_> {
     /// `str`, `int`, `float`, `bool` or `None` are written straight from the dict, borrowed, and
     /// the snapshot is taken of the members left at the first other value, before it is written:
     /// the same members in the same state, without the cost of a snapshot of every dict.
+    #[cfg(not(Py_GIL_DISABLED))]
     fn exact_dict_members(&mut self, dict: &Bound<'_, PyDict>) -> PyResult<()> {
         let py = dict.py();
         let mut position: ffi::Py_ssize_t = 0;
@@ -378,6 +389,31 @@ impl Encoder<'_> {
                 first = false;
             }
             break;
+        }
+        Ok(())
+    }
+
+    /// The members of an exact `dict` without the GIL (free-threaded builds): the snapshot of all of
+    /// them is taken first, inside a critical section on the dict (other threads' changes to it wait),
+    /// as owned references, and then written: what is written is the dict as it was at one moment,
+    /// and nothing written can be freed by another thread meanwhile.
+    #[cfg(Py_GIL_DISABLED)]
+    fn exact_dict_members(&mut self, dict: &Bound<'_, PyDict>) -> PyResult<()> {
+        let py = dict.py();
+        let members = pyo3::sync::critical_section::with_critical_section(dict.as_any(), || {
+            let mut members: SmallVec<[_; 8]> = SmallVec::new();
+            let mut position: ffi::Py_ssize_t = 0;
+            let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+            let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+            // SAFETY: the dict is locked while `PyDict_Next` reads it, and the references it lends are
+            // made owned at once, before anything else runs.
+            while unsafe { ffi::PyDict_Next(dict.as_ptr(), &raw mut position, &raw mut key, &raw mut value) } != 0 {
+                members.push(unsafe { (Bound::from_borrowed_ptr(py, key), Bound::from_borrowed_ptr(py, value)) });
+            }
+            members
+        });
+        for (index, (key, value)) in members.iter().enumerate() {
+            self.member(index == 0, key, value)?;
         }
         Ok(())
     }

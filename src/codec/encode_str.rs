@@ -64,10 +64,12 @@ unsafe fn write_any_str(out: &mut Vec<u8>, text: *mut ffi::PyObject) -> bool {
         if ffi::PyUnicode_IS_READY(text) == 0 {
             return false;
         }
+        // A non-ASCII `str` whose UTF-8 form CPython already keeps (made by an earlier
+        // `PyUnicode_AsUTF8`: another encoder, a C API parse, pyo3's `to_str`) is escaped from
+        // those bytes, which need no narrowing; none is made for it here. Not without the GIL
+        // (3.13t): another thread may be filling that cache, its pointer and length read half-set.
+        #[cfg(not(Py_GIL_DISABLED))]
         if ffi::PyUnicode_IS_ASCII(text) == 0 {
-            // A non-ASCII `str` whose UTF-8 form CPython already keeps (made by an earlier
-            // `PyUnicode_AsUTF8`: another encoder, a C API parse, pyo3's `to_str`) is escaped from
-            // those bytes, which need no narrowing; none is made for it here.
             let compact = &*text.cast::<ffi::PyCompactUnicodeObject>();
             if !compact.utf8.is_null() {
                 let utf8_length = usize::try_from(compact.utf8_length).unwrap_or(0);

@@ -15,6 +15,9 @@ const KEY_TEXT: usize = 32;
 ///
 /// One per thread, so that a pass neither makes nor moves it: passes never nest on a thread, since
 /// no Python code (which could encode again) runs during one.
+///
+/// Free-threaded builds do not use it: there another thread may free a key once written, and a new
+/// key be made at its address within the pass (`Plain::str_key`).
 #[cfg_attr(any(PyPy, GraalPy, Py_LIMITED_API), allow(dead_code))] // there `Plain` always stops
 pub(super) struct KeyCache {
     /// The key's address, with the pass number in the top 16 bits; 0 for an empty slot.

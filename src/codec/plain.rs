@@ -2,6 +2,12 @@
 //! `bool` and `None`, written without running Python code or making an object, on borrowed references,
 //! with a depth counter and a look for circular containers only deep down; anything else stops it, and
 //! `encode` hands the value to the full `Encoder`. The hot path of every key and value is inline.
+//!
+//! On a free-threaded build (`Py_GIL_DISABLED`) other threads run while `Plain` reads, and may change
+//! or free what it reads: there a dict is walked inside a critical section on it and each member is
+//! held (an owned reference) while it is written, a list's items are taken one by one as owned
+//! references (`PyList_GetItemRef`, its length read again each time), and the `KeyCache` is not used
+//! (a freed key's address may be a new key's within the pass). The GIL build's code is unchanged.
 
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -36,11 +42,14 @@ const UNCHECKED_CYCLE_DEPTH: usize = 16;
 /// 64 bits), finite `float` (their subclasses too, whose values are read without Python code),
 /// `bool` and `None`, with keys that `json` accepts.
 ///
-/// It runs no Python code and makes no Python object, so nothing can change or free what it reads
-/// while it writes: it walks lists and dicts as they are, with borrowed references and no snapshot,
+/// It runs no Python code and makes no Python object, so (with the GIL) nothing can change or free what
+/// it reads while it writes: it walks lists and dicts as they are, with borrowed references and no snapshot,
 /// and needs neither Python's recursion check (Python code is what that bounds) nor a set of the
 /// containers open (a depth counter bounds its recursion, and circular containers are looked for
-/// only deep down). Anything else stops it, and `encode` hands the value to [`Encoder`].
+/// only deep down). Anything else stops it, and `encode` hands the value to [`Encoder`]. Without the GIL
+/// (free-threaded builds) what it reads is held or locked instead (see the module doc); the containers
+/// open are then still held by their parents' owned references, so that an address in `deep` stands
+/// for one container for as long as it is open.
 #[cfg_attr(any(PyPy, GraalPy, Py_LIMITED_API), allow(dead_code))] // there `Plain` always stops
 pub(super) struct Plain<'o> {
     out: &'o mut Vec<u8>,
@@ -69,7 +78,8 @@ extern "C" {
 /// `PyDict_Next`: the next member of `dict` after `position`, borrowed, if there is one.
 ///
 /// # Safety
-/// The GIL is held, `dict` is a live `dict`, and the pointers are valid for writes.
+/// The GIL is held (free-threaded builds: a critical section on `dict`), `dict` is a live `dict`, and
+/// the pointers are valid for writes.
 #[cfg(not(any(PyPy, GraalPy, Py_LIMITED_API)))]
 #[inline(always)]
 #[allow(clippy::inline_always)] // once per member: the call it saves is the point
@@ -105,6 +115,8 @@ impl<'o> Plain<'o> {
         let mut plain = Plain { out, depth: 0, stack: StackFloor::new(), deep: Vec::new(), keys: std::ptr::null_mut() };
         // SAFETY: the GIL is held (`value` is bound) for the whole walk, and the walk runs no Python
         // code: every object reached stays alive and unchanged, and its borrowed references valid.
+        // Free-threaded builds: `value` is alive (bound), and the walk holds or locks what it reads
+        // below it (`members`, `list`).
         unsafe { plain.value(value.as_ptr()) }
     }
 
@@ -203,9 +215,45 @@ impl<'o> Plain<'o> {
     /// # Safety
     /// As `value`, and `list` is an exact `list`.
     #[inline(never)]
+    #[cfg(not(Py_GIL_DISABLED))]
     unsafe fn list(&mut self, list: *mut ffi::PyObject) -> Result<(), Stop> {
-        // SAFETY: (the caller's) nothing changes the list while it is written.
+        // SAFETY: (the caller's) with the GIL held and no Python code run, nothing changes the list
+        // while it is written.
         unsafe { self.array(list, ffi::PyList_GET_SIZE(list), |index| ffi::PyList_GET_ITEM(list, index)) }
+    }
+
+    /// Without the GIL another thread may shrink the list or replace (and free) its items while it is
+    /// written: each item is taken as an owned reference (`PyList_GetItemRef`, which takes it safely
+    /// from a list that is changing) and held while it is written, and the length is read again
+    /// before each one, as `Encoder::list` does.
+    ///
+    /// # Safety
+    /// As `value`, and `list` is an exact `list`.
+    #[cfg(Py_GIL_DISABLED)]
+    #[inline(never)]
+    unsafe fn list(&mut self, list: *mut ffi::PyObject) -> Result<(), Stop> {
+        self.enter(list)?;
+        self.out.push(b'[');
+        let mut index = 0;
+        // SAFETY: (the caller's) `list` is alive; each item is an owned reference, released once written.
+        unsafe {
+            while index < ffi::PyList_GET_SIZE(list) {
+                let item = ffi::PyList_GetItemRef(list, index);
+                if item.is_null() {
+                    // Shrunk since its length was read: the end of the list (the `IndexError` dropped).
+                    ffi::PyErr_Clear();
+                    break;
+                }
+                let written = self.value(item);
+                ffi::Py_DECREF(item);
+                written?;
+                self.out.push(b',');
+                index += 1;
+            }
+        }
+        self.close(b']');
+        self.leave();
+        Ok(())
     }
 
     /// # Safety
@@ -243,25 +291,83 @@ impl<'o> Plain<'o> {
     unsafe fn dict(&mut self, dict: *mut ffi::PyObject) -> Result<(), Stop> {
         self.enter(dict)?;
         self.out.push(b'{');
+        // SAFETY: (the caller's)
+        unsafe { self.members(dict)? };
+        self.close(b'}');
+        self.leave();
+        Ok(())
+    }
+
+    /// # Safety
+    /// As `dict`.
+    #[cfg(not(Py_GIL_DISABLED))]
+    #[inline(always)]
+    unsafe fn members(&mut self, dict: *mut ffi::PyObject) -> Result<(), Stop> {
         let mut position: ffi::Py_ssize_t = 0;
         let mut key: *mut ffi::PyObject = std::ptr::null_mut();
         let mut value: *mut ffi::PyObject = std::ptr::null_mut();
-        // SAFETY: (the caller's) no Python code runs, so the dict does not change under
-        // `PyDict_Next`, and the references it lends stay valid.
+        // SAFETY: (the caller's) the GIL is held and no Python code runs, so the dict does not change
+        // under `PyDict_Next`, and the references it lends stay valid.
         unsafe {
             while dict_next(dict, &raw mut position, &raw mut key, &raw mut value) {
-                if ffi::Py_TYPE(key) == &raw mut ffi::PyUnicode_Type {
-                    self.str_key(key)?;
-                } else {
-                    self.key(key)?;
-                }
-                self.out.push(b':');
-                self.value(value)?;
-                self.out.push(b',');
+                self.member(key, value)?;
             }
         }
-        self.close(b'}');
-        self.leave();
+        Ok(())
+    }
+
+    /// Without the GIL, `PyDict_Next` runs inside a critical section on the dict (which other
+    /// threads' changes to it wait for), and each key and value it lends is held (an owned
+    /// reference) while it is written: a nested container's own critical section may suspend this
+    /// one while it waits, and the dict may change then, but what is being written stays alive, and
+    /// `PyDict_Next` goes on from its position in the dict as it then is.
+    ///
+    /// # Safety
+    /// As `dict`.
+    #[cfg(Py_GIL_DISABLED)]
+    #[inline(never)]
+    unsafe fn members(&mut self, dict: *mut ffi::PyObject) -> Result<(), Stop> {
+        // SAFETY: `Plain::write`'s caller holds a `Bound`: this thread is attached.
+        let py = unsafe { Python::assume_attached() };
+        // SAFETY: (the caller's) `dict` is alive.
+        let dict = unsafe { pyo3::Borrowed::from_ptr(py, dict) };
+        pyo3::sync::critical_section::with_critical_section(&dict, || {
+            let mut position: ffi::Py_ssize_t = 0;
+            let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+            let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+            // SAFETY: the dict is locked while `PyDict_Next` reads it, and its key and value are
+            // made owned before anything else runs; they are released once written.
+            unsafe {
+                while dict_next(dict.as_ptr(), &raw mut position, &raw mut key, &raw mut value) {
+                    ffi::Py_INCREF(key);
+                    ffi::Py_INCREF(value);
+                    let written = self.member(key, value);
+                    ffi::Py_DECREF(key);
+                    ffi::Py_DECREF(value);
+                    written?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// One member of a dict, and the comma after it.
+    ///
+    /// # Safety
+    /// As `value`, and `key` and `value` are alive while it runs.
+    #[inline(always)]
+    unsafe fn member(&mut self, key: *mut ffi::PyObject, value: *mut ffi::PyObject) -> Result<(), Stop> {
+        // SAFETY: (the caller's)
+        unsafe {
+            if ffi::Py_TYPE(key) == &raw mut ffi::PyUnicode_Type {
+                self.str_key(key)?;
+            } else {
+                self.key(key)?;
+            }
+            self.out.push(b':');
+            self.value(value)?;
+        }
+        self.out.push(b',');
         Ok(())
     }
 
@@ -272,8 +378,9 @@ impl<'o> Plain<'o> {
     #[inline(always)]
     unsafe fn str_key(&mut self, key: *mut ffi::PyObject) -> Result<(), Stop> {
         // The keys of the outermost dict are seldom met again: the cache is for those nested deeper,
-        // and is looked up the first time one is met.
-        if self.depth < 2 {
+        // and is looked up the first time one is met. Without the GIL a key written and released may be
+        // freed by another thread and its address be a new key's within the pass: no cache there.
+        if cfg!(Py_GIL_DISABLED) || self.depth < 2 {
             // SAFETY: (the caller's)
             return unsafe { self.str(key) };
         }

@@ -16,6 +16,7 @@ import json
 import operator
 import re
 import sys
+import sysconfig
 from typing import Any
 
 __all__ = [
@@ -50,6 +51,11 @@ _C_RECURSION_LIMIT = sys.version_info >= (3, 12)
 _JSON_PASSES_CAP = sys.version_info >= (3, 13)  # json encodes past the 2,000 levels of the cap
 
 
+# A free-threaded interpreter (3.13t, 3.14t): json's C encoder walks a dict with PyDict_Next and a list by its
+# items, borrowed, with nothing to stop another thread from changing them and freeing the members it reads.
+_FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+
+
 def _copy_first() -> bool:
     """Whether ``json`` must encode a copy cut at 2,000 levels (``_json_view``): when the recursion limit
     is raised past 2,000 on a Python whose json would follow it, or (3.13) could recurse that deep."""
@@ -70,7 +76,12 @@ def encode(value: Any, payload: Any = None) -> bytes:
     overflows, so ``payload`` is first copied as ``json`` reads it, at most 2,000 containers deep
     (see ``_json_view``), and the copy is what is encoded. On 3.13, where ``json`` goes on past 2,000
     levels at any limit, see ``_encode_capped``.
+
+    On a free-threaded interpreter, where other threads may change the caller's containers while they are
+    encoded, ``json`` encodes a snapshot of them (see ``_shared_copied``).
     """
+    if _FREE_THREADED:
+        value, payload = _shared_copied(value, payload)
     if not isinstance(payload, (list, tuple, dict)):
         text = _encode_text(value)
     elif _copy_first():
@@ -91,6 +102,86 @@ def _encode_copy(value: Any, payload: Any) -> str:
     """``value``'s text, ``json`` encoding a copy of ``payload`` cut at 2,000 levels (``_json_view``)."""
     view = _json_view(payload)
     return _encode_view_text(view if value is payload else _with_member(value, payload, view))
+
+
+_PLAIN_LEAVES = frozenset({str, int, float, bool, type(None)})
+_AS_IS = object()
+
+
+def _shared_copied(value: Any, payload: Any) -> tuple[Any, Any]:
+    """``value`` and ``payload`` for ``encode`` on a free-threaded interpreter: the caller's containers (``payload``,
+    or ``value`` itself when no payload is named: ``send``'s message) replaced by a snapshot (``_snapshot``).
+
+    ``json``'s C encoder reads a dict's members and a list's items as borrowed references, which another
+    thread can free while they are read (a crash, not an error); it reads the snapshot instead, which no
+    other thread sees. A dict is then written as it was before its first member was written, as the native
+    core writes it (``json`` from 3.12 walks it live, which only a single thread can do safely).
+    """
+    if isinstance(payload, (list, tuple, dict)):
+        copy = _snapshot(payload)
+        if copy is _AS_IS:
+            return value, payload
+        return (copy if value is payload else _with_member(value, payload, copy)), copy
+    if isinstance(value, (list, tuple, dict)):
+        copy = _snapshot(value)
+        if copy is not _AS_IS:
+            return copy, payload
+    return value, payload
+
+
+def _snapshot(value: Any) -> Any:
+    """A copy of the exact dicts, lists and tuples of ``value`` (a tuple becomes a list, which ``json`` writes
+    alike), each container's members taken in one step (``list(d.items())``, ``list(l)``: atomic on a
+    free-threaded interpreter); what they hold besides is kept as it is (``json`` calls a subclass's ``items()``
+    or ``__iter__``, or an object's methods, when it reaches them, as it would). A dict whose keys are not all
+    exact ``str``, ``int``, ``float``, ``bool`` or ``None`` becomes an ``_Items`` of its members (a dict would
+    hash them again: Python code). ``_AS_IS`` for a value nested deeper than 2,000 levels or holding a
+    container inside itself (``json`` raises its error then), or that is not an exact dict, list or tuple."""
+    if type(value) is not dict and type(value) is not list and type(value) is not tuple:
+        return _AS_IS
+    root: list[Any] = [value]
+    held: list[Any] = []  # the originals, alive until the copy is done (their ids stand for them in on_path)
+    on_path: set[int] = set()
+    # (copy holding it, slot, original, depth), or (None, None, id, 0): that container is done
+    stack: list[tuple[Any, Any, Any, int]] = [(root, 0, value, 0)]
+    while stack:
+        holder, slot, original, depth = stack.pop()
+        if holder is None:
+            on_path.discard(original)
+            continue
+        if depth > _MAX_ENCODE_DEPTH or id(original) in on_path:
+            return _AS_IS
+        if type(original) is dict:
+            members: list[tuple[Any, Any]] = list(dict.items(original))
+            plain_keys = all(type(key) in _PLAIN_LEAVES for key, _ in members)
+            copy: Any = dict(members) if plain_keys else _Items(members)
+        else:
+            copy = list(original)
+            members = list(enumerate(copy))
+        holder[slot] = copy
+        held.append(original)
+        on_path.add(id(original))
+        stack.append((None, None, id(original), 0))
+        for index in range(len(members) - 1, -1, -1):
+            key, member = members[index]
+            kind = type(member)
+            if kind is dict or kind is list or kind is tuple:
+                # A dict's copy is given the member's copy under its key, a list's at its index, an _Items' in its pair.
+                target = _PairSlot(copy.pairs, index, key) if type(copy) is _Items else copy
+                stack.append((target, key, member, depth + 1))
+    return root[0]
+
+
+class _PairSlot:
+    """Where an ``_Items`` member's copy goes: ``slot[key] = copy`` replaces pair ``index`` with ``(key, copy)``."""
+
+    __slots__ = ("index", "key", "pairs")
+
+    def __init__(self, pairs: list[Any], index: int, key: Any) -> None:
+        self.pairs, self.index, self.key = pairs, index, key
+
+    def __setitem__(self, _slot: int, copy: Any) -> None:
+        self.pairs[self.index] = (self.key, copy)
 
 
 def _encode_capped(value: Any, payload: Any) -> bytes:

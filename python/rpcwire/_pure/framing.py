@@ -15,6 +15,7 @@ more than one message, one header block and what one read returned, whatever arr
 from __future__ import annotations
 
 import re
+import threading
 from typing import cast
 
 from rpcwire._pure.codec import JSON_WHITESPACE
@@ -85,6 +86,9 @@ class FrameDecoder:
     ``max_message_bytes`` is dropped as it arrives, never held whole, and handed out as a
     :class:`~rpcwire._types.Refused`, as is a frame that cannot be read (the decoder then resynchronises
     at the next ``Content-Length``).
+
+    Threads may share one: :meth:`feed`, :meth:`close` and :meth:`next` take turns on a lock, so that each
+    message is handed out once, whole, to one caller (as the native core's ``FrameDecoder`` does).
     """
 
     def __init__(
@@ -118,6 +122,7 @@ class FrameDecoder:
         self._used = 0  # bytes of this header block read
         self._left = 0  # bytes of body still to read (or to drop)
         self._take = self._take_line if self._lines else self._take_frame
+        self._lock = threading.Lock()  # feed, close and next, from several threads: one at a time
 
     @property
     def framing(self) -> Framing:
@@ -126,6 +131,10 @@ class FrameDecoder:
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Add bytes read from the stream (``b""`` is not the end of input: see :meth:`close`)."""
+        with self._lock:
+            self._feed(data)
+
+    def _feed(self, data: bytes | bytearray | memoryview) -> None:
         if self._closed:
             raise ValueError("feed() after close(): the input has ended")
         if not self._lines:
@@ -151,15 +160,17 @@ class FrameDecoder:
     def close(self) -> None:
         """The end of input: :meth:`next` then hands out what is left (a last line without ``\\n`` is a
         message; an unfinished frame is a :class:`~rpcwire._types.Refused`) and ``None`` after it."""
-        if self._lines and not self._closed and (self._parts or self._discarding):
-            self._queue.append(self._end_line(b""))
-        self._closed = True
+        with self._lock:
+            if self._lines and not self._closed and (self._parts or self._discarding):
+                self._queue.append(self._end_line(b""))
+            self._closed = True
 
     def next(self) -> bytes | Refused | None:
         """The next message's bytes, a :class:`~rpcwire._types.Refused` for one that was dropped (logged at
         DEBUG as a server logs its answer), or ``None`` when more input is needed (or, after :meth:`close`,
         when nothing is left). A blank line is skipped, or handed out with ``skip_blank=False``."""
-        message = self._next_message(self._skip_blank)
+        with self._lock:
+            message = self._next_message(self._skip_blank)
         if isinstance(message, Refused):
             answer_refused(message)
         return message
