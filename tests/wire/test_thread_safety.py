@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-import rpcwire.pure.codec as pure_codec
+import rpcwire._pure.codec as pure_codec
 from rpcwire._types import Refused
 
 REQUEST = b'{"jsonrpc":"2.0","method":"a","id":1}'
