@@ -27,7 +27,7 @@ import subprocess
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from rpcwire import _answer, _engine
 from rpcwire._context import running_request
@@ -178,7 +178,7 @@ class AsyncClient(_Peer):
         max_batch: int | None = DEFAULT_MAX_BATCH,
         framing: Framing = "newline",
         stderr: StderrOption = "inherit",
-    ) -> _Spawning:
+    ) -> Opening[AsyncClient]:
         """Start ``argv`` and talk to it over its stdin and stdout (see :meth:`Client.spawn`, ``stderr``
         included: a callable is called on the event loop, so it must not block). Awaited, the client
         (``client = await AsyncClient.spawn(argv)``); or ``async with AsyncClient.spawn(argv) as client:``,
@@ -195,7 +195,7 @@ class AsyncClient(_Peer):
         starting = cls._spawn(
             argv, cwd=cwd, env=env, handler=handler, dialect=dialect, timeout=timeout, tail=tail, **limits
         )
-        return _Spawning(starting)
+        return Opening(starting)
 
     @classmethod
     async def _spawn(
@@ -619,19 +619,22 @@ class AsyncClient(_Peer):
         await self.close()
 
 
-class _Spawning(Awaitable[AsyncClient]):
-    """What :meth:`AsyncClient.spawn` returns: awaited, the client; as ``async with``, the client, closed at
-    the end (as ``AsyncWebSocketClient.connect``'s)."""
+OpenedClient = TypeVar("OpenedClient", bound=AsyncClient)
 
-    def __init__(self, starting: Coroutine[Any, Any, AsyncClient]) -> None:
-        self._starting = starting
-        self._client: AsyncClient | None = None
 
-    def __await__(self) -> Generator[Any, None, AsyncClient]:
-        return self._starting.__await__()
+class Opening(Awaitable[OpenedClient]):
+    """What :meth:`AsyncClient.spawn` and ``AsyncWebSocketClient.connect`` return: awaited, the client; as
+    ``async with``, the client, closed at the end."""
 
-    async def __aenter__(self) -> AsyncClient:
-        self._client = await self._starting
+    def __init__(self, opening: Awaitable[OpenedClient]) -> None:
+        self._opening = opening
+        self._client: OpenedClient | None = None
+
+    def __await__(self) -> Generator[Any, None, OpenedClient]:
+        return self._opening.__await__()
+
+    async def __aenter__(self) -> OpenedClient:
+        self._client = await self._opening
         return self._client
 
     async def __aexit__(

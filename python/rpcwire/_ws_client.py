@@ -26,12 +26,12 @@ import contextlib
 import logging
 import ssl
 import urllib.parse
-from collections.abc import Awaitable, Generator, Sequence
-from types import TracebackType
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from rpcwire import _async_client
-from rpcwire._http_client import HttpError, Verify, _tls_context, _untrusted
+from rpcwire._http_client_tls import Verify, _tls_context, _untrusted
+from rpcwire._http_client_wire import HttpError
 from rpcwire._id_null_ledger import _Sent
 from rpcwire._types import DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES, Handler, Response
 
@@ -117,7 +117,7 @@ class AsyncWebSocketClient(_async_client.AsyncClient):
         raise TypeError("use `await AsyncWebSocketClient.connect(url)` (or `async with ... .connect(url)`)")
 
     @classmethod
-    async def spawn(cls, *args: Any, **kwargs: Any) -> NoReturn:  # no docstring: not in the reference
+    def spawn(cls, *args: Any, **kwargs: Any) -> NoReturn:  # no docstring: not in the reference
         # AsyncClient's, which starts a process: a WebSocket client only connects to a URL.
         raise TypeError("AsyncWebSocketClient connects to a URL: `await AsyncWebSocketClient.connect(url)`")
 
@@ -138,7 +138,7 @@ class AsyncWebSocketClient(_async_client.AsyncClient):
         max_batch: int | None = DEFAULT_MAX_BATCH,
         verify: Verify = True,
         **options: Any,
-    ) -> _Connecting:
+    ) -> _async_client.Opening[AsyncWebSocketClient]:
         """Open a connection to ``url`` (awaited, or used as ``async with``). ``headers``: sent with the handshake
         (``Authorization``...); ``origin``: the ``Origin`` header (a browser's; none by default); ``subprotocols``:
         offered (``jsonrpc``); ``open_timeout``: for the handshake (a refused one raises
@@ -148,7 +148,7 @@ class AsyncWebSocketClient(_async_client.AsyncClient):
         system's trust store), a CA bundle's path, an ``ssl.SSLContext``, or ``False`` (no check). Proxies are
         the library's (``proxy=``; by default ``HTTPS_PROXY``, ``NO_PROXY``... from the environment). Other
         keywords go to ``websockets.asyncio.client.connect`` (``ping_interval``, ``compression``...)."""
-        return _Connecting(
+        return _async_client.Opening(
             cls._open(
                 url,
                 headers=headers,
@@ -273,25 +273,3 @@ class AsyncWebSocketClient(_async_client.AsyncClient):
 
     async def __aenter__(self) -> AsyncWebSocketClient:  # (the type; AsyncClient's __aexit__ closes)
         return self
-
-
-class _Connecting(Awaitable[AsyncWebSocketClient]):
-    """What :meth:`AsyncWebSocketClient.connect` returns: awaited, the client; as ``async with``, the client,
-    closed at the end."""
-
-    def __init__(self, opening: Awaitable[AsyncWebSocketClient]) -> None:
-        self._opening = opening
-        self._client: AsyncWebSocketClient | None = None
-
-    def __await__(self) -> Generator[Any, None, AsyncWebSocketClient]:
-        return self._opening.__await__()
-
-    async def __aenter__(self) -> AsyncWebSocketClient:
-        self._client = await self._opening
-        return self._client
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
-    ) -> None:
-        if self._client is not None:
-            await self._client.close()
