@@ -14,7 +14,7 @@ import rpcwire
 from rpcwire._contract import ErrorAnswer, LoneOutcome, ReadFailed, ReadOn, Unsent
 
 PACKAGE = Path(rpcwire.__file__).parent
-LAYOUT = (PACKAGE.parents[1] / "docs" / "development.md").read_text(encoding="utf-8")
+DEVELOPMENT = PACKAGE.parents[1] / "docs" / "development.md"  # beside the source tree, not an installed package
 MAX_LINES = 800
 
 # The clients' modules, each of one concern (docs/development.md, "Layout").
@@ -51,7 +51,9 @@ def test_a_client_module_is_read_in_a_sitting(name: str) -> None:
 
 @pytest.mark.parametrize("name", CLIENTS)
 def test_a_client_module_is_in_the_layout(name: str) -> None:
-    assert f"`{Path(name).name}`" in LAYOUT
+    if not DEVELOPMENT.exists():
+        pytest.skip("no source tree: the installed package has no docs/development.md beside it")
+    assert f"`{Path(name).name}`" in DEVELOPMENT.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("name", ["_client.py", "_client_reading.py", "_pure/client_pipe.py"])

@@ -191,7 +191,8 @@ def test_a_call_that_writes_no_notification_runs_where_the_plain_path_runs_it(mo
 
         reply = asyncio.run(main())
         ((thread, tasks),) = seen
-        assert tasks == 2  # this test's main and wait_for's task, which runs the app: nothing else
+        # This test's main and, before 3.12, wait_for's task, which runs the app: nothing else.
+        assert tasks <= 2
         assert (thread == threading.get_ident()) is (mode != "asgi-thread")
     assert (reply.headers["content-type"], json.loads(reply.body)) == ("application/json", ok(1, "here"))
 
@@ -333,7 +334,7 @@ def test_a_client_gone_mid_stream_cancels_the_call_and_the_rest_of_its_batch(mod
         await ASGIApp(handler)(scope(body, MCP_ACCEPT), receive, send)
         task = asyncio.current_task()
         assert task is not None
-        cancelling.append(task.cancelling())
+        cancelling.append(task.cancelling() if hasattr(task, "cancelling") else 0)  # 3.11+
         await asyncio.sleep(0)  # and no cancellation left pending on this task
 
     asyncio.run(asyncio.wait_for(main(), 30))

@@ -26,6 +26,8 @@ MKDOCS = ROOT / ".venv-docs" / "bin" / "mkdocs"
 
 
 def _checker() -> ModuleType:
+    if not (ROOT / "python" / "rpcwire").is_dir():
+        pytest.skip("no source tree: the checker reads the public names from python/rpcwire (an installed wheel's run)")
     spec = importlib.util.spec_from_file_location("check_reference", ROOT / "docs" / "tools" / "check_reference.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
