@@ -20,7 +20,6 @@ import re
 import socket
 import ssl
 import subprocess
-import sys
 import threading
 import time
 import urllib.parse
@@ -227,15 +226,6 @@ class InLoop:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
         self.loop.close()
-
-
-# Python 3.10's asyncio leaves an SSL transport to the garbage collector after a refused or unverified handshake
-# ("Exception ignored in _SSLProtocolTransport.__del__"), which pytest turns into an error; 3.11 closes it.
-SSL_TRANSPORT_LEFT_ON_310 = (
-    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-    if sys.version_info < (3, 11)
-    else pytest.mark.skipif(False, reason="3.11 and later close the transport")
-)
 
 
 @contextlib.contextmanager
@@ -792,7 +782,6 @@ def test_verify_is_checked_when_the_client_is_made(impl: ModuleType, tmp_path: P
             client("https://localhost/rpc", verify=False, session=object())
 
 
-@SSL_TRANSPORT_LEFT_ON_310
 @pytest.mark.parametrize("verify", ["default", "ca-path", "context", "off"])
 def test_the_websocket_client_takes_verify_as_the_http_clients(
     impl: ModuleType, verify: str, certificate: tuple[Path, Path]
@@ -978,7 +967,6 @@ def test_no_proxy_goes_direct(impl: ModuleType, kind: str, monkeypatch: pytest.M
         assert len(proxy.heads) == 1
 
 
-@SSL_TRANSPORT_LEFT_ON_310
 @BOTH
 def test_a_proxy_refusing_the_tunnel_fails_naming_its_variable(
     impl: ModuleType, kind: str, monkeypatch: pytest.MonkeyPatch
