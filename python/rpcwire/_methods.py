@@ -7,7 +7,7 @@ passed positionally, object params by name (the members the engine reads, MCP's 
 arguments. Whether the params fit the function is checked (``inspect.signature(...).bind``; for a sync function
 only once its call raised ``TypeError``: params that do not fit raise it before the function's body runs): when
 they do not, the answer is -32602 whose ``data`` lists what does not fit, as a typed function's errors are
-listed (``rpcwire._typed.binding_errors``: ``{"path": ["b"], "expected": "int", "got": "missing"}``); an
+listed (``rpcwire._typed_function.binding_errors``: ``{"path": ["b"], "expected": "int", "got": "missing"}``); an
 exception raised inside the function is answered as any handler's (a ``TypeError`` there is -32603, never
 -32602). An unknown method is -32601.
 
@@ -19,7 +19,7 @@ function ``asyncio.to_thread`` of it (never run on the loop).
 The registry describes itself from its functions (``_schema.py``): ``openrpc()`` (with ``discover=True`` also
 the answer to ``rpc.discover``) and ``mcp_tools()``.
 
-Annotations (``rpcwire._typed``): a function with any annotation has its arguments checked against them before
+Annotations (``rpcwire._typed_function``): a function with any annotation has its arguments checked against them before
 it is called (-32602 with the errors in ``data``) and receives them converted (dataclasses, tuples, enums,
 pydantic models); its result is converted for the encoder (dataclasses, pydantic models). Compiled once in
 ``add()``; a function without annotations is called exactly as before. Missing or extra arguments are checked
@@ -35,7 +35,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
 from rpcwire._schema import mcp_tool, openrpc_document
-from rpcwire._typed import Typed, binding_errors, compile_function, cut
+from rpcwire._typed import cut
+from rpcwire._typed_function import Typed, binding_errors, compile_function
 from rpcwire._types import InvalidParams, MethodNotFound
 
 __all__ = ["Methods", "methods"]

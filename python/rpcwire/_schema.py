@@ -35,7 +35,7 @@ import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from typing import Annotated, Any
 
-from rpcwire._typed import constraints
+from rpcwire._typed_constraints import constraints
 
 __all__ = ["OPENRPC_VERSION", "describe_method", "mcp_tool", "openrpc_document", "schema_of"]
 
@@ -140,8 +140,8 @@ class _Schemas:
 
     def _annotated(self, annotation: Any, args: tuple[Any, ...]) -> dict[str, Any]:
         base, *metadata = args
-        # A dict's members as the checking takes them (rpcwire._typed.constraints): the keywords it enforces and
-        # the annotations; a keyword it does not enforce is not advertised.
+        # A dict's members as the checking takes them (rpcwire._typed_constraints.constraints): the keywords it
+        # enforces and the annotations; a keyword it does not enforce is not advertised.
         keywords: dict[str, Any] = {}
         for item in metadata:
             if isinstance(item, Mapping):
