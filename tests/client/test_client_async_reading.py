@@ -81,6 +81,33 @@ def write(sock: socket.socket, data: bytes, trickle: bool) -> None:
     sock.shutdown(socket.SHUT_WR)
 
 
+class Requests:
+    """The server's side of the socket, read: the requests the client wrote (``rpcwire.FrameDecoder``), so that a
+    test waits for the peer to have seen a call (written, hence waiting for its answer), not for a client's
+    private state."""
+
+    def __init__(self, sock: socket.socket, framing: str) -> None:
+        self.sock = sock
+        self.decoder = rpcwire.FrameDecoder(framing)  # type: ignore[arg-type]
+        self.seen: list[Any] = []
+
+    def until(self, count: int) -> list[Any]:
+        """Read until ``count`` requests in all have come (10 s at most); their ids, in the order written."""
+        self.sock.settimeout(10)
+        try:
+            while len(self.seen) < count:
+                message = self.decoder.next()
+                if message is None:
+                    chunk = self.sock.recv(65536)
+                    assert chunk, "the client closed before it wrote its calls"
+                    self.decoder.feed(chunk)
+                else:
+                    self.seen.append(json.loads(message)["id"])  # type: ignore[arg-type]
+        finally:
+            self.sock.settimeout(None)
+        return self.seen
+
+
 def outcomes(results: list[Any]) -> list[Any]:
     """Each call's result, or "unanswered" (it timed out, or the connection ended before its answer came)."""
     return ["unanswered" if isinstance(r, (TimeoutError, rpcwire.ConnectionClosed)) else r for r in results]
@@ -94,8 +121,8 @@ def read_async(impl: ModuleType, framing: str, data: bytes, trickle: bool) -> li
         client = impl.AsyncClient(reader, writer, framing=framing, max_message_bytes=200)
         try:
             calls = [asyncio.ensure_future(client.call("m", timeout=WAIT)) for _ in range(CALLS)]
-            while len(client._pending) < CALLS:  # every call waits before any answer comes
-                await asyncio.sleep(0.001)
+            # Every call written (so waiting) before any answer comes.
+            assert await asyncio.to_thread(Requests(server, framing).until, CALLS) == list(range(1, CALLS + 1))
             writing = asyncio.ensure_future(asyncio.to_thread(write, server, data, trickle))
             results = await asyncio.gather(*calls, return_exceptions=True)
             await writing
@@ -124,13 +151,12 @@ def read_threaded(impl: ModuleType, framing: str, data: bytes) -> list[Any]:
             results[index] = exc
 
     threads = []
+    requests = Requests(server, framing)
     try:
         for index in range(CALLS):  # one at a time, so that call index+1 has id index+1
             threads.append(threading.Thread(target=call, args=(index,)))
             threads[-1].start()
-            deadline = time.monotonic() + 10
-            while len(client._pending) <= index and time.monotonic() < deadline:
-                time.sleep(0.001)
+            assert requests.until(index + 1)[index] == index + 1  # written: it waits for its answer
         write(server, data, trickle=False)
         for thread in threads:
             thread.join(30)
