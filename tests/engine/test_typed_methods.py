@@ -14,6 +14,7 @@ import logging
 import subprocess
 import sys
 import textwrap
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -356,18 +357,43 @@ def test_plain_results_are_not_walked() -> None:
     assert registry("untyped_top", [1]) is data
 
 
+class Boom(Exception):
+    """What a test's function raises, for its traceback."""
+
+
+def checking_frames(registry: Any, method: str, params: Any) -> list[str]:
+    """The frames of the typed checking (``rpcwire/_typed*.py``) that the traceback of an exception raised in the
+    function passes through, as a user reads it in a log."""
+    with pytest.raises(Boom) as raised:
+        registry(method, params)
+    return [frame.name for frame in traceback.extract_tb(raised.tb) if Path(frame.filename).name.startswith("_typed")]
+
+
 def test_unannotated_functions_are_called_as_before() -> None:
-    """No annotation: the registry calls the function itself (no checking, no conversion)."""
+    """No annotation: the registry calls the function itself (no checking, no conversion): what it is given and
+    what it returns are the objects themselves, and no frame of the checking stands between the registry and it."""
 
     def add(a, b):  # type: ignore[no-untyped-def]
+        if a == "boom":
+            raise Boom
         return a + b
 
     def returns_only(a, b) -> int:  # type: ignore[no-untyped-def]
+        if a == "boom":
+            raise Boom
+        return (a, b)  # type: ignore[no-any-return]
+
+    def annotated(a: str, b):  # type: ignore[no-untyped-def]
+        if a == "boom":
+            raise Boom
         return a + b
 
-    registry = rpcwire.methods({"add": add, "returns_only": returns_only})
-    assert registry._typed["add"] is None and registry._calls["add"] is add
-    assert registry._calls["returns_only"] is returns_only  # -> int alone checks and converts nothing
+    registry = rpcwire.methods({"add": add, "returns_only": returns_only, "annotated": annotated})
+    assert checking_frames(registry, "add", ["boom", 1]) == []
+    assert checking_frames(registry, "returns_only", ["boom", 1]) == []  # -> int alone checks and converts nothing
+    assert checking_frames(registry, "annotated", ["boom", 1]) != []  # (what a checked call shows)
+    given = object()
+    assert registry("returns_only", [given, given]) == (given, given)  # a tuple, as returned: not converted
     assert registry("add", ["a", "b"]) == "ab"
 
 
