@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import io
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
@@ -573,6 +576,32 @@ def refused_by_nobody(caplog: pytest.LogCaptureFixture) -> bool:
     return not any("id null" in record.getMessage() for record in caplog.records)
 
 
+DROPPED = re.compile(r"dropped an answer to no call waiting for it \(id (\d+)\)")
+
+
+def dropped_ids(records: list[logging.LogRecord]) -> set[int]:
+    """The ids of the answers the client dropped as answering no call, from its warnings."""
+    return {int(found[1]) for record in records if (found := DROPPED.search(record.getMessage()))}
+
+
+def nothing_waits(client: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """No call of ``client`` waits for its answer any more, as a user sees it: the server answers every call made
+    before again (``answer_again``), and the client drops each of those answers as answering no call (a warning
+    naming its id); a call still waiting would take its answer silently."""
+    start = len(caplog.records)
+    with caplog.at_level(logging.WARNING, "rpcwire.client"):
+        earlier = client.call("answer_again")
+    assert earlier > 0 and set(range(1, earlier + 1)) <= dropped_ids(caplog.records[start:])
+
+
+async def nothing_waits_async(client: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """``nothing_waits`` for an ``AsyncClient``."""
+    start = len(caplog.records)
+    with caplog.at_level(logging.WARNING, "rpcwire.client"):
+        earlier = await client.call("answer_again")
+    assert earlier > 0 and set(range(1, earlier + 1)) <= dropped_ids(caplog.records[start:])
+
+
 @pytest.mark.usefixtures("reading")
 def test_a_message_over_the_clients_limits_fails_at_once_and_is_not_sent(
     impl: ModuleType, caplog: pytest.LogCaptureFixture
@@ -589,7 +618,7 @@ def test_a_message_over_the_clients_limits_fails_at_once_and_is_not_sent(
         assert time.monotonic() - started < 10
         assert same(client.call("echo", {"deep": nested_list(120)}), {"deep": nested_list(120)})  # within the limit
         assert len(client.batch([("add", [i, i]) for i in range(1_000)])) == 1_000
-        assert client._pending == {}
+        nothing_waits(client, caplog)
     assert refused_by_nobody(caplog)  # the server never saw them (it would have answered with id null)
     with impl.Client.spawn(argv(impl), timeout=30, max_message_bytes=1_000) as small:
         with pytest.raises(ValueError, match="max_message_bytes"):
@@ -605,7 +634,7 @@ def test_async_client_checks_its_limits_before_sending(impl: ModuleType, caplog:
             with pytest.raises(ValueError, match="max_batch"):
                 await client.batch([("add", [i, i]) for i in range(1_001)])
             assert await client.call("add", [1, 2]) == 3
-            assert client._pending == {}
+            await nothing_waits_async(client, caplog)
 
     with caplog.at_level(logging.WARNING, "rpcwire.client"):
         asyncio.run(asyncio.wait_for(main(), 60))
@@ -658,7 +687,7 @@ def test_an_error_with_id_null_fails_the_call_or_batch_it_answers(
         assert held.value.code == rpcwire.ERR_PARSE
         client.notify("echo", {"deep": nested_list(200)})  # refused too: an error that answers no call
         assert client.call("add", [2, 2]) == 4
-        assert client._pending == {}
+        nothing_waits(client, caplog)
     assert "refused a notification" in caplog.text
 
 
@@ -1130,6 +1159,13 @@ def test_async_client_reads_frames_with_the_cores_tolerant_reader(impl: ModuleTy
 # --- an interrupt while waiting -------------------------------------------------------------------
 
 
+class Progress:
+    """An ``on_progress`` callback a test can watch being released (a weak reference to it)."""
+
+    def __call__(self, *event: Any) -> None:
+        return None
+
+
 class Interrupted(BaseException):
     """What the test's signal handler raises (a KeyboardInterrupt that pytest would take for its own)."""
 
@@ -1168,10 +1204,14 @@ def test_an_interrupt_while_waiting_leaves_nothing_pending(
         interrupt_in(0.5)
         with pytest.raises(Interrupted):
             client.batch([("nap", [1.5]), ("nap", [1.5]), ("add", [1, 2])])
-        assert client._pending == {} and client._progress == {}
         interrupt_in(0.5)
+        on_progress = Progress()
+        released = weakref.ref(on_progress)
         with pytest.raises(Interrupted):
-            client.call("nap", {"seconds": 1.5}, on_progress=lambda *event: None)
-        assert client._pending == {} and client._progress == {}
+            client.call("nap", {"seconds": 1.5}, on_progress=on_progress)
+        del on_progress
+        gc.collect()
+        assert released() is None  # the interrupted call keeps nothing of its caller's
         assert client.call("nap", [2.0]) == "napped"  # the interrupted ones' late answers came meanwhile
         assert client.call("add", [1, 2]) == 3
+        nothing_waits(client, caplog)

@@ -17,6 +17,20 @@ from types import ModuleType
 from typing import Any
 
 
+def answer_again_on(rpc: ModuleType) -> Any:
+    """The method ``answer_again`` on implementation ``rpc`` (stdio only)."""
+
+    def answer_again() -> int:
+        """Answers again every call made before this one (ids 1 to this one's less one, each ``"again"``), then
+        answers how many: a client with nothing in flight drops each as an answer to no call."""
+        own = rpc.current_request().id
+        again = [json.dumps({"jsonrpc": "2.0", "id": id_, "result": "again"}).encode() for id_ in range(1, own)]
+        transport._write_lines(again)
+        return len(again)
+
+    return answer_again
+
+
 def handler(rpc: ModuleType) -> Any:
     """The test methods, on implementation ``rpc``."""
     cancelled: list[Any] = []
@@ -106,6 +120,7 @@ def handler(rpc: ModuleType) -> Any:
         invalid,
         announce,
         announce_later,
+        answer_again_on(rpc),
         crash,
         trace,
         relay,
