@@ -19,7 +19,7 @@ ANSWER = b'{"jsonrpc":"2.0","id":1,"result":25}'
 _HEADERS = [("Content-Type", "application/json"), ("Content-Length", str(len(ANSWER)))]
 
 
-def add(a: float, b: float) -> float:
+def add(a: int, b: int) -> int:
     return a + b
 
 

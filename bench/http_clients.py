@@ -72,7 +72,8 @@ class Server:
         listener.listen(128)
         listener.set_inheritable(True)
         self.port = listener.getsockname()[1]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "python"), str(HERE)])}
+        paths = [str(ROOT / "python"), str(HERE), os.environ.get("PYTHONPATH", "")]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
         command = [part.replace("{fd}", str(listener.fileno())) for part in UVICORN]
         self.process = subprocess.Popen(command, pass_fds=(listener.fileno(),), env=env, cwd=HERE)
         listener.close()
