@@ -350,7 +350,9 @@ def in_process(repeats: int, calls: int) -> list[dict[str, Any]]:
     loop = asyncio.new_event_loop()  # one loop for every ASGI app's runs, as a server's
     lifespans: dict[Any, contextlib.AsyncExitStack] = {}
 
-    def wsgi(app: Any, call: Call = ADD) -> Callable[[], Any]:
+    peer_calls = max(100, calls // 8)  # the peers are slower by 10 to 300 times: an eighth as many calls each
+
+    def wsgi(app: Any, call: Call = ADD, calls: int = calls) -> Callable[[], Any]:
         def run() -> None:
             start_response = lambda status, headers, exc_info=None: None  # noqa: E731
             for _ in range(calls):
@@ -361,7 +363,7 @@ def in_process(repeats: int, calls: int) -> list[dict[str, Any]]:
 
         return run
 
-    def asgi(app: Any, call: Call = ADD) -> Callable[[], Any]:
+    def asgi(app: Any, call: Call = ADD, calls: int = calls) -> Callable[[], Any]:
         message = {"type": "http.request", "body": call.body, "more_body": False}
         headers = [(b"host", b"127.0.0.1:8000"), (b"content-length", b"%d" % len(call.body))]
         headers += [(name.lower().encode(), value.encode()) for name, value in call.headers.items()]
@@ -390,26 +392,29 @@ def in_process(repeats: int, calls: int) -> list[dict[str, Any]]:
     apps: dict[str, tuple[str, Callable[[], Any]]] = {
         "WSGI floor": ("floor", wsgi(http_apps.floor_wsgi)),
         "rpcwire WSGIApp": ("WSGI floor", wsgi(http_apps.rpcwire_wsgi)),
-        "json-rpc, minimal WSGI": ("WSGI floor", lambda: wsgi(http_apps.peer_json_rpc_wsgi)),
-        "jsonrpcserver, minimal WSGI": ("WSGI floor", lambda: wsgi(http_apps.peer_jsonrpcserver_wsgi)),
-        "jsonrpcserver on Flask": ("WSGI floor", lambda: wsgi(http_apps.peer_jsonrpcserver_flask)),
+        "json-rpc, minimal WSGI": ("WSGI floor", lambda: wsgi(http_apps.peer_json_rpc_wsgi, ADD, peer_calls)),
+        "jsonrpcserver, minimal WSGI": (
+            "WSGI floor",
+            lambda: wsgi(http_apps.peer_jsonrpcserver_wsgi, ADD, peer_calls),
+        ),
+        "jsonrpcserver on Flask": ("WSGI floor", lambda: wsgi(http_apps.peer_jsonrpcserver_flask, ADD, peer_calls)),
         "ASGI floor": ("floor", asgi(http_apps.floor_asgi)),
         "rpcwire ASGIApp, run_sync_inline": ("ASGI floor", asgi(http_apps.rpcwire_asgi_inline)),
         "rpcwire ASGIApp": ("ASGI floor", asgi(http_apps.rpcwire_asgi)),
-        "fastapi-jsonrpc": ("ASGI floor", lambda: asgi(http_apps.peer_fastapi_jsonrpc, BY_NAME)),
-        "MCP SDK streamable HTTP": ("ASGI floor", lambda: asgi(http_apps.peer_mcp, MCP_CALL)),
+        "fastapi-jsonrpc": ("ASGI floor", lambda: asgi(http_apps.peer_fastapi_jsonrpc, BY_NAME, peer_calls)),
+        "MCP SDK streamable HTTP": ("ASGI floor", lambda: asgi(http_apps.peer_mcp, MCP_CALL, peer_calls)),
     }
-    runners: dict[str, tuple[str, Callable[[], Any]]] = {}
+    runners: dict[str, tuple[str, Callable[[], Any], int]] = {}
     for name, (floor, run) in apps.items():
         if name.endswith("floor") or name.startswith("rpcwire"):
-            runners[name] = (floor, run)
+            runners[name] = (floor, run, calls)
             continue
         try:
-            runners[name] = (floor, run())  # the peer built (and imported) here
+            runners[name] = (floor, run(), peer_calls)  # the peer built (and imported) here
         except ImportError as exc:
             sys.stderr.write(f"{name}: {exc}: left out\n")
     try:
-        return _timed(runners, repeats, calls)
+        return _timed(runners, repeats)
     finally:
         for stack in lifespans.values():
             loop.run_until_complete(stack.aclose())
@@ -417,12 +422,13 @@ def in_process(repeats: int, calls: int) -> list[dict[str, Any]]:
         loop.close()
 
 
-def _timed(runners: dict[str, tuple[str, Callable[[], Any]]], repeats: int, calls: int) -> list[dict[str, Any]]:
-    """Each runner ``repeats`` times, interleaved, after an untimed warm-up: medians of µs per call."""
+def _timed(runners: dict[str, tuple[str, Callable[[], Any], int]], repeats: int) -> list[dict[str, Any]]:
+    """Each runner (its floor, its run of N calls, N) ``repeats`` times, interleaved, after an untimed warm-up:
+    medians of µs per call."""
     wall: dict[str, list[float]] = {name: [] for name in runners}
     cpu: dict[str, list[float]] = {name: [] for name in runners}
     for repeat in range(repeats + 1):
-        for name, (_, run) in runners.items():
+        for name, (_, run, calls) in runners.items():
             begun, begun_cpu = time.perf_counter(), time.process_time()
             run()
             if repeat:
@@ -430,7 +436,7 @@ def _timed(runners: dict[str, tuple[str, Callable[[], Any]]], repeats: int, call
                 wall[name].append((time.perf_counter() - begun) / calls * 1e6)
     return [
         {"name": name, "floor": floor, "us": statistics.median(wall[name]), "cpu_us": statistics.median(cpu[name])}
-        for name, (floor, _) in runners.items()
+        for name, (floor, _, _) in runners.items()
     ]
 
 
@@ -601,7 +607,8 @@ def in_process_report(alone: list[dict[str, Any]]) -> str:
     lines = [
         "",
         "The applications alone (no server, no socket; µs per call, a fresh WSGI environ included; the peers with"
-        " their own request, as above; medians of 15 runs of 4,000, interleaved; CPU: the process's, all threads):",
+        " their own request, as above; medians of 15 runs of 4,000, the peers 500, interleaved; CPU: the process's,"
+        " all threads):",
         "",
     ]
     lines += [
