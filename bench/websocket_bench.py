@@ -47,7 +47,6 @@ from typing import Any
 
 import rpcwire
 from http_clients import tree_cpu_ns
-from websockets.asyncio.client import connect
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -151,6 +150,8 @@ def bare_http(port: int) -> Runner:
 
 
 def bare_websocket(port: int) -> Runner:
+    from websockets.asyncio.client import connect  # noqa: PLC0415 - the end-to-end part only
+
     async def run(method: str, calls: int, window: int) -> None:
         async with connect(f"ws://127.0.0.1:{port}/", compression=None) as ws:
             sent = 0
@@ -243,6 +244,23 @@ def in_process_app(inline: bool = False) -> Any:
     return ASGIApp(rpcwire.methods({"add": add, "add_sync": add_sync}), websocket=True, run_sync_inline=inline)
 
 
+async def floor_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """The floor of both transports: each message's id read with ``json`` and a constant result answered, no
+    JSON-RPC (a POST's body, or each frame on one connection): what the harness and the ASGI calls cost alone."""
+    if scope["type"] == "http":
+        body = json.loads((await receive())["body"])
+        answer = json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": 25}).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(answer))]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": answer})
+        return
+    await receive()  # websocket.connect
+    await send({"type": "websocket.accept"})
+    while (event := await receive())["type"] == "websocket.receive":
+        frame = json.loads(event["text"])
+        await send({"type": "websocket.send", "text": json.dumps({"jsonrpc": "2.0", "id": frame["id"], "result": 25})})
+
+
 async def post_in_process(app: Any, method: str, calls: int, window: int) -> None:
     """``calls`` POSTs to ``app`` as uvicorn makes them (a ``receive`` giving the body whole), ``window`` at once."""
     counter = iter(range(calls))
@@ -330,10 +348,10 @@ def loop_turns(app: Any, transport: str, method: str, calls: int, window: int) -
 def in_process(calls: int, repeats: int, window: int) -> list[dict[str, Any]]:
     """Each cell (handler x mode x transport) in process, ``repeats`` runs of ``calls``, interleaved: medians of
     the process's CPU and of the time per call, and the loop's turns and callbacks per call."""
-    app = in_process_app()
+    apps = {"floor": floor_app, "async": in_process_app(), "sync": in_process_app()}
     cells = [
         (handler, mode, transport)
-        for handler in ("async", "sync")
+        for handler in apps
         for mode in ("ping-pong", f"{window} in flight")
         for transport in ("HTTP", "WebSocket")
     ]
@@ -344,14 +362,14 @@ def in_process(calls: int, repeats: int, window: int) -> list[dict[str, Any]]:
             method = "add" if handler == "async" else "add_sync"
             width = 1 if mode == "ping-pong" else window
             begun, begun_cpu = time.perf_counter(), time.process_time()
-            asyncio.run(IN_PROCESS[transport](app, method, calls, width))
+            asyncio.run(IN_PROCESS[transport](apps[handler], method, calls, width))
             if repeat:
                 cpu[handler, mode, transport].append((time.process_time() - begun_cpu) / calls * 1e6)
                 wall[handler, mode, transport].append((time.perf_counter() - begun) / calls * 1e6)
     rows = []
     for handler, mode, transport in cells:
         method = "add" if handler == "async" else "add_sync"
-        turns, callbacks = loop_turns(app, transport, method, 200, 1 if mode == "ping-pong" else window)
+        turns, callbacks = loop_turns(apps[handler], transport, method, 200, 1 if mode == "ping-pong" else window)
         rows.append(
             {"handler": handler, "mode": mode, "transport": transport}
             | {"us": statistics.median(wall[handler, mode, transport])}
@@ -363,7 +381,8 @@ def in_process(calls: int, repeats: int, window: int) -> list[dict[str, Any]]:
 def in_process_report(rows: list[dict[str, Any]], calls: int, repeats: int) -> str:
     by = {(row["handler"], row["mode"], row["transport"]): row for row in rows}
     lines = [
-        f"In process (no server, no socket): one ASGIApp, {calls:,} calls per cell, medians of {repeats} interleaved"
+        f"In process (no server, no socket): one ASGIApp (floor: an app that answers each message's id with a"
+        f" constant, no JSON-RPC), {calls:,} calls per cell, medians of {repeats} interleaved"
         f" runs; CPU: the process's (all threads); loop turns and callbacks per call counted; Python"
         f" {platform.python_version()}, load average {os.getloadavg()[0]:.2f}.",
         "",
