@@ -414,10 +414,11 @@ async def measure(server: Server, runner: Runner, method: str, calls: int, windo
 
 
 def count(cell: str, calls: int) -> None:
-    """``calls`` calls of one in-process cell (``HANDLER/TRANSPORT``, ping-pong), nothing else: for callgrind, whose
-    counts of N and 2N calls differ by the cell's instructions for N calls, whatever the machine's load."""
+    """``calls`` calls of one in-process cell (``HANDLER/TRANSPORT``: async, sync or floor; HTTP or WebSocket;
+    ping-pong), nothing else: for callgrind, whose counts of N and 2N calls differ by the cell's instructions for N
+    calls, whatever the machine's load."""
     handler, transport = cell.split("/")
-    app = in_process_app()
+    app = floor_app if handler == "floor" else in_process_app()
     asyncio.run(IN_PROCESS[transport](app, "add" if handler == "async" else "add_sync", calls, 1))
 
 
