@@ -13,7 +13,7 @@ bench: develop $(BENCH_STAMP) ## rpcwire against its peers: table, bench/results
 bench-quick: develop $(BENCH_STAMP) ## A smoke run of the benchmark (a tenth of the messages, one repeat)
 	$(PY) bench/run.py --quick --repeats 1 $(BENCH_ARGS)
 
-bench-http: develop $(BENCH_STAMP) ## rpcwire over HTTP (uvicorn, granian, gunicorn) against its peers and a constant reply (~3 min)
+bench-http: develop $(BENCH_STAMP) ## HTTP: the clients against httpx, requests, aiohttp; the apps against their peers (uvicorn, granian, gunicorn, in process); WebSocket against POST (~12 min)
 	$(PY) bench/http_bench.py $(BENCH_HTTP_ARGS)
 
 bench-websocket: develop $(BENCH_STAMP) ## The same calls over WebSocket and HTTP POST against one ASGIApp under uvicorn (~3 min)

@@ -15,6 +15,7 @@ a uvicorn-like scope): what each adds over the floor app, free of the network's 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import io
 import json
@@ -26,11 +27,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
+
+from http_clients import tree_cpu_ns
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -101,6 +104,8 @@ TARGETS = [
         "Flask example (flask_view)", "gunicorn gthread", "rpcwire", [*GUNICORN, "flask_server:app"], ROOT / "examples"
     ),
     Target("jsonrpcserver on Flask", "gunicorn gthread", "peer", [*GUNICORN, "http_apps:peer_jsonrpcserver_flask"]),
+    Target("jsonrpcserver, minimal WSGI", "gunicorn gthread", "peer", [*GUNICORN, "http_apps:peer_jsonrpcserver_wsgi"]),
+    Target("json-rpc, minimal WSGI", "gunicorn gthread", "peer", [*GUNICORN, "http_apps:peer_json_rpc_wsgi"]),
     Target("floor (constant reply)", "gunicorn gthread", "floor", [*GUNICORN, "http_apps:floor_wsgi"]),
     Target("rpcwire WSGIApp", "granian wsgi", "rpcwire", [*GRANIAN_WSGI, "http_apps:rpcwire_wsgi"]),
     Target("floor (constant reply)", "granian wsgi", "floor", [*GRANIAN_WSGI, "http_apps:floor_wsgi"]),
@@ -120,7 +125,8 @@ def start(target: Target) -> tuple[subprocess.Popen[bytes], int]:
     binds_itself = any("{port}" in part for part in target.command)
     if binds_itself:
         listener.close()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "python"), str(HERE)])}
+    paths = [str(ROOT / "python"), str(HERE), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     process = subprocess.Popen(
         [part.replace("{fd}", str(fd)).replace("{port}", str(port)) for part in target.command],
         pass_fds=() if binds_itself else (fd,),
@@ -233,18 +239,26 @@ def measure(targets: list[Target], levels: list[int], seconds: float, slices: in
     running = []
     try:
         for target in targets:
-            running.append((target, *start(target)))
+            try:
+                running.append((target, *start(target)))
+            except RuntimeError as exc:  # a peer not installed fails its row, not the others
+                sys.stderr.write(f"{exc}: left out\n")
+        if not running:
+            return []
         rows = []
         for concurrency in levels:
-            sys.stderr.write(f"{targets[0].server}, concurrency {concurrency}: {len(targets)} rows\n")
+            sys.stderr.write(f"{targets[0].server}, concurrency {concurrency}: {len(running)} rows\n")
             pools: list[list[http.client.HTTPConnection]] = []
             gathered: list[tuple[list[int], int, float]] = [([], 0, 0.0)] * len(running)
             per_slice: list[list[float]] = [[] for _ in running]
+            cpu_slice: list[list[float]] = [[] for _ in running]
             for _ in range(slices):
-                for index, (target, _, port) in enumerate(running):
+                for index, (target, process, port) in enumerate(running):
                     if len(pools) == index:  # warmed up just before its first slice
                         pools.append(connect(port, target.call, concurrency))
+                    cpu = tree_cpu_ns(process.pid)
                     latencies, wrong, elapsed = cell(pools[index], target.call, seconds / slices)
+                    cpu_slice[index].append((tree_cpu_ns(process.pid) - cpu) / len(latencies) / 1e3)
                     before = gathered[index]
                     gathered[index] = (before[0] + latencies, before[1] + wrong, before[2] + elapsed)
                     per_slice[index].append(elapsed / len(latencies) * 1e6)
@@ -253,7 +267,12 @@ def measure(targets: list[Target], levels: list[int], seconds: float, slices: in
                     connection.close()
             for index, (target, _, _) in enumerate(running):
                 row = {"name": target.name, "server": target.server, "app": target.app, "concurrency": concurrency}
-                rows.append(row | summary(*gathered[index]) | {"slice_us": per_slice[index]})
+                rows.append(
+                    row
+                    | summary(*gathered[index])
+                    | {"slice_us": per_slice[index], "server_cpu_us": statistics.median(cpu_slice[index])}
+                    | {"slice_cpu_us": cpu_slice[index]}
+                )
         return rows
     finally:
         for _, process, _ in running:
@@ -316,23 +335,39 @@ _SCOPE = {
 }
 
 
+def _matches(raw: bytes, call: Call) -> bool:
+    return raw == ANSWER or json.loads(raw) == call.expected
+
+
 def in_process(repeats: int, calls: int) -> list[dict[str, Any]]:
     """µs per call of each application with no server, medians of ``repeats`` runs of ``calls``, interleaved: the
-    time taken, and the CPU time of the process, all its threads (less disturbed by other processes)."""
+    time taken, and the CPU time of the process, all its threads (less disturbed by other processes). The peers
+    are called with their own request (``Call``), and left out when they are not installed."""
     import asyncio  # noqa: PLC0415
 
     import http_apps  # noqa: PLC0415
 
-    def wsgi(app: Any) -> Callable[[], Any]:
+    loop = asyncio.new_event_loop()  # one loop for every ASGI app's runs, as a server's
+    lifespans: dict[Any, contextlib.AsyncExitStack] = {}
+
+    peer_calls = max(100, calls // 8)  # the peers are slower by 10 to 300 times: an eighth as many calls each
+
+    def wsgi(app: Any, call: Call = ADD, calls: int = calls) -> Callable[[], Any]:
         def run() -> None:
             start_response = lambda status, headers, exc_info=None: None  # noqa: E731
             for _ in range(calls):
-                assert b"".join(app(_environ(), start_response)) == ANSWER
+                environ = _environ()
+                environ["wsgi.input"], environ["CONTENT_LENGTH"] = io.BytesIO(call.body), str(len(call.body))
+                if not _matches(b"".join(app(environ, start_response)), call):
+                    raise AssertionError(app)
 
         return run
 
-    def asgi(app: Any) -> Callable[[], Any]:
-        message = {"type": "http.request", "body": BODY, "more_body": False}
+    def asgi(app: Any, call: Call = ADD, calls: int = calls) -> Callable[[], Any]:
+        message = {"type": "http.request", "body": call.body, "more_body": False}
+        headers = [(b"host", b"127.0.0.1:8000"), (b"content-length", b"%d" % len(call.body))]
+        headers += [(name.lower().encode(), value.encode()) for name, value in call.headers.items()]
+        scope = _SCOPE | {"headers": headers}
         sent: list[Any] = []
 
         async def receive() -> dict[str, Any]:
@@ -342,32 +377,89 @@ def in_process(repeats: int, calls: int) -> list[dict[str, Any]]:
             sent.append(message)
 
         async def many() -> None:
+            if app not in lifespans:  # once per app, on the one loop (the MCP SDK's session manager runs once)
+                lifespans[app] = contextlib.AsyncExitStack()
+                await lifespans[app].enter_async_context(_lifespan(app))
             for _ in range(calls):
-                await app(_SCOPE, receive, send)
-                assert sent[-1]["body"] == ANSWER
+                await app(scope | {"state": {}}, receive, send)
+                body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+                if not _matches(body, call):
+                    raise AssertionError(body)
                 sent.clear()
 
-        return lambda: asyncio.run(many())
+        return lambda: loop.run_until_complete(many())
 
     apps: dict[str, tuple[str, Callable[[], Any]]] = {
         "WSGI floor": ("floor", wsgi(http_apps.floor_wsgi)),
         "rpcwire WSGIApp": ("WSGI floor", wsgi(http_apps.rpcwire_wsgi)),
+        "json-rpc, minimal WSGI": ("WSGI floor", lambda: wsgi(http_apps.peer_json_rpc_wsgi, ADD, peer_calls)),
+        "jsonrpcserver, minimal WSGI": (
+            "WSGI floor",
+            lambda: wsgi(http_apps.peer_jsonrpcserver_wsgi, ADD, peer_calls),
+        ),
+        "jsonrpcserver on Flask": ("WSGI floor", lambda: wsgi(http_apps.peer_jsonrpcserver_flask, ADD, peer_calls)),
         "ASGI floor": ("floor", asgi(http_apps.floor_asgi)),
         "rpcwire ASGIApp, run_sync_inline": ("ASGI floor", asgi(http_apps.rpcwire_asgi_inline)),
         "rpcwire ASGIApp": ("ASGI floor", asgi(http_apps.rpcwire_asgi)),
+        "fastapi-jsonrpc": ("ASGI floor", lambda: asgi(http_apps.peer_fastapi_jsonrpc, BY_NAME, peer_calls)),
+        "MCP SDK streamable HTTP": ("ASGI floor", lambda: asgi(http_apps.peer_mcp, MCP_CALL, peer_calls)),
     }
-    wall: dict[str, list[float]] = {name: [] for name in apps}
-    cpu: dict[str, list[float]] = {name: [] for name in apps}
-    for _ in range(repeats):
-        for name, (_, run) in apps.items():
+    runners: dict[str, tuple[str, Callable[[], Any], int]] = {}
+    for name, (floor, run) in apps.items():
+        if name.endswith("floor") or name.startswith("rpcwire"):
+            runners[name] = (floor, run, calls)
+            continue
+        try:
+            runners[name] = (floor, run(), peer_calls)  # the peer built (and imported) here
+        except ImportError as exc:
+            sys.stderr.write(f"{name}: {exc}: left out\n")
+    try:
+        return _timed(runners, repeats)
+    finally:
+        for stack in lifespans.values():
+            loop.run_until_complete(stack.aclose())
+        loop.run_until_complete(loop.shutdown_default_executor())
+        loop.close()
+
+
+def _timed(runners: dict[str, tuple[str, Callable[[], Any], int]], repeats: int) -> list[dict[str, Any]]:
+    """Each runner (its floor, its run of N calls, N) ``repeats`` times, interleaved, after an untimed warm-up:
+    medians of µs per call."""
+    wall: dict[str, list[float]] = {name: [] for name in runners}
+    cpu: dict[str, list[float]] = {name: [] for name in runners}
+    for repeat in range(repeats + 1):
+        for name, (_, run, calls) in runners.items():
             begun, begun_cpu = time.perf_counter(), time.process_time()
             run()
-            cpu[name].append((time.process_time() - begun_cpu) / calls * 1e6)
-            wall[name].append((time.perf_counter() - begun) / calls * 1e6)
+            if repeat:
+                cpu[name].append((time.process_time() - begun_cpu) / calls * 1e6)
+                wall[name].append((time.perf_counter() - begun) / calls * 1e6)
     return [
         {"name": name, "floor": floor, "us": statistics.median(wall[name]), "cpu_us": statistics.median(cpu[name])}
-        for name, (floor, _) in apps.items()
+        for name, (floor, _, _) in runners.items()
     ]
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app: Any) -> AsyncIterator[None]:
+    """The ASGI lifespan around the calls, as a server runs it."""
+    import asyncio  # noqa: PLC0415
+
+    events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    started = asyncio.Event()
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "lifespan.startup.complete":
+            started.set()
+
+    events.put_nowait({"type": "lifespan.startup"})
+    task = asyncio.ensure_future(app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, events.get, send))
+    await asyncio.wait([task, asyncio.ensure_future(started.wait())], return_when=asyncio.FIRST_COMPLETED)
+    try:
+        yield
+    finally:
+        events.put_nowait({"type": "lifespan.shutdown"})
+        await task
 
 
 def main() -> int:
@@ -376,36 +468,116 @@ def main() -> int:
     parser.add_argument("--concurrency", default="1,16", help="connections per cell, comma-separated (default 1,16)")
     parser.add_argument("--slices", type=int, default=10, help="interleaved slices of each cell (default 10)")
     parser.add_argument("--only", default="", help="rows whose name or server contains this text (default: all)")
+    parser.add_argument(
+        "--part",
+        default=",".join(PARTS),
+        help=f"which tables, comma-separated (default all: {','.join(PARTS)})",
+    )
+    parser.add_argument("--calls", type=int, default=1000, help="clients and websocket: calls per block (default 1000)")
+    parser.add_argument("--repeats", type=int, default=7, help="clients and websocket: blocks, interleaved (default 7)")
     parser.add_argument("--out", default=str(HERE / "http_results.json"))
     args = parser.parse_args()
-    levels = [int(level) for level in args.concurrency.split(",")]
-    chosen = [t for t in TARGETS if not args.only or args.only in t.name or args.only in t.server]
-    servers = list(dict.fromkeys(target.server for target in chosen))
-    rows = []
-    for server in servers:
-        rows += measure([t for t in chosen if t.server == server], levels, args.seconds, args.slices)
-    sys.stderr.write("the applications alone, in process\n")
-    alone = in_process(repeats=15, calls=4_000)
-    sys.stdout.write(report(rows, alone) + "\n")
+    parts = args.part.split(",")
+    unknown = set(parts) - set(PARTS)
+    if unknown:
+        parser.error(f"unknown part {sorted(unknown)}: choose among {', '.join(PARTS)}")
     machine = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()}
-    names = ("uvicorn", "gunicorn", "granian", "flask", "jsonrpcserver", "fastapi-jsonrpc", "fastapi", "mcp")
-    peers = {name: version(name) for name in names}
-    Path(args.out).write_text(
-        json.dumps({"machine": machine, "versions": peers, "rows": rows, "in_process": alone}, indent=1)
+    names = (
+        "uvicorn",
+        "gunicorn",
+        "granian",
+        "flask",
+        "jsonrpcserver",
+        "json-rpc",
+        "fastapi-jsonrpc",
+        "fastapi",
+        "mcp",
+        "httpx",
+        "requests",
+        "aiohttp",
+        "websockets",
     )
+    results: dict[str, Any] = {"machine": machine, "versions": {name: _version(name) for name in names}}
+    if "clients" in parts:
+        results["clients"] = _clients(args.calls, args.repeats)
+    if "servers" in parts:
+        levels = [int(level) for level in args.concurrency.split(",")]
+        chosen = [t for t in TARGETS if not args.only or args.only in t.name or args.only in t.server]
+        rows = []
+        load = os.getloadavg()[0]
+        for server in dict.fromkeys(target.server for target in chosen):
+            rows += measure([t for t in chosen if t.server == server], levels, args.seconds, args.slices)
+        sys.stdout.write(servers_report(rows) + _load_line(load) + "\n\n")
+        sys.stdout.flush()
+        results["rows"] = rows
+    if "in-process" in parts:
+        sys.stderr.write("the applications alone, in process\n")
+        load = os.getloadavg()[0]
+        alone = in_process(repeats=15, calls=4_000)
+        sys.stdout.write(in_process_report(alone) + _load_line(load) + "\n\n")
+        sys.stdout.flush()
+        results["in_process"] = alone
+    if "websocket" in parts:
+        results |= _websocket(args.calls, args.repeats)
+    Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
     return 0
 
 
-def report(rows: list[dict[str, Any]], alone: list[dict[str, Any]]) -> str:
+def _clients(calls: int, repeats: int) -> dict[str, Any]:
+    """The clients' table (bench/http_clients.py), printed; its results."""
+    import http_clients  # noqa: PLC0415
+
+    sys.stderr.write("the clients, against one uvicorn\n")
+    load = os.getloadavg()[0]
+    clients = http_clients.run(calls, repeats)
+    clients["load"] = [load, os.getloadavg()[0]]
+    sys.stdout.write(http_clients.report(clients) + _load_line(load) + "\n\n")
+    sys.stdout.flush()
+    return clients
+
+
+def _websocket(calls: int, repeats: int) -> dict[str, Any]:
+    """WebSocket frames against POSTs (bench/websocket_bench.py), in process and under uvicorn, printed."""
+    import websocket_bench  # noqa: PLC0415
+
+    sys.stderr.write("WebSocket frames against POSTs, in process\n")
+    load = os.getloadavg()[0]
+    frames = websocket_bench.in_process(calls, repeats, 16)
+    sys.stdout.write(websocket_bench.in_process_report(frames, calls, repeats) + _load_line(load) + "\n\n")
+    sys.stdout.flush()
+    sys.stderr.write("WebSocket frames against POSTs, under uvicorn\n")
+    end_to_end = websocket_bench.end_to_end(calls, max(3, repeats // 2), 16)
+    return {"websocket_in_process": frames, "websocket_end_to_end": end_to_end}
+
+
+PARTS = ("clients", "servers", "in-process", "websocket")
+
+
+def _version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def _load_line(before: float) -> str:
+    return f"\n\nLoad average (1 min) before and after: {before:.2f} / {os.getloadavg()[0]:.2f}"
+
+
+def servers_report(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| app | server | concurrency | req/s | p50 µs | p99 µs | answers (wrong) |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        "The servers, one load client (`http.client` threads, keep-alive), every row of a server in interleaved"
+        f" slices; Python {platform.python_version()}. Server CPU: the server's processes and threads"
+        " (`schedstat`), per request, median of the slices:",
+        "",
+        "| app | server | concurrency | req/s | p50 µs | p99 µs | server CPU µs/request | answers (wrong) |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for row in rows:
         name = f"**{row['name']}**" if row["app"] == "rpcwire" else row["name"]
         lines.append(
             f"| {name} | {row['server']} | {row['concurrency']} | {row['rps']:,.0f} | {row['p50_us']:,.0f} |"
-            f" {row['p99_us']:,.0f} | {row['requests']:,} ({row['wrong']}) |"
+            f" {row['p99_us']:,.0f} | {row['server_cpu_us']:,.0f} | {row['requests']:,} ({row['wrong']}) |"
         )
     lines += [
         "",
@@ -428,10 +600,15 @@ def report(rows: list[dict[str, Any]], alone: list[dict[str, Any]]) -> str:
             f"| {row['name']} | {row['server']} | {row['concurrency']} | {cost:,.1f} | {floor_cost:,.1f} |"
             f" {cost - floor_cost:+,.1f} | {paired:+,.1f} |"
         )
-    lines += [
+    return "\n".join(lines)
+
+
+def in_process_report(alone: list[dict[str, Any]]) -> str:
+    lines = [
         "",
-        "The applications alone (no server, no socket; µs per call, a fresh WSGI environ included;"
-        " medians of 15 runs of 4,000, interleaved; CPU: the process's, all threads):",
+        "The applications alone (no server, no socket; µs per call, a fresh WSGI environ included; the peers with"
+        " their own request, as above; medians of 15 runs of 4,000, the peers 500, interleaved; CPU: the process's,"
+        " all threads):",
         "",
     ]
     lines += [
