@@ -209,14 +209,15 @@ RSS_WARM_UP = 100_000
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(120)
+# The pure run takes ~25 s alone and up to 110 s on a machine loaded 30 deep: the bounds only catch a hang.
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize("name", list(RSS_RUNS))
 def test_rss_stays_flat_while_serving_many_messages(name: str) -> None:
     (module, count), warm_up, every = RSS_RUNS[name], RSS_WARM_UP, 50_000
     child = subprocess.run(
         [sys.executable, "-c", RSS_CHILD, module, str(count), str(warm_up), str(every), WORKLOAD],
         capture_output=True,
-        timeout=110,
+        timeout=280,
         env=child_env(support=True),
         check=False,
     )
