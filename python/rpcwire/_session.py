@@ -11,7 +11,7 @@ disconnect), :meth:`Session.queued` (the driver queued a message of its own for 
 :meth:`Session.abandon` (the stop's grace is over). Actions (frozen dataclasses): :class:`Start`,
 :class:`RunNotification`, :class:`Write`, :class:`Cancel`, :class:`PauseReading`, :class:`ResumeReading`,
 :class:`Drop`, :class:`Stop`, :class:`Settled`. Whether the driver may read now: :attr:`Session.reading`; whether
-anything is in flight: :attr:`Session.idle`.
+anything is in flight: :attr:`Session.busy` (and with every answer written: :attr:`Session.idle`).
 
 The rules it owns (docs/semantics.md, "Concurrency"), each written here once:
 
@@ -243,6 +243,13 @@ class Session:
     def idle(self) -> bool:
         """Nothing admitted, held or waiting to run, and every answer written (read without a lock: a hint)."""
         return not self._admitted and not self._held and self._written >= self._emitted and self._notification is None
+
+    @property
+    def busy(self) -> bool:
+        """A request admitted or held, or a notification waiting to run or running: what keeps a connection from
+        being idle (answers waiting to be written do not count: a writer's counts may reach the session late).
+        Read without a lock, from any thread: a hint, to be looked at again."""
+        return bool(self._admitted or self._held or self._notification is not None)
 
     @property
     def stopped(self) -> Stop | None:
