@@ -500,3 +500,23 @@ def test_a_held_request_counts_its_size(impl: ModuleType) -> None:
     assert driver.show(driver.event(f"read {req(2)}")) == ["start 2"]
     assert driver.show(driver.event(f"read {big}")) == ["pause"]
     assert driver.show(driver.event(f"read {lsp_cancel(9)}")) == ["write 9!-32800", "resume"]
+
+
+def test_busy_is_what_is_in_flight_not_what_waits_to_be_written(impl: ModuleType) -> None:
+    """``busy`` (what a ``--listen`` connection's idle timeout asks): a request admitted or held, a notification
+    waiting or running; an answer not yet written is not."""
+    driver = Driver(impl)
+    session = driver.session
+    assert not session.busy
+    for line in (req(1), req(2), req(3)):
+        driver.show(driver.event(f"read {line}"))
+    assert session.busy
+    for event in ("finish 1", "finish 2", "finish 3"):
+        driver.show(driver.event(event))
+    assert not session.busy and not session.idle  # three answers unwritten
+    assert driver.show(driver.event(f"read {note('log')}")) == ["pause"]
+    assert session.busy  # a notification waiting for the answers before it
+    assert driver.show(driver.event("written 3")) == ["run log"]
+    assert session.busy
+    driver.show(driver.event("notified"))
+    assert not session.busy and session.idle
