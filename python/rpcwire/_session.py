@@ -99,7 +99,9 @@ UNWRITTEN_ANSWERS = 1024
 UNWRITTEN_BYTES = 1 << 20
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(
+    slots=True, eq=False
+)  # not frozen: one is made per request, and a frozen one's __init__ costs a call a field
 class Start:
     """Run this request's handler in ``context``; tell :meth:`Session.finished` (or ``failed``) with this object."""
 
@@ -195,8 +197,8 @@ class Session:
         self._make_context = make_context or (lambda request: RequestContext(request, core))  # type: ignore[arg-type]
         self._max_admitted = 2 * max_concurrency
         self._admitted = 0  # started and not yet answered
-        self._by_id: dict[tuple[bool, Any], RequestContext] = {}  # admitted or held: what cancellations find
-        self._started: set[int] = set()  # ids of the admitted contexts (held ones are not in it)
+        # Admitted or held, what cancellations find: an admitted one is started, a held one is in _held too.
+        self._by_id: dict[tuple[bool, Any], RequestContext] = {}
         # Held past the 2N admitted, in arrival order; dropped ones are skipped when they come up.
         self._queue: deque[Start] = deque()
         self._held: dict[int, tuple[Start, int]] = {}  # by the context's id: those not dropped, with their sizes
@@ -263,9 +265,11 @@ class Session:
         if self._stop is not None:
             return []
         if type(message) is Request and not message.is_notification:  # the common case, without each_request's walk
-            start = Start(message, self._make_context(message), None)
+            context = self._make_context(message)
+            start = Start(message, context, None)
             if not self._held and self._admitted < self._max_admitted:
-                self._admit(start)
+                self._admitted += 1  # (_admit, inline: once per request)
+                self._by_id[id_key(message.id)] = context
                 return [start]
             self._hold(start)  # only the read-ahead can change what the session says
             if not self._paused and self._read_ahead_full():
@@ -360,7 +364,7 @@ class Session:
         """The stop's grace is over: each request still in flight is cancelled (it is answered no more)."""
         self._stopping = True
         for context in list(self._by_id.values()):
-            if id(context) in self._started:
+            if id(context) not in self._held:
                 self._output.append(Cancel(context, "lsp"))
         return self._actions()
 
@@ -411,7 +415,7 @@ class Session:
         context = None if key is None else self._by_id.get(key)
         if context is None:  # unknown and finished ids are ignored
             return True
-        if id(context) in self._started:
+        if id(context) not in self._held:
             self._output.append(Cancel(context, dialect))
         else:
             self._drop(context, dialect)
@@ -421,14 +425,11 @@ class Session:
         self._admitted += 1
         context = start.context
         self._by_id[id_key(context.id)] = context
-        self._started.add(id(context))
 
     def _leave(self, start: Start) -> None:
         self._admitted -= 1
-        context = start.context
-        self._started.discard(id(context))
-        key = id_key(context.id)
-        if self._by_id.get(key) is context:
+        key = id_key(start.request.id)  # (the context's id, without its property: once per request)
+        if self._by_id.get(key) is start.context:
             del self._by_id[key]
 
     def _hold(self, start: Start) -> None:
@@ -460,7 +461,6 @@ class Session:
             if start is None:
                 return
             self._admitted += 1
-            self._started.add(id(start.context))
             self._output.append(start)
 
     def _take(self) -> Start | None:

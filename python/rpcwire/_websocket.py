@@ -402,9 +402,12 @@ class _Connection:
             if kind != "websocket.receive":
                 continue
             text = event.get("text")
-            self.carry(
-                session.received(endpoint.read(text.encode() if text is not None else event.get("bytes") or b""))
-            )
+            body = text.encode() if text is not None else event.get("bytes") or b""
+            actions = session.received(endpoint.read(body))
+            if len(actions) == 1 and type(actions[0]) is Start:  # a request admitted (the common case)
+                self.start(actions[0])
+            elif actions:
+                self.carry(actions)
 
     async def until_reading(self) -> None:
         """While the session says no reading (and has nothing else for the reader), with one ``receive`` pending
@@ -477,15 +480,15 @@ class _Connection:
         context._task = None  # answered: a cancellation that comes now must not cancel the sending of it
         actions = self.session.finished(start, answer)
         if len(actions) == 1 and not self.sending and not self.outbox and type(actions[0]) is Write and not self.stop:
-            lines = actions[0].lines  # type: ignore[union-attr]
+            lines = actions[0].lines
             if len(lines) == 1:  # nothing before it to wait for: no hop to the sender task
-                self.tasks.discard(asyncio.current_task())  # type: ignore[arg-type]
+                self.tasks.discard(asyncio.current_task())
                 await self.send_now(lines[0])
                 return
         self.ended(actions)
 
     def ended(self, actions: list[Action]) -> None:
-        self.tasks.discard(asyncio.current_task())  # type: ignore[arg-type]
+        self.tasks.discard(asyncio.current_task())
         self.carry(actions, nested=True)
 
     async def call(self, request: Request, context: RequestContext) -> bytes | None:
@@ -539,7 +542,9 @@ class _Connection:
                 return
             finally:
                 self.sending = False
-            self.carry(session.written(1, len(line)) if answer else session.written(0, len(line), 1))
+            actions = session.written(1, len(line)) if answer else session.written(0, len(line), 1)
+            if actions:
+                self.carry(actions)
 
     async def send_now(self, line: bytes) -> None:
         """A request's task sends its answer itself, when nothing waits to be sent and nothing is being sent: the
@@ -555,7 +560,9 @@ class _Connection:
             self.sending = False
             if self.outbox:
                 self.wake_sender.set()
-        self.carry(self.session.written(1, len(line)), nested=True)
+        actions = self.session.written(1, len(line))
+        if actions:
+            self.carry(actions, nested=True)
 
 
 def _server_transport(send: Send) -> asyncio.Transport | None:
