@@ -8,9 +8,10 @@ handler returned), :meth:`Session.written` (the writer wrote answers), :meth:`Se
 or the peer's write side closed), :meth:`Session.peer_gone` (the connection is gone both ways: a WebSocket's
 disconnect), :meth:`Session.queued` (the driver queued a message of its own for the peer: a handler's notification),
 :meth:`Session.stop` (an interrupt, a failure of the driver's), :meth:`Session.output_failed`,
-:meth:`Session.abandon` (the stop's grace is over). Actions (frozen dataclasses): :class:`Start`,
-:class:`RunNotification`, :class:`Write`, :class:`Cancel`, :class:`PauseReading`, :class:`ResumeReading`,
-:class:`Drop`, :class:`Stop`, :class:`Settled`. Whether the driver may read now: :attr:`Session.reading`; whether
+:meth:`Session.abandon` (the stop's grace is over). Actions (dataclasses, frozen but for the two made per request,
+``Start`` and ``Write``, which no one changes all the same): :class:`Start`, :class:`RunNotification`,
+:class:`Write`, :class:`Cancel`, :class:`PauseReading`, :class:`ResumeReading`, :class:`Drop`, :class:`Stop`,
+:class:`Settled`. Whether the driver may read now: :attr:`Session.reading`; whether
 anything is in flight: :attr:`Session.busy` (and with every answer written: :attr:`Session.idle`).
 
 The rules it owns (docs/semantics.md, "Concurrency"), each written here once:
@@ -99,9 +100,8 @@ UNWRITTEN_ANSWERS = 1024
 UNWRITTEN_BYTES = 1 << 20
 
 
-@dataclass(
-    slots=True, eq=False
-)  # not frozen: one is made per request, and a frozen one's __init__ costs a call a field
+# Not frozen: one is made per request, and a frozen dataclass's __init__ costs a call a field.
+@dataclass(slots=True, eq=False)
 class Start:
     """Run this request's handler in ``context``; tell :meth:`Session.finished` (or ``failed``) with this object."""
 
@@ -119,7 +119,7 @@ class RunNotification:
     deliver: Deliver
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one is made per answer (see Start)
 class Write:
     """Hand these whole answer lines to the writer, in this order."""
 
@@ -293,7 +293,10 @@ class Session:
             actions: list[Action] = [Write([answer])]
             if self._unwritten_bytes > self._drop_bytes and self._too_slow():
                 return actions + self._actions()
-            if not self._paused and self._over_written_bounds():
+            if not self._paused and (  # _over_written_bounds, inline: once per answer
+                self._emitted - self._written > self._unwritten_answers
+                or self._unwritten_bytes > self._unwritten_bytes_bound
+            ):
                 self._paused = True
                 actions.append(_PAUSE)
             return actions
