@@ -244,7 +244,6 @@ class _Connection:
         self.settled = False
         self.dropped = False  # the session said Drop: the connection is closed with 1008
         self.abandoned = False  # what is in flight is cancelled: nothing is answered any more
-        self.deferred: list[Start] = []  # requests started by a request's end: started on the loop, not nested
         self.start_task: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]] = self.loop.create_task
         if sys.version_info >= (3, 12) and self.loop.get_task_factory() is None:
             # The handler runs up to its first wait when its task is made: a handler that never waits is answered
@@ -336,10 +335,8 @@ class _Connection:
                 for line in action.lines:  # type: ignore[union-attr]
                     self.put(line, True)
             elif kind is Start:
-                if nested:
-                    if not self.deferred:
-                        self.loop.call_soon(self.start_deferred)
-                    self.deferred.append(action)  # type: ignore[arg-type]
+                if nested:  # in a request's task: started after it, on the loop (an eager start would nest in it)
+                    self.loop.call_soon(self.start, action)  # type: ignore[arg-type]
                 else:
                     self.start(action)  # type: ignore[arg-type]
             elif kind is Cancel:
@@ -356,11 +353,6 @@ class _Connection:
                 elif kind is Settled:
                     self.settled = True
                 self.changed.set()  # (reading paused or resumed too)
-
-    def start_deferred(self) -> None:
-        deferred, self.deferred = self.deferred, []
-        for start in deferred:
-            self.start(start)
 
     def drop(self, drop: Drop) -> None:
         """Rule 8: too much waits for a client that does not read: nothing more is sent, the connection is closed

@@ -496,7 +496,17 @@ def test_an_async_call_in_flight_is_activity(impl: Any, monkeypatch: pytest.Monk
             return "rested"
         return params[0] + params[1]
 
-    limits = rpcwire._listen.Limits(max_concurrency=4, idle_timeout=0.5)
+    assert _answers_past_the_idle_timeout(handler, 4) == [
+        {"jsonrpc": "2.0", "id": "a", "result": 3},
+        {"jsonrpc": "2.0", "id": "n", "result": "rested"},
+    ]
+
+
+def _answers_past_the_idle_timeout(handler: Any, max_concurrency: int) -> list[Any]:
+    """A stream connection (idle timeout 0.5 s) served by ``handler``: a ``nap`` of 2 s sent, then 1 s later (past
+    the timeout, the nap running) an ``add``; their two answers as they came, once the connection is seen to close,
+    quiet, after them."""
+    limits = rpcwire._listen.Limits(max_concurrency=max_concurrency, idle_timeout=0.5)
     with socket.create_server(("127.0.0.1", 0)) as listener, connect(listener.getsockname()[1]) as sock:
         accepted, _ = listener.accept()
         address = listener.getsockname()[:2]
@@ -511,15 +521,12 @@ def test_an_async_call_in_flight_is_activity(impl: Any, monkeypatch: pytest.Monk
             with sock.makefile("rb") as stream:
                 lines = [stream.readline() for _ in range(2)]
             assert all(lines), f"the connection closed under the call in flight: {lines}"
-            assert [json.loads(line) for line in lines] == [
-                {"jsonrpc": "2.0", "id": "a", "result": 3},
-                {"jsonrpc": "2.0", "id": "n", "result": "rested"},
-            ]
             assert closed_within(sock, 20)  # quiet now: closed after the timeout
         finally:
             sock.close()
             server.join(30)
         assert not server.is_alive()
+    return [json.loads(line) for line in lines]
 
 
 @pytest.mark.slow
@@ -537,30 +544,11 @@ def test_a_sync_call_in_flight_is_activity(impl: Any, monkeypatch: pytest.Monkey
             return "rested"
         return params[0] + params[1]
 
-    limits = rpcwire._listen.Limits(max_concurrency=max_concurrency, idle_timeout=0.5)
-    with socket.create_server(("127.0.0.1", 0)) as listener, connect(listener.getsockname()[1]) as sock:
-        accepted, _ = listener.accept()
-        address = listener.getsockname()[:2]
-        server = threading.Thread(
-            target=rpcwire._listen._serve_connection, args=(accepted, handler, None, address, limits), daemon=True
-        )
-        server.start()
-        try:
-            sock.sendall(b'{"jsonrpc":"2.0","method":"nap","params":[2],"id":"n"}\n')
-            time.sleep(1.0)  # past the idle timeout, the nap running
-            sock.sendall(add(1, 2, "a") + b"\n")
-            with sock.makefile("rb") as stream:
-                lines = [stream.readline() for _ in range(2)]
-            assert all(lines), f"the connection closed under the call in flight: {lines}"
-            assert sorted(lines, key=len) == [
-                b'{"jsonrpc":"2.0","id":"a","result":3}\n',
-                b'{"jsonrpc":"2.0","id":"n","result":"rested"}\n',
-            ]
-            assert closed_within(sock, 20)  # quiet now: closed after the timeout
-        finally:
-            sock.close()
-            server.join(30)
-        assert not server.is_alive()
+    answers = _answers_past_the_idle_timeout(handler, max_concurrency)
+    assert sorted(answers, key=json.dumps) == [
+        {"jsonrpc": "2.0", "id": "a", "result": 3},
+        {"jsonrpc": "2.0", "id": "n", "result": "rested"},
+    ]
 
 
 def test_the_idle_timeout_waits_for_what_the_session_has_in_flight(impl: Any) -> None:
