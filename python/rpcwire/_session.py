@@ -84,6 +84,7 @@ __all__ = [
     "Action",
     "Cancel",
     "Drop",
+    "Grace",
     "PauseReading",
     "ResumeReading",
     "RunNotification",
@@ -166,6 +167,23 @@ class Stop:
 @dataclass(frozen=True, slots=True)
 class Settled:
     """After a :class:`Stop`: nothing is in flight, held or waiting to run any more."""
+
+
+class Grace:
+    """A stop's grace as a driver counts it on its own clock: :meth:`left` for the stop in force; a stricter stop
+    that comes meanwhile starts its own grace from when it is first looked at."""
+
+    __slots__ = ("_deadline", "_stop")
+
+    def __init__(self) -> None:
+        self._stop: Stop | None = None
+        self._deadline: float | None = None
+
+    def left(self, stop: Stop, now: float) -> float | None:
+        """Seconds left of ``stop``'s grace at ``now`` (``None``: no limit; at most 0 once it is over)."""
+        if stop is not self._stop:
+            self._stop, self._deadline = stop, None if stop.grace is None else now + stop.grace
+        return None if self._deadline is None else self._deadline - now
 
 
 Action = Start | RunNotification | Write | Cancel | PauseReading | ResumeReading | Drop | Stop | Settled

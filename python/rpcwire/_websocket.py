@@ -61,7 +61,7 @@ from rpcwire import StdioTransport, _core
 from rpcwire._answer import call, call_async, failure_answer
 from rpcwire._context import RequestContext
 from rpcwire._in_flight import EXIT_GRACE
-from rpcwire._session import Action, Cancel, Drop, RunNotification, Session, Settled, Start, Stop, Write
+from rpcwire._session import Action, Cancel, Drop, Grace, RunNotification, Session, Settled, Start, Stop, Write
 from rpcwire._types import Request
 
 __all__ = ["DEFAULT_MAX_CONCURRENCY", "DEFAULT_MAX_QUEUED_BYTES", "SUBPROTOCOL", "WebSocketServer", "handshake_refusal"]
@@ -264,19 +264,13 @@ class _Connection:
     async def end(self, reader: asyncio.Task[None], sender: asyncio.Task[None]) -> None:
         """The stop: what is in flight gets its grace, then is cancelled (its tasks get ``EXIT_GRACE`` to end);
         what finished gets the write grace to be sent; a dropped connection is closed (1008); the reason raised."""
-        graced: Stop | None = None  # the stop whose grace runs (a stricter one may come meanwhile)
-        deadline: float | None = None
+        grace = Grace()
         while not self.settled:
-            stop = self.stop
-            assert stop is not None
-            if stop.grace == 0:
+            assert self.stop is not None
+            left = grace.left(self.stop, self.loop.time())
+            if left is not None and left <= 0:
                 break
-            if stop is not graced:
-                graced, deadline = stop, None if stop.grace is None else self.loop.time() + stop.grace
-            remaining = None if deadline is None else deadline - self.loop.time()
-            if remaining is not None and remaining <= 0:
-                break
-            await self.until_changed(remaining)
+            await self.until_changed(left)
         self.abandoned = True
         reader.cancel()
         self.carry(self.session.abandon())  # a sync handler sees it; nothing is answered any more

@@ -27,6 +27,7 @@ import pytest
 from rpcwire._session import (
     Cancel,
     Drop,
+    Grace,
     PauseReading,
     ResumeReading,
     RunNotification,
@@ -520,3 +521,13 @@ def test_busy_is_what_is_in_flight_not_what_waits_to_be_written(impl: ModuleType
     assert session.busy
     driver.show(driver.event("notified"))
     assert not session.busy and session.idle
+
+
+def test_the_grace_is_the_stop_in_force() -> None:
+    """``Grace``: the seconds left of the stop in force on the driver's clock; a stricter stop starts its own."""
+    grace = Grace()
+    graced = Stop(SystemExit(2), 2.0, 2.0)
+    assert grace.left(graced, 10.0) == 2.0
+    assert grace.left(graced, 11.5) == 0.5
+    assert grace.left(Stop(None, None, None), 12.0) is None
+    assert grace.left(Stop(KeyboardInterrupt(), 0, 2.0), 12.0) == 0
