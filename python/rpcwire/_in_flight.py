@@ -1,19 +1,16 @@
-"""The serving bounds the engine's session (:mod:`rpcwire._session`) applies, and :class:`InFlight`, the registry
-of the requests read and not yet answered by id that the WebSocket connection (:mod:`rpcwire._websocket`) still
-keeps beside the session: a request is added when it is read and removed once answered; a cancellation for an id
-not (or no longer) in it is ignored. The sequential loop needs neither: nothing is read while its one request
-runs.
+"""The serving bounds the session (:mod:`rpcwire._session`) applies, and how it tells a cancellation and compares
+ids. The session is the one registry of what is in flight (its drivers: threads, asyncio, the WebSocket connection);
+the sequential loop needs none: nothing is read while its one request runs.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from rpcwire._context import RequestContext
 from rpcwire._dialects import CANCEL_ID_KEYS, Dialect
 from rpcwire._types import Request
 
-__all__ = ["EXIT_GRACE", "READ_AHEAD_BYTES", "READ_AHEAD_REQUESTS", "InFlight", "cancellation_of", "id_key"]
+__all__ = ["EXIT_GRACE", "READ_AHEAD_BYTES", "READ_AHEAD_REQUESTS", "cancellation_of", "id_key"]
 
 EXIT_GRACE = 2.0
 """When a handler ends the server (SystemExit, or another BaseException that is not an Exception), the
@@ -24,35 +21,6 @@ what finished (it may be blocked on a peer that does not read)."""
 def id_key(id_: Any) -> tuple[bool, Any]:
     """Ids compare as JSON values: ``1`` and ``1.0`` are one id, ``1`` and ``"1"`` two."""
     return (isinstance(id_, str), id_)
-
-
-class InFlight:
-    """The requests read and not yet answered, by id, for cancellations to find (on the event loop's thread)."""
-
-    def __init__(self) -> None:
-        self._by_id: dict[tuple[bool, Any], RequestContext] = {}
-
-    def add(self, context: RequestContext) -> None:
-        self._by_id[id_key(context.id)] = context
-
-    def remove(self, context: RequestContext) -> None:
-        key = id_key(context.id)
-        if self._by_id.get(key) is context:
-            del self._by_id[key]
-
-    def contexts(self) -> list[RequestContext]:
-        return list(self._by_id.values())
-
-    def cancel(self, request: Request) -> bool:
-        """If ``request`` is a cancellation (either dialect), apply it and return True."""
-        cancellation = cancellation_of(request)
-        if cancellation is None:
-            return False
-        dialect, key = cancellation
-        context = None if key is None else self._by_id.get(key)
-        if context is not None:  # unknown and finished ids are ignored
-            context._cancel(dialect)
-        return True
 
 
 def cancellation_of(request: Request) -> tuple[Dialect, tuple[bool, Any] | None] | None:

@@ -5,8 +5,9 @@ bytes say (``python -m rpcwire serve MODULE:HANDLER --listen HOST:PORT``; the co
 - The sniffer (:func:`framing_of`, peeked at, never read): ``{``, ``[``, whitespace or anything else is
   newline-delimited JSON-RPC; a ``Content-Length:`` or ``Content-Type:`` header is LSP's frames; an HTTP method
   is HTTP/1.1.
-- A stream connection is served by ``rpcwire.serve(handler, StdioTransport(socket streams, framing=...),
-  max_concurrency=N)``, its input ending after ``idle_timeout`` with nothing in flight.
+- A stream connection is served as by ``rpcwire.serve(handler, StdioTransport(socket streams, framing=...),
+  max_concurrency=N)``, its input ending after ``idle_timeout`` with nothing in flight (what the engine's serving
+  session says: :class:`_IdleReader`).
 - An HTTP connection is HTTP/1.1 with keep-alive (:class:`_HttpConnection`, over the standard library's
   ``BaseHTTPRequestHandler``), each request answered by a ``WSGIApp``; a request whose framing is ambiguous
   gets 400 and the connection closes.
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import io
 import itertools
 import logging
@@ -31,13 +31,16 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Awaitable
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
 
 import rpcwire
+from rpcwire._async_server import AsyncServer
 from rpcwire._engine import is_async_handler
+from rpcwire._session import Session
+from rpcwire._thread_server import ThreadServer
 from rpcwire._types import Framing, Handler
 from rpcwire._workers import leave_signals_to_the_main_thread
 from rpcwire.http import WSGIApp
@@ -158,86 +161,75 @@ def _readable(connection: socket.socket, timeout: float | None) -> bool:
     return bool(select.select([connection], [], [], None if timeout is None else max(0.0, timeout))[0])
 
 
-# --- a stream connection: served by rpcwire.serve over the socket --------------------------------------------
+# --- a stream connection: served by the engine over the socket ------------------------------------------------
 
 
-class _Activity:
-    """The handler of a stream connection, counting the calls in flight and noting when the connection last did
-    something (a call ended, bytes came): what its idle timeout looks at. A call is in flight from the handler's
-    call to its end: an ``async def`` handler's until its coroutine ended, not once the coroutine is made (the
-    engine awaits what this returns at once, in the same task, so the count always comes down)."""
+def _serve_stream(handler: Handler, transport: Any, max_concurrency: int, watch: Callable[[Session], None]) -> None:
+    """What ``rpcwire.serve(handler, transport, max_concurrency=N, guard_stdout=False)`` does (a socket is never
+    fd 1: no stdout guard to claim per connection), its concurrent driver made here so that ``watch`` gets the
+    serving session, which says whether anything is in flight. The sequential loop (a sync handler, N = 1) has
+    none: it reads only once its one request is answered and written."""
+    if is_async_handler(handler):
 
-    def __init__(self, handler: Any) -> None:
-        self._handler = handler
-        self._lock = threading.Lock()
-        self.running = 0
-        self.last = time.monotonic()
+        async def main() -> None:
+            server = AsyncServer(handler, transport, max_concurrency, is_async=True)
+            watch(server.session)
+            await server.serve()
 
-    @property
-    def rpcwire_async(self) -> bool:  # as the handler is (a registry may gain an async function)
-        return is_async_handler(self._handler)
-
-    def __call__(self, method: str, params: Any) -> Any:
-        with self._lock:
-            self.running += 1
-        try:
-            result = self._handler(method, params)
-        except BaseException:
-            self._ended()
-            raise
-        if inspect.isawaitable(result) and _on_a_loop():  # the async server awaits it: in flight until it ends
-            return self._awaited(result)
-        self._ended()
-        return result
-
-    async def _awaited(self, result: Awaitable[Any]) -> Any:
-        try:
-            return await result
-        finally:
-            self._ended()
-
-    def _ended(self) -> None:
-        with self._lock:
-            self.running -= 1
-            self.last = time.monotonic()
-
-
-def _on_a_loop() -> bool:
-    """Whether this thread runs an event loop (the async server's, which awaits what an async handler returns)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
+        asyncio.run(main())
+    elif max_concurrency == 1:
+        rpcwire.serve(handler, transport, max_concurrency=1, guard_stdout=False)
+    else:
+        server = ThreadServer(handler, transport, max_concurrency)
+        watch(server.session)
+        server.serve()
 
 
 class _IdleReader(io.RawIOBase):
     """A stream connection's input that ends (reads ``b""``, so that ``serve`` finishes what is in flight and
-    returns) once nothing was in flight and nothing came for ``timeout`` seconds."""
+    returns) once nothing was in flight and nothing came for ``timeout`` seconds.
 
-    def __init__(self, connection: socket.socket, activity: _Activity, timeout: float) -> None:
+    What is in flight is the serving session's to say (:attr:`Session.busy`: a request admitted or held, a
+    notification waiting or running), once the connection's driver hands it over (:meth:`watch`); without one (the
+    sequential loop) nothing is in flight while a read waits. A read asked is activity (the server took what came
+    before: for the sequential loop, its request was answered), and so is the end of what was in flight: at the
+    deadline with something in flight, the session is looked at every tenth of the timeout, and the wait starts
+    again once it is idle."""
+
+    def __init__(self, connection: socket.socket, timeout: float) -> None:
         super().__init__()
         self._connection = connection
-        self._activity = activity
         self._timeout = timeout
+        self._step = timeout / 10
+        self._session: Session | None = None
+
+    def watch(self, session: Session) -> None:
+        """The session whose requests in flight keep the connection open."""
+        self._session = session
 
     def readable(self) -> bool:
         return True
 
+    def _in_flight(self) -> bool:
+        session = self._session
+        return session is not None and session.busy  # (read without its lock: a hint, looked at again)
+
     def readinto(self, buffer: Any) -> int:
-        activity = self._activity
+        last = time.monotonic()
+        busy = False  # something was in flight at the deadline: the session is looked at every step
         while True:
-            left = activity.last + self._timeout - time.monotonic()
-            if left <= 0:
-                if not activity.running:
+            now = time.monotonic()
+            if busy and not self._in_flight():
+                busy, last = False, now  # its end is activity: the wait starts again
+            left = last + self._timeout - now
+            if left <= 0 and not busy:
+                if not self._in_flight():
                     logger.debug("--listen: a connection idle for %g s closed", self._timeout)
                     return 0
-                left = self._timeout  # a call in flight: its end is activity, and the wait starts again then
-            if _readable(self._connection, left):
+                busy = True
+            if _readable(self._connection, self._step if busy else left):
                 break
-        count = self._connection.recv_into(buffer)
-        activity.last = time.monotonic()
-        return count
+        return self._connection.recv_into(buffer)
 
 
 # --- an HTTP connection: HTTP/1.1 with keep-alive, each request answered by the WSGI app --------------------
@@ -391,11 +383,12 @@ def _serve_connection(connection: socket.socket, handler: Any, app: Any, address
             http = type("Http", (_HttpConnection,), {"app": app, "timeout": limits.idle_timeout})
             http(connection, connection.getpeername(), server)  # handles requests until the connection closes
             return
-        activity = _Activity(handler)
         if limits.idle_timeout is None:
             rfile: Any = connection.makefile("rb")
+            watch: Callable[[Session], None] = _unwatched
         else:
-            rfile = io.BufferedReader(_IdleReader(connection, activity, limits.idle_timeout))
+            idle = _IdleReader(connection, limits.idle_timeout)
+            rfile, watch = io.BufferedReader(idle), idle.watch
             # A peer that reads nothing for as long: the write fails (EAGAIN) and serve stops, instead of a
             # writer blocked for ever, holding the connection's slot.
             seconds, fraction = divmod(limits.idle_timeout, 1)
@@ -403,14 +396,17 @@ def _serve_connection(connection: socket.socket, handler: Any, app: Any, address
             connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
         with rfile, connection.makefile("wb") as wfile:
             transport = rpcwire.StdioTransport(rfile, wfile, framing=framing)
-            # A socket is never fd 1: no stdout guard to claim (and release) per connection.
-            rpcwire.serve(activity, transport, max_concurrency=limits.max_concurrency, guard_stdout=False)
+            _serve_stream(handler, transport, limits.max_concurrency, watch)
     except OSError:  # the peer went away (reset, broken pipe), or read nothing for the idle timeout
         pass
     finally:
         with contextlib.suppress(OSError):
             connection.shutdown(socket.SHUT_RDWR)
         connection.close()
+
+
+def _unwatched(session: Session) -> None:
+    """No idle timeout: nothing looks at the session."""
 
 
 _STOP_GRACE = 5.0

@@ -5,10 +5,14 @@ waits: a driver feeds it events and carries out the actions it returns.
 Events (methods): :meth:`Session.received` (a message read), :meth:`Session.finished` (a request's answer is
 ready), :meth:`Session.failed` (a handler raised a ``BaseException``), :meth:`Session.notified` (a notification's
 handler returned), :meth:`Session.written` (the writer wrote answers), :meth:`Session.input_ended` (end of input,
-or the peer gone), :meth:`Session.stop` (an interrupt, a failure of the driver's), :meth:`Session.output_failed`,
-:meth:`Session.abandon` (the stop's grace is over). Actions (frozen dataclasses): :class:`Start`,
-:class:`RunNotification`, :class:`Write`, :class:`Cancel`, :class:`PauseReading`, :class:`ResumeReading`,
-:class:`Stop`, :class:`Settled`. Whether the driver may read now: :attr:`Session.reading`.
+or the peer's write side closed), :meth:`Session.peer_gone` (the connection is gone both ways: a WebSocket's
+disconnect), :meth:`Session.queued` (the driver queued a message of its own for the peer: a handler's notification),
+:meth:`Session.stop` (an interrupt, a failure of the driver's), :meth:`Session.output_failed`,
+:meth:`Session.abandon` (the stop's grace is over). Actions (dataclasses, frozen but for the two made per request,
+``Start`` and ``Write``, which no one changes all the same): :class:`Start`, :class:`RunNotification`,
+:class:`Write`, :class:`Cancel`, :class:`PauseReading`, :class:`ResumeReading`, :class:`Drop`, :class:`Stop`,
+:class:`Settled`. Whether the driver may read now: :attr:`Session.reading`; whether
+anything is in flight: :attr:`Session.busy` (and with every answer written: :attr:`Session.idle`).
 
 The rules it owns (docs/semantics.md, "Concurrency"), each written here once:
 
@@ -33,7 +37,8 @@ The rules it owns (docs/semantics.md, "Concurrency"), each written here once:
 6. **Backpressure.** Reading pauses (``PauseReading``; :attr:`reading` false) while ``READ_AHEAD_REQUESTS``
    requests or ``READ_AHEAD_BYTES`` are held, or while more than ``UNWRITTEN_ANSWERS`` answers or
    ``UNWRITTEN_BYTES`` wait to be written (a peer that does not read); held requests do not start meanwhile. It
-   resumes (``ResumeReading``) once both are within bounds: a peer costs bounded memory, never a drop.
+   resumes (``ResumeReading``) once both are within bounds: a peer costs bounded memory, never a drop. The
+   driver's own messages (:meth:`Session.queued`) count in the bytes waiting to be written.
 7. **Stop.** ``Stop(reason, grace, write_grace)`` tells the driver to read no more; the requests in flight get
    ``grace`` seconds to finish (``None``: as long as they take), then :meth:`abandon` cancels the rest, and the
    writer gets ``write_grace`` to write what finished; then ``reason`` is raised (``None``: return). End of input
@@ -43,7 +48,13 @@ The rules it owns (docs/semantics.md, "Concurrency"), each written here once:
    (``KeyboardInterrupt``, ``asyncio.CancelledError``): no grace, ``EXIT_GRACE`` to write. The output failed:
    nothing can be written, no grace for either; its error is raised unless an interrupt came first. ``Settled``
    follows a ``Stop`` once nothing is in flight, held, or waiting to run.
-8. **After an answer.** Once a request is answered it leaves the registry: a cancellation for it is ignored, and
+8. **A peer too slow** (only where the driver asks for it, ``drop_bytes``: the WebSocket connection's
+   ``max_queued_bytes``). Past ``drop_bytes`` waiting to be written (answers and the driver's own messages, more
+   than one message: one frame may hold as much), the connection is dropped: ``Drop`` (the driver closes it),
+   then a stop without grace (nothing more can be written). The peer gone both ways (:meth:`Session.peer_gone`)
+   stops the same way, without the ``Drop``. Both keep a reason given before; what is in flight is cancelled by
+   :meth:`Session.abandon`, and what is held never starts.
+9. **After an answer.** Once a request is answered it leaves the registry: a cancellation for it is ignored, and
    its answer, once given, is never written twice; a handler's progress is the context's (``RequestContext``),
    written before its answer, not the session's business.
 
@@ -54,6 +65,7 @@ loop's thread).
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -71,6 +83,8 @@ __all__ = [
     "UNWRITTEN_BYTES",
     "Action",
     "Cancel",
+    "Drop",
+    "Grace",
     "PauseReading",
     "ResumeReading",
     "RunNotification",
@@ -87,7 +101,8 @@ UNWRITTEN_ANSWERS = 1024
 UNWRITTEN_BYTES = 1 << 20
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+# Not frozen: one is made per request, and a frozen dataclass's __init__ costs a call a field.
+@dataclass(slots=True, eq=False)
 class Start:
     """Run this request's handler in ``context``; tell :meth:`Session.finished` (or ``failed``) with this object."""
 
@@ -105,7 +120,7 @@ class RunNotification:
     deliver: Deliver
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one is made per answer (see Start)
 class Write:
     """Hand these whole answer lines to the writer, in this order."""
 
@@ -131,6 +146,15 @@ class ResumeReading:
 
 
 @dataclass(frozen=True, slots=True)
+class Drop:
+    """The peer reads too slowly (rule 8): close its connection. ``unwritten`` messages of ``size`` bytes waited to
+    be written; nothing more is written (a :class:`Stop` without grace follows)."""
+
+    unwritten: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
 class Stop:
     """Read no more. What is in flight gets ``grace`` seconds (``None``: as long as it takes) to finish, then
     :meth:`Session.abandon`; the writer gets ``write_grace`` (``None``: however long); then raise ``reason``."""
@@ -145,7 +169,24 @@ class Settled:
     """After a :class:`Stop`: nothing is in flight, held or waiting to run any more."""
 
 
-Action = Start | RunNotification | Write | Cancel | PauseReading | ResumeReading | Stop | Settled
+class Grace:
+    """A stop's grace as a driver counts it on its own clock: :meth:`left` for the stop in force; a stricter stop
+    that comes meanwhile starts its own grace from when it is first looked at."""
+
+    __slots__ = ("_deadline", "_stop")
+
+    def __init__(self) -> None:
+        self._stop: Stop | None = None
+        self._deadline: float | None = None
+
+    def left(self, stop: Stop, now: float) -> float | None:
+        """Seconds left of ``stop``'s grace at ``now`` (``None``: no limit; at most 0 once it is over)."""
+        if stop is not self._stop:
+            self._stop, self._deadline = stop, None if stop.grace is None else now + stop.grace
+        return None if self._deadline is None else self._deadline - now
+
+
+Action = Start | RunNotification | Write | Cancel | PauseReading | ResumeReading | Drop | Stop | Settled
 
 _PAUSE = PauseReading()
 _RESUME = ResumeReading()
@@ -156,7 +197,7 @@ _INTERRUPTS = (KeyboardInterrupt, asyncio.CancelledError)
 class Session:
     """What is in flight on one connection, and every rule about it (the module doc). ``core`` builds answer
     bytes (a cancelled held request's) and measures held requests; ``make_context`` makes a request's context
-    (default: ``RequestContext(request, core)``)."""
+    (default: ``RequestContext(request, core)``); ``drop_bytes``: rule 8's bound (``None``: never dropped)."""
 
     def __init__(
         self,
@@ -168,13 +209,14 @@ class Session:
         read_ahead_bytes: int = READ_AHEAD_BYTES,
         unwritten_answers: int = UNWRITTEN_ANSWERS,
         unwritten_bytes: int = UNWRITTEN_BYTES,
+        drop_bytes: int | None = None,
     ) -> None:
         self._core = core
         self._make_context = make_context or (lambda request: RequestContext(request, core))  # type: ignore[arg-type]
         self._max_admitted = 2 * max_concurrency
         self._admitted = 0  # started and not yet answered
-        self._by_id: dict[tuple[bool, Any], RequestContext] = {}  # admitted or held: what cancellations find
-        self._started: set[int] = set()  # ids of the admitted contexts (held ones are not in it)
+        # Admitted or held, what cancellations find: an admitted one is started, a held one is in _held too.
+        self._by_id: dict[tuple[bool, Any], RequestContext] = {}
         # Held past the 2N admitted, in arrival order; dropped ones are skipped when they come up.
         self._queue: deque[Start] = deque()
         self._held: dict[int, tuple[Start, int]] = {}  # by the context's id: those not dropped, with their sizes
@@ -185,7 +227,9 @@ class Session:
         self._unwritten_bytes_bound = unwritten_bytes
         self._emitted = 0  # answer lines handed out in Write actions...
         self._written = 0  # ...and written (or dropped by a failed output)
-        self._unwritten_bytes = 0
+        self._unwritten_bytes = 0  # answers' and the driver's own messages'
+        self._unwritten_queued = 0  # the driver's own messages not yet written
+        self._drop_bytes = sys.maxsize if drop_bytes is None else drop_bytes
         self._entries: Iterator[tuple[Request, Deliver]] | None = None  # a message's entries not yet dispatched
         self._notification: RunNotification | None = None  # waiting for earlier answers to be written, or running
         self._notification_target = 0  # the answers to be written before it runs
@@ -221,6 +265,13 @@ class Session:
         return not self._admitted and not self._held and self._written >= self._emitted and self._notification is None
 
     @property
+    def busy(self) -> bool:
+        """A request admitted or held, or a notification waiting to run or running: what keeps a connection from
+        being idle (answers waiting to be written do not count: a writer's counts may reach the session late).
+        Read without a lock, from any thread: a hint, to be looked at again."""
+        return bool(self._admitted or self._held or self._notification is not None)
+
+    @property
     def stopped(self) -> Stop | None:
         """The stop in force, if any."""
         return self._stop
@@ -232,9 +283,11 @@ class Session:
         if self._stop is not None:
             return []
         if type(message) is Request and not message.is_notification:  # the common case, without each_request's walk
-            start = Start(message, self._make_context(message), None)
+            context = self._make_context(message)
+            start = Start(message, context, None)
             if not self._held and self._admitted < self._max_admitted:
-                self._admit(start)
+                self._admitted += 1  # (_admit, inline: once per request)
+                self._by_id[id_key(message.id)] = context
                 return [start]
             self._hold(start)  # only the read-ahead can change what the session says
             if not self._paused and self._read_ahead_full():
@@ -256,7 +309,12 @@ class Session:
             self._emitted += 1
             self._unwritten_bytes += len(answer)
             actions: list[Action] = [Write([answer])]
-            if not self._paused and self._over_written_bounds():
+            if self._unwritten_bytes > self._drop_bytes and self._too_slow():
+                return actions + self._actions()
+            if not self._paused and (  # _over_written_bounds, inline: once per answer
+                self._emitted - self._written > self._unwritten_answers
+                or self._unwritten_bytes > self._unwritten_bytes_bound
+            ):
                 self._paused = True
                 actions.append(_PAUSE)
             return actions
@@ -279,19 +337,38 @@ class Session:
         self._dispatch_entries()
         return self._actions()
 
-    def written(self, count: int, size: int) -> list[Action]:
-        """The writer wrote ``count`` answers of ``size`` bytes together (or dropped them: the output failed)."""
+    def written(self, count: int, size: int, queued: int = 0) -> list[Action]:
+        """The writer wrote ``count`` answers and ``queued`` of the driver's own messages (:meth:`queued`), of
+        ``size`` bytes together (or dropped them: the output failed)."""
         self._written += count
         self._unwritten_bytes -= size
+        self._unwritten_queued -= queued
+        if not self._paused and self._stop is None and not self._held and self._notification is None:
+            return []  # less to write changes nothing here: reading goes on, nothing waits to start or run
         self._run_notification_if_written()
         self._start_held()
         return self._actions()
 
+    def queued(self, size: int) -> list[Action]:
+        """The driver queued a message of its own for the peer (a handler's notification), ``size`` bytes: it counts
+        as waiting to be written until :meth:`written` says so (rules 6 and 8)."""
+        self._unwritten_queued += 1
+        self._unwritten_bytes += size
+        if self._unwritten_bytes > self._drop_bytes:
+            self._too_slow()
+        return self._actions()
+
     def input_ended(self) -> list[Action]:
-        """End of input, or the peer went away: what is in flight (held too) still runs and is answered."""
+        """End of input (the peer's write side closed): what is in flight (held too) still runs and is answered."""
         self._ended = True
         if self._stop is None:
             self._set_stop(Stop(None, None, None))
+        return self._actions()
+
+    def peer_gone(self) -> list[Action]:
+        """The connection is gone both ways (a WebSocket's disconnect, its send failing): nothing more is read or
+        written, what is held never starts, and what is in flight is abandoned at once (rule 8)."""
+        self._halt()
         return self._actions()
 
     def stop(self, reason: BaseException) -> list[Action]:
@@ -308,7 +385,7 @@ class Session:
         """The stop's grace is over: each request still in flight is cancelled (it is answered no more)."""
         self._stopping = True
         for context in list(self._by_id.values()):
-            if id(context) in self._started:
+            if id(context) not in self._held:
                 self._output.append(Cancel(context, "lsp"))
         return self._actions()
 
@@ -359,7 +436,7 @@ class Session:
         context = None if key is None else self._by_id.get(key)
         if context is None:  # unknown and finished ids are ignored
             return True
-        if id(context) in self._started:
+        if id(context) not in self._held:
             self._output.append(Cancel(context, dialect))
         else:
             self._drop(context, dialect)
@@ -369,14 +446,11 @@ class Session:
         self._admitted += 1
         context = start.context
         self._by_id[id_key(context.id)] = context
-        self._started.add(id(context))
 
     def _leave(self, start: Start) -> None:
         self._admitted -= 1
-        context = start.context
-        self._started.discard(id(context))
-        key = id_key(context.id)
-        if self._by_id.get(key) is context:
+        key = id_key(start.request.id)  # (the context's id, without its property: once per request)
+        if self._by_id.get(key) is start.context:
             del self._by_id[key]
 
     def _hold(self, start: Start) -> None:
@@ -408,7 +482,6 @@ class Session:
             if start is None:
                 return
             self._admitted += 1
-            self._started.add(id(start.context))
             self._output.append(start)
 
     def _take(self) -> Start | None:
@@ -454,6 +527,25 @@ class Session:
         self._stopping = True
         self._set_stop(stop)
 
+    def _too_slow(self) -> bool:
+        """Rule 8, with more than ``drop_bytes`` waiting to be written: a ``Drop`` and the stop, unless one message
+        alone holds that much or nothing more can be written anyway."""
+        unwritten = self._emitted - self._written + self._unwritten_queued
+        stop = self._stop
+        if unwritten <= 1 or (stop is not None and stop.write_grace == 0):
+            return False
+        self._output.append(Drop(unwritten, self._unwritten_bytes))
+        self._halt()
+        return True
+
+    def _halt(self) -> None:
+        """Nothing more can be written: no grace to finish nor to write; a reason given before is kept."""
+        current = self._stop
+        if current is not None and current.write_grace == 0:
+            return
+        self._stopping = True
+        self._set_stop(Stop(None if current is None else current.reason, 0, 0))
+
     def _set_stop(self, stop: Stop) -> None:
         self._stop = stop
         self._output.append(stop)
@@ -482,13 +574,15 @@ class Session:
     def _actions(self) -> list[Action]:
         """The actions of the event just handled: the Write of its answers first, then the others in order, with
         the changes of reading and, once stopped, of being settled."""
-        output, self._output = self._output, []
         lines = self._lines
         if lines is not None:
             self._lines = None
             self._emitted += len(lines)
             self._unwritten_bytes += sum(map(len, lines))
-            output.insert(0, Write(lines))
+            if self._unwritten_bytes > self._drop_bytes:
+                self._too_slow()
+            self._output.insert(0, Write(lines))
+        output, self._output = self._output, []
         reading = self._can_read()
         if reading == self._paused:  # it changed (once stopped, reading never resumes: nothing to say)
             self._paused = not reading

@@ -14,27 +14,33 @@ the concurrent engine (``docs/semantics.md``, "WebSocket"):
   body is, with the same limits (``max_body_bytes`` per frame, ``max_depth``, ``max_batch``); a frame that cannot
   be read is answered in a frame (-32700, -32600, id null), and the connection goes on. Everything the server sends
   is a text frame: an answer (a batch's answers in one array), or a notification.
-- **Concurrency.** Each request runs as a task as soon as it is read: an ``async def`` handler awaited on the loop,
-  a sync one on a worker thread (``asyncio.to_thread``; on the loop with ``run_sync_inline``), at most
-  ``max_concurrency`` at once, each answered as it finishes (so in any order). A request has a context
+- **Concurrency** is the serving session's (:mod:`rpcwire._session`, whose rules the engine's concurrent servers
+  follow too); this connection is one of its drivers. Each request the session starts runs as a task: an
+  ``async def`` handler awaited on the loop, a sync one on a worker thread (``asyncio.to_thread``; on the loop with
+  ``run_sync_inline``), at most ``max_concurrency`` at once, each answered as it finishes (so in any order); up to
+  ``max_concurrency`` more wait for their turn, and reading goes on past them, the requests read then held (up to
+  1,024 of them or 1 MiB), so that a cancellation behind them is still read and acted on. A request has a context
   (``current_request()``) whose ``notify()`` and ``progress()`` are sent on the socket while it runs, before its
-  answer. A notification from the client is run (awaited) before the next message is read, once every answer
-  finished before it is sent, as the engine runs them. ``$/cancelRequest`` (LSP) and ``notifications/cancelled``
-  (MCP) cancel a request in flight (:class:`~rpcwire._in_flight.InFlight`): an async handler's task is cancelled,
-  a sync handler sees ``current_request().cancelled``; answered -32800 (LSP) or not at all (MCP).
+  answer. A notification from the client is run (awaited) before the next frame is read, once every answer
+  finished before it is sent. ``$/cancelRequest`` (LSP) and ``notifications/cancelled`` (MCP) cancel a request in
+  flight: an async handler's task is cancelled, a sync handler sees ``current_request().cancelled``; one still
+  held never runs; answered -32800 (LSP) or not at all (MCP).
 - **The end.** When the client goes away (or sends its close frame), the requests in flight are cancelled (their
   answers go nowhere), and the app returns once their tasks ended (``EXIT_GRACE`` at most). While reading is
   paused (below), one ``receive`` stays pending so that this is still seen; a frame it gets is held, the next to
-  be served, and a client that leaves after sending it is seen once there is room again.
+  be served, and a client that leaves after sending it is seen once reading goes on. A handler's ``SystemExit``
+  (another ``BaseException`` that is not an ``Exception``) stops the connection as it stops the engine: what is in
+  flight gets ``EXIT_GRACE`` to finish and be sent, then the app raises it.
 - **Backpressure.** A client that sends without reading is read no further (beyond that one held frame,
-  ``receive`` is not called, so the server stops reading its socket) while ``2 * max_concurrency`` requests are
-  read and unanswered, or while more than ``_PAUSE_BYTES`` wait to be sent. The messages waiting to be sent are
-  held in one queue; the ASGI server's ``send`` waits while its transport's buffer is full. Beyond
-  ``max_queued_bytes`` waiting (a handler that keeps notifying a client that does not read), the connection is
-  closed with 1008, logged at WARNING on the ``rpcwire`` logger, and what is in flight is cancelled. The close
-  frame waits ``_CLOSE_WAIT`` (1 s) at most for room; at that deadline a client that has not answered it is
-  dropped (:func:`_drop`: a reset, where the server's transport can be reached, uvicorn's), since the server's
-  own close would wait for a drain that a client that does not read never allows.
+  ``receive`` is not called, so the server stops reading its socket) while the session's read-ahead is full, or
+  while more than ``_PAUSE_BYTES`` wait to be sent (answers and handlers' notifications); the held requests do not
+  start meanwhile. The messages waiting to be sent are held in one queue; the ASGI server's ``send`` waits while
+  its transport's buffer is full. Beyond ``max_queued_bytes`` waiting (a handler that keeps notifying a client that
+  does not read), the session drops the peer (its ``Drop``): the connection is closed with 1008, logged at WARNING
+  on the ``rpcwire`` logger, and what is in flight is cancelled. The close frame waits ``_CLOSE_WAIT`` (1 s) at
+  most for room; at that deadline a client that has not answered it is dropped (:func:`_drop`: a reset, where the
+  server's transport can be reached, uvicorn's), since the server's own close would wait for a drain that a client
+  that does not read never allows.
 """
 
 from __future__ import annotations
@@ -48,13 +54,14 @@ import socket
 import struct
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
 from rpcwire import StdioTransport, _core
-from rpcwire._answer import Deliver, call, call_async, each_request, failure_answer
+from rpcwire._answer import call, call_async, failure_answer
 from rpcwire._context import RequestContext
-from rpcwire._in_flight import EXIT_GRACE, InFlight
+from rpcwire._in_flight import EXIT_GRACE
+from rpcwire._session import Action, Cancel, Drop, Grace, RunNotification, Session, Settled, Start, Stop, Write
 from rpcwire._types import Request
 
 __all__ = ["DEFAULT_MAX_CONCURRENCY", "DEFAULT_MAX_QUEUED_BYTES", "SUBPROTOCOL", "WebSocketServer", "handshake_refusal"]
@@ -70,7 +77,7 @@ DEFAULT_MAX_CONCURRENCY = 64
 """The requests of one connection that run at once (``serve_async``'s default)."""
 DEFAULT_MAX_QUEUED_BYTES = 16 * 1024 * 1024
 """What may wait to be sent to one client before the connection is closed (1008): as much as one frame may hold."""
-_PAUSE_BYTES = 256 * 1024  # more than this waiting to be sent: the client's next frames are not read
+_PAUSE_BYTES = 256 * 1024  # more than this waiting to be sent: the client's next frames are not read (the session's)
 _CLOSE_WAIT = 1.0  # how long the close frame may wait for room in the transport of a client that does not read
 _POLICY_VIOLATION = 1008
 
@@ -185,10 +192,6 @@ async def refuse(scope: dict[str, Any], send: Send, refusal: _Refusal | None) ->
         await send({"type": "websocket.close", "code": _POLICY_VIOLATION})
 
 
-class _ClientGone(Exception):
-    """The client went away while reading was paused (seen by the ``receive`` pending meanwhile)."""
-
-
 class _Notifications:
     """Where a request context writes its notifications: encoded at once (by the core, on the handler's thread,
     so that one the encoder refuses raises in the handler), then queued to be sent, from any thread."""
@@ -199,12 +202,14 @@ class _Notifications:
         self._connection = connection
 
     def write_notification(self, method: str, params: Any = None) -> None:
-        self._connection.put_from_any_thread(_core._encode_request(method, params))
+        self._connection.queue_from_any_thread(_core._encode_request(method, params))
 
 
 class _Connection:
-    """One accepted connection: a reader task, a sender task and a task per request, all on the loop's thread
-    (sync handlers' notifications reach it with ``call_soon_threadsafe``, in the order they were written)."""
+    """One accepted connection, a driver of the serving session (:mod:`rpcwire._session`), all on the loop's thread:
+    a reader coroutine feeds the session the client's frames and runs the notifications it hands back, a task runs
+    each request it starts, and a sender task sends what waits (a request's task sends its answer itself when
+    nothing waits). Sync handlers' notifications reach the loop with ``call_soon_threadsafe``, in their order."""
 
     def __init__(self, server: WebSocketServer, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         self.scope = scope  # the handshake's (path, headers, client): what a request's context may tell of it
@@ -218,24 +223,27 @@ class _Connection:
         self.loop = asyncio.get_running_loop()
         self.loop_thread = threading.get_ident()
         self.notifications = _Notifications(self)
-        self.in_flight = InFlight()  # used on the loop's thread only
-        self.tasks: set[asyncio.Task[None]] = set()
-        self.slots = asyncio.Semaphore(server.max_concurrency)  # handlers running
-        self.admitted = 0  # requests read and not yet answered
-        self.max_admitted = 2 * server.max_concurrency
         self.max_queued_bytes = server.max_queued_bytes
-        self.pause_bytes = min(_PAUSE_BYTES, server.max_queued_bytes)
-        self.outbox: collections.deque[bytes] = collections.deque()  # waiting to be sent, in order
-        self.queued_bytes = 0
-        self.queued = 0  # messages ever queued...
-        self.sent = 0  # ...and ever sent (handed to the server's send)
+        self.session = Session(
+            StdioTransport,
+            server.max_concurrency,
+            make_context=self.context,
+            unwritten_bytes=min(_PAUSE_BYTES, server.max_queued_bytes),
+            drop_bytes=server.max_queued_bytes,
+        )
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.slots = asyncio.Semaphore(server.max_concurrency)  # handlers running (the session starts up to 2N)
+        self.outbox: collections.deque[tuple[bytes, bool]] = collections.deque()  # (message, an answer?), in order
         self.sending = False  # a message is in the server's send: by the sender task, or by a request's own
         self.wake_sender = asyncio.Event()
-        self.room = asyncio.Event()  # the reader waits on it while reading is paused
+        self.changed = asyncio.Event()  # for the reader and the end: reading resumed, a notification, a stop...
         self.held: asyncio.Task[dict[str, Any]] | None = None  # the one receive() pending while reading is paused
-        self.sent_up_to: list[tuple[int, asyncio.Future[None]]] = []  # notifications waiting for earlier answers
-        self.stop: asyncio.Future[int | None] = self.loop.create_future()  # a close code, or None: the client left
-        self.failure: BaseException | None = None  # a handler's BaseException: raised once the connection is closed
+        self.notification: RunNotification | None = None  # the notification the reader is to run
+        self.stop: Stop | None = None
+        self.stopped: asyncio.Future[None] = self.loop.create_future()  # done at the first Stop
+        self.settled = False
+        self.dropped = False  # the session said Drop: the connection is closed with 1008
+        self.abandoned = False  # what is in flight is cancelled: nothing is answered any more
         self.start_task: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]] = self.loop.create_task
         if sys.version_info >= (3, 12) and self.loop.get_task_factory() is None:
             # The handler runs up to its first wait when its task is made: a handler that never waits is answered
@@ -246,29 +254,57 @@ class _Connection:
         reader = self.loop.create_task(self.read())
         sender = self.loop.create_task(self.write())
         try:
-            ends: set[asyncio.Future[Any]] = {reader, sender, self.stop}
-            await asyncio.wait(ends, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait((reader, self.stopped), return_when=asyncio.FIRST_COMPLETED)
+            if self.stop is None:  # the reader failed
+                self.carry(self.session.stop(reader.exception() or RuntimeError("the reader ended")))
+        except BaseException as exc:  # this task cancelled: the server shuts down
+            self.carry(self.session.stop(exc))
+        await self.end(reader, sender)
+
+    async def end(self, reader: asyncio.Task[None], sender: asyncio.Task[None]) -> None:
+        """The stop: what is in flight gets its grace, then is cancelled (its tasks get ``EXIT_GRACE`` to end);
+        what finished gets the write grace to be sent; a dropped connection is closed (1008); the reason raised."""
+        grace = Grace()
+        while not self.settled:
+            assert self.stop is not None
+            left = grace.left(self.stop, self.loop.time())
+            if left is not None and left <= 0:
+                break
+            await self.until_changed(left)
+        self.abandoned = True
+        reader.cancel()
+        self.carry(self.session.abandon())  # a sync handler sees it; nothing is answered any more
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(reader, return_exceptions=True)
+        if self.held is not None:  # a receive() made while reading was paused, never awaited by the reader
+            self.held.cancel()
+            await asyncio.gather(self.held, return_exceptions=True)
+        if self.tasks:
+            await asyncio.wait(self.tasks, timeout=EXIT_GRACE)
+        stop = self.stop
+        assert stop is not None
+        deadline = None if stop.write_grace is None else self.loop.time() + stop.write_grace
+        while stop.write_grace != 0 and (self.outbox or self.sending) and not sender.done():
+            remaining = None if deadline is None else deadline - self.loop.time()
+            if remaining is not None and remaining <= 0:
+                break
+            await self.until_changed(remaining)
+        sender.cancel()
+        await asyncio.gather(sender, return_exceptions=True)
+        if self.dropped:
+            await self.close(_POLICY_VIOLATION)
+        if stop.reason is not None:
+            raise stop.reason
+
+    async def until_changed(self, timeout: float | None) -> None:
+        """Until :attr:`changed` is set (``timeout`` seconds at most)."""
+        self.changed.clear()
+        waiter = self.loop.create_task(self.changed.wait())
+        try:
+            await asyncio.wait((waiter,), timeout=timeout)
         finally:
-            code = self.stop.result() if self.stop.done() else None
-            if not self.stop.done():
-                self.stop.set_result(None)
-            reader.cancel()
-            self.cancel_in_flight()
-            sender.cancel()
-            await asyncio.gather(reader, sender, return_exceptions=True)
-            if self.held is not None:  # a receive() made while reading was paused, never awaited by the reader
-                self.held.cancel()
-                await asyncio.gather(self.held, return_exceptions=True)
-            if self.tasks:
-                await asyncio.wait(self.tasks, timeout=EXIT_GRACE)
-            if code is not None:
-                await self.close(code)
-        for task in (reader, sender):
-            error = None if task.cancelled() else task.exception()
-            if error is not None and not isinstance(error, OSError):  # not a client gone: a failure of the server
-                raise error
-        if self.failure is not None:
-            raise self.failure
+            waiter.cancel()
 
     async def close(self, code: int) -> None:
         """The close frame, sent when there is room for it within ``_CLOSE_WAIT``; at that deadline the connection
@@ -282,79 +318,118 @@ class _Connection:
         if transport is not None:  # after this app returns too: the server closes the transport once it has
             self.loop.call_at(deadline, _drop, transport)
 
-    def cancel_in_flight(self) -> None:
-        for context in self.in_flight.contexts():
-            context._cancel("lsp")  # a sync handler sees it; nothing is answered any more
-        for task in self.tasks:
-            task.cancel()
+    # --- the session's actions ------------------------------------------------------------------------------
+
+    def carry(self, actions: list[Action], *, nested: bool = False) -> None:
+        """Carry out the session's actions (``nested``: in a request's task, whose requests started are started
+        on the loop after it, not inside it: an eager start would nest)."""
+        for action in actions:
+            kind = type(action)
+            if kind is Write:
+                for line in action.lines:  # type: ignore[union-attr]
+                    self.put(line, True)
+            elif kind is Start:
+                if nested:  # in a request's task: started after it, on the loop (an eager start would nest in it)
+                    self.loop.call_soon(self.start, action)  # type: ignore[arg-type]
+                else:
+                    self.start(action)  # type: ignore[arg-type]
+            elif kind is Cancel:
+                action.context._cancel(action.dialect)  # type: ignore[union-attr]
+            elif kind is Drop:
+                self.drop(action)  # type: ignore[arg-type]
+            else:
+                if kind is RunNotification:
+                    self.notification = action  # type: ignore[assignment]
+                elif kind is Stop:
+                    self.stop = action  # type: ignore[assignment]
+                    if not self.stopped.done():
+                        self.stopped.set_result(None)
+                elif kind is Settled:
+                    self.settled = True
+                self.changed.set()  # (reading paused or resumed too)
+
+    def drop(self, drop: Drop) -> None:
+        """Rule 8: too much waits for a client that does not read: nothing more is sent, the connection is closed
+        (1008) once what is in flight is cancelled."""
+        logger.warning(
+            "closing a WebSocket connection (1008): %d messages (%d bytes) wait to be sent to a client that "
+            "does not read, over max_queued_bytes (%d); its requests in flight are cancelled",
+            drop.unwritten,
+            drop.size,
+            self.max_queued_bytes,
+        )
+        self.outbox.clear()
+        self.dropped = True
 
     # --- reading ------------------------------------------------------------------------------------------
 
     async def read(self) -> None:
-        """The client's frames, each served before the next is read; reading pauses while there is no room."""
-        receive, endpoint = self.receive, self.endpoint
-        try:
-            while True:
-                if self.reading_paused():
-                    await self.until_room(self.reading_paused)
-                event = await self.held if self.held is not None else await receive()
+        """The client's frames, each fed to the session while it says ``reading``; the notifications it hands back
+        run here, before the next frame is read."""
+        receive, endpoint, session = self.receive, self.endpoint, self.session
+        while self.stop is None:
+            notification = self.notification
+            if notification is not None:
+                self.notification = None
+                await self.run_notification(notification)
+                continue
+            if not session.reading:
+                await self.until_reading()
+                continue
+            if self.held is not None:
+                event = await self.held
                 self.held = None
-                kind = event["type"]
-                if kind == "websocket.disconnect":
-                    return
-                if kind != "websocket.receive":
-                    continue
-                text = event.get("text")
-                message = endpoint.read(text.encode() if text is not None else event.get("bytes") or b"")
-                if type(message) is Request and not message.is_notification:  # the common case: room was waited for
-                    self.start(message, self.put)
-                    continue
-                for request, deliver in each_request(message, self.put):
-                    await self.dispatch(request, deliver)
-        except _ClientGone:
-            return
+            else:
+                event = await receive()
+            kind = event["type"]
+            if kind == "websocket.disconnect":
+                self.carry(session.peer_gone())
+                return
+            if kind != "websocket.receive":
+                continue
+            text = event.get("text")
+            body = text.encode() if text is not None else event.get("bytes") or b""
+            actions = session.received(endpoint.read(body))
+            if len(actions) == 1 and type(actions[0]) is Start:  # a request admitted (the common case)
+                self.start(actions[0])
+            elif actions:
+                self.carry(actions)
 
-    def reading_paused(self) -> bool:
-        """Too many requests read and unanswered, or too much waiting to be sent: the client is read no further."""
-        return self.admitted >= self.max_admitted or self.queued_bytes > self.pause_bytes
-
-    async def until_room(self, full: Callable[[], bool]) -> None:
-        """Until ``full()`` is false, with one ``receive`` pending meanwhile (:attr:`held`), so that a client that
-        goes away while reading is paused is seen to (:class:`_ClientGone`: the connection ends, and what is in
+    async def until_reading(self) -> None:
+        """While the session says no reading (and has nothing else for the reader), with one ``receive`` pending
+        (:attr:`held`), so that a client that goes away meanwhile is seen to (the session hears it: what is in
         flight is cancelled). A frame it gets is held, the next to be served: one frame at most, so backpressure
-        holds (a client gone after that frame is seen once there is room again, or when a ``send`` fails)."""
-        while full():
-            self.room.clear()
+        holds (a client gone after that frame is seen once reading goes on, or when a ``send`` fails)."""
+        while not self.session.reading and self.notification is None and self.stop is None:
+            self.changed.clear()
             if self.held is None:
                 self.held = self.loop.create_task(_received(self.receive))
-            if self.held.done():  # a frame is held: only room is waited for
-                await self.room.wait()
+            if self.held.done():  # a frame is held: only the session is waited for
+                await self.changed.wait()
                 continue
-            room = self.loop.create_task(self.room.wait())
+            changed = self.loop.create_task(self.changed.wait())
             try:
-                await asyncio.wait((room, self.held), return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait((changed, self.held), return_when=asyncio.FIRST_COMPLETED)
             finally:
-                room.cancel()
+                changed.cancel()
             if self.held.done() and self.held.result()["type"] == "websocket.disconnect":
-                raise _ClientGone
+                self.held = None
+                self.carry(self.session.peer_gone())
 
-    async def dispatch(self, request: Request, deliver: Deliver) -> None:
-        if request.is_notification:
-            if not self.in_flight.cancel(request):  # a cancellation is applied at once, and never run
-                await self.until_sent()
-                await self.run_notification(request, self.context(request))
-            deliver(None)
-            return
-        if self.admitted >= self.max_admitted:  # a batch's requests, each admitted in turn
-            await self.until_room(lambda: self.admitted >= self.max_admitted)
-        self.start(request, deliver)
-
-    async def until_sent(self) -> None:
-        """Until every message queued so far was handed to the server's ``send``."""
-        if self.sent < self.queued:
-            done = self.loop.create_future()
-            self.sent_up_to.append((self.queued, done))
-            await done
+    async def run_notification(self, notification: RunNotification) -> None:
+        request, context = notification.request, notification.context
+        try:
+            try:
+                await self.call(request, context)
+            except asyncio.CancelledError as exc:
+                if self.abandoned:
+                    raise
+                failure_answer(StdioTransport, request, context, exc)  # logged, as every mode logs it
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # SystemExit and the like: the connection ends, the app raises it
+            self.carry(self.session.stop(exc))
+        self.carry(self.session.notified(notification))
 
     # --- requests -----------------------------------------------------------------------------------------
 
@@ -365,42 +440,42 @@ class _Connection:
         context._http = self.scope
         return context
 
-    def start(self, request: Request, deliver: Deliver) -> None:
-        self.admitted += 1
-        context = self.context(request)
-        self.in_flight.add(context)
-        task = self.start_task(self.run(request, context, deliver))
+    def start(self, start: Start) -> None:
+        task = self.start_task(self.run(start))
         if not task.done():  # an eager task may be done already: nothing is left to cancel or wait for
             if self.is_async:
-                context._task = task  # a cancellation cancels it
+                start.context._task = task  # a cancellation cancels it
             self.tasks.add(task)
 
-    async def run(self, request: Request, context: RequestContext, deliver: Deliver) -> None:
+    async def run(self, start: Start) -> None:
+        request, context = start.request, start.context
         try:
             try:
                 async with self.slots:  # cancelled while it waits: never run
                     answer = await self.call(request, context)
             except asyncio.CancelledError as exc:
-                if self.stop.done():  # the connection is closing: nothing is answered
+                if self.abandoned:  # the connection is closing: nothing is answered
                     raise
                 answer = failure_answer(StdioTransport, request, context, exc, expose_errors=self.expose_errors)
-            context._task = None  # answered: a cancellation that comes now must not cancel the sending of it
-            if deliver == self.put and answer is not None and not self.sending and not self.outbox:
-                await self.send_now(answer)  # nothing before it to wait for: no hop to the sender task
-            else:
-                deliver(answer)
         except asyncio.CancelledError:
+            self.ended(self.session.finished(start, None))
             raise
         except BaseException as exc:  # a handler's SystemExit and the like: the connection ends, the app raises it
-            if self.failure is None:
-                self.failure = exc
-            if not self.stop.done():
-                self.stop.set_result(None)
-        finally:
-            self.in_flight.remove(context)
-            self.tasks.discard(asyncio.current_task())
-            self.admitted -= 1
-            self.room.set()
+            self.ended(self.session.failed(start, exc))
+            return
+        context._task = None  # answered: a cancellation that comes now must not cancel the sending of it
+        actions = self.session.finished(start, answer)
+        if len(actions) == 1 and not self.sending and not self.outbox and type(actions[0]) is Write and not self.stop:
+            lines = actions[0].lines
+            if len(lines) == 1:  # nothing before it to wait for: no hop to the sender task
+                self.tasks.discard(asyncio.current_task())
+                await self.send_now(lines[0])
+                return
+        self.ended(actions)
+
+    def ended(self, actions: list[Action]) -> None:
+        self.tasks.discard(asyncio.current_task())
+        self.carry(actions, nested=True)
 
     async def call(self, request: Request, context: RequestContext) -> bytes | None:
         """The handler's answer: awaited on the loop (async), on a worker thread, or inline (``run_sync_inline``)."""
@@ -412,84 +487,68 @@ class _Connection:
             call, StdioTransport, request, self.handler, context, expose_errors=self.expose_errors
         )
 
-    async def run_notification(self, request: Request, context: RequestContext) -> None:
-        try:
-            await self.call(request, context)
-        except asyncio.CancelledError as exc:
-            if self.stop.done():
-                raise
-            failure_answer(StdioTransport, request, context, exc)  # logged, as every mode logs it
-
     # --- sending ------------------------------------------------------------------------------------------
 
-    def put(self, line: bytes | None) -> None:
-        """On the loop: a message to send, after those queued before it."""
-        if line is None or self.stop.done():
+    def put(self, line: bytes, answer: bool) -> None:
+        """On the loop: a message to send, after those queued before it (nothing once nothing can be sent)."""
+        stop = self.stop
+        if stop is not None and stop.write_grace == 0:
             return
-        self.outbox.append(line)
-        self.queued_bytes += len(line)
-        self.queued += 1
+        self.outbox.append((line, answer))
         self.wake_sender.set()
-        if self.queued_bytes > self.max_queued_bytes and len(self.outbox) > 1:
-            logger.warning(
-                "closing a WebSocket connection (1008): %d messages (%d bytes) wait to be sent to a client that "
-                "does not read, over max_queued_bytes (%d); its requests in flight are cancelled",
-                len(self.outbox),
-                self.queued_bytes,
-                self.max_queued_bytes,
-            )
-            self.outbox.clear()
-            self.queued_bytes = 0
-            self.stop.set_result(_POLICY_VIOLATION)
 
-    def put_from_any_thread(self, line: bytes) -> None:
+    def queue(self, line: bytes) -> None:
+        """On the loop: a handler's notification to send; the session counts it as waiting (its bounds)."""
+        self.put(line, False)
+        self.carry(self.session.queued(len(line)))
+
+    def queue_from_any_thread(self, line: bytes) -> None:
         if threading.get_ident() == self.loop_thread:
-            self.put(line)
+            self.queue(line)
         else:
             with contextlib.suppress(RuntimeError):  # the loop is closed: the connection is long gone
-                self.loop.call_soon_threadsafe(self.put, line)
+                self.loop.call_soon_threadsafe(self.queue, line)
 
     async def write(self) -> None:
         """The sender: each queued message in turn, as a text frame (the server's ``send`` waits while its
         transport's buffer is full), never while a request's task sends its answer itself (:meth:`send_now`)."""
-        outbox, send = self.outbox, self.send
+        outbox, send, session = self.outbox, self.send, self.session
         while True:
             while not outbox or self.sending:
+                if self.stop is not None:
+                    self.changed.set()  # the end may wait for what is left to be sent
                 self.wake_sender.clear()
                 await self.wake_sender.wait()
-            line = outbox.popleft()
-            self.queued_bytes -= len(line)
-            if self.queued_bytes <= self.pause_bytes:
-                self.room.set()
+            line, answer = outbox.popleft()
             self.sending = True
             try:
                 await send({"type": "websocket.send", "text": line.decode()})
+            except Exception:
+                self.carry(session.peer_gone())  # the client is gone (a server may say so with any error)
+                return
             finally:
                 self.sending = False
-            self.sent_one()
+            actions = session.written(1, len(line)) if answer else session.written(0, len(line), 1)
+            if actions:
+                self.carry(actions)
 
     async def send_now(self, line: bytes) -> None:
         """A request's task sends its answer itself, when nothing waits to be sent and nothing is being sent: the
         common case of a client that reads, one hop of the loop fewer than through the sender task. A ``send``
         that fails (the client is gone) ends the connection, as the sender's would."""
         self.sending = True
-        self.queued += 1
         try:
             await self.send({"type": "websocket.send", "text": line.decode()})
         except Exception:
-            if not self.stop.done():
-                self.stop.set_result(None)
+            self.carry(self.session.peer_gone())
             return
         finally:
             self.sending = False
             if self.outbox:
                 self.wake_sender.set()
-        self.sent_one()
-
-    def sent_one(self) -> None:
-        self.sent += 1
-        if self.sent_up_to:
-            self.sent_up_to = _release(self.sent_up_to, self.sent)
+        actions = self.session.written(1, len(line))
+        if actions:
+            self.carry(actions, nested=True)
 
 
 def _server_transport(send: Send) -> asyncio.Transport | None:
@@ -517,15 +576,3 @@ def _drop(transport: asyncio.Transport) -> None:
 async def _received(receive: Receive) -> dict[str, Any]:
     """``receive()`` in a coroutine: a server's ``receive`` may return an awaitable that is not one (granian)."""
     return await receive()
-
-
-def _release(waiting: Iterable[tuple[int, asyncio.Future[None]]], sent: int) -> list[tuple[int, asyncio.Future[None]]]:
-    """The waiters of :meth:`_Connection.until_sent` whose messages are all sent are released; the others kept."""
-    kept = []
-    for up_to, done in waiting:
-        if up_to <= sent:
-            if not done.done():
-                done.set_result(None)
-        else:
-            kept.append((up_to, done))
-    return kept

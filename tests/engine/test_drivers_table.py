@@ -1,6 +1,8 @@
 """One table of (input lines -> answers) run through every driver of the serving session and the sequential loops:
 the same bytes in, the same answers out, whether the core's own loop serves them (native or pure), the threads
-server, the asyncio server (sync and async handlers) or a ``--listen`` connection (a real server on 127.0.0.1).
+server, the asyncio server (sync and async handlers), a ``--listen`` connection (a real server on 127.0.0.1) or
+a WebSocket connection (``ASGIApp`` under a real uvicorn on 127.0.0.1, as tests/http/test_websocket.py runs it; each
+line a frame, each answer a frame).
 
 Lone answers may come in any order in the concurrent drivers, so they are compared sorted; a batch's line is one
 answer, its entries in the batch's order. The session's rules themselves are tests/engine/test_session_rules.py.
@@ -8,9 +10,12 @@ answer, its entries in the batch's order. The session's rules themselves are tes
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import io
 import json
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -20,6 +25,7 @@ import pytest
 import rpcwire
 from support.messages import echo
 from support.processes import announced_server, rpcwire_command
+from support.servers import real_server
 from support.serving import serve_in_mode
 
 WAIT = 30.0  # seconds: a --listen answer comes well within this; only reached when the driver hangs
@@ -83,7 +89,7 @@ CASES: list[tuple[str, list[str], list[Any]]] = [
     ),
 ]
 
-DRIVERS = ["sequential", "threads", "asyncio-sync", "asyncio-async", "listen"]
+DRIVERS = ["sequential", "threads", "asyncio-sync", "asyncio-async", "listen", "websocket"]
 
 LISTEN_HANDLER = """
 def handler(method, params):
@@ -103,7 +109,47 @@ def listen_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         yield port
 
 
-def served(impl: ModuleType, driver: str, data: bytes, request: pytest.FixtureRequest) -> bytes:
+WEBSOCKET_APP = """
+from rpcwire.http import ASGIApp
+from support.messages import echo
+
+app = ASGIApp(echo, websocket=True, max_concurrency=2)
+"""
+
+
+@pytest.fixture(scope="module")
+def websocket_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if importlib.util.find_spec("uvicorn") is None or importlib.util.find_spec("websockets") is None:
+        pytest.skip("uvicorn and websockets are needed for the WebSocket driver")
+    app_dir: Path = tmp_path_factory.mktemp("table-websocket")
+    (app_dir / "table_app.py").write_text(WEBSOCKET_APP)
+    support = str(Path(__file__).resolve().parents[1])  # tests/, where support/ is
+    command = [sys.executable, "-m", "uvicorn", "--fd", "{fd}", "--app-dir", str(app_dir), "--log-level", "warning"]
+    with real_server([*command, "table_app:app"], cwd=Path(support)) as url:
+        yield "ws" + url.removeprefix("http") + "/"
+
+
+async def over_websocket(url: str, lines: list[bytes], answers: int) -> list[bytes]:
+    """Each line sent as a frame on one connection; the ``answers`` frames that come back, then any that came
+    before the answer to a last request sent once they are in (none should)."""
+    from websockets.asyncio.client import connect
+
+    async with connect(url) as ws:
+        for frame in lines:
+            await ws.send(frame.decode())
+        received = [await asyncio.wait_for(ws.recv(), WAIT) for _ in range(answers)]
+        await ws.send(line("echo", ["end"], "end"))
+        while (last := await asyncio.wait_for(ws.recv(), WAIT)) != '{"jsonrpc":"2.0","id":"end","result":["end"]}':
+            received.append(last)
+    return [text.encode() if isinstance(text, str) else text for text in received]
+
+
+def served(impl: ModuleType, driver: str, data: bytes, request: pytest.FixtureRequest, answers: int) -> bytes:
+    if driver == "websocket":
+        if impl is not rpcwire:
+            pytest.skip("ASGIApp serves with `import rpcwire`'s core: its pure case is the pure wheel's")
+        url = request.getfixturevalue("websocket_url")
+        return b"\n".join(asyncio.run(over_websocket(url, data.splitlines(), answers)))
     if driver == "listen":
         if impl is not rpcwire:
             pytest.skip("--listen serves with `import rpcwire`: its pure case is the pure wheel's")
@@ -133,6 +179,6 @@ def _sorted(answers: list[Any]) -> list[Any]:
 def test_every_driver_answers_alike(
     impl: ModuleType, driver: str, lines: list[str], expected: list[Any], request: pytest.FixtureRequest
 ) -> None:
-    output = served(impl, driver, "".join(f"{text}\n" for text in lines).encode(), request)
+    output = served(impl, driver, "".join(f"{text}\n" for text in lines).encode(), request, len(expected))
     answers = [json.loads(text) for text in output.splitlines()]
     assert _sorted(answers) == _sorted(expected)

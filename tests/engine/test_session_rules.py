@@ -3,11 +3,13 @@
 Each case is a table of steps: an event, and the actions the session answers it with, written short:
 
 - events: ``read LINE`` (a message the core reads from LINE), ``finish ID`` (its handler returned), ``fail ID
-  SystemExit`` (its handler raised), ``notified`` (the notification running returned), ``written N`` (the writer
-  wrote the N oldest unwritten lines), ``eof``, ``interrupt``, ``read fails``, ``output fails``, ``abandon``;
+  SystemExit`` (its handler raised), ``notified`` (the notification running returned), ``queue SIZE`` (the driver
+  queued a message of its own, a handler's notification), ``written N`` (the writer wrote the N oldest unwritten
+  messages), ``eof``, ``gone`` (the peer gone both ways), ``interrupt``, ``read fails``, ``output fails``,
+  ``abandon``;
 - actions: ``start ID``, ``run METHOD``, ``write ANSWERS`` (each line's ids: ``1`` a result, ``1!-32800`` an error,
-  ``[1,2]`` a batch's line), ``cancel ID DIALECT``, ``pause``, ``resume``, ``stop REASON GRACE WRITE_GRACE``,
-  ``settled``.
+  ``[1,2]`` a batch's line), ``cancel ID DIALECT``, ``pause``, ``resume``, ``drop MESSAGES BYTES``,
+  ``stop REASON GRACE WRITE_GRACE``, ``settled``.
 
 The bounds are made small (``N = 1``: 2 admitted; 2 held; where a case says so, 1 or 2 unwritten answers) so
 that each rule shows in a few steps; the real ones are the same code with larger numbers. Run on both cores (the
@@ -24,6 +26,8 @@ from typing import Any
 import pytest
 from rpcwire._session import (
     Cancel,
+    Drop,
+    Grace,
     PauseReading,
     ResumeReading,
     RunNotification,
@@ -63,10 +67,12 @@ class Driver:
             read_ahead_requests=bounds.pop("held", 2),
             read_ahead_bytes=bounds.pop("held_bytes", 1 << 20),
             unwritten_answers=bounds.pop("unwritten", 100),
+            unwritten_bytes=bounds.pop("unwritten_bytes", 1 << 20),
+            drop_bytes=bounds.pop("drop", None),
         )
         self.started: dict[Any, Start] = {}
         self.running: RunNotification | None = None
-        self.unwritten: list[bytes] = []
+        self.unwritten: list[tuple[bytes, bool]] = []  # (message, an answer?) in the order handed out
 
     def event(self, step: str) -> list[Any]:
         session = self.session
@@ -86,11 +92,17 @@ class Driver:
             running, self.running = self.running, None
             assert running is not None
             return session.notified(running)
+        if verb == "queue":
+            self.unwritten.append((b"n" * int(rest), False))
+            return session.queued(int(rest))
         if verb == "written":
             lines, self.unwritten = self.unwritten[: int(rest)], self.unwritten[int(rest) :]
-            return session.written(len(lines), sum(map(len, lines)))
+            answers = sum(answer for _, answer in lines)
+            return session.written(answers, sum(len(line) for line, _ in lines), len(lines) - answers)
         if verb == "eof":
             return session.input_ended()
+        if verb == "gone":
+            return session.peer_gone()
         if verb == "interrupt":
             return session.stop(KeyboardInterrupt())
         if verb == "output" and rest == "fails":
@@ -109,7 +121,7 @@ class Driver:
                 self.running = action
                 shown.append(f"run {action.request.method}")
             elif isinstance(action, Write):
-                self.unwritten += action.lines
+                self.unwritten += [(line, True) for line in action.lines]
                 shown.append("write " + " ".join(_answers(json.loads(line)) for line in action.lines))
             elif isinstance(action, Cancel):
                 shown.append(f"cancel {json.dumps(action.context.id)} {action.dialect}")
@@ -117,6 +129,8 @@ class Driver:
                 shown.append("pause")
             elif isinstance(action, ResumeReading):
                 shown.append("resume")
+            elif isinstance(action, Drop):
+                shown.append(f"drop {action.unwritten} {action.size}")
             elif isinstance(action, Stop):
                 reason = None if action.reason is None else type(action.reason).__name__
                 shown.append(f"stop {reason} {action.grace} {action.write_grace}")
@@ -379,6 +393,75 @@ RULES: list[tuple[str, dict[str, Any], list[tuple[str, list[str]]]]] = [
             ("interrupt", []),
         ],
     ),
+    (
+        "the driver's own messages count in the bytes unwritten: reading pauses, and resumes as they are written",
+        {"unwritten_bytes": 100},
+        [
+            ("queue 60", []),
+            ("queue 60", ["pause"]),
+            ("written 1", ["resume"]),
+        ],
+    ),
+    (
+        "a peer too slow: past the drop bound unwritten, Drop, then a stop without grace; held ones never start",
+        {"drop": 100, "unwritten_bytes": 1000},
+        [
+            (f"read {req(1)}", ["start 1"]),
+            (f"read {req(2)}", ["start 2"]),
+            (f"read {req(3)}", []),
+            ("queue 60", []),
+            ("queue 60", ["drop 2 120", "stop None 0 0"]),
+            ("queue 60", []),
+            ("abandon", ["cancel 1 lsp", "cancel 2 lsp"]),
+            ("finish 1", ["write 1"]),
+            ("finish 2", ["write 2", "settled"]),
+        ],
+    ),
+    (
+        "a peer too slow: one message alone past the bound is not a drop; answers count too",
+        {"drop": 100, "unwritten_bytes": 1000},
+        [
+            ("queue 150", []),
+            ("written 1", []),
+            (f"read {req(1)}", ["start 1"]),
+            ("queue 90", []),
+            ("finish 1", ["write 1", "drop 2 128", "stop None 0 0", "settled"]),
+        ],
+    ),
+    (
+        "a peer too slow keeps the reason given before (a handler's SystemExit)",
+        {"drop": 100, "unwritten_bytes": 1000},
+        [
+            (f"read {req(1)}", ["start 1"]),
+            (f"read {req(2)}", ["start 2"]),
+            ("fail 1 SystemExit", ["stop SystemExit 2.0 2.0"]),
+            ("queue 60", []),
+            ("queue 60", ["drop 2 120", "stop SystemExit 0 0"]),
+        ],
+    ),
+    (
+        "without a drop bound (streams) a peer is never dropped, only read no further",
+        {"unwritten_bytes": 100},
+        [
+            ("queue 5000", ["pause"]),
+            ("queue 5000", []),
+        ],
+    ),
+    (
+        "the peer gone both ways: a stop without grace, held ones never start, abandon cancels what runs",
+        {},
+        [
+            (f"read {req(1)}", ["start 1"]),
+            (f"read {req(2)}", ["start 2"]),
+            (f"read {req(3)}", []),
+            ("gone", ["stop None 0 0"]),
+            (f"read {req(4)}", []),
+            ("abandon", ["cancel 1 lsp", "cancel 2 lsp"]),
+            ("finish 1", ["write 1"]),
+            ("finish 2", ["write 2", "settled"]),
+            ("gone", []),
+        ],
+    ),
 ]
 
 
@@ -418,3 +501,33 @@ def test_a_held_request_counts_its_size(impl: ModuleType) -> None:
     assert driver.show(driver.event(f"read {req(2)}")) == ["start 2"]
     assert driver.show(driver.event(f"read {big}")) == ["pause"]
     assert driver.show(driver.event(f"read {lsp_cancel(9)}")) == ["write 9!-32800", "resume"]
+
+
+def test_busy_is_what_is_in_flight_not_what_waits_to_be_written(impl: ModuleType) -> None:
+    """``busy`` (what a ``--listen`` connection's idle timeout asks): a request admitted or held, a notification
+    waiting or running; an answer not yet written is not."""
+    driver = Driver(impl)
+    session = driver.session
+    assert not session.busy
+    for line in (req(1), req(2), req(3)):
+        driver.show(driver.event(f"read {line}"))
+    assert session.busy
+    for event in ("finish 1", "finish 2", "finish 3"):
+        driver.show(driver.event(event))
+    assert not session.busy and not session.idle  # three answers unwritten
+    assert driver.show(driver.event(f"read {note('log')}")) == ["pause"]
+    assert session.busy  # a notification waiting for the answers before it
+    assert driver.show(driver.event("written 3")) == ["run log"]
+    assert session.busy
+    driver.show(driver.event("notified"))
+    assert not session.busy and session.idle
+
+
+def test_the_grace_is_the_stop_in_force() -> None:
+    """``Grace``: the seconds left of the stop in force on the driver's clock; a stricter stop starts its own."""
+    grace = Grace()
+    graced = Stop(SystemExit(2), 2.0, 2.0)
+    assert grace.left(graced, 10.0) == 2.0
+    assert grace.left(graced, 11.5) == 0.5
+    assert grace.left(Stop(None, None, None), 12.0) is None
+    assert grace.left(Stop(KeyboardInterrupt(), 0, 2.0), 12.0) == 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http.client
+import io
 import json
 import select
 import socket
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 import rpcwire
 import rpcwire._listen
+import rpcwire._session
 import rpcwire.pure
 from rpcwire._listen import framing_of
 from support.processes import announced_server, rpcwire_command, run_rpcwire
@@ -251,8 +253,7 @@ def test_a_connection_is_watched_with_or_without_poll(monkeypatch: pytest.Monkey
         left.sendall(b"x")
         assert rpcwire._listen._readable(right, None)
         assert right.recv(1) == b"x"
-        activity = rpcwire._listen._Activity(lambda method, params: None)
-        idle = rpcwire._listen._IdleReader(right, activity, timeout=0.05)
+        idle = rpcwire._listen._IdleReader(right, timeout=0.05)
         left.sendall(b"abc")
         buffer = bytearray(8)
         assert idle.readinto(buffer) == 3
@@ -495,7 +496,17 @@ def test_an_async_call_in_flight_is_activity(impl: Any, monkeypatch: pytest.Monk
             return "rested"
         return params[0] + params[1]
 
-    limits = rpcwire._listen.Limits(max_concurrency=4, idle_timeout=0.5)
+    assert _answers_past_the_idle_timeout(handler, 4) == [
+        {"jsonrpc": "2.0", "id": "a", "result": 3},
+        {"jsonrpc": "2.0", "id": "n", "result": "rested"},
+    ]
+
+
+def _answers_past_the_idle_timeout(handler: Any, max_concurrency: int) -> list[Any]:
+    """A stream connection (idle timeout 0.5 s) served by ``handler``: a ``nap`` of 2 s sent, then 1 s later (past
+    the timeout, the nap running) an ``add``; their two answers as they came, once the connection is seen to close,
+    quiet, after them."""
+    limits = rpcwire._listen.Limits(max_concurrency=max_concurrency, idle_timeout=0.5)
     with socket.create_server(("127.0.0.1", 0)) as listener, connect(listener.getsockname()[1]) as sock:
         accepted, _ = listener.accept()
         address = listener.getsockname()[:2]
@@ -510,15 +521,64 @@ def test_an_async_call_in_flight_is_activity(impl: Any, monkeypatch: pytest.Monk
             with sock.makefile("rb") as stream:
                 lines = [stream.readline() for _ in range(2)]
             assert all(lines), f"the connection closed under the call in flight: {lines}"
-            assert [json.loads(line) for line in lines] == [
-                {"jsonrpc": "2.0", "id": "a", "result": 3},
-                {"jsonrpc": "2.0", "id": "n", "result": "rested"},
-            ]
             assert closed_within(sock, 20)  # quiet now: closed after the timeout
         finally:
             sock.close()
             server.join(30)
         assert not server.is_alive()
+    return [json.loads(line) for line in lines]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("max_concurrency", [1, 2], ids=["sequential", "threads"])
+def test_a_sync_call_in_flight_is_activity(impl: Any, monkeypatch: pytest.MonkeyPatch, max_concurrency: int) -> None:
+    """As for an ``async def`` call: a sync call that runs past the idle timeout (0.5 s; the call 2 s) keeps the
+    stream connection open, whichever driver serves it. Threads: what is in flight is the serving session's to say
+    (the reader's deadline comes while the call runs). Sequential: the request sent while the call runs is read
+    once it is answered (its read asked then is activity, not the bytes' arrival 1 s before)."""
+    monkeypatch.setattr(rpcwire._listen, "rpcwire", impl)
+
+    def handler(method: str, params: Any) -> Any:
+        if method == "nap":
+            time.sleep(params[0])
+            return "rested"
+        return params[0] + params[1]
+
+    answers = _answers_past_the_idle_timeout(handler, max_concurrency)
+    assert sorted(answers, key=json.dumps) == [
+        {"jsonrpc": "2.0", "id": "a", "result": 3},
+        {"jsonrpc": "2.0", "id": "n", "result": "rested"},
+    ]
+
+
+def test_the_idle_timeout_waits_for_what_the_session_has_in_flight(impl: Any) -> None:
+    """In process: a stream connection's input asks the serving session whether anything is in flight. With a
+    request admitted, the deadline passes without the input ending; once the session's request is answered, the
+    wait starts again, and only then, quiet, the input ends."""
+    session = rpcwire._session.Session(impl.StdioTransport(io.BytesIO(), io.BytesIO()), 1)
+    request = impl.StdioTransport(
+        io.BytesIO(b'{"jsonrpc":"2.0","method":"nap","id":1}\n'), io.BytesIO()
+    )._read_message()
+    (start,) = session.received(request)
+    answered: list[float] = []
+
+    def answer() -> None:
+        answered.append(time.monotonic())
+        session.finished(start, b"{}")
+
+    left, right = socket.socketpair()
+    timer = threading.Timer(0.3, answer)  # the request in flight for 3 timeouts
+    with left, right:
+        idle = rpcwire._listen._IdleReader(right, timeout=0.1)
+        idle.watch(session)
+        timer.start()
+        try:
+            assert idle.readinto(bytearray(8)) == 0
+            ended = time.monotonic()
+        finally:
+            timer.cancel()
+    assert answered, "the input ended while the session had a request in flight"
+    assert ended - answered[0] >= 0.09  # a whole timeout after the request's end
 
 
 # --- HTTP: a body left unread ---------------------------------------------------------------------------------

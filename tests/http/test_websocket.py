@@ -387,6 +387,34 @@ def test_a_connection_that_closes_while_reading_is_paused_cancels_what_is_in_fli
     run(main())
 
 
+def test_a_cancellation_behind_the_requests_waiting_is_acted_on(server: tuple[str, str]) -> None:
+    """``max_concurrency=1``: two calls that never end fill the connection (``2 * max_concurrency`` admitted), yet
+    its frames are still read (the session's read-ahead): a third call is held, and LSP's cancellation of it, read
+    behind it, answers it -32800 at once; it never runs. (The connection used to read nothing more: the
+    cancellation waited behind calls that never end.)"""
+    url, kind = server
+    names = [f"ahead-{kind}-{n}" for n in range(3)]
+
+    async def report(name: str) -> Any:
+        return await call(url + "/paused", "report", {"name": name})
+
+    async def main() -> None:
+        async with connect(url + "/paused") as ws:
+            for id_, name in enumerate(names, 1):
+                await ws.send(message("hangs", {"name": name}, id_))
+            assert await until(lambda: report(names[0])) == ["started"]
+            await ws.send(message("$/cancelRequest", {"id": 3}))
+            assert await receive(ws) == {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "error": {"code": -32800, "message": "Request cancelled"},
+            }
+        assert await until(lambda: _cancelled(report(names[0]))) == ["started", "cancelled"]
+        assert await report(names[2]) == []  # held, then cancelled: never ran
+
+    run(main())
+
+
 async def _cancelled(reported: Any) -> Any:
     """What ``reported`` (a ``report`` call) gives once it says ``"cancelled"``, else ``None``."""
     value = await reported
