@@ -17,6 +17,18 @@ both. Workloads (every answer is counted; the first and last are checked):
 Figures: wall time per call, the median round trip (p50), and the server process's CPU time per call
 (`time.process_time()` asked of the server before and after: what the streams cost, apart from waiting for
 a shared CPU). Each is a median over the repeats, runs of the two stacks interleaved.
+
+Then the readers alone, in this process (`--readers` prints only this table): one large `didOpen` frame's
+reading (headers, body, JSON) by rpcwire.lsp's `JsonRpcStreamReader`, python-lsp-jsonrpc's (ujson) and pygls's
+(`pygls.io_.run`: its header loop and `json.loads` with an identity `object_hook`), each listening to a
+`BytesIO` of frames; and the body's decoding alone by rpcwire's codec (`_parse_incoming`: the body decoded
+into a `Request`), ujson, orjson and json. Bodies: the source document of 64 KiB and 1 MiB escaped as
+`json.dumps` writes it by default (`\\uXXXX` for non-ASCII) and as raw UTF-8, and a 1 MiB text of CJK and
+emoji, escaped (every character a `\\u` escape, the emoji surrogate pairs). Figures: process CPU time per
+frame (`time.process_time_ns()`), the median of the repeats, every contender run once per repeat in a rotating
+order; "x" columns are the peer's figure over rpcwire.lsp's (above 1: rpcwire.lsp takes less CPU).
+`--callgrind CASE[:READER]` reads 20 frames of one case with one reader and nothing else, for
+`valgrind --tool=callgrind` (bench/README.md).
 """
 
 from __future__ import annotations
@@ -188,6 +200,148 @@ def did_open_source(server: Server, calls: int, text: str) -> dict[str, float]:
     return ping_pong(server, calls, "didOpen", params, len(text), ensure_ascii=False)
 
 
+# --- the readers alone ---------------------------------------------------------------------------
+
+CJK_EMOJI = "".join(
+    f"\u6f22\u5b57\u306e\u30c6\u30ad\u30b9\u30c8 {chr(0x1F600 + k % 64)} r\u00e9sum\u00e9 {k}\n" for k in range(1000)
+)
+
+
+def reader_cases() -> dict[str, bytes]:
+    """The bodies of the reader table: each a `didOpen` notification, as a client's `json.dumps` writes it."""
+
+    def body(text: str, *, ensure_ascii: bool) -> bytes:
+        params = {"textDocument": {"uri": "file:///src/config.py", "languageId": "python", "version": 1, "text": text}}
+        message = {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": params}
+        return json.dumps(message, ensure_ascii=ensure_ascii).encode()
+
+    return {
+        "escaped 64 KiB": body(SOURCE_64K, ensure_ascii=True),
+        "escaped 1 MiB": body(SOURCE_1M, ensure_ascii=True),
+        "raw UTF-8 64 KiB": body(SOURCE_64K, ensure_ascii=False),
+        "raw UTF-8 1 MiB": body(SOURCE_1M, ensure_ascii=False),
+        "CJK+emoji escaped 1 MiB": body(
+            (CJK_EMOJI * (1024 * 1024 // len(CJK_EMOJI) + 1))[: 1024 * 1024], ensure_ascii=True
+        ),
+    }
+
+
+def frames_of(body: bytes, count: int) -> bytes:
+    return b"".join([f"Content-Length: {len(body)}\r\n\r\n".encode() + body] * count)
+
+
+def make_readers() -> dict[str, Callable[[bytes, Callable[[Any], Any]], None]]:
+    """Each reader: `read(stream_bytes, consume)` hands every message of the stream to `consume`."""
+    import io  # noqa: PLC0415
+
+    import pylsp_jsonrpc.streams  # noqa: PLC0415
+    import rpcwire.lsp  # noqa: PLC0415
+    from pygls.io_ import run  # noqa: PLC0415
+
+    def ours(data: bytes, consume: Callable[[Any], Any]) -> None:
+        rpcwire.lsp.JsonRpcStreamReader(io.BytesIO(data)).listen(consume)
+
+    def pylsp(data: bytes, consume: Callable[[Any], Any]) -> None:
+        pylsp_jsonrpc.streams.JsonRpcStreamReader(io.BytesIO(data)).listen(consume)
+
+    class Protocol:
+        """What `pygls.io_.run` asks of a protocol: an `object_hook` and a handler."""
+
+        def __init__(self, consume: Callable[[Any], Any]) -> None:
+            self.handle_message = consume
+
+        @staticmethod
+        def structure_message(value: Any) -> Any:
+            return value
+
+    def pygls(data: bytes, consume: Callable[[Any], Any]) -> None:
+        run(threading.Event(), io.BytesIO(data), Protocol(consume))  # type: ignore[arg-type]
+
+    return {"rpcwire.lsp": ours, "python-lsp-jsonrpc (ujson)": pylsp, "pygls": pygls}
+
+
+def make_decoders() -> dict[str, Callable[[bytes], Any]]:
+    import orjson  # noqa: PLC0415
+    import ujson  # noqa: PLC0415
+    from rpcwire._rpcwire import _parse_incoming  # noqa: PLC0415
+
+    return {"rpcwire codec": _parse_incoming, "ujson": ujson.loads, "orjson": orjson.loads, "json": json.loads}
+
+
+def text_of(message: Any) -> str:
+    params = message["params"] if isinstance(message, dict) else message.params
+    return params["textDocument"]["text"]
+
+
+def readers_table(repeats: int, quick: bool) -> dict[str, Any]:
+    """The readers' and decoders' CPU time per frame on each case (see the module's doc)."""
+    cases, readers, decoders = reader_cases(), make_readers(), make_decoders()
+    # Each case's frames add up to about 8 MiB (4 MiB with --quick): enough CPU time for the clock.
+    total = (4 if quick else 8) * 1024 * 1024
+    runs: dict[str, dict[str, list[float]]] = {case: {} for case in cases}
+    for name, body in cases.items():
+        count = max(2, total // len(body))
+        data = frames_of(body, count)
+        expected = text_of(json.loads(body))
+        contenders: dict[str, Callable[[], None]] = {}
+        for reader_name, read in readers.items():
+            got: list[Any] = []
+            read(data, got.append)  # a warm-up, and every message checked
+            assert len(got) == count and all(text_of(message) == expected for message in got), (reader_name, name)
+            contenders[reader_name] = lambda read=read, data=data: read(data, lambda message: None)
+        for decoder_name, decode in decoders.items():
+            assert text_of(decode(body)) == expected, (decoder_name, name)
+            contenders[decoder_name] = lambda decode=decode, body=body, count=count: (
+                [decode(body) for _ in range(count)] and None
+            )
+        order = list(contenders)
+        for repeat in range(repeats):
+            for contender in order[repeat % len(order) :] + order[: repeat % len(order)]:
+                start = time.process_time_ns()
+                contenders[contender]()
+                runs[name].setdefault(contender, []).append((time.process_time_ns() - start) / count / 1000)
+        print(f"readers: {name} done", file=sys.stderr)
+    medians = {case: {who: statistics.median(figures) for who, figures in by.items()} for case, by in runs.items()}
+    versions = ", ".join(
+        f"{package} {version(package)}" for package in ("python-lsp-jsonrpc", "ujson", "pygls", "orjson")
+    )
+    print(
+        f"\n### The readers alone: CPU µs per frame, median of {repeats} ({versions}, rpcwire native={rpcwire.NATIVE})"
+    )
+    print(f"load average {' '.join(f'{load:.2f}' for load in os.getloadavg())}\n")
+    names = list(next(iter(medians.values())))
+    print("| frame | " + " | ".join(names) + " | pylsp / ours | pygls / ours | ujson / codec | orjson / codec |")
+    print("| --- |" + " ---: |" * (len(names) + 4))
+    for case, by in medians.items():
+        ours, codec = by["rpcwire.lsp"], by["rpcwire codec"]
+        cells = " | ".join(f"{by[who]:,.1f}" for who in names)
+        ratios = (
+            by["python-lsp-jsonrpc (ujson)"] / ours,
+            by["pygls"] / ours,
+            by["ujson"] / codec,
+            by["orjson"] / codec,
+        )
+        print(f"| {case} | {cells} | " + " | ".join(f"{ratio:.2f}x" for ratio in ratios) + " |")
+    return {"runs": runs, "medians": medians, "load": os.getloadavg()}
+
+
+def callgrind_run(spec: str) -> None:
+    """Read 20 frames of one case (`CASE[:READER]`, default reader rpcwire.lsp) and nothing else."""
+    case, _, reader = spec.partition(":")
+    body = reader_cases()[case]
+    data = frames_of(body, 20)
+    if reader in decoders_names():
+        decode = make_decoders()[reader]
+        for _ in range(20):
+            decode(body)
+        return
+    make_readers()[reader or "rpcwire.lsp"](data, lambda message: None)
+
+
+def decoders_names() -> tuple[str, ...]:
+    return ("rpcwire codec", "ujson", "orjson", "json")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--serve", choices=STACKS, help=argparse.SUPPRESS)
@@ -196,9 +350,19 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="a tenth of the calls, one repeat")
     parser.add_argument("--json", type=Path, help="also write every run and the medians to this file")
     parser.add_argument("--only", help=f"workloads, comma-separated, of: {','.join(WORKLOADS)}")
+    parser.add_argument("--readers", action="store_true", help="only the table of the readers alone")
+    parser.add_argument("--callgrind", metavar="CASE[:READER]", help="read 20 frames of one case, for valgrind")
     args = parser.parse_args()
     if args.serve:
         serve(args.serve)
+        return 0
+    if args.callgrind:
+        callgrind_run(args.callgrind)
+        return 0
+    if args.readers:
+        readers = readers_table(3 if args.quick else max(args.repeats, 7), args.quick)
+        if args.json is not None:
+            args.json.write_text(json.dumps({"readers": readers}, indent=1))
         return 0
     calls, repeats = (args.calls // 10, 1) if args.quick else (args.calls, args.repeats)
     chosen = {name: WORKLOADS[name] for name in (args.only.split(",") if args.only else WORKLOADS)}
@@ -228,9 +392,12 @@ def main() -> int:
         for key in by_stack["pylsp"]:
             theirs, ours = by_stack["pylsp"][key], by_stack["rpcwire"][key]
             print(f"| {name} | {key.replace('_', ' ')} | {theirs:.1f} | {ours:.1f} | {theirs / ours:.2f}x |")
+    readers = readers_table(3 if args.quick else max(repeats, 7), args.quick) if not args.only else None
     if args.json is not None:
         args.json.write_text(
-            json.dumps({"calls": calls, "repeats": repeats, "runs": runs, "medians": medians}, indent=1)
+            json.dumps(
+                {"calls": calls, "repeats": repeats, "runs": runs, "medians": medians, "readers": readers}, indent=1
+            )
         )
     return 0
 

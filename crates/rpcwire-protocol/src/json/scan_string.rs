@@ -7,7 +7,7 @@
 //! Lone surrogate escapes are accepted (as `json.loads` accepts them): strings are WTF-8 here.
 
 use super::scan::{JsonStr, Scanner};
-use super::unescape::{count_chars, escaped_code_point, hex4, push_code_point, Width};
+use super::unescape::{count_chars, escape_u, hex4, push_code_point, Width};
 use super::Result;
 use crate::errors::SyntaxError;
 
@@ -131,7 +131,7 @@ impl<'a> Scanner<'a> {
                     pos += 1;
                     match bytes.get(pos) {
                         Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => pos += 1,
-                        Some(b'u') if bytes.get(pos + 1..pos + 5).is_some_and(is_hex4) => pos += 5,
+                        Some(b'u') if bytes.get(pos + 1..pos + 5).and_then(hex4).is_some() => pos += 5,
                         _ => return Err(SyntaxError { what: "invalid escape in string", position: pos }),
                     }
                 }
@@ -188,19 +188,11 @@ impl<'a> Scanner<'a> {
                 Some(b'n') => b'\n',
                 Some(b'r') => b'\r',
                 Some(b't') => b'\t',
-                Some(b'u') if bytes.get(pos + 1..pos + 5).is_some_and(is_hex4) => {
-                    let mut cp = hex4(&bytes[pos + 1..pos + 5]);
-                    pos += 5;
-                    if (0xD800..0xDC00).contains(&cp)
-                        && bytes.get(pos..pos + 2) == Some(b"\\u")
-                        && bytes.get(pos + 2..pos + 6).is_some_and(is_hex4)
-                    {
-                        let low = hex4(&bytes[pos + 2..pos + 6]);
-                        if (0xDC00..0xE000).contains(&low) {
-                            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-                            pos += 6;
-                        }
-                    }
+                Some(b'u') => {
+                    let Some((cp, length)) = escape_u(bytes, pos + 1) else {
+                        return Err(SyntaxError { what: "invalid escape in string", position: pos });
+                    };
+                    pos += length;
                     has_surrogate |= (0xD800..0xE000).contains(&cp);
                     width = width.max(Width::of_code_point(cp));
                     push_code_point(out, cp);
@@ -237,8 +229,10 @@ impl<'a> Scanner<'a> {
         let bytes = self.bytes();
         let start = self.pos + 1;
         // `escaped_bytes`: the bytes of the escapes beyond one a character, so that the characters are
-        // those of the whole content (one count, a chunk at a time) less these.
-        let (mut widest, mut width, mut has_surrogate, mut escaped_bytes) = (0, Width::Ascii, false, 0);
+        // those of the whole content (one count, a chunk at a time) less these. `largest`: the largest code
+        // point an escape wrote, and `surrogate` whether one was a lone surrogate, gathered without a
+        // branch an escape (the width is found once, at the end).
+        let (mut widest, mut largest, mut surrogate, mut escaped_bytes) = (0, 0, false, 0);
         // A local cursor (not `self.pos`) lets the loop keep it in a register.
         let mut pos = start;
         loop {
@@ -249,27 +243,36 @@ impl<'a> Scanner<'a> {
                 None => return Err(SyntaxError { what: "unterminated string", position: pos }),
                 Some(_) => return Err(SyntaxError { what: "control character in string", position: pos }),
             }
-            // At a backslash.
-            pos += 1;
-            match bytes.get(pos) {
-                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
-                    pos += 1;
-                    escaped_bytes += 1;
+            // At a backslash: the escapes that follow one another are read here, without a trip through
+            // `skip_ordinary_widest` for the empty run between them (text of `\u` escapes is all escapes).
+            loop {
+                pos += 1;
+                match bytes.get(pos) {
+                    Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                        pos += 1;
+                        escaped_bytes += 1;
+                    }
+                    Some(b'u') => {
+                        let Some((cp, length)) = escape_u(bytes, pos + 1) else {
+                            return Err(SyntaxError { what: "invalid escape in string", position: pos });
+                        };
+                        largest = largest.max(cp);
+                        surrogate |= cp & !0x7FF == 0xD800;
+                        pos += length;
+                        escaped_bytes += length;
+                    }
+                    _ => return Err(SyntaxError { what: "invalid escape in string", position: pos }),
                 }
-                Some(b'u') if bytes.get(pos + 1..pos + 5).is_some_and(is_hex4) => {
-                    let (cp, length) = escaped_code_point(bytes, pos + 1);
-                    has_surrogate |= (0xD800..0xE000).contains(&cp);
-                    width = width.max(Width::of_code_point(cp));
-                    pos += length;
-                    escaped_bytes += length;
+                if bytes.get(pos) != Some(&b'\\') {
+                    break;
                 }
-                _ => return Err(SyntaxError { what: "invalid escape in string", position: pos }),
             }
         }
         self.pos = pos + 1;
         let raw = &self.text[start..pos];
         let chars = if widest < 0x80 { raw.len() } else { count_chars(raw.as_bytes()) } - escaped_bytes;
-        Ok(StrShape { raw, chars, width: width.max(Width::of_utf8(widest)), has_surrogate })
+        let width = Width::of_code_point(largest).max(Width::of_utf8(widest));
+        Ok(StrShape { raw, chars, width, has_surrogate: surrogate })
     }
 }
 
@@ -327,10 +330,6 @@ pub(super) fn special_mask_of<const STOP_AT_ED: bool>(bytes: std::arch::x86_64::
         }
         _mm_movemask_epi8(special)
     }
-}
-
-pub(super) fn is_hex4(digits: &[u8]) -> bool {
-    digits.iter().all(u8::is_ascii_hexdigit)
 }
 
 #[cfg(test)]

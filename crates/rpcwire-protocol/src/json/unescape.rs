@@ -3,8 +3,6 @@
 //! UCS-4, the `StrUnit`s), with the `Width` and character count that storage needs. Callers pass
 //! content the scanner validated: nothing here fails.
 
-use super::scan_string::is_hex4;
-
 /// How Python stores a text: the widest character's kind, which its largest code point decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Width {
@@ -107,6 +105,34 @@ impl StrUnit for u8 {
         cp as u8
     }
 
+    /// Sixteen bytes at a time (SSE2): each chunk stored whole, then the count moved to its first byte
+    /// that ends the run (the bytes stored past it are written over next), so that a short run (source
+    /// text has an escape every few bytes) costs no call to `memcpy`.
+    #[cfg(target_arch = "x86_64")]
+    fn copy_ascii<const STOP_AT_BACKSLASH: bool>(text: &[u8], units: &mut [Self]) -> usize {
+        use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8, _mm_storeu_si128};
+        let mut count = 0;
+        while let (Some(chunk), Some(out)) = (text.get(count..count + 16), units.get_mut(count..count + 16)) {
+            // SAFETY: SSE2 is part of the x86_64 baseline; the load reads the 16 bytes of `chunk` and the
+            // store writes the 16 units of `out`.
+            let stop = unsafe {
+                let bytes = _mm_loadu_si128(chunk.as_ptr().cast());
+                _mm_storeu_si128(out.as_mut_ptr().cast(), bytes);
+                let backslashes =
+                    if STOP_AT_BACKSLASH { _mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(0x5C))) } else { 0 };
+                _mm_movemask_epi8(bytes) | backslashes
+            };
+            if stop != 0 {
+                return count + stop.trailing_zeros() as usize;
+            }
+            count += 16;
+        }
+        let rest = ascii_prefix::<STOP_AT_BACKSLASH>(&text[count..]).min(units.len() - count);
+        units[count..count + rest].copy_from_slice(&text[count..count + rest]);
+        count + rest
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
     fn copy_ascii<const STOP_AT_BACKSLASH: bool>(text: &[u8], units: &mut [Self]) -> usize {
         let count = ascii_prefix::<STOP_AT_BACKSLASH>(text).min(units.len());
         units[..count].copy_from_slice(&text[..count]);
@@ -230,35 +256,35 @@ pub fn unescape_units<T: StrUnit>(raw: &[u8], units: &mut [T]) -> usize {
 /// frequent (source text has an escaped newline every line).
 fn fill_units<T: StrUnit, const ESCAPES: bool>(raw: &[u8], units: &mut [T]) -> usize {
     let (mut pos, mut at) = (0, 0);
-    while pos < raw.len() && at < units.len() {
-        let ascii = T::copy_ascii::<ESCAPES>(&raw[pos..], &mut units[at..]);
-        pos += ascii;
-        at += ascii;
-        if pos == raw.len() || at == units.len() {
-            break;
-        }
-        if !ESCAPES || raw[pos] != b'\\' {
+    while let (Some(&byte), Some(unit)) = (raw.get(pos), units.get_mut(at)) {
+        if ESCAPES && byte == b'\\' {
+            // An escape is resolved where it is met, without a call to `copy_ascii` for the empty run
+            // before it (escapes follow one another: a `\u` text, `\"\n`, `\\\\`).
+            let (cp, length) = match raw.get(pos + 1) {
+                Some(b'b') => (0x08, 1),
+                Some(b'f') => (0x0C, 1),
+                Some(b'n') => (u32::from(b'\n'), 1),
+                Some(b'r') => (u32::from(b'\r'), 1),
+                Some(b't') => (u32::from(b'\t'), 1),
+                Some(b'u') => escaped_code_point(raw, pos + 2),
+                // '"', '\\' and '/' stand for themselves.
+                Some(&other) => (u32::from(other), 1),
+                None => break,
+            };
+            *unit = T::of(cp);
+            at += 1;
+            pos += 1 + length;
+        } else if byte >= 0x80 {
             let (cp, length) = wtf8_char(raw, pos);
-            units[at] = T::of(cp);
+            *unit = T::of(cp);
             at += 1;
             pos += length;
-            continue;
+        } else {
+            // A run of ASCII (this byte at least), copied a chunk at a time.
+            let ascii = T::copy_ascii::<ESCAPES>(&raw[pos..], &mut units[at..]);
+            pos += ascii;
+            at += ascii;
         }
-        pos += 1;
-        let (cp, length) = match raw.get(pos) {
-            Some(b'b') => (0x08, 1),
-            Some(b'f') => (0x0C, 1),
-            Some(b'n') => (u32::from(b'\n'), 1),
-            Some(b'r') => (u32::from(b'\r'), 1),
-            Some(b't') => (u32::from(b'\t'), 1),
-            Some(b'u') => escaped_code_point(raw, pos + 1),
-            // '"', '\\' and '/' stand for themselves.
-            Some(&other) => (u32::from(other), 1),
-            None => break,
-        };
-        units[at] = T::of(cp);
-        at += 1;
-        pos = (pos + length).min(raw.len());
     }
     at
 }
@@ -267,19 +293,55 @@ fn fill_units<T: StrUnit, const ESCAPES: bool>(raw: &[u8], units: &mut [T]) -> u
 /// joined with a `\uDC00`-`\uDFFF` escape right after it when it is a high surrogate; and how many
 /// bytes from the `u` on it took (5 or 11). Digits that are missing or not hex count as 0: callers
 /// pass text the scanner validated.
+#[inline]
 pub(super) fn escaped_code_point(raw: &[u8], at: usize) -> (u32, usize) {
-    let hex = |from: usize| raw.get(from..from + 4).filter(|digits| is_hex4(digits)).map(hex4);
-    let cp = hex(at).unwrap_or(0);
-    if (0xD800..0xDC00).contains(&cp) && raw.get(at + 4..at + 6) == Some(b"\\u") {
-        if let Some(low @ 0xDC00..=0xDFFF) = hex(at + 6) {
-            return (0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00), 11);
-        }
-    }
-    (cp, 5)
+    escape_u(raw, at).unwrap_or((0, 5))
 }
 
-pub(super) fn hex4(digits: &[u8]) -> u32 {
-    digits.iter().fold(0, |acc, &digit| (acc << 4) | char::from(digit).to_digit(16).unwrap_or(0))
+/// As [`escaped_code_point`], `None` when the four bytes at `at` are not hex digits (or not there): the
+/// scanner's check and the decoding in one step. A surrogate pair is read in one go (the low half's
+/// `\u` compared as two bytes at once, its digits by the same table), without a second trip through
+/// the caller's loop.
+#[inline]
+pub(super) fn escape_u(raw: &[u8], at: usize) -> Option<(u32, usize)> {
+    let cp = hex4(raw.get(at..at + 4)?)?;
+    if (0xD800..0xDC00).contains(&cp) {
+        if let Some(next) = raw.get(at + 4..at + 10) {
+            if next[..2] == *b"\\u" {
+                if let Some(low @ 0xDC00..=0xDFFF) = hex4(&next[2..]) {
+                    return Some((0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00), 11));
+                }
+            }
+        }
+    }
+    Some((cp, 5))
+}
+
+/// Each byte's value as a hex digit, -1 for the bytes that are not one.
+static HEX_DIGIT: [i8; 256] = {
+    let mut table = [-1; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)] // below 16
+        match byte as u8 {
+            digit @ b'0'..=b'9' => table[byte] = (digit - b'0') as i8,
+            digit @ b'a'..=b'f' => table[byte] = (digit - b'a' + 10) as i8,
+            digit @ b'A'..=b'F' => table[byte] = (digit - b'A' + 10) as i8,
+            _ => {}
+        }
+        byte += 1;
+    }
+    table
+};
+
+/// The value of four hex digits (the first four bytes of `digits`, which has at least four), `None` when
+/// one is not a hex digit. One table look-up a digit and no branch per digit: a digit that is not one is
+/// -1, whose sign survives the shifts and ORs, so one test of the sum's sign checks all four.
+#[inline]
+pub(super) fn hex4(digits: &[u8]) -> Option<u32> {
+    let digit = |index: usize| i32::from(HEX_DIGIT[usize::from(digits[index])]);
+    let value = (digit(0) << 12) | (digit(1) << 8) | (digit(2) << 4) | digit(3);
+    u32::try_from(value).ok()
 }
 
 /// Push the code point `cp` as (generalised) UTF-8: a surrogate becomes its 3-byte WTF-8 form.
@@ -307,15 +369,8 @@ pub fn unescape_into(raw: &[u8], out: &mut Vec<u8>) -> bool {
             b'r' => b'\r',
             b't' => b'\t',
             b'u' => {
-                let mut cp = hex4(&rest[..4]);
-                rest = &rest[4..];
-                if (0xD800..0xDC00).contains(&cp) && rest.len() >= 6 && rest.starts_with(b"\\u") {
-                    let low = hex4(&rest[2..6]);
-                    if (0xDC00..0xE000).contains(&low) {
-                        cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-                        rest = &rest[6..];
-                    }
-                }
+                let (cp, length) = escaped_code_point(rest, 0);
+                rest = &rest[(length - 1).min(rest.len())..];
                 has_surrogate |= (0xD800..0xE000).contains(&cp);
                 push_code_point(out, cp);
                 continue;
