@@ -27,7 +27,7 @@ import subprocess
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from rpcwire import _answer, _engine
 from rpcwire._context import running_request
@@ -231,8 +231,8 @@ class AsyncClient(_Peer):
         client._stderr_tail = tail
         client._stderr_ended = pipes.stderr_ended
         stdin = transport.get_pipe_transport(0)
-        assert isinstance(stdin, asyncio.WriteTransport)
-        client._output = stdin
+        assert stdin is not None  # (uvloop's pipe transports do not derive from asyncio.WriteTransport)
+        client._output = cast(asyncio.WriteTransport, stdin)
         client._output_drained = pipes.drained
         pipes.attach(client, transport.get_pipe_transport(1))
         client._keep(loop.create_task(client._watch_exit()))
