@@ -774,7 +774,7 @@ class _Stdout(asyncio.Protocol):
     def __init__(self, client: AsyncClient, inner: asyncio.BaseProtocol) -> None:
         self._client = client
         self._inner = inner
-        self.data_received = client._received  # type: ignore[method-assign]  # (one call a chunk, not two)
+        self.data_received = client._received  # type: ignore[method-assign,assignment]  # (one call a chunk, not two)
 
     def data_received(self, data: bytes) -> None:
         self._client._received(data)
