@@ -216,8 +216,17 @@ PIPELINED_CLIENTS: dict[str, Callable[[], Any]] = {
     "rpcwire.Client": lambda: RpcwireClient(rpcwire),
     "rpcwire.pure.Client": lambda: RpcwireClient(rpcwire.pure),
 }
+try:
+    import uvloop
+except ImportError:  # (no Windows build; an interpreter it has no wheel for)
+    uvloop = None
+# The event loops the async clients run on, each client on each, side by side: asyncio's own, and uvloop's.
+LOOPS: dict[str, Callable[[Any], Any]] = {"asyncio": asyncio.run}
+if uvloop is not None:
+    LOOPS["uvloop"] = uvloop.run
+HAND_ASYNC = "asyncio + orjson, hand-written"
 ASYNC_CLIENTS = {
-    "asyncio + orjson, hand-written": AsyncOrjsonClient,
+    HAND_ASYNC: AsyncOrjsonClient,
     "rpcwire.AsyncClient": rpcwire.AsyncClient,
     "rpcwire.pure.AsyncClient": rpcwire.pure.AsyncClient,
 }
@@ -391,8 +400,10 @@ def bench_pipes(calls: int, repeats: int, baseline: str | None) -> None:
                 client.close()
             if baseline and name == "rpcwire.Client":
                 rows.setdefault(f"{name}@baseline", []).append(baseline_run(baseline, "sync-ping-pong", calls))
-        for name, cls in ASYNC_CLIENTS.items():
-            rows.setdefault(name, []).append(asyncio.run(async_run(cls, calls, concurrent=False)))
+        for loop, run in LOOPS.items():
+            for name, cls in ASYNC_CLIENTS.items():
+                rows.setdefault(f"{name} ({loop})", []).append(run(async_run(cls, calls, concurrent=False)))
+        for name in ASYNC_CLIENTS:
             if baseline and name == "rpcwire.AsyncClient":
                 rows.setdefault(f"{name}@baseline", []).append(baseline_run(baseline, "async-ping-pong", calls))
         for name, make in PIPELINED_CLIENTS.items():
@@ -405,8 +416,11 @@ def bench_pipes(calls: int, repeats: int, baseline: str | None) -> None:
                 concurrent.setdefault(f"{name}@baseline", []).append(
                     baseline_run(baseline, "sync-pipelined", calls * 2)
                 )
-        for name, cls in ASYNC_CLIENTS.items():
-            concurrent.setdefault(name, []).append(asyncio.run(async_run(cls, calls * 2, concurrent=True)))
+        for loop, run in LOOPS.items():
+            for name, cls in ASYNC_CLIENTS.items():
+                together = run(async_run(cls, calls * 2, concurrent=True))
+                concurrent.setdefault(f"{name} ({loop})", []).append(together)
+        for name in ASYNC_CLIENTS:
             if baseline and name == "rpcwire.AsyncClient":
                 concurrent.setdefault(f"{name}@baseline", []).append(
                     baseline_run(baseline, "async-concurrent", calls * 2)
@@ -418,6 +432,29 @@ def bench_pipes(calls: int, repeats: int, baseline: str | None) -> None:
         concurrent,
         floor=median_of(rows["floor (os.read/os.write)"])["p50"],
     )
+    print_async_ratios(rows, concurrent)
+
+
+def print_async_ratios(rows: dict[str, list[dict[str, float]]], concurrent: dict[str, list[dict[str, float]]]) -> None:
+    """Each async client against the hand-written asyncio + orjson client on the same loop: the median over the
+    repeats of each repeat's ratio (the two measured one after the other in that repeat), client CPU per call and
+    ping-pong p50."""
+    print("\n### Async clients against the hand-written asyncio + orjson client on the same loop (median of ratios)\n")
+    print("| client | loop | ping-pong CPU | ping-pong p50 | at once: CPU | at once: calls/s |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    for loop in LOOPS:
+        hand, hand_together = rows[f"{HAND_ASYNC} ({loop})"], concurrent[f"{HAND_ASYNC} ({loop})"]
+        for name in ASYNC_CLIENTS:
+            if name == HAND_ASYNC:
+                continue
+            ours, together = rows[f"{name} ({loop})"], concurrent[f"{name} ({loop})"]
+
+            def ratio(mine: list[dict[str, float]], theirs: list[dict[str, float]], key: str) -> float:
+                return statistics.median(m[key] / t[key] for m, t in zip(mine, theirs, strict=True))
+
+            figures = [ratio(ours, hand, "cpu"), ratio(ours, hand, "p50"), ratio(together, hand_together, "cpu")]
+            figures.append(ratio(together, hand_together, "calls/s"))
+            print(f"| {name} | {loop} | " + " | ".join(f"{figure:.3f}" for figure in figures) + " |")
 
 
 # --- HTTP ----------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import subprocess
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from rpcwire import _answer, _engine
 from rpcwire._context import running_request
@@ -147,6 +147,7 @@ class AsyncClient(_Peer):
         # ledger in, recorded only if anything but its answer comes or goes first (_settle_lone).
         self._lone: tuple[int, list[_Sent]] | None = None
         self._framing = framing
+        self._newline = framing == "newline"
         self._decoder = self._core.FrameDecoder(framing, max_message_bytes=self._limits[0])
         self._loop = asyncio.get_running_loop()
         self._process: asyncio.subprocess.Process | None = None
@@ -231,8 +232,8 @@ class AsyncClient(_Peer):
         client._stderr_tail = tail
         client._stderr_ended = pipes.stderr_ended
         stdin = transport.get_pipe_transport(0)
-        assert isinstance(stdin, asyncio.WriteTransport)
-        client._output = stdin
+        assert stdin is not None  # (uvloop's pipe transports do not derive from asyncio.WriteTransport)
+        client._output = cast(asyncio.WriteTransport, stdin)
         client._output_drained = pipes.drained
         pipes.attach(client, transport.get_pipe_transport(1))
         client._keep(loop.create_task(client._watch_exit()))
@@ -257,32 +258,33 @@ class AsyncClient(_Peer):
         timeout = self._timeout if timeout is None else timeout
         deadline = None if timeout is None else time.monotonic() + timeout
         ledger = self._ledger
-        lone = (
+        plain = (  # no progress token and no trace context to add: what _request_line makes, made here
             on_progress is None
-            and self._lone is None
-            and not (ledger._calls or ledger._others or ledger._held)
             and running_request.get(None) is None
             and (_current_call is None or _current_call() is None)
         )
-        if lone:  # (what _request_line makes, for a call without progress outside a handler)
+        if plain:
             id_ = next(self._ids)
             line = self._core._encode_request(method, params, id_)
         else:
             id_, line = self._request_line(method, params, on_progress)
+        lone = plain and self._lone is None and not (ledger._calls or ledger._others or ledger._held)
         future: asyncio.Future[Response | ConnectionClosed] = self._loop.create_future()
         self._pending[id_] = future
         sent: list[_Sent] = []
         timer = None
         try:
-            if self._checked(line):
-                lone = False  # a message a server could refuse unread has its place in the ledger at once
+            # _checked's quick look inline (the usual line: short and shallow, no server refuses it unread)
+            if len(line) <= self._quick_bytes and line.count(b"[") + line.count(b"{") <= self._quick_depth:
+                suspect = False
+            else:
+                suspect = self._checked(line)
+                lone = lone and not suspect  # a message a server could refuse unread has its place at once
             if self._output.get_write_buffer_size() > _WRITE_BUFFER:
                 await self._send(line, deadline, [id_], sent)
             else:  # the usual case, without a coroutine of its own
                 try:
-                    if lone:  # the ledger is left alone unless something else comes or goes before its answer
-                        self._lone = (id_, sent)
-                    self._put(line, [id_], sent)
+                    self._put_call(line, id_, sent, lone, suspect)
                 except (ConnectionError, RuntimeError) as exc:  # RuntimeError: a closed transport
                     await self._input_closed(exc)
             if deadline is not None:  # a timer, not wait_for: that would take one more loop iteration
@@ -306,6 +308,17 @@ class AsyncClient(_Peer):
             raise response
         return _outcome(response)
 
+    def _put_call(self, line: bytes, id_: int, sent: list[_Sent], lone: bool, suspect: bool) -> None:
+        """``_put`` for a call whose line was checked (``suspect``: a server could refuse it unread): a lone one
+        is left out of the ledger unless something else comes or goes before its answer."""
+        if lone:
+            self._lone = (id_, sent)
+        else:
+            if self._lone is not None:
+                self._settle_lone()
+            sent.append(self._ledger.written((id_,), suspect))
+        self._output.write(line + b"\n" if self._newline else self._core._encode_frame(line))
+
     def _settle_lone(self) -> None:
         """The lone call takes its place in the ledger (something else is written, or read, before its answer)."""
         lone, self._lone = self._lone, None
@@ -326,16 +339,33 @@ class AsyncClient(_Peer):
 
     def _take_answer(self, response: Response) -> None:
         lone = self._lone
+        id_ = response.id
         if lone is not None:
             self._lone = None
-            if type(response.id) is int and response.id == lone[0]:  # its answer: the ledger never knew it
-                waiter = self._pending.pop(lone[0], None)
+            if type(id_) is int and id_ == lone[0]:  # its answer: the ledger never knew it
+                waiter = self._pending.pop(id_, None)
                 if waiter is not None:
                     if not waiter.done():
                         waiter.set_result(response)
                     return
             else:
                 lone[1].append(self._ledger.written((lone[0],), False))
+        if type(id_) is int and id_ in self._pending:  # (_Peer._take_answer's usual case, without its calls)
+            matched = self._ledger.answered(id_)
+            waiter = self._pending.pop(id_)
+            if self._progress:
+                self._progress.pop(id_, None)
+            if not waiter.done():
+                waiter.set_result(response)
+            if not matched:
+                return
+            for sent, error in matched:
+                for entry in sent.ids:
+                    other = self._pending.pop(entry, None)
+                    if other is not None:
+                        self._progress.pop(entry, None)
+                        self._resolve(other, Response(entry, None, error.error))
+            return
         super()._take_answer(response)
 
     async def notify(self, method: str, params: Any = None) -> None:
@@ -744,6 +774,7 @@ class _Stdout(asyncio.Protocol):
     def __init__(self, client: AsyncClient, inner: asyncio.BaseProtocol) -> None:
         self._client = client
         self._inner = inner
+        self.data_received = client._received  # type: ignore[method-assign,assignment]  # (one call a chunk, not two)
 
     def data_received(self, data: bytes) -> None:
         self._client._received(data)

@@ -156,7 +156,9 @@ class AsyncServer:
                         continue
                     if isinstance(message, BaseException):
                         raise message
-                self.carry(session.received(message) if message is not None else session.input_ended())
+                actions = session.received(message) if message is not None else session.input_ended()
+                if actions:  # (none for a request held: a pipelining peer's usual case)
+                    self.carry(actions)
                 continue
             self.flush()  # reading waits: what finished goes out, and the writer's counts come in as they change
             self.want_written = True

@@ -65,6 +65,7 @@ loop's thread).
 from __future__ import annotations
 
 import asyncio
+import functools
 import sys
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -212,7 +213,7 @@ class Session:
         drop_bytes: int | None = None,
     ) -> None:
         self._core = core
-        self._make_context = make_context or (lambda request: RequestContext(request, core))  # type: ignore[arg-type]
+        self._make_context = make_context or functools.partial(RequestContext, transport=core)
         self._max_admitted = 2 * max_concurrency
         self._admitted = 0  # started and not yet answered
         # Admitted or held, what cancellations find: an admitted one is started, a held one is in _held too.
@@ -290,7 +291,9 @@ class Session:
                 self._by_id[id_key(message.id)] = context
                 return [start]
             self._hold(start)  # only the read-ahead can change what the session says
-            if not self._paused and self._read_ahead_full():
+            if not self._paused and (
+                len(self._held) >= self._read_ahead_requests or self._held_bytes >= self._read_ahead_bytes
+            ):  # (_read_ahead_full, without a call: a pipelining peer's every request is held)
                 self._paused = True
                 return [_PAUSE]
             return []
@@ -301,22 +304,31 @@ class Session:
     def finished(self, start: Start, answer: bytes | None) -> list[Action]:
         """A started request's answer (``None``: none to write)."""
         self._leave(start)
-        if start.deliver is None and not self._held and self._stop is None and self._notification is None:
-            # A lone request's answer with nothing held, waiting or stopping (the common case, kept short): only
-            # the answers unwritten may change what the session says.
-            if answer is None:
-                return []
-            self._emitted += 1
-            self._unwritten_bytes += len(answer)
-            actions: list[Action] = [Write([answer])]
-            if self._unwritten_bytes > self._drop_bytes and self._too_slow():
-                return actions + self._actions()
-            if not self._paused and (  # _over_written_bounds, inline: once per answer
+        if start.deliver is None and self._stop is None and self._notification is None and not self._paused:
+            # A lone request's answer, nothing waiting or stopping, reading on (the common case, kept short; a
+            # pipelining peer keeps requests held): the answer out, then what rule 2 starts (as _start_held), and
+            # only the answers unwritten may pause reading (the read-ahead only shrinks) or drop a peer too slow.
+            actions: list[Action] = []
+            if answer is not None:
+                self._emitted += 1
+                self._unwritten_bytes += len(answer)
+                actions.append(Write([answer]))
+                if self._unwritten_bytes > self._drop_bytes and self._too_slow():
+                    return actions + self._actions()
+            if (  # _over_written_bounds, inline: once per answer
                 self._emitted - self._written > self._unwritten_answers
                 or self._unwritten_bytes > self._unwritten_bytes_bound
             ):
                 self._paused = True
                 actions.append(_PAUSE)
+                return actions
+            held = self._held
+            while held and self._admitted < self._max_admitted:
+                next_start = self._take()
+                if next_start is None:
+                    break
+                self._admitted += 1
+                actions.append(next_start)
             return actions
         self._deliver(start, answer)
         self._start_held()
