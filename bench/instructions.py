@@ -82,16 +82,17 @@ def _handler(method: str, params: object) -> object:
     return params
 
 
-def child(impl: str, name: str, data_path: str, out_path: str, n: int) -> None:
-    """Serve `data_path` with `impl` ("rpcwire" or "orjson"), write the answers to `out_path`."""
+def child(impl: str, name: str, inputs: str, outputs: str, n: int) -> None:
+    """Serve `name`'s inputs of n and 2n messages in turn with `impl` ("rpcwire" or "orjson").
+
+    Each serve sits between two calls of ``os.getppid`` (the parent runs callgrind with
+    ``--dump-before=os_getppid``), so its instructions are a part of the output of their own.
+    """
     logging.disable(logging.CRITICAL)
     import rpcwire  # noqa: PLC0415 (the build on PYTHONPATH; the parent never imports it)
 
     if name == "ping-pong":
-        _ping_pong_client(rpcwire, n, out_path)
-        return
-    if name == "pipelined":  # the server process itself: stdin and stdout are the files
-        rpcwire.serve(_handler, rpcwire.StdioTransport())
+        _ping_pong_client(rpcwire, n, Path(outputs))
         return
     handler = _handler
     payload = None
@@ -102,37 +103,55 @@ def child(impl: str, name: str, data_path: str, out_path: str, n: int) -> None:
             handler = lambda method, params: None  # noqa: E731
         elif mode == "encode":
             handler = lambda method, params: payload  # noqa: E731
-    with open(data_path, "rb") as f:
-        inp = io.BytesIO(f.read())
-    # The output's room made beforehand: a growing BytesIO costs what glibc's realloc happens to copy, which
-    # depends on the heap's layout (+60 instructions a line between two builds with the same writes).
-    room = 4 * len(inp.getbuffer()) + (2 * n * len(orjson.dumps(payload)) if "/" in name else 0) + (1 << 20)
-    out = io.BytesIO()
-    out.write(bytes(room))
-    out.seek(0)
+    serve_orjson = None
     if impl == "orjson":
         import orjson_transport  # noqa: PLC0415 (only its own runs pay its import)
 
-        orjson_transport.serve(handler, inp, out)
-    else:
-        rpcwire.serve(handler, rpcwire.StdioTransport(inp, out))
-    with open(out_path, "wb") as f:
-        f.write(out.getbuffer()[: out.tell()])
+        serve_orjson = orjson_transport.serve
+    for count in (n, 2 * n):
+        data, out_path = input_path(name, count, Path(inputs)), Path(outputs) / f"{count}.out"
+        if name == "pipelined":  # the process's stdin and stdout are buffered files on a descriptor: these are too
+            inp, out = open(data, "rb"), open(out_path, "wb")  # noqa: SIM115 (closed below)
+        else:
+            inp = io.BytesIO(data.read_bytes())
+            # The output's room made beforehand: a growing BytesIO costs what glibc's realloc happens to copy,
+            # which depends on the heap's layout (+60 instructions a line between builds writing alike).
+            room = 4 * len(inp.getbuffer()) + (2 * count * len(orjson.dumps(payload)) if payload else 0) + (1 << 20)
+            out = io.BytesIO()
+            out.write(bytes(room))
+            out.seek(0)
+        os.getppid()  # the mark: a dump
+        if serve_orjson is not None:
+            serve_orjson(handler, inp, out)
+        else:
+            rpcwire.serve(handler, rpcwire.StdioTransport(inp, out))
+        os.getppid()
+        if isinstance(out, io.BytesIO):
+            out_path.write_bytes(out.getbuffer()[: out.tell()])
+        inp.close()
+        out.close()
 
 
 SERVER_WRAP = "RPCWIRE_INSTRUCTIONS_SERVER_WRAP"  # a JSON argv prefix for the ping-pong server (valgrind)
+PING_PONG_SERVER = "import rpcwire, sys; rpcwire.serve(lambda m, p: p, rpcwire.StdioTransport()); sys.exit(0)"
 
 
-def _ping_pong_client(rpcwire: object, n: int, out_path: str) -> None:
-    server = [sys.executable, "-c", "import rpcwire; rpcwire.serve(lambda m, p: p, rpcwire.StdioTransport())"]
-    server = json.loads(os.environ.get(SERVER_WRAP, "[]")) + server
+def _ping_pong_client(rpcwire: object, n: int, directory: Path) -> None:
+    """n calls, then 2n; with SERVER_WRAP (server side) only the 2n calls, or the n ones (size from n's sign)."""
+    server = [*json.loads(os.environ.get(SERVER_WRAP, "[]")), sys.executable, "-c", PING_PONG_SERVER]
     client = rpcwire.Client.spawn(server)  # type: ignore[attr-defined]
+    ok = True
     try:
-        results = [client.call("echo", {"text": "hello", "n": i}) for i in range(n)]
+        client.call("echo", {"text": "hello", "n": -1})  # connected and warm before the first mark
+        counts = (n, 2 * n) if SERVER_WRAP not in os.environ else (n,)
+        for count in counts:
+            os.getppid()
+            results = [client.call("echo", {"text": "hello", "n": i}) for i in range(count)]
+            os.getppid()
+            ok = ok and all(r == {"text": "hello", "n": i} for i, r in enumerate(results))
     finally:
         client.close(grace=600)  # a server under valgrind takes seconds to write its counts and exit
-    ok = all(r == {"text": "hello", "n": i} for i, r in enumerate(results))
-    Path(out_path).write_text("ok\n" if ok else "wrong\n")
+    (directory / "ping-pong.ok").write_text("ok\n" if ok else "wrong\n")
 
 
 # --- the parent ----------------------------------------------------------------------------------------------
@@ -209,7 +228,7 @@ def current_build() -> Build:
 
 def write_input(name: str, n: int, directory: Path) -> Path:
     """The input file of `name` with `n` messages (made outside valgrind)."""
-    path = directory / f"{name.replace('/', '_')}-{n}.jsonl"
+    path = input_path(name, n, directory)
     if path.exists():
         return path
     if name == "stream":
@@ -243,57 +262,84 @@ def json_bytes(value: object) -> bytes:
 TOTALS = re.compile(rb"^(?:summary|totals): (\d+)", re.MULTILINE)
 
 
-def callgrind(build: Build | None, impl: str, name: str, n: int, directory: Path, role: str = "") -> float:  # noqa: PLR0917
-    """Whole-process instructions of one run (for ping-pong, of its `role`: "client" or "server")."""
-    data = write_input(name, n, directory)
-    stem = f"{(build.label if build else impl).split()[0]}-{impl}-{name.replace('/', '_')}-{role}-{n}"
+def input_path(name: str, n: int, directory: Path) -> Path:
+    return directory / f"{name.replace('/', '_')}-{n}.jsonl"
+
+
+def callgrind(build: Build | None, impl: str, name: str, directory: Path, role: str = "") -> float:
+    """Instructions a message of one workload, from one process under callgrind.
+
+    The child serves N messages and then 2N, each between two dumps; the difference of the two parts over N
+    leaves out what one serve costs whatever its length. The server side of ping-pong is counted in two
+    processes instead (its client runs plainly, spawning it under valgrind, with N calls, then 2N).
+    """
+    n = messages(name)
+    stem = f"{(build.label if build else impl).split()[0]}-{impl}-{name.replace('/', '_')}-{role}"
     stem = re.sub(r"[^A-Za-z0-9_.-]", "_", stem)
-    out = directory / f"{stem}.out"
     env = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
     env["PYTHONPATH"] = os.pathsep.join([str(build.path) if build else str(ROOT / "python"), str(HERE)])
     env.pop("PYTHONMALLOC", None)
-    valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={directory / stem}.%p.cg"]
-    if role == "server":  # the client runs plainly and spawns its server under valgrind
-        env[SERVER_WRAP] = json.dumps(valgrind)
-        valgrind = []
+    outputs = directory / stem
+    outputs.mkdir()
+    if role == "server":
+        totals = []
+        for count in (n, 2 * n):
+            out = directory / f"{stem}-{count}.cg"
+            server_env = dict(
+                env, **{SERVER_WRAP: json.dumps(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"])}
+            )
+            argv = [sys.executable, str(Path(__file__).resolve()), "--child", impl, name, str(directory), str(outputs)]
+            child_run([*argv, str(count)], server_env, stem)
+            check_ping_pong(outputs)
+            totals.append(int(TOTALS.findall(out.read_bytes())[-1]))
+            out.unlink()
+        return (totals[1] - totals[0]) / n
+    out = directory / f"{stem}.cg"
     cmd = [
-        *valgrind,
+        "valgrind",
+        "--tool=callgrind",
+        "--dump-before=os_getppid",
+        f"--callgrind-out-file={out}",
         sys.executable,
         str(Path(__file__).resolve()),
         "--child",
         impl,
         name,
-        str(data),
-        str(out),
+        str(directory),
+        str(outputs),
         str(n),
     ]
-    for old in directory.glob(f"{stem}.*.cg"):
-        old.unlink()
-    stdin = open(data, "rb") if name == "pipelined" else subprocess.DEVNULL  # noqa: SIM115
-    stdout = open(out, "wb") if name == "pipelined" else subprocess.DEVNULL  # noqa: SIM115
-    try:
-        proc = subprocess.run(cmd, env=env, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, check=False)
-    finally:
-        for f in (stdin, stdout):
-            if not isinstance(f, int):
-                f.close()
+    child_run(cmd, env, stem)
+    parts = sorted(directory.glob(f"{stem}.cg.*"), key=lambda p: int(p.suffix[1:]))
+    totals = [int(TOTALS.findall(p.read_bytes())[-1]) for p in parts]
+    for p in [*parts, out]:
+        p.unlink(missing_ok=True)
+    # parts: start-up | serve N | between | serve 2N | (the end, in the last file)
+    if len(totals) < 4:
+        raise RuntimeError(f"{stem}: {len(totals)} parts in callgrind's output, expected 4 or more")
+    if name == "ping-pong":
+        check_ping_pong(outputs)
+    else:
+        for count in (n, 2 * n):
+            check(name, count, outputs / f"{count}.out")
+    return (totals[3] - totals[1]) / n
+
+
+def child_run(cmd: list[str], env: dict[str, str], stem: str) -> None:
+    proc = subprocess.run(
+        cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"{stem}: exit {proc.returncode}\n{proc.stderr.decode(errors='replace')[-3000:]}")
-    check(name, n, out)
-    outputs = sorted(directory.glob(f"{stem}.*.cg"))
-    if len(outputs) != 1:
-        raise RuntimeError(f"{stem}: {len(outputs)} callgrind outputs")
-    total = int(TOTALS.findall(outputs[0].read_bytes())[-1])
-    outputs[0].unlink()
-    return total
+
+
+def check_ping_pong(outputs: Path) -> None:
+    if (outputs / "ping-pong.ok").read_text() != "ok\n":
+        raise RuntimeError("ping-pong: wrong answers")
 
 
 def check(name: str, n: int, out: Path) -> None:
     """Every answer right (bench/workloads.py's check), so a count never measures a broken build."""
-    if name == "ping-pong":
-        if out.read_text() != "ok\n":
-            raise RuntimeError("ping-pong: wrong answers")
-        return
     if name == "stream":
         w = workloads.stream(n)
     elif name == "pipelined":
@@ -312,13 +358,8 @@ def check(name: str, n: int, out: Path) -> None:
 
 def per_message(build: Build | None, impl: str, name: str, directory: Path) -> dict[str, float]:
     """Instructions a message: {"": ..}, or for ping-pong {"client": .., "server": ..}."""
-    n = messages(name)
     roles = ("client", "server") if name == "ping-pong" else ("",)
-    return {
-        role: (callgrind(build, impl, name, 2 * n, directory, role) - callgrind(build, impl, name, n, directory, role))
-        / n
-        for role in roles
-    }
+    return {role: callgrind(build, impl, name, directory, role) for role in roles}
 
 
 def main() -> None:
@@ -330,7 +371,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2, help="valgrind runs at once (default 2)")
     parser.add_argument("--json", default=str(HERE / "instructions.json"), help="where the figures go")
     parser.add_argument("--verbose-build", action="store_true", help="show maturin's output")
-    parser.add_argument("--child", nargs=5, metavar=("IMPL", "NAME", "DATA", "OUT", "N"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=5, metavar=("IMPL", "NAME", "INPUTS", "OUTPUTS", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         impl, name, data, out, n = args.child
@@ -376,7 +417,7 @@ def main() -> None:
     load_after = os.getloadavg()
     report(names, builds, results, args.peers)
     print(
-        f"\n{len(jobs) * 2} callgrind runs in {elapsed:.0f} s; "
+        f"\n{len(jobs)} workloads' counts in {elapsed:.0f} s; "
         f"load average {load[0]:.2f} before, {load_after[0]:.2f} after (counts do not depend on it)"
     )
     table: dict[str, dict[str, float]] = {}
@@ -402,7 +443,7 @@ def report(names: list[str], builds: list[Build], results: dict, peers: bool) ->
         head += [now.label]
     if peers:
         head += ["orjson transport", "x orjson"]
-    print("Instructions a message (whole process, callgrind, N and 2N messages)\n")
+    print("Instructions a message (callgrind; a serve of 2N messages less one of N, over N)\n")
     print("| " + " | ".join(head) + " |")
     print("| " + " | ".join(["---"] * 2 + ["---:"] * (len(head) - 2)) + " |")
     for name in names:
