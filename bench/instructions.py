@@ -4,29 +4,34 @@
     .venv/bin/python bench/instructions.py --baseline HEAD~3 --only stream,batch,items/echo
     .venv/bin/python bench/instructions.py --peers                        # this build and the orjson transport only
 
-Wall clock on a shared machine spreads by 2x; callgrind's instruction counts repeat to a few hundredths of a per
-cent. Each workload is served twice in a fresh process under ``valgrind --tool=callgrind``, with N and with 2N
-messages; the difference of the two whole-process totals, over N, is the cost of one message with the
-interpreter's start-up, the imports and the input's making taken out (the input is written to a file beforehand;
-the child only reads it). Both builds run the same child (this file, ``--child``) with their own ``rpcwire``
-package first on ``PYTHONPATH``; ``PYTHONHASHSEED=0`` so that two runs hash alike.
+Wall clock on a shared machine spreads by 2x; callgrind's instruction counts repeat. Each workload runs in one
+fresh process under ``valgrind --tool=callgrind --dump-before=os_getppid``: the child serves N messages, then 2N,
+each serve between two calls of ``os.getppid`` (a dump each); the difference of the two serves' parts, over N, is
+the cost of one message, with the start-up, the imports, the input's making (written to files beforehand) and
+what one serve costs whatever its length left out. The output ``BytesIO`` gets its room beforehand (its growth
+counts what glibc's ``realloc`` happens to copy, which depends on the heap's layout, not on rpcwire). Both builds
+run the same child (this file, ``--child``) with their own ``rpcwire`` package first on ``PYTHONPATH``, modules
+compiled beforehand and ``PYTHONHASHSEED=0``, so that two runs of one build count alike.
 
-The baseline is built from ``git archive REV`` in a temporary directory (no worktree is registered) with
-``maturin build --release`` for this interpreter; the wheel is unpacked beside it and kept, so a second run
-against the same revision builds nothing. Its Cargo target directory is kept too (seeded from this tree's
-``target/release``), so other revisions rebuild only what differs. "Now" is this tree's ``python/rpcwire`` as
-``make develop`` built it.
+The baseline is built from ``git archive REV`` in a directory under ``$TMPDIR/rpcwire-instructions`` (no git
+worktree is registered) with ``maturin build --release`` for this interpreter, its own Cargo target directory
+seeded from this tree's ``target/release`` (the dependencies are not compiled again). The wheel is unpacked there
+and kept, keyed by the revision's build inputs (``BUILD_INPUTS``), so a second run against it, or against a
+revision that changed only docs or bench/, builds nothing. "Now" is this tree's ``python/rpcwire`` as ``make
+develop`` built it, or ``--now REV`` built the same way as the baseline.
 
-The workloads are bench/README.md's, cut small: stream, batch and large (served from ``io.BytesIO`` to
-``io.BytesIO``), every payload cell (decode, encode, echo), pipelined echo (the native sequential loop on the
-process's own stdin and stdout: a file of requests in, a file out, so that every read is full and the count
-repeats) and the ``Client`` ping-pong (``Client.spawn`` of a server on OS pipes, one call at a time; the client
-process and the server process counted apart, each by the difference of N and 2N calls).
+The workloads are bench/README.md's, cut small (``WORKLOADS``, ``PAYLOAD_SIZES``): stream, batch and large
+(``io.BytesIO`` to ``io.BytesIO``), every payload cell (decode, encode, echo), pipelined echo (the native
+sequential loop on buffered files, as the process's stdin and stdout are: every read full, so the count repeats)
+and the ``Client`` ping-pong (``Client.spawn`` of a server on OS pipes, one call at a time; the client counted as
+above, the server, which cannot mark its parts, by two processes of N and 2N calls). Every answer is checked
+(bench/workloads.py's check) so that no count measures a broken build.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io
 import json
 import logging
@@ -60,6 +65,7 @@ WORKLOADS: dict[str, int] = {
 }
 PAYLOAD_SIZES = {"items": 200, "mcp-result": 200, "lsp-completion": 10, "floats": 10, "ints": 10, "did-open": 10}
 PAYLOAD_MODES = ("decode", "encode", "echo")
+BUILD_INPUTS = ("Cargo.toml", "Cargo.lock", "build.rs", "pyproject.toml", "src", "crates", "python")
 PEERS = ("stream", "batch")  # the workloads the orjson transport (bench/orjson_transport.py) serves too
 
 
@@ -168,14 +174,16 @@ def run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
 
 
 def build_baseline(rev: str, quiet: bool) -> Build:
-    """`rev`'s package with its native module built for this interpreter, cached under CACHE by commit.
+    """`rev`'s package with its native module built for this interpreter, cached under CACHE.
 
     (Also "now" when ``--now REV`` is given.)
     """
     sha = run(
         ["git", "-C", str(ROOT), "rev-parse", "--verify", f"{rev}^{{commit}}"], capture_output=True
     ).stdout.strip()
-    home = CACHE / sha[:12]
+    # Cached by what the build is made of (a commit that only touched the docs or bench/ builds nothing).
+    listing = run(["git", "-C", str(ROOT), "ls-tree", sha, "--", *BUILD_INPUTS], capture_output=True).stdout
+    home = CACHE / hashlib.sha1(listing.encode(), usedforsecurity=False).hexdigest()[:12]
     site = home / "site"
     tag = f"cpython-{sys.version_info.major}{sys.version_info.minor}"
     if any(site.glob(f"rpcwire/_rpcwire.{tag}*.so")):
