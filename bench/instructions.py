@@ -44,7 +44,7 @@ import tarfile
 import tempfile
 import time
 import zipfile
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -419,8 +419,17 @@ def main() -> None:
             write_input(name, messages(name), directory)
             write_input(name, 2 * messages(name), directory)
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            futures = {job: pool.submit(per_message, job[0], job[1], job[2], directory) for job in jobs}
-            results = {job: f.result() for job, f in futures.items()}
+            futures = {pool.submit(per_message, *job, directory): job for job in jobs}
+            results = {}
+            for done, future in enumerate(as_completed(futures), 1):
+                build, impl, name = job = futures[future]
+                results[job] = future.result()
+                figures = ", ".join(f"{role or 'message'} {value:,.0f}" for role, value in results[job].items())
+                label = build.label if build else impl
+                print(
+                    f"[{done}/{len(jobs)} {time.monotonic() - started:.0f} s] {name} {label}: {figures}",
+                    file=sys.stderr,
+                )
     elapsed = time.monotonic() - started
     load_after = os.getloadavg()
     report(names, builds, results, args.peers)
@@ -428,17 +437,17 @@ def main() -> None:
         f"\n{len(jobs)} workloads' counts in {elapsed:.0f} s; "
         f"load average {load[0]:.2f} before, {load_after[0]:.2f} after (counts do not depend on it)"
     )
+    write_figures(Path(args.json), builds, results, [load, load_after])
+
+
+def write_figures(path: Path, builds: list[Build], results: dict, load: list) -> None:  # type: ignore[type-arg]
+    """The counts as JSON: per workload (and role), per build, instructions a message."""
     table: dict[str, dict[str, float]] = {}
     for (b, _impl, name), roles in results.items():
         for role, value in roles.items():
             table.setdefault(f"{name} ({role})" if role else name, {})[b.label if b else "orjson transport"] = value
-    figures = {
-        "builds": [b.label for b in builds],
-        "python": sys.version,
-        "load": [load, load_after],
-        "per_message": table,
-    }
-    Path(args.json).write_text(json.dumps(figures, indent=1) + "\n")
+    figures = {"builds": [b.label for b in builds], "python": sys.version, "load": load, "per_message": table}
+    path.write_text(json.dumps(figures, indent=1) + "\n")
 
 
 def report(names: list[str], builds: list[Build], results: dict, peers: bool) -> None:  # type: ignore[type-arg]
