@@ -65,6 +65,7 @@ WORKLOADS: dict[str, int] = {
 }
 PAYLOAD_SIZES = {"items": 200, "mcp-result": 200, "lsp-completion": 10, "floats": 10, "ints": 10, "did-open": 10}
 PAYLOAD_MODES = ("decode", "encode", "echo")
+KEEP = "RPCWIRE_INSTRUCTIONS_KEEP"  # set by --keep: where each serve of 2N messages' callgrind output is copied
 BUILD_INPUTS = ("Cargo.toml", "Cargo.lock", "build.rs", "pyproject.toml", "src", "crates", "python")
 PEERS = ("stream", "batch")  # the workloads the orjson transport (bench/orjson_transport.py) serves too
 
@@ -320,6 +321,9 @@ def callgrind(build: Build | None, impl: str, name: str, directory: Path, role: 
     child_run(cmd, env, stem)
     parts = sorted(directory.glob(f"{stem}.cg.*"), key=lambda p: int(p.suffix[1:]))
     totals = [int(TOTALS.findall(p.read_bytes())[-1]) for p in parts]
+    keep = os.environ.get(KEEP)
+    if keep and len(parts) >= 4:  # the serve of 2N messages, for callgrind_annotate
+        shutil.copy(parts[3], Path(keep) / f"{stem}.{2 * n}.cg")
     for p in [*parts, out]:
         p.unlink(missing_ok=True)
     # parts: start-up | serve N | between | serve 2N | (the end, in the last file)
@@ -370,7 +374,7 @@ def per_message(build: Build | None, impl: str, name: str, directory: Path) -> d
     return {role: callgrind(build, impl, name, directory, role) for role in roles}
 
 
-def main() -> None:
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline", help="a git revision to build and count beside this build")
     parser.add_argument("--now", help="a git revision to build and count as 'now' (default: this tree as built)")
@@ -378,9 +382,16 @@ def main() -> None:
     parser.add_argument("--peers", action="store_true", help="also count the orjson transport on stream and batch")
     parser.add_argument("--jobs", type=int, default=2, help="valgrind runs at once (default 2)")
     parser.add_argument("--json", default=str(HERE / "instructions.json"), help="where the figures go")
+    parser.add_argument(
+        "--keep", metavar="DIR", help="copy each serve of 2N messages' callgrind output there (callgrind_annotate)"
+    )
     parser.add_argument("--verbose-build", action="store_true", help="show maturin's output")
     parser.add_argument("--child", nargs=5, metavar=("IMPL", "NAME", "INPUTS", "OUTPUTS", "N"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments()
     if args.child:
         impl, name, data, out, n = args.child
         child(impl, name, data, out, int(n))
@@ -408,6 +419,9 @@ def main() -> None:
     # has not yet written counts the compiler (the cause of a 30% spread before).
     for path in [b.path for b in builds] + [HERE]:
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(path)], check=False, capture_output=True)
+    if args.keep:
+        Path(args.keep).mkdir(parents=True, exist_ok=True)
+        os.environ[KEEP] = str(Path(args.keep).resolve())
     jobs: list[tuple[Build | None, str, str]] = [(b, "rpcwire", name) for name in names for b in builds]
     if args.peers:
         jobs += [(None, "orjson", name) for name in PEERS if name in names]
@@ -434,7 +448,7 @@ def main() -> None:
     load_after = os.getloadavg()
     report(names, builds, results, args.peers)
     print(
-        f"\n{len(jobs)} workloads' counts in {elapsed:.0f} s; "
+        f"\n{len(jobs)} counts in {elapsed:.0f} s; "
         f"load average {load[0]:.2f} before, {load_after[0]:.2f} after (counts do not depend on it)"
     )
     write_figures(Path(args.json), builds, results, [load, load_after])
