@@ -1,7 +1,8 @@
 # Included from the top Makefile, which defines VENV, PY, STAMP and `develop`.
 BENCH_STAMP := $(VENV)/.bench-installed
 
-.PHONY: bench bench-quick bench-http bench-websocket bench-client bench-mcp bench-lsp bench-accept bench-threads
+.PHONY: bench bench-quick bench-http bench-websocket bench-client bench-mcp bench-lsp bench-accept bench-threads \
+	bench-instructions
 
 $(BENCH_STAMP): bench/requirements.txt $(STAMP)
 	$(PY) -m pip install --quiet -r bench/requirements.txt
@@ -37,3 +38,9 @@ bench-lsp: develop $(BENCH_STAMP) ## python-lsp-jsonrpc's Endpoint over its own 
 # (results.md). BENCH_THREADS_ARGS="--quick" for a smoke run.
 bench-threads: ## As root: CPU-bound handlers at max_concurrency 1, 2, N on CPython 3.14t and on its GIL build, side by side
 	packaging/free-threaded.sh bench $(BENCH_THREADS_ARGS)
+
+# valgrind (callgrind) counts each workload's instructions a message for this tree's build and, with
+# BASELINE=<rev>, for that revision built in $TMPDIR/rpcwire-instructions (/tmp by default) (kept: a second run builds nothing).
+# BENCH_INSTRUCTIONS_ARGS="--only stream,batch --peers" for a few workloads and the orjson transport.
+bench-instructions: develop $(BENCH_STAMP) ## Instructions a message of every workload (callgrind), BASELINE=<rev> beside it (~10-30 min)
+	$(PY) bench/instructions.py $(if $(BASELINE),--baseline $(BASELINE)) $(BENCH_INSTRUCTIONS_ARGS)
