@@ -9,7 +9,9 @@ Each run serves CALLS requests from memory (a `StdioTransport` over a `BytesIO`,
   runs in parallel where there is no GIL;
 - hashlib: sha256 of a 2 MiB buffer (hashlib releases the GIL for buffers over 2 KiB), which runs in parallel
   on either build.
-Both cores (`rpcwire`: the native one, or rpcwire.pure where it could not load; `rpcwire.pure`). Figures: the
+Both cores (`rpcwire`: the native one, or rpcwire.pure where it could not load; `rpcwire.pure`), and the ceiling
+beside them: `plain threads`, the same handler called CALLS times by k plain threads of a `ThreadPoolExecutor`
+(no rpcwire, no JSON), what the interpreter and the machine allow two threads at that moment. Figures: the
 wall time of the run (median over the repeats, runs interleaved), calls per second, the speedup against k=1 on
 the same interpreter, core and handler, and the CPUs busy (the process's CPU time over the wall time: on a
 machine others share, what the run got, whatever the wall time lost to them); every answer is checked. The
@@ -20,6 +22,7 @@ JSON and the table's heading.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import hashlib
 import io
 import json
@@ -37,6 +40,7 @@ import rpcwire
 import rpcwire.pure
 
 CORES = {"rpcwire": rpcwire, "rpcwire.pure": rpcwire.pure}
+PLAIN = "plain threads"  # the ceiling: the handler on k threads, without rpcwire
 LOOPS = 400_000  # python: ~20 ms a call on a 2020s x86 core (a non-PGO build)
 BUFFER = bytes(range(256)) * (8 * 1024)  # hashlib: 2 MiB
 HASHES = 6
@@ -78,8 +82,22 @@ def label(info: dict[str, Any]) -> str:
     return f"CPython {info['python']} {build} ({gil} after import; native core: {info['native']})"
 
 
-def run_once(core: ModuleType, work: str, concurrency: int, calls: int) -> tuple[float, float]:
-    """One run's wall time and the process's CPU time in it; every answer checked."""
+def run_plain(work: str, concurrency: int, calls: int) -> tuple[float, float]:
+    """The ceiling: ``calls`` calls of the handler on ``concurrency`` plain threads; wall and CPU time."""
+    handler = HANDLERS[work]
+    with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
+        list(pool.map(handler, range(concurrency)))  # the threads started before the clock
+        start, cpu = time.perf_counter(), time.process_time()
+        results = list(pool.map(handler, range(calls)))
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+    assert results == [EXPECTED[work]] * calls, results[:2]
+    return elapsed, cpu
+
+
+def run_once(core: ModuleType | None, work: str, concurrency: int, calls: int) -> tuple[float, float]:
+    """One run's wall time and the process's CPU time in it; every answer checked (``None``: the ceiling)."""
+    if core is None:
+        return run_plain(work, concurrency, calls)
     requests = b"".join(json.dumps({"jsonrpc": "2.0", "method": work, "id": i}).encode() + b"\n" for i in range(calls))
     handler = HANDLERS[work]
     out = io.BytesIO()
@@ -101,7 +119,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     keys = [(core, work, k) for core in args.cores for work in args.work for k in levels]
     for repeat in range(args.repeats):
         for core, work, k in keys:  # interleaved: a slow moment of the machine spreads over every cell
-            wall, used = run_once(CORES[core], work, k, args.calls)
+            wall, used = run_once(CORES.get(core), work, k, args.calls)
             runs.setdefault(f"{core}|{work}|{k}", []).append(wall)
             cpu.setdefault(f"{core}|{work}|{k}", []).append(used / wall)
         print(f"repeat {repeat + 1}/{args.repeats} done", file=sys.stderr)
@@ -155,7 +173,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--calls", type=int, default=32, help="calls per run")
     parser.add_argument("--concurrency", type=int, nargs="*", default=[], help="more levels besides 1, 2, N")
-    parser.add_argument("--cores", nargs="*", default=list(CORES), choices=list(CORES))
+    parser.add_argument("--cores", nargs="*", default=[*CORES, PLAIN], choices=[*CORES, PLAIN])
     parser.add_argument("--work", nargs="*", default=list(HANDLERS), choices=list(HANDLERS))
     parser.add_argument("--json", type=Path, help="write the results there")
     parser.add_argument("--compare", type=Path, nargs="+", help="print the table of these results (no run)")

@@ -223,6 +223,7 @@ class _Connection:
         self.loop = asyncio.get_running_loop()
         self.loop_thread = threading.get_ident()
         self.notifications = _Notifications(self)
+        self.from_threads = False  # a worker thread handed a notification to the loop since call() last looked
         self.max_queued_bytes = server.max_queued_bytes
         self.session = Session(
             StdioTransport,
@@ -479,13 +480,21 @@ class _Connection:
 
     async def call(self, request: Request, context: RequestContext) -> bytes | None:
         """The handler's answer: awaited on the loop (async), on a worker thread, or inline (``run_sync_inline``)."""
-        if self.is_async:
-            return await call_async(StdioTransport, request, self.handler, context, expose_errors=self.expose_errors)
-        if self.inline:
+        if self.inline and not self.is_async:
             return call(StdioTransport, request, self.handler, context, expose_errors=self.expose_errors)
-        return await asyncio.to_thread(
-            call, StdioTransport, request, self.handler, context, expose_errors=self.expose_errors
-        )
+        if self.is_async:  # a sync function of the registry runs on a worker thread
+            answer = await call_async(StdioTransport, request, self.handler, context, expose_errors=self.expose_errors)
+        else:
+            answer = await asyncio.to_thread(
+                call, StdioTransport, request, self.handler, context, expose_errors=self.expose_errors
+            )
+        if self.from_threads:
+            # Notifications a worker handed to the loop (put_from_any_thread) were queued before it returned, but
+            # the answer may come back without a turn of the loop (a worker that ends before its future is
+            # chained: free-threaded CPython, or a thread just started under the GIL): one turn puts them first.
+            self.from_threads = False
+            await asyncio.sleep(0)
+        return answer
 
     # --- sending ------------------------------------------------------------------------------------------
 
@@ -506,6 +515,7 @@ class _Connection:
         if threading.get_ident() == self.loop_thread:
             self.queue(line)
         else:
+            self.from_threads = True  # before the hand-over: call() looks at it once the worker returned
             with contextlib.suppress(RuntimeError):  # the loop is closed: the connection is long gone
                 self.loop.call_soon_threadsafe(self.queue, line)
 

@@ -1064,6 +1064,19 @@ def context_switches(threads: list[threading.Thread]) -> int:
     return total
 
 
+def settle(threads: list[threading.Thread], within: float) -> None:
+    """Until ``threads`` switched fewer than 3 times in 0.2 s (or ``within`` seconds passed): what they had to
+    do is done. A thread that starts to wait on a lock may switch ~40 times on its way to sleep where other
+    threads run (free-threaded CPython's mutex spins with ``sched_yield`` first), once; a timer never settles."""
+    deadline = time.monotonic() + within
+    before = context_switches(threads)
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        if (now := context_switches(threads)) - before < 3:
+            return
+        before = now
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="counts a thread's wake-ups in /proc (Linux)")
 @pytest.mark.usefixtures("reading")
@@ -1073,14 +1086,15 @@ def test_an_idle_client_does_not_wake(impl: ModuleType) -> None:
         assert client.call("add", [1, 2]) == 3
         client.on_notification("log", lambda params: None)
         assert client.call("announce", ["x"]) == "x"  # the dispatcher thread exists too
-        time.sleep(0.3)  # the idle reader takes over after 5 ms, then blocks
         threads = [t for t in threading.enumerate() if t.name.startswith("rpcwire-client")]
+        settle(threads, 5.0)  # the idle reader takes over after 5 ms, then blocks
         before = context_switches(threads)
         time.sleep(1.0)
         assert (woken := context_switches(threads) - before) < 10, woken  # polling every 5 ms would be ~200
         with ThreadPoolExecutor(1) as pool:
-            waiting = pool.submit(client.call, "nap", [1.5])  # its caller reads, blocked on the pipe
-            time.sleep(0.3)
+            waiting = pool.submit(client.call, "nap", [3.0])  # its caller reads, blocked on the pipe
+            time.sleep(0.1)
+            settle(threads, 1.5)
             before = context_switches(threads)
             time.sleep(1.0)
             woken = context_switches(threads) - before

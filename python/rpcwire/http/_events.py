@@ -177,6 +177,7 @@ async def asgi_async(  # noqa: PLR0917  (internal: ASGIApp passes what it read o
     except BaseException:
         stream.abandon()
         raise
+    await stream.handed_over()
     if stream._task is None:
         stream._contexts.clear()  # they refer to it (their transport): no cycle left for the collector
         return answer
@@ -206,6 +207,7 @@ async def asgi_threaded(  # noqa: PLR0917  (internal: ASGIApp passes what it rea
         if not work.done():  # this task was cancelled: stop what still runs (the thread ends on its own)
             stream.stop()
         raise
+    await stream.handed_over()
     if stream._task is None:
         stream._contexts.clear()  # they refer to it (their notifications): no cycle left for the collector
         return done
@@ -242,7 +244,7 @@ class _AsgiStream(Running):
     comes; the answer (:meth:`finish`) is the last event. Without one, nothing more is made (no queue, no task)
     and the caller sends the answer as on the plain path. One object for the three: it is made for every call."""
 
-    __slots__ = ("_items", "_loop", "_receive", "_send", "_task")
+    __slots__ = ("_from_threads", "_items", "_loop", "_receive", "_send", "_task")
 
     def __init__(
         self, send: Callable[[dict[str, Any]], Awaitable[None]], receive: Callable[[], Awaitable[dict[str, Any]]]
@@ -254,6 +256,7 @@ class _AsgiStream(Running):
         self._items: asyncio.Queue[bytes | tuple[bytes | None]] | None = None
         self._task: asyncio.Task[None] | None = None
         self._loop = asyncio.get_running_loop()
+        self._from_threads = False
 
     def write_notification(self, method: str, params: Any = None) -> None:
         self.write(encode_notification(method, params))
@@ -269,8 +272,18 @@ class _AsgiStream(Running):
         if here:
             self.event(line)
             return
+        self._from_threads = True  # before the hand-over: the worker's return is seen after it (handed_over)
         with contextlib.suppress(RuntimeError):  # the loop is gone
             self._loop.call_soon_threadsafe(self.event, line)
+
+    async def handed_over(self) -> None:
+        """On the loop, once the handler returned: the notifications a worker thread handed to the loop have
+        reached :meth:`event`. Each was queued on the loop (``call_soon_threadsafe``) before the thread returned,
+        but the answer may come back without a turn of the loop: a worker that ends before its future is chained
+        (free-threaded CPython, or a thread just started under the GIL) completes it at once, and the answer would
+        overtake them (sent as plain JSON, the notifications after it dropped). One turn runs them, in order."""
+        if self._from_threads:
+            await asyncio.sleep(0)
 
     def event(self, line: bytes) -> None:
         """On the loop: the first notification starts the stream."""
