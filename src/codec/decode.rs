@@ -71,6 +71,22 @@ pub(crate) fn float_from_json<'py>(py: Python<'py>, text: &str) -> PyResult<Boun
     Ok(PyFloat::new(py, value).into_any())
 }
 
+/// A Python `int` of `value`.
+#[inline(always)]
+#[allow(clippy::inline_always)] // once per integer decoded
+fn int_object(py: Python<'_>, value: i64) -> PyResult<Bound<'_, PyAny>> {
+    // SAFETY: `PyLong_FromLongLong` returns a new reference, or NULL with an exception set.
+    unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromLongLong(value)) }
+}
+
+/// A Python `float` of `value`.
+#[inline(always)]
+#[allow(clippy::inline_always)] // once per float decoded
+fn float_object(py: Python<'_>, value: f64) -> PyResult<Bound<'_, PyAny>> {
+    // SAFETY: `PyFloat_FromDouble` returns a new reference, or NULL with an exception set.
+    unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyFloat_FromDouble(value)) }
+}
+
 struct Decoder<'s, 'a, 'py, 'c> {
     py: Python<'py>,
     scanner: &'s mut Scanner<'a>,
@@ -145,8 +161,12 @@ impl<'py> Decoder<'_, '_, 'py, '_> {
                 let first = self.items.0.len();
                 if self.scanner.open(b'[')? {
                     loop {
-                        let item = self.value()?;
-                        self.items.0.push(item.into_ptr());
+                        if let Some(b'-' | b'0'..=b'9') = self.scanner.peek() {
+                            self.numbers()?;
+                        } else {
+                            let item = self.value()?;
+                            self.items.0.push(item.into_ptr());
+                        }
                         if !self.scanner.more(b']')? {
                             break;
                         }
@@ -181,11 +201,39 @@ impl<'py> Decoder<'_, '_, 'py, '_> {
         })
     }
 
+    /// A run of numbers among an array's items (`1,2,3`, the long arrays' usual items), from the
+    /// scanner's position (a number's first byte) to the first item that is not a number or is not
+    /// right after its comma: each goes from its digits to its Python object onto the item stack,
+    /// with no recursive `value` call and no `more` between them. Out of line, so that `value`, which
+    /// recurses for every other value, keeps its own size.
+    #[inline(never)]
+    fn numbers(&mut self) -> Result<(), Error> {
+        loop {
+            let item = self.number_inline()?;
+            self.items.0.push(item.into_ptr());
+            if !self.scanner.comma_before_number() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The number at the scanner's position (no whitespace before it), or the error of no number there.
+    /// `Scanner::number_value` is inlined here, and its `Number` folded into this `match`: an integer
+    /// of up to 18 digits goes from its digits to its `i64` and to `PyLong_FromLongLong`, a float from
+    /// its digits to its `f64` and `PyFloat_FromDouble`, with nothing made between.
     fn number(&mut self) -> Result<Bound<'py, PyAny>, Error> {
+        self.number_inline()
+    }
+
+    /// `number`, inline in `numbers`' loop. (`value` keeps the compiler's own choice: forcing it
+    /// there made `value`, which recurses for every value, larger and every other payload slower.)
+    #[inline(always)]
+    #[allow(clippy::inline_always)] // see above
+    fn number_inline(&mut self) -> Result<Bound<'py, PyAny>, Error> {
         let py = self.py;
         Ok(match self.scanner.number_value()? {
-            Number::Int(small) => PyInt::new(py, small).into_any(),
-            Number::Float(value) => PyFloat::new(py, value).into_any(),
+            Number::Int(small) => int_object(py, small)?,
+            Number::Float(value) => float_object(py, value)?,
             Number::Text { text: digits, integer: true }
                 if exceeds_int_digit_limit(py, digits.trim_start_matches('-').len())? =>
             {

@@ -445,6 +445,30 @@ def test_numbers_of_every_length_decode_like_json_loads(impl: Any) -> None:
     assert [exact(value) for [value] in seen[3]] == [exact(value) for value in expected]
 
 
+# Runs of numbers in an array (`1,2,3`), which the native decoder reads in a loop of their own, broken by every
+# kind of item and separator, and ended by every malformed continuation: read as json.loads reads them, or -32700.
+NUMBER_RUNS = [
+    '[1,2,"a",3,4,[5,6],-7,8.5,true,9,null,{"k":10},11]',
+    "[1,2 ,3, 4,\t5,-0,0,-0.0,1e2,12345678901234567890,-6]",
+    "[[1,2],[3,[4,5]],6]",
+    "[0,-1,9007199254740993,1.5,-2.5e-3]",
+]
+BROKEN_RUNS = [b"[1,2,x]", b"[1,-]", b"[1,01]", b"[1,2,]", b"[1,2 3]", b"[1,3.5e,4]", b"[1,2", b"[1,-a,2]"]
+BROKEN_RUNS += [b"[1,%s,2]" % (b"9" * (MAX_DIGITS + 1))]
+
+
+def test_runs_of_numbers_decode_like_json_loads(impl: Any) -> None:
+    lines = [b'{"jsonrpc":"2.0","method":"m","params":%s,"id":1}\n' % text.encode() for text in NUMBER_RUNS]
+    lines += [b'{"jsonrpc":"2.0","method":"m","params":%s,"id":2}\n' % text for text in BROKEN_RUNS]
+    seen: list[Any] = []
+    out = io.BytesIO()
+    impl.StdioTransport(io.BytesIO(b"".join(lines)), out).serve(lambda m, p: seen.append(p))
+    assert seen == [json.loads(text) for text in NUMBER_RUNS]
+    assert [type(value) for value in seen[1]] == [type(value) for value in json.loads(NUMBER_RUNS[1])]
+    codes = [answer["error"]["code"] for answer in answers(out.getvalue()) if "error" in answer]
+    assert codes == [-32700] * len(BROKEN_RUNS)
+
+
 # Arrays of sizes around the native decoder's storage kept from one message to the next (2**15 items), inside
 # and beside each other: each line's lists hold what json.loads reads, including after a line that failed.
 ARRAY_SIZES = [0, 1, 2, 7, 8, 9, 16, 17, 1000, 2**15 - 1, 2**15, 2**15 + 1, 40_000]

@@ -160,6 +160,17 @@ impl<'a> Scanner<'a> {
         Ok(true)
     }
 
+    /// After an array's item: consume a `,` and return `true` if the next item follows it at once
+    /// and starts like a number (`-` or a digit); otherwise consume nothing (`more` reads what is
+    /// there). The decoder's loop over runs of numbers (`[1,2,3]`), which then needs no `more`.
+    #[inline(always)]
+    #[allow(clippy::inline_always)] // once per number of a long array
+    pub fn comma_before_number(&mut self) -> bool {
+        let found = matches!(self.rest(), [b',', b'-' | b'0'..=b'9', ..]);
+        self.pos += usize::from(found);
+        found
+    }
+
     /// After an item: `Ok(true)` if a `,` announces another, `Ok(false)` at the closing bracket.
     pub fn more(&mut self, close: u8) -> Result<bool> {
         match self.peek() {

@@ -65,6 +65,12 @@ impl<'a> Scanner<'a> {
     /// first byte. Accepts exactly what `number` accepts, in one walk over the digits that also
     /// gathers them (eight at a time: `gather_digits`): the codec no longer reads them twice, once
     /// here and once in `str::parse`.
+    ///
+    /// Inline wherever it is called: the caller's `match` on the `Number` then folds into this walk,
+    /// so that an integer goes from its digits straight to its `i64` (and a float to its `f64`) with
+    /// no `Number` or `Result` made in between (the codec calls it from one place).
+    #[inline(always)]
+    #[allow(clippy::inline_always)] // see above: the point is the folding, not the call saved
     pub fn number_value(&mut self) -> Result<Number<'a>> {
         let bytes = self.bytes();
         let start = self.pos;
@@ -169,7 +175,8 @@ impl<'a> Scanner<'a> {
 /// count the digits); where they stop. Eight at a time while eight are digits (SWAR, as
 /// `fast_float` does), and the last one to seven from the same load of eight bytes when there
 /// are eight left in the text; one at a time only near its end.
-#[inline]
+#[inline(always)]
+#[allow(clippy::inline_always)] // inside `number_value`'s walk, up to twice a number
 fn gather_digits(bytes: &[u8], mut pos: usize, mantissa: &mut u64) -> usize {
     while let Some(chunk) = bytes.get(pos..pos + 8) {
         let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
