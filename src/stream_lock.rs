@@ -20,7 +20,19 @@ use pyo3::prelude::*;
 /// How long a waiting thread stays away from Python's signal handlers at most.
 const WAIT_SLICE: Duration = Duration::from_millis(20);
 
+/// A number that tells the current thread from every other live thread, and is never 0: on Unix the
+/// thread's `pthread_t` (the address of its descriptor, which `pthread_self` reads from a register:
+/// no call into the dynamic loader, where a thread-local of this library takes one, twice a line).
+#[cfg(unix)]
+fn current_thread() -> usize {
+    // SAFETY: `pthread_self` has no preconditions and cannot fail.
+    let thread = unsafe { libc::pthread_self() };
+    #[allow(clippy::useless_conversion)] // `pthread_t` is a `usize`-sized integer or pointer by platform
+    usize::try_from(thread).unwrap_or(usize::MAX)
+}
+
 /// A number that tells the current thread from every other live thread, and is never 0.
+#[cfg(not(unix))]
 fn current_thread() -> usize {
     thread_local!(static MARK: u8 = const { 0 });
     MARK.with(|mark| std::ptr::from_ref(mark) as usize)
