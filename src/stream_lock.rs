@@ -27,8 +27,10 @@ const WAIT_SLICE: Duration = Duration::from_millis(20);
 fn current_thread() -> usize {
     // SAFETY: `pthread_self` has no preconditions and cannot fail.
     let thread = unsafe { libc::pthread_self() };
-    #[allow(clippy::useless_conversion)] // `pthread_t` is a `usize`-sized integer or pointer by platform
-    usize::try_from(thread).unwrap_or(usize::MAX)
+    // `pthread_t` is an integer of a pointer's size (Linux) or a pointer (macOS): `as` takes either whole.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let thread = thread as usize;
+    thread
 }
 
 /// A number that tells the current thread from every other live thread, and is never 0.
