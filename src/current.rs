@@ -30,11 +30,17 @@ struct Call {
     transport: *mut ffi::PyObject,
 }
 
+/// What this thread notes: both in one thread-local, so that entering and finishing a call each look
+/// it up once (a library's thread-local is a call into the dynamic loader).
+struct Noted {
+    call: Cell<Option<Call>>,
+    /// The `RequestContext` made for the call, once a handler asked for one.
+    context: Cell<Option<Py<PyAny>>>,
+}
+
 thread_local! {
     // `Cell`s, `const`-initialised: noting a call costs a few stores, no borrow flag, no lazy init.
-    static CALL: Cell<Option<Call>> = const { Cell::new(None) };
-    /// The `RequestContext` made for the call, once a handler asked for one.
-    static CONTEXT: Cell<Option<Py<PyAny>>> = const { Cell::new(None) };
+    static NOTED: Noted = const { Noted { call: Cell::new(None), context: Cell::new(None) } };
 }
 
 /// The call in progress, noted while this guard lives; what was noted before (a handler that runs
@@ -57,33 +63,46 @@ impl Calling {
             id: id.map_or(std::ptr::null(), |id| std::ptr::from_ref(id).cast()),
             transport: transport.as_ptr(),
         };
-        Self { previous_call: CALL.replace(Some(call)), previous_context: CONTEXT.take() }
+        NOTED.with(|noted| Self {
+            previous_call: noted.call.replace(Some(call)),
+            previous_context: noted.context.take(),
+        })
     }
 
     /// The handler returned: finish the context it asked for, if any (before its answer is built).
-    pub(crate) fn finish(self, py: Python<'_>) -> PyResult<()> {
-        let context = CONTEXT.take();
-        drop(self); // the call is over: what was noted before it comes back
+    pub(crate) fn finish(mut self, py: Python<'_>) -> PyResult<()> {
+        // The call is over: what was noted before it comes back, in the same look-up.
+        let context = NOTED.with(|noted| self.restore(noted));
+        std::mem::forget(self); // restored: nothing left for `drop`
         if let Some(context) = context {
             context.bind(py).call_method0(intern!(py, "_finish"))?;
         }
         Ok(())
     }
+
+    /// Put back what was noted before this call; returns the context made for this call, if any.
+    fn restore(&mut self, noted: &Noted) -> Option<Py<PyAny>> {
+        noted.call.set(self.previous_call);
+        let context = noted.context.take();
+        if let Some(previous) = self.previous_context.take() {
+            noted.context.set(Some(previous));
+        }
+        context
+    }
 }
 
 impl Drop for Calling {
+    /// (A call that unwinds: its context, if any, is dropped unfinished, as before.)
     fn drop(&mut self) {
-        CALL.set(self.previous_call);
-        if let Some(context) = self.previous_context.take() {
-            CONTEXT.set(Some(context));
-        }
+        // `try_with`: nothing to restore once the thread's storage is gone (the thread is ending).
+        let _ = NOTED.try_with(|noted| drop(self.restore(noted)));
     }
 }
 
 /// `(Request, transport)` for the call the sequential `serve` is making on this thread, or `None`.
 #[pyfunction]
 pub(crate) fn _current_call(py: Python<'_>) -> PyResult<Option<(Bound<'_, PyAny>, Bound<'_, PyAny>)>> {
-    let Some(call) = CALL.get() else { return Ok(None) };
+    let Some(call) = NOTED.with(|noted| noted.call.get()) else { return Ok(None) };
     // SAFETY: the slot holds a call only while `Calling` lives, that is while `answer_entry` (whose
     // frame owns the method, the params and the id) waits for the handler, which is running this
     // function on this very thread; the transport is `serve`'s own. Borrowed pointers become owned
@@ -102,16 +121,20 @@ pub(crate) fn _current_call(py: Python<'_>) -> PyResult<Option<(Bound<'_, PyAny>
 /// The `RequestContext` already made for the call in progress, if any.
 #[pyfunction]
 pub(crate) fn _current_context(py: Python<'_>) -> Option<Py<PyAny>> {
-    let context = CONTEXT.take();
-    let copy = context.as_ref().map(|context| context.clone_ref(py));
-    CONTEXT.set(context);
-    copy
+    NOTED.with(|noted| {
+        let context = noted.context.take();
+        let copy = context.as_ref().map(|context| context.clone_ref(py));
+        noted.context.set(context);
+        copy
+    })
 }
 
 /// Keep `context` for the rest of the call in progress (ignored outside one).
 #[pyfunction]
 pub(crate) fn _set_current_context(context: Bound<'_, PyAny>) {
-    if CALL.get().is_some() {
-        CONTEXT.set(Some(context.unbind()));
-    }
+    NOTED.with(|noted| {
+        if noted.call.get().is_some() {
+            noted.context.set(Some(context.unbind()));
+        }
+    });
 }

@@ -20,7 +20,21 @@ use pyo3::prelude::*;
 /// How long a waiting thread stays away from Python's signal handlers at most.
 const WAIT_SLICE: Duration = Duration::from_millis(20);
 
+/// A number that tells the current thread from every other live thread, and is never 0: on Unix the
+/// thread's `pthread_t` (the address of its descriptor, which `pthread_self` reads from a register:
+/// no call into the dynamic loader, where a thread-local of this library takes one, twice a line).
+#[cfg(unix)]
+fn current_thread() -> usize {
+    // SAFETY: `pthread_self` has no preconditions and cannot fail.
+    let thread = unsafe { libc::pthread_self() };
+    // `pthread_t` is an integer of a pointer's size (Linux) or a pointer (macOS): `as` takes either whole.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let thread = thread as usize;
+    thread
+}
+
 /// A number that tells the current thread from every other live thread, and is never 0.
+#[cfg(not(unix))]
 fn current_thread() -> usize {
     thread_local!(static MARK: u8 = const { 0 });
     MARK.with(|mark| std::ptr::from_ref(mark) as usize)

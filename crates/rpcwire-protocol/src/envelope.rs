@@ -27,6 +27,9 @@ pub const MAX_MAX_DEPTH: usize = 512;
 /// plus its echoed id (`1,` in, a -32600 of 76 bytes out), so at most ~80 KB beyond the input.
 pub const DEFAULT_MAX_BATCH: u16 = 1_000;
 
+/// The most entries a server's batch is given room for before it is read (then it grows as it must).
+const BATCH_ROOM: usize = 128;
+
 /// What one message may hold (the `StdioTransport` keyword arguments of the same names).
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -184,7 +187,9 @@ pub fn parse_message_with<'a, P, E: From<SyntaxError>>(
 ) -> Result<Parsed<Message<'a, P>>, E> {
     let mut scanner = Scanner::new(text, limits.max_depth);
     let message = if scanner.peek() == Some(b'[') {
-        let mut entries = Vec::new();
+        // Room for as many entries as the line could hold at 32 bytes each, up to `BATCH_ROOM`: a usual
+        // batch is gathered without growing (and copying) its entries again and again.
+        let mut entries = Vec::with_capacity((text.len() / 32 + 1).min(BATCH_ROOM));
         if scanner.open(b'[')? {
             loop {
                 if limits.max_batch.is_some_and(|max_batch| entries.len() == max_batch) {
@@ -307,40 +312,69 @@ fn parse_entry<'a, P, E: From<SyntaxError>, R: Role<'a, P>>(
     let mut error = Member::Absent;
     if scanner.open(b'{')? {
         loop {
-            let name = member_name(scanner)?;
-            let start = scanner.value_start();
-            let peek = scanner.peek();
-            match name {
+            // A name as nearly every peer writes it is told here, inline; `member_name` reads any other.
+            let name = match known_name(scanner) {
+                Some(name) => name,
+                None => member_name(scanner)?,
+            };
+            scanner.skip_whitespace();
+            let peek = scanner.rest().first().copied();
+            // Each branch reads the whole value or none of it: `consumed` says which.
+            let consumed = match name {
                 Name::Jsonrpc => {
-                    version_ok =
-                        scanner.eat(br#""2.0""#) || (peek == Some(b'"') && scanner.string()?.decodes_to("2.0"));
+                    let (ok, consumed) = if scanner.eat(br#""2.0""#) {
+                        (true, true)
+                    } else if peek == Some(b'"') {
+                        (scanner.string()?.decodes_to("2.0"), true)
+                    } else {
+                        (false, false)
+                    };
+                    version_ok = ok;
+                    consumed
+                }
+                Name::Method if peek == Some(b'"') => {
+                    method = Member::Valid(scanner.string()?);
+                    true
                 }
                 Name::Method => {
-                    method = if peek == Some(b'"') { Member::Valid(scanner.string()?) } else { Member::Wrong };
+                    method = Member::Wrong;
+                    false
+                }
+                Name::Params if matches!(peek, Some(b'[' | b'{')) => {
+                    params = Member::Valid(read_params(scanner)?);
+                    true
                 }
                 Name::Params => {
-                    params = if matches!(peek, Some(b'[' | b'{')) {
-                        Member::Valid(read_params(scanner)?)
-                    } else {
-                        Member::Wrong
-                    };
+                    params = Member::Wrong;
+                    false
                 }
                 Name::Id => {
-                    id = match peek {
-                        Some(b'"') => Member::Valid(Id::String(scanner.string()?)),
-                        Some(b'n') => Member::Valid(Id::Null),
-                        Some(b'-' | b'0'..=b'9') => Member::Valid(Id::Number(scanner.number()?.0)),
-                        _ => Member::Wrong,
+                    let (value, consumed) = match peek {
+                        Some(b'"') => (Member::Valid(Id::String(scanner.string()?)), true),
+                        Some(b'n') => (Member::Valid(Id::Null), false),
+                        Some(b'-' | b'0'..=b'9') => (Member::Valid(Id::Number(scanner.number()?.0)), true),
+                        _ => (Member::Wrong, false),
                     };
+                    id = value;
+                    consumed
                 }
-                Name::Result if R::READS_RESPONSES => result = Member::Valid(read_params(scanner)?),
+                Name::Result if R::READS_RESPONSES => {
+                    result = Member::Valid(read_params(scanner)?);
+                    true
+                }
+                Name::Error if R::READS_RESPONSES && peek == Some(b'{') => {
+                    error = Member::Valid(read_params(scanner)?);
+                    true
+                }
                 Name::Error if R::READS_RESPONSES => {
-                    error = if peek == Some(b'{') { Member::Valid(read_params(scanner)?) } else { Member::Wrong };
+                    error = Member::Wrong;
+                    false
                 }
-                Name::Result | Name::Error | Name::Other => {}
-            }
-            // Whatever the branch consumed, the rest of the value (or all of it) is checked here.
-            if scanner.value_start() == start {
+                Name::Result | Name::Error | Name::Other => false,
+            };
+            // What the branch did not read (a `null` id, a value of the wrong type, an unknown member's)
+            // is checked here.
+            if !consumed {
                 scanner.value()?;
             }
             if !scanner.more(b'}')? {
@@ -391,25 +425,38 @@ const KNOWN_NAMES: [(&[u8], Name); 6] = [
     (br#""error":"#, Name::Error),
 ];
 
-/// Read a member's name and the `:` after it. A name written as in [`KNOWN_NAMES`] is matched
-/// byte for byte, without reading it as a string first; any other (escaped, spaced before its `:`,
-/// unknown) is read and compared decoded.
+/// A member's name written as in [`KNOWN_NAMES`] right where the cursor is (no whitespace before it),
+/// matched byte for byte and consumed with its `:`; `None` (nothing consumed) for any other.
+///
+/// Inline in the member loop (no call, no whitespace skipped first): it is the path of nearly every
+/// member of nearly every message.
+#[allow(clippy::inline_always)] // each arm's literal must arrive as a constant for its comparison to be inlined
+#[inline(always)]
+fn known_name(scanner: &mut Scanner<'_>) -> Option<Name> {
+    let rest = scanner.rest();
+    if rest.first() != Some(&b'"') {
+        return None;
+    }
+    // The first letter tells which of them it can be: one comparison, of a constant length
+    // (each arm its own, so that it is inlined rather than a call to `memcmp`).
+    match rest.get(1) {
+        Some(b'j') => eat_known(scanner, 0),
+        Some(b'm') => eat_known(scanner, 1),
+        Some(b'p') => eat_known(scanner, 2),
+        Some(b'i') => eat_known(scanner, 3),
+        Some(b'r') => eat_known(scanner, 4),
+        Some(b'e') => eat_known(scanner, 5),
+        _ => None,
+    }
+}
+
+/// Read a member's name and the `:` after it, when [`known_name`] did not: a name after whitespace is
+/// matched as there; any other (escaped, spaced before its `:`, unknown) is read and compared decoded.
+#[cold]
 fn member_name(scanner: &mut Scanner<'_>) -> Result<Name, SyntaxError> {
-    if scanner.peek() == Some(b'"') {
-        // The first letter tells which of them it can be: one comparison, of a constant length
-        // (each arm its own, so that it is inlined rather than a call to `memcmp`).
-        let eaten = match scanner.rest().get(1) {
-            Some(b'j') => eat_known(scanner, 0),
-            Some(b'm') => eat_known(scanner, 1),
-            Some(b'p') => eat_known(scanner, 2),
-            Some(b'i') => eat_known(scanner, 3),
-            Some(b'r') => eat_known(scanner, 4),
-            Some(b'e') => eat_known(scanner, 5),
-            _ => None,
-        };
-        if let Some(name) = eaten {
-            return Ok(name);
-        }
+    scanner.skip_whitespace();
+    if let Some(name) = known_name(scanner) {
+        return Ok(name);
     }
     let key = scanner.key()?;
     let known = KNOWN_NAMES.iter().find(|(literal, _)| key.decodes_to(literal_name(literal)));
