@@ -34,7 +34,18 @@ from rpcwire._answer import call, call_async, failure_answer
 from rpcwire._answer_writer import AnswerWriter
 from rpcwire._context import RequestContext
 from rpcwire._contract import Transport
-from rpcwire._session import Action, Cancel, RunNotification, Session, Settled, Start, Stop, Write
+from rpcwire._session import (
+    Action,
+    Cancel,
+    PauseReading,
+    ResumeReading,
+    RunNotification,
+    Session,
+    Settled,
+    Start,
+    Stop,
+    Write,
+)
 from rpcwire._types import Handler, Request
 from rpcwire._workers import Workers, leave_signals_to_the_main_thread
 
@@ -245,6 +256,11 @@ class AsyncServer:
                     self.start(action)  # type: ignore[arg-type]
             elif kind is Cancel:
                 action.context._cancel(action.dialect)  # type: ignore[union-attr]
+            elif kind is ResumeReading:  # the serving coroutine reads while the session says ``reading``
+                self.wake()
+            elif kind is PauseReading:  # (a pipelining peer's, once per request held at the read-ahead's bound)
+                if self.reading is not None:  # a read asked stays asked: its message is fed once reading resumes
+                    self.wake()
             else:
                 self.controls.append(action)
                 self.wake()
