@@ -37,6 +37,7 @@ from rpcwire._contract import Transport
 from rpcwire._session import (
     Action,
     Cancel,
+    Grace,
     PauseReading,
     ResumeReading,
     RunNotification,
@@ -208,17 +209,14 @@ class AsyncServer:
         raised."""
         self.want_written = True  # held requests may still start (end of input), as the writer makes room
         self.sync_written()
-        graced: Stop | None = None  # the stop whose grace runs (a stricter one may come meanwhile)
-        deadline: float | None = None
+        grace = Grace()  # the stop in force's (a stricter one may come meanwhile)
         while True:
             await self.take_controls()
             stop = self.stop
             assert stop is not None
             if self.settled or stop.grace == 0:
                 break
-            if stop is not graced:
-                graced, deadline = stop, None if stop.grace is None else self.loop.time() + stop.grace
-            remaining = None if deadline is None else deadline - self.loop.time()
+            remaining = grace.left(stop, self.loop.time())
             if remaining is not None and remaining <= 0:
                 break
             self.flush()

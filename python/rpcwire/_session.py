@@ -215,6 +215,8 @@ class Session:
     ) -> None:
         self._core = core
         self._make_context = make_context or functools.partial(RequestContext, transport=core)
+        self._own_context = make_context is None  # RequestContext(request, core) made inline (no partial's kwargs)
+        self._measure = core._answer_result  # a held request's size (_size)
         self._max_admitted = 2 * max_concurrency
         self._admitted = 0  # started and not yet answered
         # Admitted or held, what cancellations find (by the id's key): a held one's ``held`` is its size, not 0.
@@ -286,7 +288,9 @@ class Session:
         if self._stop is not None:
             return []
         if type(message) is Request and not message.is_notification:  # the common case, without each_request's walk
-            start = Start(message, self._make_context(message), None)
+            start = Start(
+                message, RequestContext(message, self._core) if self._own_context else self._make_context(message), None
+            )
             id_ = message.id
             if not self._held and self._admitted < self._max_admitted:
                 self._admitted += 1  # (_admit, inline: once per request)
@@ -294,7 +298,11 @@ class Session:
                 return [start]
             # (_hold, inline: a pipelining peer's every request is held; only the read-ahead can change what the
             # session says)
-            start.held = size = self._size(message)
+            try:  # (_size, inline)
+                size = len(message.method) + len(self._measure(b"0", message.params))
+            except Exception:
+                size = len(message.method) + 1
+            start.held = size
             self._queue.append(start)
             self._by_id[isinstance(id_, str), id_] = start
             self._held += 1
@@ -526,7 +534,7 @@ class Session:
     def _size(self, request: Request) -> int:
         """A held request's bytes: as the core encodes its params (in an answer's envelope: never 0)."""
         try:
-            return len(request.method) + len(self._core._answer_result(b"0", request.params))
+            return len(request.method) + len(self._measure(b"0", request.params))
         except Exception:  # a size is only a bound's measure: params the core cannot encode count little
             return len(request.method) + 1
 
