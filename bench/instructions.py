@@ -22,7 +22,9 @@ develop`` built it, or ``--now REV`` built the same way as the baseline.
 
 The workloads are bench/README.md's, cut small (``WORKLOADS``, ``PAYLOAD_SIZES``): stream, batch and large
 (``io.BytesIO`` to ``io.BytesIO``), every payload cell (decode, encode, echo), pipelined echo (the native
-sequential loop on buffered files, as the process's stdin and stdout are: every read full, so the count repeats)
+sequential loop on buffered files, as the process's stdin and stdout are: every read full, so the count repeats),
+the same pipelined echo through the concurrent engines at ``max_concurrency=8`` (``ENGINES``: threads, asyncio with
+a sync handler, asyncio with an ``async def`` one; their threads make these counts move by about 2% between runs)
 and the ``Client`` ping-pong (``Client.spawn`` of a server on OS pipes, one call at a time; the client counted as
 above, the server, which cannot mark its parts, by two processes of N and 2N calls). Every answer is checked
 (bench/workloads.py's check) so that no count measures a broken build.

@@ -343,12 +343,19 @@ class Session:
                     self._paused = True
                     actions.append(_PAUSE)
                 return actions
-            while self._held and self._admitted < self._max_admitted:
-                next_start = self._take()
-                if next_start is None:
-                    break
-                self._admitted += 1
-                actions.append(next_start)
+            held = self._held
+            if held and self._admitted < self._max_admitted:  # (_take, inline: a pipelining peer's every request)
+                queue, admitted, room = self._queue, self._admitted, self._max_admitted
+                while held and admitted < room:
+                    next_start = queue.popleft()  # (held ones are in the queue: never empty here)
+                    size = next_start.held
+                    if size:  # (not dropped)
+                        next_start.held = 0
+                        held -= 1
+                        self._held_bytes -= size
+                        admitted += 1
+                        actions.append(next_start)
+                self._held, self._admitted = held, admitted
             if self._paused and not (
                 self._held >= self._read_ahead_requests or self._held_bytes >= self._read_ahead_bytes
             ):  # (_can_read: nothing stops, waits to run or is being dispatched here)
