@@ -22,7 +22,9 @@ develop`` built it, or ``--now REV`` built the same way as the baseline.
 
 The workloads are bench/README.md's, cut small (``WORKLOADS``, ``PAYLOAD_SIZES``): stream, batch and large
 (``io.BytesIO`` to ``io.BytesIO``), every payload cell (decode, encode, echo), pipelined echo (the native
-sequential loop on buffered files, as the process's stdin and stdout are: every read full, so the count repeats)
+sequential loop on buffered files, as the process's stdin and stdout are: every read full, so the count repeats),
+the same pipelined echo through the concurrent engines at ``max_concurrency=8`` (``ENGINES``: threads, asyncio with
+a sync handler, asyncio with an ``async def`` one; their threads make these counts move by about 2% between runs)
 and the ``Client`` ping-pong (``Client.spawn`` of a server on OS pipes, one call at a time; the client counted as
 above, the server, which cannot mark its parts, by two processes of N and 2N calls). Every answer is checked
 (bench/workloads.py's check) so that no count measures a broken build.
@@ -31,6 +33,7 @@ above, the server, which cannot mark its parts, by two processes of N and 2N cal
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hashlib
 import io
 import json
@@ -47,6 +50,7 @@ import zipfile
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 import workloads  # bench/: this script's own folder is first on sys.path
@@ -62,7 +66,13 @@ WORKLOADS: dict[str, int] = {
     "pipelined": 2_000,
     "ping-pong": 500,
     "large": 2,
+    # Pipelined echo through the concurrent engines (issue 30's session and its drivers), server side:
+    # serve(..., max_concurrency=8) on threads, serve_async with a sync handler (worker threads) and an async one.
+    "threads-8": 2_000,
+    "asyncio-8-sync": 2_000,
+    "asyncio-8-async": 2_000,
 }
+ENGINES = ("threads-8", "asyncio-8-sync", "asyncio-8-async")  # read from files, as "pipelined" is
 PAYLOAD_SIZES = {"items": 200, "mcp-result": 200, "lsp-completion": 10, "floats": 10, "ints": 10, "did-open": 10}
 PAYLOAD_MODES = ("decode", "encode", "echo")
 KEEP = "RPCWIRE_INSTRUCTIONS_KEEP"  # set by --keep: where each serve of 2N messages' callgrind output is copied
@@ -87,6 +97,19 @@ def messages(name: str) -> int:
 
 def _handler(method: str, params: object) -> object:
     return params
+
+
+async def _async_handler(method: str, params: object) -> object:
+    return params
+
+
+def _serve_engine(rpcwire: Any, name: str, transport: object) -> None:
+    """One of ENGINES' serves: a pipelined echo under max_concurrency=8."""
+    if name == "threads-8":
+        rpcwire.serve(_handler, transport, max_concurrency=8)
+    else:
+        handler = _async_handler if name == "asyncio-8-async" else _handler
+        asyncio.run(rpcwire.serve_async(handler, transport, max_concurrency=8))
 
 
 def child(impl: str, name: str, inputs: str, outputs: str, n: int) -> None:
@@ -117,7 +140,9 @@ def child(impl: str, name: str, inputs: str, outputs: str, n: int) -> None:
         serve_orjson = orjson_transport.serve
     for count in (n, 2 * n):
         data, out_path = input_path(name, count, Path(inputs)), Path(outputs) / f"{count}.out"
-        if name == "pipelined":  # the process's stdin and stdout are buffered files on a descriptor: these are too
+        if (
+            name == "pipelined" or name in ENGINES
+        ):  # the process's stdin and stdout are buffered files on a descriptor: these are too
             inp, out = open(data, "rb"), open(out_path, "wb")  # noqa: SIM115 (closed below)
         else:
             inp = io.BytesIO(data.read_bytes())
@@ -130,6 +155,8 @@ def child(impl: str, name: str, inputs: str, outputs: str, n: int) -> None:
         os.getppid()  # the mark: a dump
         if serve_orjson is not None:
             serve_orjson(handler, inp, out)
+        elif name in ENGINES:
+            _serve_engine(rpcwire, name, rpcwire.StdioTransport(inp, out))
         else:
             rpcwire.serve(handler, rpcwire.StdioTransport(inp, out))
         os.getppid()
@@ -242,7 +269,7 @@ def write_input(name: str, n: int, directory: Path) -> Path:
         return path
     if name == "stream":
         data = workloads.stream(n).data
-    elif name == "pipelined":
+    elif name == "pipelined" or name in ENGINES:
         data = workloads.concurrent_sleep(n).data  # n requests, one a line
     elif name == "batch":
         data = workloads.batch(n // 100).data
@@ -354,7 +381,7 @@ def check(name: str, n: int, out: Path) -> None:
     """Every answer right (bench/workloads.py's check), so a count never measures a broken build."""
     if name == "stream":
         w = workloads.stream(n)
-    elif name == "pipelined":
+    elif name == "pipelined" or name in ENGINES:
         w = workloads.concurrent_sleep(n)
     elif name == "batch":
         w = workloads.batch(n // 100)

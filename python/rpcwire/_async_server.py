@@ -34,11 +34,23 @@ from rpcwire._answer import call, call_async, failure_answer
 from rpcwire._answer_writer import AnswerWriter
 from rpcwire._context import RequestContext
 from rpcwire._contract import Transport
-from rpcwire._session import Action, Cancel, RunNotification, Session, Settled, Start, Stop, Write
+from rpcwire._session import (
+    Action,
+    Cancel,
+    Grace,
+    PauseReading,
+    ResumeReading,
+    RunNotification,
+    Session,
+    Settled,
+    Start,
+    Stop,
+    Write,
+)
 from rpcwire._types import Handler, Request
 from rpcwire._workers import Workers, leave_signals_to_the_main_thread
 
-__all__ = ["AsyncServer"]
+__all__ = ["AsyncServer", "Turns"]
 
 _ENDED = object()  # the reader's item at end of input
 _WOKEN = object()  # read_next's answer when an action came first
@@ -57,9 +69,7 @@ class AsyncServer:
         self.loop = asyncio.get_running_loop()
         self.is_async = is_async  # an async def handler is awaited here, a sync one runs on the workers
         self.session = Session(transport, max_concurrency)
-        self.max_running = max_concurrency  # async handlers running
-        self.running = 0
-        self.turns: deque[asyncio.Future[None]] = deque()  # requests waiting to run, in arrival order
+        self.turns = Turns(max_concurrency, self.loop)  # async handlers running
         self.tasks: set[asyncio.Task[None]] = set()
         self.workers = None if self.is_async else Workers(max_concurrency)
         # Notifications on a thread of their own: never behind requests that may wait for one of them.
@@ -197,17 +207,14 @@ class AsyncServer:
         raised."""
         self.want_written = True  # held requests may still start (end of input), as the writer makes room
         self.sync_written()
-        graced: Stop | None = None  # the stop whose grace runs (a stricter one may come meanwhile)
-        deadline: float | None = None
+        grace = Grace()  # the stop in force's (a stricter one may come meanwhile)
         while True:
             await self.take_controls()
             stop = self.stop
             assert stop is not None
             if self.settled or stop.grace == 0:
                 break
-            if stop is not graced:
-                graced, deadline = stop, None if stop.grace is None else self.loop.time() + stop.grace
-            remaining = None if deadline is None else deadline - self.loop.time()
+            remaining = grace.left(stop, self.loop.time())
             if remaining is not None and remaining <= 0:
                 break
             self.flush()
@@ -245,6 +252,11 @@ class AsyncServer:
                     self.start(action)  # type: ignore[arg-type]
             elif kind is Cancel:
                 action.context._cancel(action.dialect)  # type: ignore[union-attr]
+            elif kind is ResumeReading:  # the serving coroutine reads while the session says ``reading``
+                self.wake()
+            elif kind is PauseReading:  # (a pipelining peer's, once per request held at the read-ahead's bound)
+                if self.reading is not None:  # a read asked stays asked: its message is fed once reading resumes
+                    self.wake()
             else:
                 self.controls.append(action)
                 self.wake()
@@ -352,16 +364,15 @@ class AsyncServer:
                 answer = await self.in_worker(request, context)  # N worker threads: at most N run at once
             else:
                 try:
-                    if self.running < self.max_running and not self.turns:
-                        self.running += 1
+                    turns = self.turns
+                    if turns.running < turns.limit and not turns.waiting:  # (the usual case, inline)
+                        turns.running += 1
                     else:
-                        await self.turn()  # a task cancelled while it waits here never runs its handler
+                        await turns.wait()  # a task cancelled while it waits here never runs its handler
                     try:
                         answer = await call_async(self.transport, request, self.handler, context)
                     finally:
-                        self.running -= 1
-                        if self.turns:
-                            self.next_turn()
+                        turns.done()
                 except (Exception, asyncio.CancelledError) as exc:  # cancelled: answered -32800 (MCP: not at all)
                     answer = failure_answer(self.transport, request, context, exc)
         except asyncio.CancelledError:  # the server ends: nothing is answered any more
@@ -378,28 +389,6 @@ class AsyncServer:
         if task is not None:
             self.tasks.discard(task)  # (an eager task not added yet is never added: it is done)
         self.carry(event(start, outcome), nested=True)
-
-    async def turn(self) -> None:
-        """Until one of the N async handlers running ends and this request's turn comes (``running`` counts it)."""
-        turn: asyncio.Future[None] = self.loop.create_future()
-        self.turns.append(turn)
-        try:
-            await turn
-        except asyncio.CancelledError:
-            if turn.cancelled():
-                with contextlib.suppress(ValueError):
-                    self.turns.remove(turn)
-            else:  # the turn came, and the cancellation with it: the turn goes to the next request
-                self.running -= 1
-                self.next_turn()
-            raise
-
-    def next_turn(self) -> None:
-        while self.turns and self.running < self.max_running:
-            turn = self.turns.popleft()
-            if not turn.done():
-                self.running += 1
-                turn.set_result(None)
 
     def in_worker(self, request: Request, context: RequestContext) -> asyncio.Future[bytes | None]:
         """A sync handler's call on a worker thread (notifications on their own), never on the loop."""
@@ -433,6 +422,45 @@ class AsyncServer:
             finished, self.finished = self.finished, []
         for done, answer, error in finished:
             _settle(done, answer, error)
+
+
+class Turns:
+    """At most ``limit`` handlers run at once, the others wait their turn in arrival order: ``asyncio.Semaphore``'s
+    rule without its coroutine in the usual case. A caller takes a turn itself while ``running < limit`` and nothing
+    is ``waiting`` (``running += 1``, inline), else awaits :meth:`wait`; either way :meth:`done` follows. On the
+    loop's thread only."""
+
+    __slots__ = ("limit", "loop", "running", "waiting")
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        self.limit = limit
+        self.loop = loop
+        self.running = 0  # turns taken (a turn given to a waiter counts from then)
+        self.waiting: deque[asyncio.Future[None]] = deque()  # in arrival order
+
+    async def wait(self) -> None:
+        """Until a turn ends and this caller's comes (``running`` counts it). Cancelled while it waits: no turn."""
+        turn: asyncio.Future[None] = self.loop.create_future()
+        self.waiting.append(turn)
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.cancelled():
+                with contextlib.suppress(ValueError):
+                    self.waiting.remove(turn)
+            else:  # the turn came, and the cancellation with it: the turn goes to the next caller
+                self.done()
+            raise
+
+    def done(self) -> None:
+        """A turn ends: the next waiters get theirs."""
+        self.running -= 1
+        waiting = self.waiting
+        while waiting and self.running < self.limit:
+            turn = waiting.popleft()
+            if not turn.done():
+                self.running += 1
+                turn.set_result(None)
 
 
 def _settle_with(future: asyncio.Future[Any], *_: Any) -> None:

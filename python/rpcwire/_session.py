@@ -110,6 +110,7 @@ class Start:
     request: Request
     context: RequestContext
     deliver: Deliver | None  # where its answer goes (a batch's place); None: a lone request's, written as it is
+    held: int = 0  # the session's: the bytes it counts while held (rule 2); 0 once started or dropped
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -214,13 +215,16 @@ class Session:
     ) -> None:
         self._core = core
         self._make_context = make_context or functools.partial(RequestContext, transport=core)
+        self._own_context = make_context is None  # RequestContext(request, core) made inline (no partial's kwargs)
+        self._measure = core._answer_result  # a held request's size (_size)
         self._max_admitted = 2 * max_concurrency
         self._admitted = 0  # started and not yet answered
-        # Admitted or held, what cancellations find: an admitted one is started, a held one is in _held too.
-        self._by_id: dict[tuple[bool, Any], RequestContext] = {}
-        # Held past the 2N admitted, in arrival order; dropped ones are skipped when they come up.
+        # Admitted or held, what cancellations find (by the id's key): a held one's ``held`` is its size, not 0.
+        self._by_id: dict[tuple[bool, Any], Start] = {}
+        # Held past the 2N admitted, in arrival order; dropped ones (``held`` 0) are skipped when they come up.
+        # One entry a held request in one container besides _by_id: a pipelining peer's every request is held.
         self._queue: deque[Start] = deque()
-        self._held: dict[int, tuple[Start, int]] = {}  # by the context's id: those not dropped, with their sizes
+        self._held = 0  # how many of the queue's are held (not dropped)
         self._held_bytes = 0
         self._read_ahead_requests = read_ahead_requests
         self._read_ahead_bytes = read_ahead_bytes
@@ -284,16 +288,28 @@ class Session:
         if self._stop is not None:
             return []
         if type(message) is Request and not message.is_notification:  # the common case, without each_request's walk
-            context = self._make_context(message)
-            start = Start(message, context, None)
+            start = Start(
+                message, RequestContext(message, self._core) if self._own_context else self._make_context(message), None
+            )
+            id_ = message.id
             if not self._held and self._admitted < self._max_admitted:
                 self._admitted += 1  # (_admit, inline: once per request)
-                self._by_id[id_key(message.id)] = context
+                self._by_id[isinstance(id_, str), id_] = start  # (id_key, inline)
                 return [start]
-            self._hold(start)  # only the read-ahead can change what the session says
+            # (_hold, inline: a pipelining peer's every request is held; only the read-ahead can change what the
+            # session says)
+            try:  # (_size, inline)
+                size = len(message.method) + len(self._measure(b"0", message.params))
+            except Exception:
+                size = len(message.method) + 1
+            start.held = size
+            self._queue.append(start)
+            self._by_id[isinstance(id_, str), id_] = start
+            self._held += 1
+            self._held_bytes += size
             if not self._paused and (
-                len(self._held) >= self._read_ahead_requests or self._held_bytes >= self._read_ahead_bytes
-            ):  # (_read_ahead_full, without a call: a pipelining peer's every request is held)
+                self._held >= self._read_ahead_requests or self._held_bytes >= self._read_ahead_bytes
+            ):
                 self._paused = True
                 return [_PAUSE]
             return []
@@ -303,11 +319,15 @@ class Session:
 
     def finished(self, start: Start, answer: bytes | None) -> list[Action]:
         """A started request's answer (``None``: none to write)."""
-        self._leave(start)
-        if start.deliver is None and self._stop is None and self._notification is None and not self._paused:
-            # A lone request's answer, nothing waiting or stopping, reading on (the common case, kept short; a
-            # pipelining peer keeps requests held): the answer out, then what rule 2 starts (as _start_held), and
-            # only the answers unwritten may pause reading (the read-ahead only shrinks) or drop a peer too slow.
+        self._admitted -= 1  # (_leave, inline: once per request)
+        id_ = start.request.id
+        key = (isinstance(id_, str), id_)
+        if self._by_id.get(key) is start:
+            del self._by_id[key]
+        if start.deliver is None and self._stop is None and self._notification is None:
+            # A lone request's answer, nothing waiting to run or stopping (the common case, kept short; a pipelining
+            # peer keeps requests held and reading paused at the read-ahead's bound): the answer out, then what
+            # rule 2 starts (as _start_held), then reading resumes if both bounds allow (as _actions says).
             actions: list[Action] = []
             if answer is not None:
                 self._emitted += 1
@@ -319,16 +339,28 @@ class Session:
                 self._emitted - self._written > self._unwritten_answers
                 or self._unwritten_bytes > self._unwritten_bytes_bound
             ):
-                self._paused = True
-                actions.append(_PAUSE)
+                if not self._paused:
+                    self._paused = True
+                    actions.append(_PAUSE)
                 return actions
             held = self._held
-            while held and self._admitted < self._max_admitted:
-                next_start = self._take()
-                if next_start is None:
-                    break
-                self._admitted += 1
-                actions.append(next_start)
+            if held and self._admitted < self._max_admitted:  # (_take, inline: a pipelining peer's every request)
+                queue, admitted, room = self._queue, self._admitted, self._max_admitted
+                while held and admitted < room:
+                    next_start = queue.popleft()  # (held ones are in the queue: never empty here)
+                    size = next_start.held
+                    if size:  # (not dropped)
+                        next_start.held = 0
+                        held -= 1
+                        self._held_bytes -= size
+                        admitted += 1
+                        actions.append(next_start)
+                self._held, self._admitted = held, admitted
+            if self._paused and not (
+                self._held >= self._read_ahead_requests or self._held_bytes >= self._read_ahead_bytes
+            ):  # (_can_read: nothing stops, waits to run or is being dispatched here)
+                self._paused = False
+                actions.append(_RESUME)
             return actions
         self._deliver(start, answer)
         self._start_held()
@@ -396,9 +428,9 @@ class Session:
     def abandon(self) -> list[Action]:
         """The stop's grace is over: each request still in flight is cancelled (it is answered no more)."""
         self._stopping = True
-        for context in list(self._by_id.values()):
-            if id(context) not in self._held:
-                self._output.append(Cancel(context, "lsp"))
+        for start in list(self._by_id.values()):
+            if not start.held:
+                self._output.append(Cancel(start.context, "lsp"))
         return self._actions()
 
     # --- the rules ----------------------------------------------------------------------------------------
@@ -445,43 +477,41 @@ class Session:
         if cancellation is None:
             return False
         dialect, key = cancellation
-        context = None if key is None else self._by_id.get(key)
-        if context is None:  # unknown and finished ids are ignored
+        start = None if key is None else self._by_id.get(key)
+        if start is None:  # unknown and finished ids are ignored
             return True
-        if id(context) not in self._held:
-            self._output.append(Cancel(context, dialect))
+        if not start.held:
+            self._output.append(Cancel(start.context, dialect))
         else:
-            self._drop(context, dialect)
+            self._drop(start, key, dialect)
         return True
 
     def _admit(self, start: Start) -> None:
         self._admitted += 1
-        context = start.context
-        self._by_id[id_key(context.id)] = context
+        self._by_id[id_key(start.request.id)] = start
 
     def _leave(self, start: Start) -> None:
         self._admitted -= 1
         key = id_key(start.request.id)  # (the context's id, without its property: once per request)
-        if self._by_id.get(key) is start.context:
+        if self._by_id.get(key) is start:
             del self._by_id[key]
 
     def _hold(self, start: Start) -> None:
-        size = self._size(start.request)
+        start.held = size = self._size(start.request)
         self._queue.append(start)
-        self._held[id(start.context)] = (start, size)  # the queue keeps the context alive: its id is not reused
+        self._held += 1
         self._held_bytes += size
-        self._by_id[id_key(start.context.id)] = start.context
+        self._by_id[id_key(start.request.id)] = start
 
-    def _drop(self, context: RequestContext, dialect: Dialect) -> None:
+    def _drop(self, start: Start, key: tuple[bool, Any], dialect: Dialect) -> None:
         """A held request cancelled: out of the queue, answered now (LSP: -32800; MCP: none), never run."""
-        kept = self._held.pop(id(context), None)
-        if kept is None:
-            return
-        start, size = kept
-        self._held_bytes -= size
-        if len(self._queue) > 2 * len(self._held) + 64:  # dropped ones no longer hold their requests' memory
-            self._queue = deque(held for held in self._queue if id(held.context) in self._held)
-        del self._by_id[id_key(context.id)]
+        self._held -= 1
+        self._held_bytes -= start.held
+        start.held = 0  # skipped when the queue comes to it
+        if len(self._queue) > 2 * self._held + 64:  # dropped ones no longer hold their requests' memory
+            self._queue = deque(held for held in self._queue if held.held)
+        del self._by_id[key]
+        context = start.context
         context._cancel(dialect)  # held: no task to cancel, only the mark its answer reads
         self._deliver(start, cancelled_answer(self._core, start.request, context))
 
@@ -497,22 +527,26 @@ class Session:
             self._output.append(start)
 
     def _take(self) -> Start | None:
-        while self._queue:
-            start = self._queue.popleft()
-            kept = self._held.pop(id(start.context), None)
-            if kept is not None:
-                self._held_bytes -= kept[1]
+        queue = self._queue
+        while queue:
+            start = queue.popleft()
+            size = start.held
+            if size:  # (not dropped)
+                start.held = 0
+                self._held -= 1
+                self._held_bytes -= size
                 return start
         return None
 
     def _size(self, request: Request) -> int:
+        """A held request's bytes: as the core encodes its params (in an answer's envelope: never 0)."""
         try:
-            return len(request.method) + len(self._core._answer_result(b"0", request.params))
+            return len(request.method) + len(self._measure(b"0", request.params))
         except Exception:  # a size is only a bound's measure: params the core cannot encode count little
-            return len(request.method)
+            return len(request.method) + 1
 
     def _read_ahead_full(self) -> bool:
-        return len(self._held) >= self._read_ahead_requests or self._held_bytes >= self._read_ahead_bytes
+        return self._held >= self._read_ahead_requests or self._held_bytes >= self._read_ahead_bytes
 
     def _over_written_bounds(self, pending: list[bytes] | None = None) -> bool:
         unwritten = self._emitted - self._written

@@ -35,7 +35,7 @@ from typing import Any
 from rpcwire._answer import call
 from rpcwire._answer_writer import AnswerWriter
 from rpcwire._contract import Transport
-from rpcwire._session import Action, Cancel, RunNotification, Session, Settled, Start, Stop, Write
+from rpcwire._session import Action, Cancel, Grace, RunNotification, Session, Settled, Start, Stop, Write
 from rpcwire._types import Handler
 from rpcwire._workers import Workers, leave_signals_to_the_main_thread
 
@@ -157,16 +157,13 @@ class ThreadServer:
     def end(self) -> None:
         """The stop: what is in flight gets its grace, then is cancelled; what finished is written; its reason
         raised."""
-        graced: Stop | None = None  # the stop whose grace runs (a stricter one may come meanwhile)
-        deadline: float | None = None
+        grace = Grace()  # the stop in force's (a stricter one may come meanwhile)
         while True:
             stop = self.stop
             assert stop is not None
             if self.settled or stop.grace == 0:
                 break
-            if stop is not graced:
-                graced, deadline = stop, None if stop.grace is None else time.monotonic() + stop.grace
-            timeout = None if deadline is None else deadline - time.monotonic()
+            timeout = grace.left(stop, time.monotonic())
             if timeout is not None and timeout <= 0:
                 break
             try:

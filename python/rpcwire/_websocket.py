@@ -59,6 +59,7 @@ from typing import Any, Protocol
 
 from rpcwire import StdioTransport, _core
 from rpcwire._answer import call, call_async, failure_answer
+from rpcwire._async_server import Turns
 from rpcwire._context import RequestContext
 from rpcwire._in_flight import EXIT_GRACE
 from rpcwire._session import Action, Cancel, Drop, Grace, RunNotification, Session, Settled, Start, Stop, Write
@@ -233,7 +234,7 @@ class _Connection:
             drop_bytes=server.max_queued_bytes,
         )
         self.tasks: set[asyncio.Task[None]] = set()
-        self.slots = asyncio.Semaphore(server.max_concurrency)  # handlers running (the session starts up to 2N)
+        self.turns = Turns(server.max_concurrency, self.loop)  # handlers running (the session starts up to 2N)
         self.outbox: collections.deque[tuple[bytes, bool]] = collections.deque()  # (message, an answer?), in order
         self.sending = False  # a message is in the server's send: by the sender task, or by a request's own
         self.wake_sender = asyncio.Event()
@@ -452,8 +453,15 @@ class _Connection:
         request, context = start.request, start.context
         try:
             try:
-                async with self.slots:  # cancelled while it waits: never run
+                turns = self.turns
+                if turns.running < turns.limit and not turns.waiting:  # (a counter, no semaphore's coroutine)
+                    turns.running += 1
+                else:
+                    await turns.wait()  # cancelled while it waits: never run
+                try:
                     answer = await self.call(request, context)
+                finally:
+                    turns.done()
             except asyncio.CancelledError as exc:
                 if self.abandoned:  # the connection is closing: nothing is answered
                     raise
