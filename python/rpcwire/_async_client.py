@@ -327,11 +327,6 @@ class AsyncClient(_Peer):
         self._settle()
         super()._abandon(ids, sent, reason)
 
-    def _close_with(self, closed: ConnectionClosed) -> None:
-        self._unrecorded.clear()  # (their callers are told below; what comes now answers none)
-        self._passed = 0
-        super()._close_with(closed)
-
     def _take_answer(self, response: Response) -> None:
         id_ = response.id
         if type(id_) is int:
@@ -456,18 +451,30 @@ class AsyncClient(_Peer):
         out, at once: an answer resolves its call's future here. A failure to deliver ends the client."""
         if self._read_over:
             return
-        decoder = self._decoder
+        decoder, parse, max_depth = self._decoder, self._core._parse_incoming, self._max_depth
         try:
             if chunk:
                 decoder.feed(chunk)
             else:
                 decoder.close()
             while (message := decoder.next()) is not None:
-                if isinstance(message, Refused):  # over max_message_bytes, as it arrived; a frame unread
+                if type(message) is not bytes and isinstance(message, Refused):  # over max_message_bytes: unread
                     logger.warning("dropped a message from the server: %s", message.reason)
                     continue
-                parsed = self._core._parse_incoming(message, self._max_depth)
+                parsed = parse(message, max_depth)
                 if type(parsed) is Response:
+                    # _take_answer's usual case here, a frame less: the answer to a call not in the ledger yet
+                    id_ = parsed.id
+                    if type(id_) is int and self._unrecorded.pop(id_, None) is not None:
+                        if id_ > self._passed:  # noqa: PLR1730  (not max(): no call on the answer's path)
+                            self._passed = id_
+                        waiter = self._pending.pop(id_, None)
+                        if waiter is not None:
+                            if self._progress:
+                                self._progress.pop(id_, None)
+                            if not waiter.done():
+                                waiter.set_result(parsed)
+                            continue
                     self._take_answer(parsed)
                 else:
                     self._deliver((parsed, message) if isinstance(parsed, str) else parsed)
