@@ -143,9 +143,12 @@ class AsyncClient(_Peer):
         """What every client on a loop starts with, before it is given its way to write and read."""
         super().__init__(handler, dialect, timeout)
         self._set_limits(_checked_limits(self._core, max_message_bytes, max_depth, max_batch, framing))
-        # A lone call (nothing else in flight): its id and the ``sent`` list it would have its place in the
-        # ledger in, recorded only if anything but its answer comes or goes first (_settle_lone).
-        self._lone: tuple[int, list[_Sent]] | None = None
+        # The calls written that a server reads whatever its limits, not yet in the ledger (id -> the ``sent``
+        # list their place goes into, in the order of writing, which is the order of their ids), and the
+        # greatest id of one answered since: recorded (_settle) only once anything else is written, read or
+        # given up, so that a call answered before that costs the ledger nothing.
+        self._unrecorded: dict[int, list[_Sent]] = {}
+        self._passed = 0
         self._framing = framing
         self._newline = framing == "newline"
         self._decoder = self._core.FrameDecoder(framing, max_message_bytes=self._limits[0])
@@ -257,7 +260,6 @@ class AsyncClient(_Peer):
             raise self._closed_error()
         timeout = self._timeout if timeout is None else timeout
         deadline = None if timeout is None else time.monotonic() + timeout
-        ledger = self._ledger
         plain = (  # no progress token and no trace context to add: what _request_line makes, made here
             on_progress is None
             and running_request.get(None) is None
@@ -268,7 +270,6 @@ class AsyncClient(_Peer):
             line = self._core._encode_request(method, params, id_)
         else:
             id_, line = self._request_line(method, params, on_progress)
-        lone = plain and self._lone is None and not (ledger._calls or ledger._others or ledger._held)
         future: asyncio.Future[Response | ConnectionClosed] = self._loop.create_future()
         self._pending[id_] = future
         sent: list[_Sent] = []
@@ -279,12 +280,13 @@ class AsyncClient(_Peer):
                 suspect = False
             else:
                 suspect = self._checked(line)
-                lone = lone and not suspect  # a message a server could refuse unread has its place at once
-            if self._output.get_write_buffer_size() > _WRITE_BUFFER:
+            if suspect or self._output.get_write_buffer_size() > _WRITE_BUFFER:  # (a suspect: in the ledger now)
                 await self._send(line, deadline, [id_], sent)
-            else:  # the usual case, without a coroutine of its own
+            else:  # the usual case, without a coroutine (or a frame) of its own: _put's work, here
+                # (no await since its id was taken: the ids of these calls follow their order of writing)
+                self._unrecorded[id_] = sent
                 try:
-                    self._put_call(line, id_, sent, lone, suspect)
+                    self._output.write(line + b"\n" if self._newline else self._core._encode_frame(line))
                 except (ConnectionError, RuntimeError) as exc:  # RuntimeError: a closed transport
                     await self._input_closed(exc)
             if deadline is not None:  # a timer, not wait_for: that would take one more loop iteration
@@ -308,64 +310,54 @@ class AsyncClient(_Peer):
             raise response
         return _outcome(response)
 
-    def _put_call(self, line: bytes, id_: int, sent: list[_Sent], lone: bool, suspect: bool) -> None:
-        """``_put`` for a call whose line was checked (``suspect``: a server could refuse it unread): a lone one
-        is left out of the ledger unless something else comes or goes before its answer."""
-        if lone:
-            self._lone = (id_, sent)
-        else:
-            if self._lone is not None:
-                self._settle_lone()
-            sent.append(self._ledger.written((id_,), suspect))
-        self._output.write(line + b"\n" if self._newline else self._core._encode_frame(line))
-
-    def _settle_lone(self) -> None:
-        """The lone call takes its place in the ledger (something else is written, or read, before its answer)."""
-        lone, self._lone = self._lone, None
-        if lone is not None:
-            lone[1].append(self._ledger.written((lone[0],), False))
+    def _settle(self) -> None:
+        """The calls written but not yet in the ledger take their places there, after everything in it, in the
+        order of writing, with the frontier the answers to any of them moved (something else is written, read
+        or given up)."""
+        if self._unrecorded or self._passed:
+            unrecorded, self._unrecorded = self._unrecorded, {}
+            passed, self._passed = self._passed, 0
+            self._ledger.caught_up(unrecorded, passed)
 
     def _written(self, line: bytes, ids: Sequence[int], sent: list[_Sent]) -> None:
-        lone = self._lone
-        if lone is not None:
-            if lone[1] is sent:  # the lone call itself
-                return
-            self._settle_lone()
+        self._settle()
         super()._written(line, ids, sent)
 
     def _abandon(self, ids: Sequence[int], sent: list[_Sent], reason: str) -> None:
-        self._settle_lone()
+        self._settle()
         super()._abandon(ids, sent, reason)
 
     def _take_answer(self, response: Response) -> None:
-        lone = self._lone
         id_ = response.id
-        if lone is not None:
-            self._lone = None
-            if type(id_) is int and id_ == lone[0]:  # its answer: the ledger never knew it
+        if type(id_) is int:
+            sent = self._unrecorded.pop(id_, None)
+            if sent is not None:  # a call the ledger does not know yet: the frontier passes it, on record
+                if id_ > self._passed:  # noqa: PLR1730  (not max(): no call on the answer's path)
+                    self._passed = id_
                 waiter = self._pending.pop(id_, None)
                 if waiter is not None:
+                    if self._progress:
+                        self._progress.pop(id_, None)
                     if not waiter.done():
                         waiter.set_result(response)
                     return
-            else:
-                lone[1].append(self._ledger.written((lone[0],), False))
-        if type(id_) is int and id_ in self._pending:  # (_Peer._take_answer's usual case, without its calls)
-            matched = self._ledger.answered(id_)
-            waiter = self._pending.pop(id_)
-            if self._progress:
-                self._progress.pop(id_, None)
-            if not waiter.done():
-                waiter.set_result(response)
-            if not matched:
+            elif id_ in self._pending:  # (_Peer._take_answer's usual case, without its calls)
+                matched = self._ledger.answered(id_)
+                waiter = self._pending.pop(id_)
+                if self._progress:
+                    self._progress.pop(id_, None)
+                if not waiter.done():
+                    waiter.set_result(response)
+                if not matched:
+                    return
+                for sent_, error in matched:
+                    for entry in sent_.ids:
+                        other = self._pending.pop(entry, None)
+                        if other is not None:
+                            self._progress.pop(entry, None)
+                            self._resolve(other, Response(entry, None, error.error))
                 return
-            for sent, error in matched:
-                for entry in sent.ids:
-                    other = self._pending.pop(entry, None)
-                    if other is not None:
-                        self._progress.pop(entry, None)
-                        self._resolve(other, Response(entry, None, error.error))
-            return
+        self._settle()
         super()._take_answer(response)
 
     async def notify(self, method: str, params: Any = None) -> None:
@@ -447,11 +439,8 @@ class AsyncClient(_Peer):
             self._put(line, [], [])
 
     def _put(self, line: bytes, ids: Sequence[int], sent: list[_Sent]) -> None:
-        """Hand one message to the transport's buffer (never waits), after its place in the ledger (the lone
-        call's, later if ever: see ``_written``)."""
-        lone = self._lone
-        if lone is None or lone[1] is not sent:
-            self._written(line, ids, sent)
+        """Hand one message to the transport's buffer (never waits), after its place in the ledger."""
+        self._written(line, ids, sent)
         self._output.write(self._core._encode_frame(line) if self._framing == "content-length" else line + b"\n")
 
     # --- reading ---------------------------------------------------------------------------------
@@ -462,18 +451,30 @@ class AsyncClient(_Peer):
         out, at once: an answer resolves its call's future here. A failure to deliver ends the client."""
         if self._read_over:
             return
-        decoder = self._decoder
+        decoder, parse, max_depth = self._decoder, self._core._parse_incoming, self._max_depth
         try:
             if chunk:
                 decoder.feed(chunk)
             else:
                 decoder.close()
             while (message := decoder.next()) is not None:
-                if isinstance(message, Refused):  # over max_message_bytes, as it arrived; a frame unread
+                if type(message) is not bytes and isinstance(message, Refused):  # over max_message_bytes: unread
                     logger.warning("dropped a message from the server: %s", message.reason)
                     continue
-                parsed = self._core._parse_incoming(message, self._max_depth)
+                parsed = parse(message, max_depth)
                 if type(parsed) is Response:
+                    # _take_answer's usual case here, a frame less: the answer to a call not in the ledger yet
+                    id_ = parsed.id
+                    if type(id_) is int and self._unrecorded.pop(id_, None) is not None:
+                        if id_ > self._passed:  # noqa: PLR1730  (not max(): no call on the answer's path)
+                            self._passed = id_
+                        waiter = self._pending.pop(id_, None)
+                        if waiter is not None:
+                            if self._progress:
+                                self._progress.pop(id_, None)
+                            if not waiter.done():
+                                waiter.set_result(parsed)
+                            continue
                     self._take_answer(parsed)
                 else:
                     self._deliver((parsed, message) if isinstance(parsed, str) else parsed)

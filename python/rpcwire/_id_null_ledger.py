@@ -64,7 +64,8 @@ class _Ledger:
 
     Places in the order of writing count by two (:meth:`position`), so that a message whose entry is made only
     after it was written (a lone call's, once something else comes before its answer) takes the place between
-    the one written last before it and the next (``written(..., at=)``)."""
+    the one written last before it and the next (``written(..., at=)``); calls recorded in a group after their
+    answers may have come (:meth:`caught_up`) take theirs after every message recorded before them."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -104,6 +105,30 @@ class _Ledger:
             while len(self._calls) > _LEDGER:
                 self._forget(next(iter(self._calls.values())))
             return sent
+
+    def caught_up(self, unrecorded: dict[int, list[_Sent]], passed: int) -> None:
+        """Calls written after every message recorded here and not recorded themselves, as :meth:`written` would
+        have (none a suspect): ``unrecorded``, id -> the list its entry goes into, in the order of writing (the
+        order of their ids); and ``passed``, the greatest id of such a call answered since (0: none), whose answer
+        moved the frontier past everything written before it, the calls of ``unrecorded`` with a smaller id
+        included. A client that records its short calls so, lazily, pays nothing here for those answered
+        before anything else comes (``AsyncClient``)."""
+        with self._lock:
+            for id_, sent in unrecorded.items():
+                if passed and id_ > passed:  # the answered call's place: the frontier moves to it
+                    self._seq += 2
+                    self._advance(self._seq)
+                    passed = 0
+                self._seq += 2
+                entry = _Sent(self._seq, (id_,), False)
+                self._by_id[id_] = entry
+                self._calls[self._seq] = entry
+                sent.append(entry)
+            if passed:
+                self._seq += 2
+                self._advance(self._seq)
+            while len(self._calls) > _LEDGER:
+                self._forget(next(iter(self._calls.values())))
 
     def withdrawn(self, sent: _Sent) -> None:
         """Nothing of it was written after all (its deadline passed first)."""

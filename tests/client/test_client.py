@@ -11,7 +11,6 @@ import io
 import json
 import logging
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -28,6 +27,7 @@ import pytest
 import rpcwire
 import rpcwire.pure
 from support.messages import nested_list
+from support.nothing_waits import answers_dropped, nothing_waits, nothing_waits_async, on_closing
 from support.processes import CLIENT_SERVER, child_env
 from support.servers import client_server_url
 
@@ -576,32 +576,6 @@ def refused_by_nobody(caplog: pytest.LogCaptureFixture) -> bool:
     return not any("id null" in record.getMessage() for record in caplog.records)
 
 
-DROPPED = re.compile(r"dropped an answer to no call waiting for it \(id (\d+)\)")
-
-
-def dropped_ids(records: list[logging.LogRecord]) -> set[int]:
-    """The ids of the answers the client dropped as answering no call, from its warnings."""
-    return {int(found[1]) for record in records if (found := DROPPED.search(record.getMessage()))}
-
-
-def nothing_waits(client: Any, caplog: pytest.LogCaptureFixture) -> None:
-    """No call of ``client`` waits for its answer any more, as a user sees it: the server answers every call made
-    before again (``answer_again``), and the client drops each of those answers as answering no call (a warning
-    naming its id); a call still waiting would take its answer silently."""
-    start = len(caplog.records)
-    with caplog.at_level(logging.WARNING, "rpcwire.client"):
-        earlier = client.call("answer_again")
-    assert earlier > 0 and set(range(1, earlier + 1)) <= dropped_ids(caplog.records[start:])
-
-
-async def nothing_waits_async(client: Any, caplog: pytest.LogCaptureFixture) -> None:
-    """``nothing_waits`` for an ``AsyncClient``."""
-    start = len(caplog.records)
-    with caplog.at_level(logging.WARNING, "rpcwire.client"):
-        earlier = await client.call("answer_again")
-    assert earlier > 0 and set(range(1, earlier + 1)) <= dropped_ids(caplog.records[start:])
-
-
 @pytest.mark.usefixtures("reading")
 def test_a_message_over_the_clients_limits_fails_at_once_and_is_not_sent(
     impl: ModuleType, caplog: pytest.LogCaptureFixture
@@ -791,9 +765,19 @@ def test_the_calls_an_unreadable_answer_names_are_found_in_its_bytes() -> None:
 
 # --- timeouts are deadlines ---------------------------------------------------------------------
 
+# Reads nothing; once the file named by its argument exists, answers ids 1 to 3 (each "again") and sends a
+# "closing" notification: a client that still holds one of those calls waiting takes its answer silently.
 DEAF_SERVER = r"""
-import sys, time
+import os, sys, time
 print("deaf", file=sys.stderr, flush=True)
+deadline = time.monotonic() + 60
+while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
+    time.sleep(0.02)
+if os.path.exists(sys.argv[1]):
+    for id_ in (1, 2, 3):
+        sys.stdout.buffer.write(b'{"jsonrpc":"2.0","id":%d,"result":"again"}\n' % id_)
+    sys.stdout.buffer.write(b'{"jsonrpc":"2.0","method":"closing"}\n')
+    sys.stdout.buffer.flush()
 time.sleep(60)
 """
 
@@ -803,9 +787,9 @@ BIG = "x" * (4 << 20)  # far more than a pipe holds
 @pytest.mark.slow
 @pytest.mark.usefixtures("reading")
 def test_a_timeout_bounds_the_write_to_a_server_that_does_not_read(impl: ModuleType, tmp_path: Path) -> None:
-    script = tmp_path / "deaf.py"
+    script, trigger = tmp_path / "deaf.py", tmp_path / "answer"
     script.write_text(DEAF_SERVER)
-    client = impl.Client.spawn([sys.executable, str(script)])
+    client = impl.Client.spawn([sys.executable, str(script), str(trigger)])
     try:
         started = time.monotonic()
         outcome = finishes(30, lambda: client.call("echo", {"text": BIG}, timeout=1.0))
@@ -815,6 +799,8 @@ def test_a_timeout_bounds_the_write_to_a_server_that_does_not_read(impl: ModuleT
         outcome = finishes(30, lambda: client.batch([("add", [1, 2])], timeout=0.5))
         assert isinstance(outcome, TimeoutError), outcome
         assert time.monotonic() - started < 20
+        # (still the private state: in poll mode a client with nothing in flight did not read the deaf server's
+        # answers within 40 s on a loaded machine, so the public check of the async test is not used here yet)
         assert client._pending == {}
     finally:
         started = time.monotonic()
@@ -845,12 +831,15 @@ def test_a_timeout_bounds_the_write_over_any_stream(impl: ModuleType) -> None:
 
 
 @pytest.mark.slow
-def test_async_timeout_bounds_the_write_and_the_cancellation(impl: ModuleType, tmp_path: Path) -> None:
-    script = tmp_path / "deaf.py"
+def test_async_timeout_bounds_the_write_and_the_cancellation(
+    impl: ModuleType, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    script, trigger = tmp_path / "deaf.py", tmp_path / "answer"
     script.write_text(DEAF_SERVER)
 
     async def main() -> None:
-        client = await impl.AsyncClient.spawn([sys.executable, str(script)])
+        client = await impl.AsyncClient.spawn([sys.executable, str(script), str(trigger)])
+        closing = on_closing(client)
         try:
             with pytest.raises(TimeoutError):  # written, then its cancellation: neither waits on the pipe
                 await client.call("echo", {"text": BIG}, timeout=1.0)
@@ -861,7 +850,10 @@ def test_async_timeout_bounds_the_write_and_the_cancellation(impl: ModuleType, t
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
-            assert client._pending == {}
+            start = len(caplog.records)
+            with caplog.at_level(logging.WARNING, "rpcwire.client"):
+                trigger.touch()  # the server answers the three calls: none waits for its answer any more
+                await asyncio.to_thread(answers_dropped, [1, 2, 3], caplog, start, closing)
         finally:
             await client.close(grace=0.5)
 

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 import rpcwire
 import rpcwire._client_reading
+from hypothesis import given
+from hypothesis import strategies as st
 from rpcwire._id_null_ledger import _Ledger
 
 pytestmark = pytest.mark.timeout(60)
@@ -90,3 +92,108 @@ def test_a_notification_written_during_a_lone_call_comes_after_it(
         assert client.call("echo", 1) == 1  # its reading takes the error with id null, written before its answer
     assert "refused a notification" in caplog.text, caplog.text
     assert "answers no message" not in caplog.text, caplog.text
+
+
+class _LazyRecorder:
+    """A ledger fed as ``AsyncClient`` feeds it: short calls kept out of it (``unrecorded``) until anything else
+    is written, read or given up, then recorded with :meth:`_Ledger.caught_up`."""
+
+    def __init__(self) -> None:
+        self.ledger = _Ledger()
+        self.unrecorded: dict[int, list[Any]] = {}
+        self.passed = 0
+
+    def settle(self) -> None:
+        if self.unrecorded or self.passed:
+            unrecorded, self.unrecorded = self.unrecorded, {}
+            passed, self.passed = self.passed, 0
+            self.ledger.caught_up(unrecorded, passed)
+
+    def call(self, id_: int, suspect: bool) -> None:
+        if suspect:
+            self.settle()
+            self.ledger.written((id_,), True)
+        else:
+            self.unrecorded[id_] = []
+
+    def answered(self, id_: int) -> list[Any]:
+        if self.unrecorded.pop(id_, None) is not None:
+            self.passed = max(self.passed, id_)
+            return []
+        return self.ledger.answered(id_)
+
+
+_EVENTS = st.lists(
+    st.one_of(
+        st.tuples(st.just("call"), st.booleans()),
+        st.tuples(st.just("notification"), st.booleans()),
+        st.tuples(st.just("answer"), st.integers(0, 40)),
+        st.tuples(st.just("abandon"), st.integers(0, 40)),
+        st.tuples(st.just("refusal"), st.just(0)),
+    ),
+    max_size=60,
+)
+
+
+@given(_EVENTS)
+def test_calls_recorded_lazily_are_matched_as_calls_recorded_at_once(events: list[tuple[str, Any]]) -> None:
+    """What an error with id null answers, and what is logged, is the same whether every call is recorded as it
+    is written or the short ones only once something else comes (``caught_up``, with the frontier their answers
+    moved): the same calls fail with each error, the same notifications are logged as refused."""
+    eager, lazy = _Ledger(), _LazyRecorder()
+    logged: dict[str, list[str]] = {"eager": [], "lazy": []}
+    outstanding: list[int] = []  # calls written that no answer or error has ended yet
+    ids = iter(range(1, 1_000))
+
+    class Record(logging.Handler):
+        side = "eager"
+
+        def emit(self, record: logging.LogRecord) -> None:
+            logged[self.side].append(record.getMessage())
+
+    record = Record()
+    logger = logging.getLogger("rpcwire.client")
+    logger.addHandler(record)
+    try:
+        for step, (kind, arg) in enumerate(events):
+            outcomes = []
+            for side in ("eager", "lazy"):
+                record.side = side
+                if kind == "call":
+                    id_ = next(ids) if side == "eager" else outstanding[-1]
+                    if side == "eager":
+                        outstanding.append(id_)
+                        eager.written((id_,), arg)
+                    else:
+                        lazy.call(id_, arg)
+                    outcomes.append([])
+                elif kind == "notification":
+                    if side == "lazy":
+                        lazy.settle()
+                    (eager if side == "eager" else lazy.ledger).written((), arg)
+                    outcomes.append([])
+                elif kind == "answer" and outstanding:
+                    id_ = outstanding[arg % len(outstanding)]
+                    outcomes.append(eager.answered(id_) if side == "eager" else lazy.answered(id_))
+                elif kind == "abandon" and outstanding:
+                    id_ = outstanding[arg % len(outstanding)]
+                    if side == "lazy":
+                        lazy.settle()
+                    (eager if side == "eager" else lazy.ledger).abandoned([id_])
+                    outcomes.append([])
+                elif kind == "refusal":
+                    error = rpcwire.Response(None, None, {"code": -32600, "message": f"refusal {step}"})
+                    if side == "lazy":
+                        lazy.settle()
+                    outcomes.append((eager if side == "eager" else lazy.ledger).refused(error))
+                else:
+                    outcomes.append([])
+            matched = [[(sent.ids, error.error["message"]) for sent, error in outcome] for outcome in outcomes]
+            assert matched[0] == matched[1], (step, kind)
+            assert logged["eager"] == logged["lazy"], (step, kind)
+            if kind == "answer" and outstanding:
+                outstanding.remove(outstanding[arg % len(outstanding)])
+            for ended, _ in matched[0]:
+                outstanding[:] = [id_ for id_ in outstanding if id_ not in ended]
+    finally:
+        logger.removeHandler(record)

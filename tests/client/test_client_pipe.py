@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from rpcwire._contract import ErrorAnswer, ReadOn, Unsent
+from support.nothing_waits import nothing_waits
 from support.processes import run_script
 
 MIB = 1024 * 1024
@@ -215,7 +216,8 @@ def test_a_call_ends_at_its_deadline_at_the_halt_and_at_the_end(impl: ModuleType
 # Reads a request per line and answers it per its method: "notify_first" writes a notification, an answer to
 # no call, and a line that is no JSON before its answer; "refuse" answers with an error whose id is null;
 # "exit" exits unanswered; "never" answers nothing; "close_input" closes its stdin and answers nothing for a while;
-# anything else is echoed.
+# "answer_again" answers every earlier call again (ids 1 to its own less one, each "again"), then how many; anything
+# else is echoed.
 SCRIPTED = r"""
 import json, os, sys
 out = sys.stdout.buffer
@@ -238,6 +240,10 @@ for raw in sys.stdin.buffer:
         import time
         time.sleep(20)
         os._exit(0)
+    elif method == "answer_again":
+        for earlier in range(1, id_):
+            out.write(json.dumps({"jsonrpc": "2.0", "id": earlier, "result": "again"}).encode() + b"\n")
+        out.write(json.dumps({"jsonrpc": "2.0", "id": id_, "result": id_ - 1}).encode() + b"\n")
     elif method != "never":
         out.write(json.dumps({"jsonrpc": "2.0", "id": id_, "result": message.get("params")}).encode() + b"\n")
     out.flush()
@@ -330,7 +336,7 @@ def test_a_lone_call_ends_when_another_callers_write_fails(impl: ModuleType) -> 
         assert len(failed) == 1 and isinstance(failed[0], impl.ConnectionClosed)
 
 
-def test_lone_and_concurrent_calls_mix(impl: ModuleType) -> None:
+def test_lone_and_concurrent_calls_mix(impl: ModuleType, caplog: pytest.LogCaptureFixture) -> None:
     """Threads that call at once (some going the lone way, some not, as the client is busy or not)."""
     errors: list[BaseException] = []
 
@@ -350,7 +356,7 @@ def test_lone_and_concurrent_calls_mix(impl: ModuleType) -> None:
         for thread in threads:
             thread.join(50)
         assert not errors
-        assert not client._pending
+        nothing_waits(client, caplog)
 
 
 # --- an over-long answer line is dropped as it arrives (child process, peak RSS) ----------------------------------
