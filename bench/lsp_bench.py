@@ -345,7 +345,13 @@ def decoders_names() -> tuple[str, ...]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--serve", choices=STACKS, help=argparse.SUPPRESS)
-    parser.add_argument("--calls", type=int, default=5000, help="ping-pong calls (pipelined: 5x; the large: 1/10)")
+    parser.add_argument(
+        "--calls",
+        type=int,
+        default=5000,
+        help="ping-pong calls (pipelined: 5x; completion, did-open, did-open-source-64k: 1/10; "
+        "did-open-source-1m: 1/100, at least 5)",
+    )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="a tenth of the calls, one repeat")
     parser.add_argument("--json", type=Path, help="also write every run and the medians to this file")
