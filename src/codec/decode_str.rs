@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyString;
 
 #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
-use rpcwire_protocol::json::{count_chars, unescape_units, widen_wtf8, StrShape, StrUnit, Width};
+use rpcwire_protocol::json::{count_chars, unescape_units, widen_wtf8, StrShape, Width};
 use rpcwire_protocol::json::{unescape_into, JsonStr, StrText};
 
 use crate::strings::StringCache;
@@ -61,9 +61,6 @@ fn str_from_wtf8<'py>(py: Python<'py>, text: &[u8], has_surrogate: bool) -> PyRe
 /// A string the scanner read with [`Scanner::string_text`] (its text in `scratch` unless it had no
 /// escape) as a `str`.
 pub(super) fn str_from_text<'py>(py: Python<'py>, text: StrText<'_>, scratch: &[u8]) -> PyResult<Bound<'py, PyString>> {
-    if let Some(rest) = text.rest {
-        return long_str_after(py, scratch, rest, text.width);
-    }
     #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
     if text.width != Width::Ascii && scratch.len().max(text.unescaped.map_or(0, str::len)) >= WIDE_DIRECT_MIN {
         return new_wide_str(py, text.unescaped.map_or(scratch, str::as_bytes), text.width);
@@ -108,12 +105,12 @@ fn new_wide_str<'py>(py: Python<'py>, text: &[u8], width: Width) -> PyResult<Bou
     })
 }
 
-/// Strings whose text would take more bytes than this in the decoder's scratch buffer (escapes resolved),
-/// are unescaped only that far; the rest is measured and then written straight into the `str` after that
-/// text ([`long_str_after`]): a long document is then held once as text, not twice, and no byte is read
-/// twice by the scanner. Small, because the pages the buffer touched count in the peak memory. (Holding
-/// the whole text in the buffer, in one walk, costs more instructions than the two walks now: measured
-/// on 64 KiB and `\u`-dense 1 MiB frames, bench/README.md.)
+/// Strings whose text takes more bytes than this (escapes resolved) are not unescaped into the
+/// decoder's scratch buffer but measured first and then written straight into the `str`
+/// ([`long_str`]): a long document is then held once as text, not twice. Below it the one walk
+/// through the buffer is kept (fewer instructions on text with an escape every few bytes: two walks
+/// pay the cost of each run twice). Small, because a long string's first bytes go to the buffer
+/// before it is known to be long, and the pages the buffer touched count in the peak memory.
 #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
 pub(super) const LONG_TEXT: usize = 4096;
 /// Without `PyUnicode_New` every string is unescaped into the scratch buffer.
@@ -124,30 +121,12 @@ pub(super) const LONG_TEXT: usize = usize::MAX;
 /// length and kind, and filled by `unescape_units` from the JSON text itself.
 #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
 pub(super) fn long_str<'py>(py: Python<'py>, shape: StrShape<'_>) -> PyResult<Bound<'py, PyString>> {
-    long_str_after(py, &[], shape, shape.width)
-}
-
-/// The `str` of the WTF-8 `text` followed by the text of `rest` (a long string's content that
-/// `Scanner::string_text` measured past its limit), whose widest character has `width`: made at its
-/// final length and kind, `text` widened into it and `rest` unescaped after it from the JSON itself.
-#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
-fn long_str_after<'py>(
-    py: Python<'py>,
-    text: &[u8],
-    rest: StrShape<'_>,
-    width: Width,
-) -> PyResult<Bound<'py, PyString>> {
-    fn fill<T: StrUnit>(text: &[u8], raw: &[u8], units: &mut [T]) -> usize {
-        let head = widen_wtf8(text, units);
-        head + unescape_units(raw, &mut units[head..])
-    }
-    let raw = rest.raw.as_bytes();
-    // `widen_wtf8` writes one unit per character of `text`, `unescape_units` one per character
-    // `shape_from` counted in `rest`: all of them.
-    new_str_filled(py, count_chars(text) + rest.chars, width, |units| match units {
-        Units::Narrow(units) => fill(text, raw, units),
-        Units::Ucs2(units) => fill(text, raw, units),
-        Units::Ucs4(units) => fill(text, raw, units),
+    let raw = shape.raw.as_bytes();
+    // `unescape_units` writes one unit per character `string_shape` counted: all `chars` of them.
+    new_str_filled(py, shape.chars, shape.width, |units| match units {
+        Units::Narrow(units) => unescape_units(raw, units),
+        Units::Ucs2(units) => unescape_units(raw, units),
+        Units::Ucs4(units) => unescape_units(raw, units),
     })
 }
 
@@ -157,20 +136,7 @@ pub(super) fn long_str<'py>(
     py: Python<'py>,
     shape: rpcwire_protocol::json::StrShape<'_>,
 ) -> PyResult<Bound<'py, PyString>> {
-    long_str_after(py, &[], shape, rpcwire_protocol::json::Width::Ascii)
-}
-
-/// As the fast build's, through a buffer (`LONG_TEXT` sends no string here without `PyUnicode_New`).
-#[cfg(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api"))]
-fn long_str_after<'py>(
-    py: Python<'py>,
-    text: &[u8],
-    rest: rpcwire_protocol::json::StrShape<'_>,
-    _width: rpcwire_protocol::json::Width,
-) -> PyResult<Bound<'py, PyString>> {
-    let mut all = text.to_vec();
-    let has_surrogate = unescape_into(rest.raw.as_bytes(), &mut all) || std::str::from_utf8(text).is_err();
-    str_from_wtf8(py, &all, has_surrogate)
+    str_from_json(py, JsonStr { raw: shape.raw, escaped: true }, &mut Vec::new())
 }
 
 /// The storage of a new `str`, by kind.

@@ -1,8 +1,7 @@
 //! The scanner's strings: validated in one walk over their bytes that skips the ordinary ones
 //! sixteen at a time (SSE2 on `x86_64`), and read three ways: borrowed as written (`Scanner::string`,
 //! for the envelope), unescaped into a buffer with their `Width` found in the same walk
-//! (`Scanner::string_text`, the decoder's path; past a limit the rest of a long text is measured, as
-//! below, from where the walk stands), or measured for a Python string of their final size
+//! (`Scanner::string_text`, the decoder's path), or measured for a Python string of their final size
 //! (`Scanner::string_shape`, a long text, filled by `unescape::unescape_units`).
 //!
 //! Lone surrogate escapes are accepted (as `json.loads` accepts them): strings are WTF-8 here.
@@ -149,19 +148,10 @@ impl<'a> Scanner<'a> {
     /// [`string`](Self::string) accepts, with the same errors, in one walk over the bytes that validates,
     /// unescapes and finds the text's [`Width`] (the decoder's path: no second pass over any string).
     ///
-    /// A long text is not held whole in `out`: once `out` would take more than `limit` bytes, the walk
-    /// goes on measuring the rest without unescaping it (as [`string_shape`](Self::string_shape) does,
-    /// from where it stands: no byte is read twice), and [`StrText::rest`] hands that rest out for the
-    /// caller to unescape straight into the Python string after the text in `out`.
-    ///
-    /// Never `Ok(None)` (the type is kept for the caller, which then reads the string with
-    /// [`string_shape`](Self::string_shape)).
+    /// `Ok(None)` when the text of a string with escapes would take more than `limit` bytes of `out`:
+    /// the cursor has not moved (what `out` holds then is of no use), and [`string_shape`](Self::string_shape)
+    /// reads the string instead, so that a long text is never held whole outside the Python string.
     pub fn string_text(&mut self, out: &mut Vec<u8>, limit: usize) -> Result<Option<StrText<'a>>> {
-        self.string_text_in(out, limit).map(Some)
-    }
-
-    /// [`string_text`](Self::string_text), without the `Option`.
-    fn string_text_in(&mut self, out: &mut Vec<u8>, limit: usize) -> Result<StrText<'a>> {
         let bytes = self.bytes();
         let start = self.pos + 1;
         let mut widest = 0;
@@ -170,31 +160,23 @@ impl<'a> Scanner<'a> {
         match bytes.get(pos) {
             Some(b'"') => {
                 self.pos = pos + 1;
-                return Ok(StrText {
+                return Ok(Some(StrText {
                     unescaped: Some(&self.text[start..pos]),
                     width: Width::of_utf8(widest),
                     has_surrogate: false,
-                    rest: None,
-                });
+                }));
             }
             Some(b'\\') => {}
             None => return Err(SyntaxError { what: "unterminated string", position: pos }),
             Some(_) => return Err(SyntaxError { what: "control character in string", position: pos }),
         }
         if pos - start > limit {
-            // One run of plain text: measured from where the walk stands, with the width of that run.
-            let rest = self.shape_from(start, pos, widest)?;
-            return Ok(StrText {
-                unescaped: None,
-                width: rest.width,
-                has_surrogate: rest.has_surrogate,
-                rest: Some(rest),
-            });
+            return Ok(None);
         }
         out.extend_from_slice(&bytes[start..pos]);
         let mut width = Width::Ascii;
         let mut has_surrogate = false;
-        let rest = loop {
+        loop {
             // At a backslash.
             pos += 1;
             let simple = match bytes.get(pos) {
@@ -223,32 +205,20 @@ impl<'a> Scanner<'a> {
                 pos += 1;
             }
             let run = pos;
-            let mut run_widest = 0;
-            pos = skip_ordinary_widest(bytes, run, &mut run_widest);
+            pos = skip_ordinary_widest(bytes, run, &mut widest);
             if out.len() + (pos - run) > limit {
-                // The rest (this run on) is measured, not unescaped: `out` holds the text before it.
-                break Some(self.shape_from(run, pos, run_widest)?);
+                return Ok(None);
             }
-            widest = widest.max(run_widest);
             out.extend_from_slice(&bytes[run..pos]);
             match bytes.get(pos) {
-                Some(b'"') => break None,
+                Some(b'"') => break,
                 Some(b'\\') => {}
                 None => return Err(SyntaxError { what: "unterminated string", position: pos }),
                 Some(_) => return Err(SyntaxError { what: "control character in string", position: pos }),
             }
-        };
-        width = width.max(Width::of_utf8(widest));
-        if let Some(rest) = rest {
-            return Ok(StrText {
-                unescaped: None,
-                width: width.max(rest.width),
-                has_surrogate: has_surrogate || rest.has_surrogate,
-                rest: Some(rest),
-            });
         }
         self.pos = pos + 1;
-        Ok(StrText { unescaped: None, width, has_surrogate, rest: None })
+        Ok(Some(StrText { unescaped: None, width: width.max(Width::of_utf8(widest)), has_surrogate }))
     }
 
     /// A string measured without being unescaped: the cursor is at its opening quote. Accepts exactly
@@ -256,19 +226,15 @@ impl<'a> Scanner<'a> {
     /// counts its characters and finds its [`Width`], so that the caller can make the Python string at
     /// its final size and kind and fill it with [`unescape_units`] (a second walk, over `raw` only).
     pub fn string_shape(&mut self) -> Result<StrShape<'a>> {
-        let start = self.pos + 1;
-        self.shape_from(start, start, 0)
-    }
-
-    /// The shape of a string's content from `from` on (to its closing quote, where the cursor is left
-    /// past): the bytes from `from` to `pos` are ordinary and `widest` is the largest of them.
-    fn shape_from(&mut self, from: usize, mut pos: usize, mut widest: u8) -> Result<StrShape<'a>> {
         let bytes = self.bytes();
+        let start = self.pos + 1;
         // `escaped_bytes`: the bytes of the escapes beyond one a character, so that the characters are
         // those of the whole content (one count, a chunk at a time) less these. `largest`: the largest code
         // point an escape wrote, and `surrogate` whether one was a lone surrogate, gathered without a
         // branch an escape (the width is found once, at the end).
-        let (mut largest, mut surrogate, mut escaped_bytes) = (0, false, 0);
+        let (mut widest, mut largest, mut surrogate, mut escaped_bytes) = (0, 0, false, 0);
+        // A local cursor (not `self.pos`) lets the loop keep it in a register.
+        let mut pos = start;
         loop {
             pos = skip_ordinary_widest(bytes, pos, &mut widest);
             match bytes.get(pos) {
@@ -303,7 +269,7 @@ impl<'a> Scanner<'a> {
             }
         }
         self.pos = pos + 1;
-        let raw = &self.text[from..pos];
+        let raw = &self.text[start..pos];
         let chars = if widest < 0x80 { raw.len() } else { count_chars(raw.as_bytes()) } - escaped_bytes;
         let width = Width::of_code_point(largest).max(Width::of_utf8(widest));
         Ok(StrShape { raw, chars, width, has_surrogate: surrogate })
@@ -333,10 +299,6 @@ pub struct StrText<'a> {
     pub width: Width,
     /// Whether the text holds a lone surrogate (only an escape writes one; its WTF-8 form is not UTF-8).
     pub has_surrogate: bool,
-    /// A long string's content after the text in the caller's buffer, measured but not unescaped (the
-    /// caller writes it with [`unescape_units`] after that text); `None` when the buffer (or `unescaped`)
-    /// holds all of the text. `width` and `has_surrogate` above are those of the whole text.
-    pub rest: Option<StrShape<'a>>,
 }
 
 /// Bit `i` set when `chunk[i]` is a byte `skip_ordinary` stops at.
@@ -428,7 +390,6 @@ mod tests {
                 }
             }
         }
-        let mut rests = 0;
         for body in texts {
             for tail in ["\"", "", "\"]"] {
                 let text = format!("\"{body}{tail}");
@@ -438,38 +399,23 @@ mod tests {
                 });
                 let mut out = Vec::new();
                 let mut scanner = Scanner::new(&text, 8);
-                let got = scanner.string_text(&mut out, usize::MAX).map(|read| read.expect("never None"));
+                let got = scanner.string_text(&mut out, usize::MAX).map(|read| read.expect("no limit"));
                 string_shape_reads_what_string_and_unescape_read(&text, expected.as_ref());
-                // With a limit: the same text, the part past the limit handed out measured (`rest`).
-                let mut short_out = Vec::new();
+                // With a limit: the same, or (with escapes only, or an error further on: `string_shape`
+                // then finds it) refused without moving.
                 let mut short = Scanner::new(&text, 8);
-                match (short.string_text_in(&mut short_out, 4), expected.as_ref()) {
-                    (Ok(read), Ok((decoded, has_surrogate, escaped))) => {
-                        let mut got_text = read.unescaped.map_or(short_out, |raw| raw.as_bytes().to_vec());
-                        if let Some(rest) = read.rest {
-                            assert!(*escaped, "{text:?}");
-                            rests += 1;
-                            let mut rest_text = Vec::new();
-                            crate::json::unescape_into(rest.raw.as_bytes(), &mut rest_text);
-                            assert_eq!(rest.chars, crate::json::count_chars(&rest_text), "{text:?}");
-                            got_text.extend_from_slice(&rest_text);
-                        }
-                        assert_eq!(&got_text, decoded, "{text:?}");
-                        assert_eq!(read.has_surrogate, *has_surrogate, "{text:?}");
-                        let widest = String::from_utf8_lossy(decoded).chars().map(u32::from).max().unwrap_or(0);
-                        let widest = if *has_surrogate { widest.max(0xD800) } else { widest };
-                        assert_eq!(read.width, Width::of_code_point(widest), "{text:?}");
-                        let mut plain = Scanner::new(&text, 8);
-                        plain.string().expect("read above");
-                        assert_eq!(short.pos, plain.pos, "{text:?}");
+                match short.string_text(&mut Vec::new(), 4) {
+                    Ok(None) => {
+                        assert!(expected.as_ref().map_or(true, |(_, _, escaped)| *escaped), "{text:?}");
+                        assert_eq!(short.pos, 0, "{text:?}");
                     }
-                    (Err(error), Err(expected_error)) => assert_eq!(&error, expected_error, "{text:?}"),
-                    (got, expected) => panic!("{text:?}: limited {got:?} against {expected:?}"),
+                    Ok(Some(_)) => assert!(expected.is_ok(), "{text:?}"),
+                    Err(error) => assert_eq!(Err(&error), expected.as_ref().map(|_| ()), "{text:?}"),
                 }
                 match (expected, got) {
                     (
                         Ok((decoded, has_surrogate, escaped)),
-                        Ok(StrText { unescaped, width, has_surrogate: got_surrogate, .. }),
+                        Ok(StrText { unescaped, width, has_surrogate: got_surrogate }),
                     ) => {
                         let got_text = unescaped.map_or(out.clone(), |raw| raw.as_bytes().to_vec());
                         assert_eq!(got_text, decoded, "{text:?}");
@@ -484,7 +430,6 @@ mod tests {
                 }
             }
         }
-        assert!(rests > 1000, "the measured rest is read: {rests}");
     }
 
     /// `string_shape` and `unescape_units` on `text` against what `string` and `unescape_into` read
