@@ -27,8 +27,9 @@ into a `Request`), ujson, orjson and json. Bodies: the source document of 64 KiB
 emoji, escaped (every character a `\\u` escape, the emoji surrogate pairs). Figures: process CPU time per
 frame (`time.process_time_ns()`), the median of the repeats, every contender run once per repeat in a rotating
 order; "x" columns are the peer's figure over rpcwire.lsp's (above 1: rpcwire.lsp takes less CPU).
-`--callgrind CASE[:READER]` reads 20 frames of one case with one reader and nothing else, for
-`valgrind --tool=callgrind` (bench/README.md).
+`--callgrind CASE[:READER]` reads 20 frames (`--frames N`) of one case with one reader and nothing else, for
+`valgrind --tool=callgrind` (bench/README.md): toggled on the native entry, or a whole process's N and 2N frames,
+the difference over N, for the peers' Python readers.
 """
 
 from __future__ import annotations
@@ -325,14 +326,14 @@ def readers_table(repeats: int, quick: bool) -> dict[str, Any]:
     return {"runs": runs, "medians": medians, "load": os.getloadavg()}
 
 
-def callgrind_run(spec: str) -> None:
-    """Read 20 frames of one case (`CASE[:READER]`, default reader rpcwire.lsp) and nothing else."""
+def callgrind_run(spec: str, frames: int = 20) -> None:
+    """Read `frames` frames of one case (`CASE[:READER]`, default reader rpcwire.lsp) and nothing else."""
     case, _, reader = spec.partition(":")
     body = reader_cases()[case]
-    data = frames_of(body, 20)
+    data = frames_of(body, frames)
     if reader in decoders_names():
         decode = make_decoders()[reader]
-        for _ in range(20):
+        for _ in range(frames):
             decode(body)
         return
     make_readers()[reader or "rpcwire.lsp"](data, lambda message: None)
@@ -345,19 +346,31 @@ def decoders_names() -> tuple[str, ...]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--serve", choices=STACKS, help=argparse.SUPPRESS)
-    parser.add_argument("--calls", type=int, default=5000, help="ping-pong calls (pipelined: 5x; the large: 1/10)")
+    parser.add_argument(
+        "--calls",
+        type=int,
+        default=5000,
+        help="ping-pong calls (pipelined: 5x; completion, did-open, did-open-source-64k: 1/10; "
+        "did-open-source-1m: 1/100, at least 5)",
+    )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="a tenth of the calls, one repeat")
     parser.add_argument("--json", type=Path, help="also write every run and the medians to this file")
     parser.add_argument("--only", help=f"workloads, comma-separated, of: {','.join(WORKLOADS)}")
     parser.add_argument("--readers", action="store_true", help="only the table of the readers alone")
     parser.add_argument("--callgrind", metavar="CASE[:READER]", help="read 20 frames of one case, for valgrind")
+    parser.add_argument(
+        "--frames",
+        type=int,
+        default=20,
+        help="with --callgrind: frames to read (a whole process's N and 2N, for a peer)",
+    )
     args = parser.parse_args()
     if args.serve:
         serve(args.serve)
         return 0
     if args.callgrind:
-        callgrind_run(args.callgrind)
+        callgrind_run(args.callgrind, args.frames)
         return 0
     if args.readers:
         readers = readers_table(3 if args.quick else max(args.repeats, 7), args.quick)
