@@ -87,6 +87,15 @@ fn float_object(py: Python<'_>, value: f64) -> PyResult<Bound<'_, PyAny>> {
     unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyFloat_FromDouble(value)) }
 }
 
+/// Whether `object` is an exact `int` or `float` (what `number` makes): one look at its type.
+#[inline(always)]
+#[allow(clippy::inline_always)] // once per array, in `Decoder::value`
+fn is_number(object: *mut ffi::PyObject) -> bool {
+    // SAFETY: `object` is a live object the item stack holds; its type pointer is read only.
+    let kind = unsafe { ffi::Py_TYPE(object) };
+    std::ptr::eq(kind, &raw mut ffi::PyLong_Type) || std::ptr::eq(kind, &raw mut ffi::PyFloat_Type)
+}
+
 struct Decoder<'s, 'a, 'py, 'c> {
     py: Python<'py>,
     scanner: &'s mut Scanner<'a>,
@@ -160,16 +169,17 @@ impl<'py> Decoder<'_, '_, 'py, '_> {
             Some(b'[') => {
                 let first = self.items.0.len();
                 if self.scanner.open(b'[')? {
-                    loop {
-                        if let Some(b'-' | b'0'..=b'9') = self.scanner.peek() {
-                            self.numbers()?;
-                        } else {
-                            let item = self.value()?;
-                            self.items.0.push(item.into_ptr());
-                        }
-                        if !self.scanner.more(b']')? {
-                            break;
-                        }
+                    // An array whose first item is a number is read in `numbers`' loop from its second
+                    // item on. Only the first item is looked at: a look before every item (a second
+                    // `peek` of the text) cost every array of other values that much.
+                    let item = self.value()?.into_ptr();
+                    self.items.0.push(item);
+                    if is_number(item) && self.scanner.comma_before_number() {
+                        self.numbers()?;
+                    }
+                    while self.scanner.more(b']')? {
+                        let item = self.value()?;
+                        self.items.0.push(item.into_ptr());
                     }
                 }
                 self.list_from(first)?
@@ -202,8 +212,8 @@ impl<'py> Decoder<'_, '_, 'py, '_> {
     }
 
     /// A run of numbers among an array's items (`1,2,3`, the long arrays' usual items), from the
-    /// scanner's position (a number's first byte) to the first item that is not a number or is not
-    /// right after its comma: each goes from its digits to its Python object onto the item stack,
+    /// scanner's position (a number's first byte, the array's second item) to the first item that
+    /// is not a number or is not right after its comma: each goes from its digits to its Python object onto the item stack,
     /// with no recursive `value` call and no `more` between them. Out of line, so that `value`, which
     /// recurses for every other value, keeps its own size.
     #[inline(never)]
