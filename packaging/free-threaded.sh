@@ -15,7 +15,8 @@
 # and reused; rm -rf "$CHROOT/opt/python3.14t" to rebuild.
 #
 # The repository, ~/.cargo and ~/.rustup are bind-mounted at their own paths, so the host's Rust builds the wheel
-# (maturin --profile versions) into build/chroot-dist/python3.14t/ (python3.14/ for the GIL build), and
+# as the release workflow does (maturin --release: with the quick `versions` profile, no LTO, the decoder's
+# recursive frame is larger and deep input on a 256 KiB thread stack gets -32700) into build/chroot-dist/python3.14t/ (python3.14/ for the GIL build), and
 # packaging/test-wheel.sh tests it. TEST_WHEEL_SKIP="granian|..." leaves out requirements with no wheel for 3.14t
 # (their tests skip). Not run by CI: make test-free-threaded and make bench-threads call it.
 set -euo pipefail
@@ -97,7 +98,7 @@ chroot "$chroot" env -i HOME=/root LANG=C.UTF-8 PATH=/root/.cargo/bin:/usr/local
         [ -x /build/tools/bin/maturin ] || { /opt/python3.14t/bin/python3.14t -m venv /build/tools \
             && /build/tools/bin/pip install --quiet "$(grep -E "^maturin\b" "$root/requirements-dev.txt")"; }
         rm -rf "$root/build/chroot-dist/$name"
-        (cd "$root" && CARGO_TARGET_DIR=/build/target-$name /build/tools/bin/maturin build --profile versions --quiet \
+        (cd "$root" && CARGO_TARGET_DIR=/build/target-release-$name /build/tools/bin/maturin build --release --quiet \
             -i "$python" --out "build/chroot-dist/$name" >&2)
         ls "$root/build/chroot-dist/$name"/*.whl
     }
