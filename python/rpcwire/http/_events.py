@@ -177,10 +177,6 @@ async def asgi_async(  # noqa: PLR0917  (internal: ASGIApp passes what it read o
     except BaseException:
         stream.abandon()
         raise
-    await stream.handed_over()
-    if stream._task is None:
-        stream._contexts.clear()  # they refer to it (their transport): no cycle left for the collector
-        return answer
     return await stream.finish(answer)
 
 
@@ -207,10 +203,6 @@ async def asgi_threaded(  # noqa: PLR0917  (internal: ASGIApp passes what it rea
         if not work.done():  # this task was cancelled: stop what still runs (the thread ends on its own)
             stream.stop()
         raise
-    await stream.handed_over()
-    if stream._task is None:
-        stream._contexts.clear()  # they refer to it (their notifications): no cycle left for the collector
-        return done
     return await stream.finish(done)
 
 
@@ -295,9 +287,12 @@ class _AsgiStream(Running):
         self._items.put_nowait(line)
 
     async def finish(self, answer: bytes | None) -> bytes | Streamed | None:
-        """``answer``, to send as on the plain path, when nothing was streamed; else :data:`STREAMED` once it was
-        sent as the last event (or the client went away)."""
+        """Once the handler returned: ``answer``, to send as on the plain path, when nothing was streamed; else
+        :data:`STREAMED` once it was sent as the last event (or the client went away). The notifications a worker
+        handed over go first (:meth:`handed_over`)."""
+        await self.handed_over()
         if self._task is None or self._items is None:
+            self._contexts.clear()  # they refer to this stream: no cycle left for the collector
             return answer
         self._items.put_nowait((answer,))
         try:
