@@ -48,6 +48,7 @@ from rpcwire._answer import answer_message, call
 from rpcwire._async_server import AsyncServer
 from rpcwire._context import RequestContext, current_request
 from rpcwire._contract import Transport
+from rpcwire._session import Session
 from rpcwire._stdout_guard import guarded_stdout
 from rpcwire._thread_server import ThreadServer
 from rpcwire._types import ASYNC_MAX_CONCURRENCY, BY_HANDLER, Handler, Request
@@ -93,8 +94,13 @@ async def serve_async(
         await _serve_async(handler, transport, max_concurrency)
 
 
-async def _serve_async(handler: Handler, transport: Any, max_concurrency: int) -> None:
-    await AsyncServer(handler, transport, max_concurrency, is_async=is_async_handler(handler)).serve()
+async def _serve_async(
+    handler: Handler, transport: Any, max_concurrency: int, watch: Callable[[Session], None] | None = None
+) -> None:
+    server = AsyncServer(handler, transport, max_concurrency, is_async=is_async_handler(handler))
+    if watch is not None:
+        watch(server.session)
+    await server.serve()
 
 
 def serve(handler: Handler, transport: Any, *, max_concurrency: int = BY_HANDLER, guard_stdout: bool = True) -> None:
@@ -111,6 +117,20 @@ def serve(handler: Handler, transport: Any, *, max_concurrency: int = BY_HANDLER
 
     ``RuntimeError`` if a ``serve`` already runs over ``transport``, raised before anything is touched.
     """
+    serve_watched(handler, transport, max_concurrency, guard_stdout=guard_stdout)
+
+
+def serve_watched(
+    handler: Handler,
+    transport: Any,
+    max_concurrency: int,
+    *,
+    guard_stdout: bool,
+    watch: Callable[[Session], None] | None = None,
+) -> None:
+    """:func:`serve`, its concurrent driver's session handed to ``watch`` before it starts (``--listen``'s idle
+    timeout asks it whether anything is in flight; the sequential loop has none: nothing is in flight while it
+    reads)."""
     _check_max_concurrency(max_concurrency)
     is_async = is_async_handler(handler)
     if is_async and type(max_concurrency) is _ByHandler:
@@ -120,11 +140,14 @@ def serve(handler: Handler, transport: Any, *, max_concurrency: int = BY_HANDLER
     # held until the guard is given back.
     with _serving(transport, core=not sequential), guarded_stdout(transport, guard_stdout):
         if is_async:
-            asyncio.run(_serve_async(handler, transport, max_concurrency))
+            asyncio.run(_serve_async(handler, transport, max_concurrency, watch))
         elif sequential:
             transport._serve_sequential(handler)  # the core's own loop, which marks the core served itself
         else:
-            ThreadServer(handler, transport, max_concurrency).serve()
+            server = ThreadServer(handler, transport, max_concurrency)
+            if watch is not None:
+                watch(server.session)
+            server.serve()
 
 
 _ALREADY_SERVING = "this transport is already serving: serve() was called on it again before the first call returned"

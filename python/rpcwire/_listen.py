@@ -17,7 +17,6 @@ bytes say (``python -m rpcwire serve MODULE:HANDLER --listen HOST:PORT``; the co
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import io
 import itertools
@@ -37,10 +36,8 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
 
 import rpcwire
-from rpcwire._async_server import AsyncServer
-from rpcwire._engine import is_async_handler
+from rpcwire._engine import serve_watched
 from rpcwire._session import Session
-from rpcwire._thread_server import ThreadServer
 from rpcwire._types import Framing, Handler
 from rpcwire._workers import leave_signals_to_the_main_thread
 from rpcwire.http import WSGIApp
@@ -162,27 +159,6 @@ def _readable(connection: socket.socket, timeout: float | None) -> bool:
 
 
 # --- a stream connection: served by the engine over the socket ------------------------------------------------
-
-
-def _serve_stream(handler: Handler, transport: Any, max_concurrency: int, watch: Callable[[Session], None]) -> None:
-    """What ``rpcwire.serve(handler, transport, max_concurrency=N, guard_stdout=False)`` does (a socket is never
-    fd 1: no stdout guard to claim per connection), its concurrent driver made here so that ``watch`` gets the
-    serving session, which says whether anything is in flight. The sequential loop (a sync handler, N = 1) has
-    none: it reads only once its one request is answered and written."""
-    if is_async_handler(handler):
-
-        async def main() -> None:
-            server = AsyncServer(handler, transport, max_concurrency, is_async=True)
-            watch(server.session)
-            await server.serve()
-
-        asyncio.run(main())
-    elif max_concurrency == 1:
-        rpcwire.serve(handler, transport, max_concurrency=1, guard_stdout=False)
-    else:
-        server = ThreadServer(handler, transport, max_concurrency)
-        watch(server.session)
-        server.serve()
 
 
 class _IdleReader(io.RawIOBase):
@@ -396,7 +372,8 @@ def _serve_connection(connection: socket.socket, handler: Any, app: Any, address
             connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
         with rfile, connection.makefile("wb") as wfile:
             transport = rpcwire.StdioTransport(rfile, wfile, framing=framing)
-            _serve_stream(handler, transport, limits.max_concurrency, watch)
+            # a socket is never fd 1: no stdout guard to claim per connection
+            serve_watched(handler, transport, limits.max_concurrency, guard_stdout=False, watch=watch)
     except OSError:  # the peer went away (reset, broken pipe), or read nothing for the idle timeout
         pass
     finally:
