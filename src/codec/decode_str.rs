@@ -118,12 +118,14 @@ pub(super) const LONG_TEXT: usize = 4096;
 #[cfg(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api"))]
 pub(super) const LONG_TEXT: usize = usize::MAX;
 
-/// The characters a long string's `str` has room for at first (fewer when the JSON text left is
-/// shorter: it holds at least one byte a character), and by how much the room grows when full.
-/// Enough for most documents in one go; a string far longer grows its storage a few times (by
-/// `realloc`, which moves large blocks without copying them).
+/// The most characters a long string's `str` has room for at first; a longer text grows it (by
+/// `realloc`, which moves large blocks without copying them). Below it the room is what the JSON text
+/// left can hold (one byte at least a character): never too little, so the storage is not moved while
+/// it is written. Pages of it that are never written are never touched, and the end is given back
+/// when the `str` is cut to its length: a frame's peak memory holds the text once (growing from less
+/// room, each `realloc` that copies held it twice for a moment).
 #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
-const FIRST_ROOM: usize = 1 << 16;
+const FIRST_ROOM: usize = 1 << 24;
 
 /// The string at the scanner's cursor (its opening quote) as a `str`, read in one walk straight into the
 /// `str`'s storage by `Scanner::string_units`: the storage starts ASCII and is made wider when a wider
@@ -158,7 +160,7 @@ pub(super) fn long_str<'py>(py: Python<'py>, scanner: &mut Scanner<'_>) -> Resul
         match stop {
             UnitsStop::Closed => break,
             UnitsStop::Full => {
-                room = cursor.at + scanner.string_room(&cursor).min(room.max(FIRST_ROOM) * 3);
+                room = cursor.at + scanner.string_room(&cursor).min(room * 3);
                 string = resize_str(string, room)?;
             }
             UnitsStop::Wider(wider) => {
