@@ -202,12 +202,12 @@ impl<'py> Decoder<'_, '_, 'py, '_> {
     }
 
     fn string(&mut self) -> Result<Bound<'py, PyAny>, Error> {
-        // One walk over the string: validated, unescaped and measured together; two for a long one
-        // with escapes (measured, then written straight into the `str`).
+        // One walk over the string: validated, unescaped and measured together; a long one with escapes
+        // is read again from its start, straight into the `str` (`long_str`, out of line).
         self.scratch.clear();
         Ok(match self.scanner.string_text(&mut self.scratch, LONG_TEXT)? {
             Some(text) => str_from_text(self.py, text, &self.scratch)?.into_any(),
-            None => long_str(self.py, self.scanner.string_shape()?)?.into_any(),
+            None => long_str(self.py, self.scanner)?.into_any(),
         })
     }
 

@@ -1,6 +1,6 @@
 //! JSON strings into Python `str` objects: from the caller's `StringCache` for a short key or name, made
 //! straight from the scanner's output otherwise, at their final width (`PyUnicode_New` filled by the
-//! protocol crate's `widen_wtf8` / `unescape_units`, no second pass through Python's UTF-8 decoder), lone
+//! protocol crate's `widen_wtf8` / `Scanner::string_units`, no second pass through Python's UTF-8 decoder), lone
 //! surrogates kept as `json.loads` keeps them.
 
 use pyo3::exceptions::PyValueError;
@@ -9,9 +9,10 @@ use pyo3::prelude::*;
 use pyo3::types::PyString;
 
 #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
-use rpcwire_protocol::json::{count_chars, unescape_units, widen_wtf8, StrShape, Width};
-use rpcwire_protocol::json::{unescape_into, JsonStr, StrText};
+use rpcwire_protocol::json::{count_chars, widen_wtf8, UnitsStop, Width};
+use rpcwire_protocol::json::{unescape_into, JsonStr, Scanner, StrText};
 
+use crate::errors::Error;
 use crate::strings::StringCache;
 
 /// A JSON string (as the scanner saw it) as a Python `str`, from `strings` when it is given.
@@ -106,37 +107,119 @@ fn new_wide_str<'py>(py: Python<'py>, text: &[u8], width: Width) -> PyResult<Bou
 }
 
 /// Strings whose text takes more bytes than this (escapes resolved) are not unescaped into the
-/// decoder's scratch buffer but measured first and then written straight into the `str`
-/// ([`long_str`]): a long document is then held once as text, not twice. Below it the one walk
-/// through the buffer is kept (fewer instructions on text with an escape every few bytes: two walks
-/// pay the cost of each run twice). Small, because a long string's first bytes go to the buffer
-/// before it is known to be long, and the pages the buffer touched count in the peak memory.
+/// decoder's scratch buffer but read again from their start straight into the `str` ([`long_str`]): a
+/// long document is then held once as text, not twice. Below it the one walk through the buffer is kept
+/// (a `str` made at its final size: no storage grown or shrunk). Small, because a long string's first
+/// bytes go to the buffer before it is known to be long, and the pages the buffer touched count in the
+/// peak memory.
 #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
 pub(super) const LONG_TEXT: usize = 4096;
 /// Without `PyUnicode_New` every string is unescaped into the scratch buffer.
 #[cfg(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api"))]
 pub(super) const LONG_TEXT: usize = usize::MAX;
 
-/// The `str` of a long escaped string that [`Scanner::string_shape`] measured: made at its final
-/// length and kind, and filled by `unescape_units` from the JSON text itself.
+/// The most characters a long string's `str` has room for at first; a longer text grows it (by
+/// `realloc`, which moves large blocks without copying them). Below it the room is what the JSON text
+/// left can hold (one byte at least a character): never too little, so the storage is not moved while
+/// it is written. Pages of it that are never written are never touched, and the end is given back
+/// when the `str` is cut to its length: a frame's peak memory holds the text once (growing from less
+/// room, each `realloc` that copies held it twice for a moment).
 #[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
-pub(super) fn long_str<'py>(py: Python<'py>, shape: StrShape<'_>) -> PyResult<Bound<'py, PyString>> {
-    let raw = shape.raw.as_bytes();
-    // `unescape_units` writes one unit per character `string_shape` counted: all `chars` of them.
-    new_str_filled(py, shape.chars, shape.width, |units| match units {
-        Units::Narrow(units) => unescape_units(raw, units),
-        Units::Ucs2(units) => unescape_units(raw, units),
-        Units::Ucs4(units) => unescape_units(raw, units),
-    })
+const FIRST_ROOM: usize = 1 << 24;
+
+/// The string at the scanner's cursor (its opening quote) as a `str`, read in one walk straight into the
+/// `str`'s storage by `Scanner::string_units`: the storage starts ASCII and is made wider when a wider
+/// character comes (what was written copied over, once a width), with room for as many characters as
+/// the JSON text left can hold (up to `FIRST_ROOM`, grown when full), and is cut to its length at the
+/// end. Every escape is read once, and the text is held nowhere but in the `str`.
+///
+/// Out of line: `Decoder::value`, which recurses for every value, keeps its stack frame small.
+#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
+#[inline(never)]
+pub(super) fn long_str<'py>(py: Python<'py>, scanner: &mut Scanner<'_>) -> Result<Bound<'py, PyString>, Error> {
+    let mut cursor = scanner.string_cursor();
+    let mut width = Width::Ascii;
+    let mut room = scanner.string_room(&cursor).min(FIRST_ROOM);
+    let mut string = new_str(py, room, width)?;
+    loop {
+        // SAFETY: `string` is a new `str` of `room` characters of kind `width`, not shared yet.
+        let stop = unsafe {
+            let data = ffi::PyUnicode_DATA(string.as_ptr());
+            match width {
+                Width::Ascii | Width::Latin1 => {
+                    scanner.string_units(&mut cursor, std::slice::from_raw_parts_mut(data.cast::<u8>(), room), width)
+                }
+                Width::Ucs2 => {
+                    scanner.string_units(&mut cursor, std::slice::from_raw_parts_mut(data.cast::<u16>(), room), width)
+                }
+                Width::Ucs4 => {
+                    scanner.string_units(&mut cursor, std::slice::from_raw_parts_mut(data.cast::<u32>(), room), width)
+                }
+            }
+        }?;
+        match stop {
+            UnitsStop::Closed => break,
+            UnitsStop::Full => {
+                room = cursor.at + scanner.string_room(&cursor).min(room * 3);
+                string = resize_str(string, room)?;
+            }
+            UnitsStop::Wider(wider) => {
+                room = room.min(cursor.at + scanner.string_room(&cursor));
+                let widened = new_str(py, room, wider)?;
+                copy_units(&string, &widened, cursor.at)?;
+                (string, width) = (widened, wider);
+            }
+        }
+    }
+    let string = resize_str(string, cursor.at)?;
+    // SAFETY: `new_str` and `resize_str` make `str`s.
+    Ok(unsafe { string.cast_into_unchecked() })
 }
 
 /// Never called: `LONG_TEXT` sends no string here without `PyUnicode_New`.
 #[cfg(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api"))]
-pub(super) fn long_str<'py>(
-    py: Python<'py>,
-    shape: rpcwire_protocol::json::StrShape<'_>,
-) -> PyResult<Bound<'py, PyString>> {
-    str_from_json(py, JsonStr { raw: shape.raw, escaped: true }, &mut Vec::new())
+pub(super) fn long_str<'py>(py: Python<'py>, scanner: &mut Scanner<'_>) -> Result<Bound<'py, PyString>, Error> {
+    Ok(str_from_json(py, scanner.string()?, &mut Vec::new())?)
+}
+
+/// A new `str` of `chars` characters of kind `width`, its storage not written yet.
+#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
+fn new_str(py: Python<'_>, chars: usize, width: Width) -> PyResult<Bound<'_, PyAny>> {
+    let length = ffi::Py_ssize_t::try_from(chars).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    // SAFETY: `PyUnicode_New` returns a new reference or NULL with an exception.
+    unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyUnicode_New(length, width.max_char())) }
+}
+
+/// `string` (a new `str` no one else holds, whose hash was never asked) at `chars` characters: its storage
+/// reallocated, its first characters kept.
+#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
+fn resize_str(string: Bound<'_, PyAny>, chars: usize) -> PyResult<Bound<'_, PyAny>> {
+    let py = string.py();
+    let length = ffi::Py_ssize_t::try_from(chars).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let mut pointer = string.into_ptr();
+    // SAFETY: `pointer` is the one reference to a `str`; `PyUnicode_Resize` replaces it with the resized
+    // string's (the same object, or a new one and the old released) or, failing, leaves it and sets an
+    // exception. Either way it is a reference this function owns.
+    unsafe {
+        let status = ffi::PyUnicode_Resize(&raw mut pointer, length);
+        let string = Bound::from_owned_ptr(py, pointer);
+        if status != 0 {
+            return Err(PyErr::fetch(py));
+        }
+        Ok(string)
+    }
+}
+
+/// Copy the first `chars` characters of `from` into `to` (a new `str` of a width that holds them).
+#[cfg(not(any(Py_3_14, PyPy, GraalPy, Py_LIMITED_API, feature = "public-str-api")))]
+fn copy_units(from: &Bound<'_, PyAny>, to: &Bound<'_, PyAny>, chars: usize) -> PyResult<()> {
+    let length = ffi::Py_ssize_t::try_from(chars).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    // SAFETY: both are `str`s of at least `chars` characters; `to` is new and not shared, and its kind
+    // holds every character of `from`. Returns the count copied or -1 with an exception.
+    if unsafe { ffi::PyUnicode_CopyCharacters(to.as_ptr(), 0, from.as_ptr(), 0, length) } < 0 {
+        return Err(PyErr::fetch(from.py()));
+    }
+    Ok(())
 }
 
 /// The storage of a new `str`, by kind.

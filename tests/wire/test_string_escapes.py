@@ -1,16 +1,19 @@
 """JSON strings with escapes decoded as ``json.loads`` decodes them, on both cores: ``\\uXXXX`` escapes (either
 case of hex digit), surrogate pairs, lone surrogates (kept, as ``json.loads`` keeps them), the short escapes and
 raw non-ASCII, placed anywhere around the native decoder's 16-byte chunks and across its 4 KiB switch from its
-buffer to measuring a long string first and writing it straight into the ``str`` (what a language server reads:
-a ``didOpen`` frame's source text, escaped by the client's ``json.dumps``).
+buffer to writing a long string straight into the ``str`` (what a language server reads: a ``didOpen`` frame's
+source text, escaped by the client's ``json.dumps``), whose storage is widened as wider characters come and grown
+past 16 Mi characters: the ``str`` is then stored as ``json.loads`` stores it (its narrowest kind, no spare room).
 """
 
 from __future__ import annotations
 
 import io
 import json
+import sys
 from typing import Any
 
+import pytest
 import rpcwire
 import rpcwire.pure
 from hypothesis import example, given
@@ -104,3 +107,41 @@ def test_a_bad_escape_anywhere_is_refused(content: str, bad: str) -> None:
         except ValueError:
             continue
         raise AssertionError(f"{name}: {content + bad!r} was read")
+
+
+# Long strings whose widest character comes late, or in steps: the native core's storage starts ASCII and is
+# widened (what was written copied over) when a wider character comes.
+LONG_WIDENINGS = {
+    "ascii": "x\\n" * 3000,
+    "latin-1 last": "x\\n" * 3000 + "\\u00e9",
+    "ucs-2 last": "x\\n" * 3000 + "\\u0100",
+    "pair last": "x\\n" * 3000 + "\\ud83d\\ude00",
+    "lone surrogate last": "x\\n" * 3000 + "\\udc00",
+    "each width in turn": "x\\n" * 1500 + "\\u00e9" * 900 + "\u2014" * 900 + "\\ud83d\\ude00" * 900 + "\\t",
+    "widest first": "\U0001f600" + "x\\n" * 3000,
+    "raw cjk": "\u6f22\u5b57\\n" * 2000,
+}
+
+
+@pytest.mark.parametrize("content", list(LONG_WIDENINGS.values()), ids=list(LONG_WIDENINGS))
+def test_a_long_string_is_stored_as_json_loads_stores_it(content: str) -> None:
+    """The same characters in the same storage: the narrowest kind, and no spare room (``sys.getsizeof``)."""
+    body = body_of(content)
+    expected = json.loads(body)["params"]["text"]
+    for name, core in CORES.items():
+        text = read_frames(core, body)[0]["params"]["text"]
+        assert text == expected and hash(text) == hash(expected), name
+        assert sys.getsizeof(text) == sys.getsizeof(expected), name
+
+
+@pytest.mark.slow
+def test_a_string_longer_than_the_first_room_grows_then_widens() -> None:
+    """Past 16 Mi characters the native core's storage grows (the room it starts with is full), then a wider last
+    character widens it: the text is still ``json.loads``'s, stored as it stores it."""
+    body = body_of("a\\n" * (8 * 1024 * 1024 + 1000) + "\\u0101")
+    expected = json.loads(body)["params"]["text"]
+    for name, core in CORES.items():
+        text = read_frames(core, body)[0]["params"]["text"]
+        assert len(text) == len(expected) and text[-3:] == expected[-3:] and text == expected, name
+        assert sys.getsizeof(text) == sys.getsizeof(expected), name
+        del text

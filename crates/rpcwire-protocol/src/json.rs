@@ -30,7 +30,7 @@ pub use escape::{write_ascii_str, write_escaped_code_points, write_escaped_str, 
 pub use float_repr::write_float_repr;
 pub use scan::{JsonStr, Kind, Scanner};
 pub use scan_number::Number;
-pub use scan_string::{StrShape, StrText};
+pub use scan_string::{StrCursor, StrShape, StrText, UnitsStop};
 pub use unescape::{count_chars, unescape_into, unescape_units, widen_wtf8, StrUnit, Width};
 
 type Result<T> = std::result::Result<T, crate::errors::SyntaxError>;

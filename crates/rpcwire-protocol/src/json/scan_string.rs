@@ -7,7 +7,7 @@
 //! Lone surrogate escapes are accepted (as `json.loads` accepts them): strings are WTF-8 here.
 
 use super::scan::{JsonStr, Scanner};
-use super::unescape::{count_chars, escape_u, hex4, push_code_point, Width};
+use super::unescape::{count_chars, escape_u, hex4, push_code_point, wtf8_char, StrUnit, Width};
 use super::Result;
 use crate::errors::SyntaxError;
 
@@ -276,6 +276,133 @@ impl<'a> Scanner<'a> {
     }
 }
 
+/// Where [`Scanner::string_units`] reads a long string: the byte of the JSON text it has come to and how
+/// many units it has written. Made by [`Scanner::string_cursor`] at the string's opening quote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StrCursor {
+    /// The next byte to read (inside the string).
+    pos: usize,
+    /// The units written so far (characters of the text).
+    pub at: usize,
+}
+
+/// Why [`Scanner::string_units`] stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnitsStop {
+    /// The string ended: its `at` characters are written and the scanner is past its closing quote.
+    Closed,
+    /// The units are full before the string's end: the caller gives more room and reads on.
+    Full,
+    /// The next character does not fit the units' width: this width holds it. The caller moves the
+    /// units written to storage of that width and reads on (the character is read again there).
+    Wider(Width),
+}
+
+impl Scanner<'_> {
+    /// A cursor for [`string_units`](Self::string_units) at the string whose opening quote is at the cursor.
+    pub fn string_cursor(&self) -> StrCursor {
+        StrCursor { pos: self.pos + 1, at: 0 }
+    }
+
+    /// The most characters the string at `cursor` can still hold (one a byte of the text left): the room
+    /// that is always enough for the rest of it.
+    pub fn string_room(&self, cursor: &StrCursor) -> usize {
+        self.text.len().saturating_sub(cursor.pos)
+    }
+
+    /// Read on the string at `cursor`, validating it (what [`string`](Self::string) accepts, with the
+    /// same errors), and write its characters into `units[cursor.at..]`, one unit a character of at
+    /// most `width` (a surrogate pair escape one character, a lone surrogate escape its code unit),
+    /// until it ends, `units` is full, or a wider character comes.
+    ///
+    /// One walk that validates and writes: a long string's text goes straight into a Python string's
+    /// storage, whose width grows as wider characters come (the caller copies what was written then), so
+    /// that no escape is read twice and the text is held nowhere else. Ordinary bytes go sixteen at a
+    /// time (SSE2: stored widened whole, the count then moved to the first that ends the run).
+    pub fn string_units<T: StrUnit>(
+        &mut self,
+        cursor: &mut StrCursor,
+        units: &mut [T],
+        width: Width,
+    ) -> Result<UnitsStop> {
+        let bytes = self.bytes();
+        let max = width.max_char();
+        // Locals, not `cursor`'s fields, so that the loop keeps them in registers.
+        let (mut pos, mut at) = (cursor.pos, cursor.at);
+        let stop = 'read: loop {
+            #[cfg(target_arch = "x86_64")]
+            while let (Some(chunk), true) = (bytes.get(pos..pos + 16), at + 16 <= units.len()) {
+                use std::arch::x86_64::{_mm_loadu_si128, _mm_movemask_epi8};
+                // SAFETY: SSE2 is part of the x86_64 baseline; the load reads the 16 bytes of `chunk`
+                // and `store16` writes units `at..at + 16`, inside `units` (checked above).
+                let mask = unsafe {
+                    let chunk = _mm_loadu_si128(chunk.as_ptr().cast());
+                    T::store16(units.as_mut_ptr().add(at), chunk);
+                    // Bytes beyond ASCII too: a character of more than one byte is read below.
+                    special_mask_of::<false>(chunk) | _mm_movemask_epi8(chunk)
+                };
+                if mask != 0 {
+                    let n = mask.trailing_zeros() as usize;
+                    pos += n;
+                    at += n;
+                    break;
+                }
+                pos += 16;
+                at += 16;
+            }
+            // At a byte that ends a run (or one of the last few of the text or the room).
+            loop {
+                let Some(&byte) = bytes.get(pos) else {
+                    return Err(SyntaxError { what: "unterminated string", position: pos });
+                };
+                if byte == b'"' {
+                    break 'read UnitsStop::Closed;
+                }
+                let Some(unit) = units.get_mut(at) else { break 'read UnitsStop::Full };
+                let (cp, length) = match byte {
+                    b'\\' => match bytes.get(pos + 1) {
+                        Some(b'"') => (u32::from(b'"'), 2),
+                        Some(b'\\') => (u32::from(b'\\'), 2),
+                        Some(b'/') => (u32::from(b'/'), 2),
+                        Some(b'b') => (0x08, 2),
+                        Some(b'f') => (0x0C, 2),
+                        Some(b'n') => (u32::from(b'\n'), 2),
+                        Some(b'r') => (u32::from(b'\r'), 2),
+                        Some(b't') => (u32::from(b'\t'), 2),
+                        Some(b'u') => {
+                            let Some((cp, length)) = escape_u(bytes, pos + 2) else {
+                                return Err(SyntaxError { what: "invalid escape in string", position: pos + 1 });
+                            };
+                            (cp, 1 + length)
+                        }
+                        _ => return Err(SyntaxError { what: "invalid escape in string", position: pos + 1 }),
+                    },
+                    0x80.. => wtf8_char(bytes, pos),
+                    0..=0x1F => return Err(SyntaxError { what: "control character in string", position: pos }),
+                    _ => (u32::from(byte), 1),
+                };
+                if cp > max {
+                    break 'read UnitsStop::Wider(Width::of_code_point(cp));
+                }
+                *unit = T::of(cp);
+                at += 1;
+                pos += length;
+                // Escapes and characters beyond ASCII that follow one another (a text of `\u` escapes,
+                // or of CJK) are read here, without a trip through the chunk loop for the empty run
+                // between them.
+                if !matches!(bytes.get(pos), Some(&byte) if byte == b'\\' || byte >= 0x80) {
+                    continue 'read;
+                }
+            }
+        };
+        if stop == UnitsStop::Closed {
+            self.pos = pos + 1;
+        }
+        *cursor = StrCursor { pos, at };
+        Ok(stop)
+    }
+}
+
 /// A JSON string as [`Scanner::string_shape`] measured it, for [`unescape_units`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StrShape<'a> {
@@ -381,6 +508,9 @@ mod tests {
             "\\x",
             "\t",
             "\\u12",
+            "\\ud83d\\ude00\\u6f22\\u00e9",
+            "\u{6f22}\u{5b57}",
+            "0123456789abcdef0123456789",
         ];
         let mut texts = vec![String::new()];
         for first in pieces {
@@ -401,6 +531,7 @@ mod tests {
                 let mut scanner = Scanner::new(&text, 8);
                 let got = scanner.string_text(&mut out, usize::MAX).map(|read| read.expect("no limit"));
                 string_shape_reads_what_string_and_unescape_read(&text, expected.as_ref());
+                string_units_read_what_string_and_unescape_read(&text, expected.as_ref());
                 // With a limit: the same, or (with escapes only, or an error further on: `string_shape`
                 // then finds it) refused without moving.
                 let mut short = Scanner::new(&text, 8);
@@ -428,6 +559,72 @@ mod tests {
                     (Err(expected), Err(got)) => assert_eq!(got, expected, "{text:?}"),
                     (expected, got) => panic!("{text:?}: {expected:?} against {got:?}"),
                 }
+            }
+        }
+    }
+
+    /// `string_units` read as the decoder reads it (from ASCII storage widened as wider characters come,
+    /// `room` units at first and `room` more each time they are full): the text's code points, its width.
+    fn read_units(text: &str, room: usize) -> crate::json::Result<(Vec<u32>, crate::json::Width, usize)> {
+        use crate::json::{UnitsStop, Width};
+        let mut scanner = Scanner::new(text, 8);
+        let mut cursor = scanner.string_cursor();
+        let mut width = Width::Ascii;
+        // The storage of each width, as the units written so far (`u32` for all: converted on the way).
+        let (mut narrow, mut ucs2, mut ucs4) = (vec![0u8; room], Vec::<u16>::new(), Vec::<u32>::new());
+        loop {
+            let stop = match width {
+                Width::Ascii | Width::Latin1 => scanner.string_units(&mut cursor, &mut narrow, width)?,
+                Width::Ucs2 => scanner.string_units(&mut cursor, &mut ucs2, width)?,
+                Width::Ucs4 => scanner.string_units(&mut cursor, &mut ucs4, width)?,
+            };
+            let written: Vec<u32> = match width {
+                Width::Ascii | Width::Latin1 => narrow[..cursor.at].iter().map(|&unit| u32::from(unit)).collect(),
+                Width::Ucs2 => ucs2[..cursor.at].iter().map(|&unit| u32::from(unit)).collect(),
+                Width::Ucs4 => ucs4[..cursor.at].to_vec(),
+            };
+            assert!(written.iter().all(|&cp| cp <= width.max_char()), "{text:?}");
+            match stop {
+                UnitsStop::Closed => return Ok((written, width, scanner.pos)),
+                UnitsStop::Full => {
+                    let room = cursor.at + room;
+                    narrow.resize(room, 0);
+                    ucs2.resize(room, 0);
+                    ucs4.resize(room, 0);
+                }
+                UnitsStop::Wider(wider) => {
+                    assert!(wider > width, "{text:?}");
+                    width = wider;
+                    let room = narrow.len();
+                    ucs2 = written.iter().map(|&cp| u16::try_from(cp).unwrap_or(0)).collect();
+                    ucs4 = written.clone();
+                    ucs2.resize(room, 0);
+                    ucs4.resize(room, 0);
+                }
+            }
+        }
+    }
+
+    /// `string_units` on `text` against what `string` and `unescape_into` read, with room for 3, 16
+    /// and 1000 units at first.
+    fn string_units_read_what_string_and_unescape_read(
+        text: &str,
+        expected: std::result::Result<&(Vec<u8>, bool, bool), &crate::errors::SyntaxError>,
+    ) {
+        use crate::json::{count_chars, widen_wtf8, Width};
+        for room in [3, 16, 1000] {
+            match (expected, read_units(text, room)) {
+                (Ok((decoded, _, _)), Ok((units, width, pos))) => {
+                    let mut expected_units = vec![0u32; count_chars(decoded)];
+                    widen_wtf8(decoded, &mut expected_units);
+                    assert_eq!(units, expected_units, "{text:?}");
+                    let widest = expected_units.iter().copied().max().unwrap_or(0);
+                    assert_eq!(width, Width::of_code_point(widest), "{text:?}");
+                    assert_eq!(&text[pos - 1..pos], "\"", "{text:?}");
+                    assert_eq!(Scanner::new(text, 8).string().map(|string| string.raw.len() + 2), Ok(pos), "{text:?}");
+                }
+                (Err(expected), Err(got)) => assert_eq!(&got, expected, "{text:?}"),
+                (expected, got) => panic!("{text:?} (room {room}): {expected:?} against {got:?}"),
             }
         }
     }

@@ -87,6 +87,14 @@ pub trait StrUnit: Copy {
     /// The unit holding `cp` (which fits: the caller chose the width from the text's widest character).
     fn of(cp: u32) -> Self;
 
+    /// Store the 16 bytes of `bytes` (ASCII where it counts: the caller keeps only those) as 16 units
+    /// from `out` on.
+    ///
+    /// # Safety
+    /// `out` must be valid for writing 16 units.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn store16(out: *mut Self, bytes: std::arch::x86_64::__m128i);
+
     /// Copy the ASCII bytes at the front of `text` into `units`, as units (stopping at a backslash too
     /// with `STOP_AT_BACKSLASH`); how many.
     fn copy_ascii<const STOP_AT_BACKSLASH: bool>(text: &[u8], units: &mut [Self]) -> usize {
@@ -103,6 +111,12 @@ impl StrUnit for u8 {
     #[allow(clippy::cast_possible_truncation)] // fits, by the caller's choice of width
     fn of(cp: u32) -> Self {
         cp as u8
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn store16(out: *mut Self, bytes: std::arch::x86_64::__m128i) {
+        // SAFETY: the caller's: `out` is valid for 16 bytes.
+        unsafe { std::arch::x86_64::_mm_storeu_si128(out.cast(), bytes) }
     }
 
     /// Sixteen bytes at a time (SSE2): each chunk stored whole, then the count moved to its first byte
@@ -146,6 +160,17 @@ impl StrUnit for u16 {
         cp as u16
     }
 
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn store16(out: *mut Self, bytes: std::arch::x86_64::__m128i) {
+        use std::arch::x86_64::{_mm_setzero_si128, _mm_storeu_si128, _mm_unpackhi_epi8, _mm_unpacklo_epi8};
+        // SAFETY: the caller's: `out` is valid for 16 units (32 bytes); SSE2 is part of the x86_64 baseline.
+        unsafe {
+            let zero = _mm_setzero_si128();
+            _mm_storeu_si128(out.cast(), _mm_unpacklo_epi8(bytes, zero));
+            _mm_storeu_si128(out.add(8).cast(), _mm_unpackhi_epi8(bytes, zero));
+        }
+    }
+
     /// Sixteen bytes at a time, each widened to its unit (SSE2).
     #[cfg(target_arch = "x86_64")]
     fn copy_ascii<const STOP_AT_BACKSLASH: bool>(text: &[u8], units: &mut [Self]) -> usize {
@@ -185,6 +210,23 @@ impl StrUnit for u16 {
 impl StrUnit for u32 {
     fn of(cp: u32) -> Self {
         cp
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn store16(out: *mut Self, bytes: std::arch::x86_64::__m128i) {
+        use std::arch::x86_64::{
+            _mm_setzero_si128, _mm_storeu_si128, _mm_unpackhi_epi16, _mm_unpackhi_epi8, _mm_unpacklo_epi16,
+            _mm_unpacklo_epi8,
+        };
+        // SAFETY: the caller's: `out` is valid for 16 units (64 bytes); SSE2 is part of the x86_64 baseline.
+        unsafe {
+            let zero = _mm_setzero_si128();
+            let (low, high) = (_mm_unpacklo_epi8(bytes, zero), _mm_unpackhi_epi8(bytes, zero));
+            _mm_storeu_si128(out.cast(), _mm_unpacklo_epi16(low, zero));
+            _mm_storeu_si128(out.add(4).cast(), _mm_unpackhi_epi16(low, zero));
+            _mm_storeu_si128(out.add(8).cast(), _mm_unpacklo_epi16(high, zero));
+            _mm_storeu_si128(out.add(12).cast(), _mm_unpackhi_epi16(high, zero));
+        }
     }
 }
 
@@ -228,7 +270,7 @@ pub fn widen_wtf8<T: StrUnit>(text: &[u8], units: &mut [T]) -> usize {
 /// The code point of the (WTF-8) character at `text[pos]` and its length in bytes; a continuation cut
 /// short counts as zero bits (callers pass validated text).
 #[inline]
-fn wtf8_char(text: &[u8], pos: usize) -> (u32, usize) {
+pub(super) fn wtf8_char(text: &[u8], pos: usize) -> (u32, usize) {
     let lead = text[pos];
     let continuation = |offset: usize| u32::from(text.get(pos + offset).copied().unwrap_or(0x80) & 0x3F);
     match lead {
