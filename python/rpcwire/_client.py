@@ -298,7 +298,11 @@ class Client(_PipeReading, _Peer):
             try:
                 answer = pipe._call(method, params, id_, self._quick_bytes, self._quick_depth, timeout, self._output)
             except OSError as exc:  # nothing written: the pipe is gone
+                self._reading_given_back()
                 raise self._write_failed(exc) from None
+            except BaseException:  # nothing written (the line could not be made, or an interrupt)
+                self._reading_given_back()
+                raise
             if not isinstance(answer, LoneOutcome):  # its result (a decoded value); the reading released
                 if self._sleepers or not self._idle_turn or self._idle_parked:
                     self._after_reading()
@@ -313,6 +317,7 @@ class Client(_PipeReading, _Peer):
         """A lone call whose one call into the core ended otherwise than with its result: each outcome goes on
         as the general path would have from there."""
         if type(outcome) is Unsent:  # nothing written, the reading not held
+            self._reading_given_back()
             return self._call(method, id_, outcome.line, timeout=timeout, deadline=deadline)
         if type(outcome) is ErrorAnswer:  # its answer, an error; the reading released
             if self._sleepers or not self._idle_turn or self._idle_parked:
@@ -325,6 +330,17 @@ class Client(_PipeReading, _Peer):
         self._abandon([id_], [self._ledger.written((id_,), False, self._output.lone_at)], "interrupted")
         self._release_read()
         raise outcome.error
+
+    def _reading_given_back(self) -> None:
+        """A lone call whose core released the reading unread (nothing written: ``Unsent``, or an exception): the
+        core may have held it for a while (it encodes the line first, which can run Python code and let other
+        threads run), and the idle reader, finding it taken then, parked without its turn, relying on the holder
+        to give it back when it leaves (``_after_reading``). Given back here unless another thread reads now (it
+        gives it back when it leaves); at worst the idle reader wakes once for nothing. Without it, a call that
+        then never reads (its write timed out, the output busy: a server that reads nothing) left nobody reading:
+        the server's late answers and notifications were never read, and its pipe filled."""
+        if not self._read_taken() and (self._sleepers or not self._idle_turn or self._idle_parked):
+            self._after_reading()
 
     def _call(
         self,
