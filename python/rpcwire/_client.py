@@ -302,11 +302,8 @@ class Client(_PipeReading, _Peer):
             id_ = next(self._ids)
             try:
                 answer = pipe._call(method, params, id_, self._quick_bytes, self._quick_depth, timeout, self._output)
-            except OSError as exc:  # nothing written: the pipe is gone
-                self._reading_given_back()
-                raise self._write_failed(exc) from None
-            except BaseException:  # nothing written (the line could not be made, or an interrupt)
-                self._reading_given_back()
+            except BaseException as exc:  # nothing written: the line could not be made, the pipe is gone, an interrupt
+                self._lone_unwritten(exc)  # (one clause, its work in a method: the lone path's jumps stay short)
                 raise
             if not isinstance(answer, LoneOutcome):  # its result (a decoded value); the reading released
                 if self._sleepers or not self._idle_turn or self._idle_parked:
@@ -335,6 +332,13 @@ class Client(_PipeReading, _Peer):
         self._abandon([id_], [self._ledger.written((id_,), False, self._output.lone_at)], "interrupted")
         self._release_read()
         raise outcome.error
+
+    def _lone_unwritten(self, exc: BaseException) -> None:
+        """A lone call's core raised ``exc`` with nothing written (the reading released): the reading is given back;
+        an ``OSError`` (the pipe is gone) closes the client, and its ``ConnectionClosed`` is raised instead."""
+        self._reading_given_back()
+        if isinstance(exc, OSError):
+            raise self._write_failed(exc) from None
 
     def _reading_given_back(self) -> None:
         """A lone call whose core released the reading unread (nothing written: ``Unsent``, or an exception): the
