@@ -83,6 +83,11 @@ class Client(_PipeReading, _Peer):
     the time, blocked on the stream, and callers wait for their answers with their deadlines. A thread of
     the client's waits for a spawned server's exit: when it ends, what it left in its pipe is read and every
     call fails with :class:`ConnectionClosed`, even while a child of the server still holds the pipe open.
+    Over a transport's own streams, the reading thread blocks in the native core's read until the stream ends
+    (``close`` does not end a read under way); on CPython 3.10-3.13 a message that wakes it while the interpreter
+    finalizes aborts the process, so end the stream before the interpreter exits (the server closes its output:
+    its process ended and waited for; the thread ends once it read that end). A spawned server's pipe is waited
+    on outside the core: no such care.
     """
 
     def __init__(
@@ -297,8 +302,9 @@ class Client(_PipeReading, _Peer):
             id_ = next(self._ids)
             try:
                 answer = pipe._call(method, params, id_, self._quick_bytes, self._quick_depth, timeout, self._output)
-            except OSError as exc:  # nothing written: the pipe is gone
-                raise self._write_failed(exc) from None
+            except BaseException as exc:  # nothing written: the line could not be made, the pipe is gone, an interrupt
+                self._lone_unwritten(exc)  # (one clause, its work in a method: the lone path's jumps stay short)
+                raise
             if not isinstance(answer, LoneOutcome):  # its result (a decoded value); the reading released
                 if self._sleepers or not self._idle_turn or self._idle_parked:
                     self._after_reading()
@@ -313,6 +319,7 @@ class Client(_PipeReading, _Peer):
         """A lone call whose one call into the core ended otherwise than with its result: each outcome goes on
         as the general path would have from there."""
         if type(outcome) is Unsent:  # nothing written, the reading not held
+            self._reading_given_back()
             return self._call(method, id_, outcome.line, timeout=timeout, deadline=deadline)
         if type(outcome) is ErrorAnswer:  # its answer, an error; the reading released
             if self._sleepers or not self._idle_turn or self._idle_parked:
@@ -325,6 +332,24 @@ class Client(_PipeReading, _Peer):
         self._abandon([id_], [self._ledger.written((id_,), False, self._output.lone_at)], "interrupted")
         self._release_read()
         raise outcome.error
+
+    def _lone_unwritten(self, exc: BaseException) -> None:
+        """A lone call's core raised ``exc`` with nothing written (the reading released): the reading is given back;
+        an ``OSError`` (the pipe is gone) closes the client, and its ``ConnectionClosed`` is raised instead."""
+        self._reading_given_back()
+        if isinstance(exc, OSError):
+            raise self._write_failed(exc) from None
+
+    def _reading_given_back(self) -> None:
+        """A lone call whose core released the reading unread (nothing written: ``Unsent``, or an exception): the
+        core may have held it for a while (it encodes the line first, which can run Python code and let other
+        threads run), and the idle reader, finding it taken then, parked without its turn, relying on the holder
+        to give it back when it leaves (``_after_reading``). Given back here unless another thread reads now (it
+        gives it back when it leaves); at worst the idle reader wakes once for nothing. Without it, a call that
+        then never reads (its write timed out, the output busy: a server that reads nothing) left nobody reading:
+        the server's late answers and notifications were never read, and its pipe filled."""
+        if not self._read_taken() and (self._sleepers or not self._idle_turn or self._idle_parked):
+            self._after_reading()
 
     def _call(
         self,
