@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import platform
 import shutil
@@ -31,6 +32,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +60,8 @@ class Table:
     """In the default set (else only with ``--all`` or ``--only``)."""
     needs: tuple[str, ...] = ()
     """Executables it cannot run without: skipped, with the reason, when one is missing."""
+    render: Callable[[], str] | None = None
+    """Prints the table in its published form from the JSON the benchmark wrote, after the benchmark's own."""
 
     def argv(self, quick: bool) -> list[str]:
         """The command line, run with this interpreter."""
@@ -66,6 +70,72 @@ class Table:
     def command(self, quick: bool) -> str:
         """The command as a reader types it."""
         return " ".join(["python", f"bench/{self.script}", *(self.quick if quick else self.args)])
+
+
+# docs/performance.md "The transport": its rows, in its order, as the page names them.
+TRANSPORT_ROWS = (
+    ("rpcwire", "**rpcwire**"),
+    ("rpcwire.pure", "rpcwire.pure"),
+    ("orjson", "orjson, by hand (bench/orjson_transport.py)"),
+    ("pylsp-jsonrpc", "python-lsp-jsonrpc"),
+    ("json-rpc", "json-rpc"),
+    ("mcp-codec", "MCP SDK, stdio codec"),
+    ("mcp-stdio", "MCP SDK, `stdio_server()`"),
+    ("jsonrpcserver", "jsonrpcserver"),
+    ("floor", "floor: lines copied unchanged"),
+)
+
+
+def _us(figure: float | None, digits: int = 2) -> str:
+    if figure is None:
+        return "—"
+    return f"{figure:,.0f}" if figure >= 100 else f"{figure:.{digits}f}"
+
+
+def transport_table(path: Path = HERE / "results.json") -> str:
+    """docs/performance.md's first table (and the chart's source) from bench/run.py's JSON."""
+    results = json.loads(path.read_text())
+    workloads = results["workloads"]
+
+    def summary(workload: str, impl: str) -> dict:
+        return workloads.get(workload, {}).get("summary", {}).get(impl, {})
+
+    lines = [
+        "| implementation | stream | batch | large | pipe ping-pong (p50 round trip) | pipe pipelined |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for impl, label in TRANSPORT_ROWS:
+        stream = summary("stream", impl)
+        cells = [_us(stream.get("median_us"))]
+        if impl != "floor" and stream and stream["check"]["parse_errors"] < stream["check"]["parse_errors_expected"]:
+            cells[0] += " ✗"
+        batch = summary("batch", impl)
+        cells.append(_us(batch.get("median_us")) if batch.get("ok", True) else "can't")
+        cells.append(_us(summary("large", impl).get("median_us"), 0))
+        cells.append(_us(summary("ping-pong", impl).get("p50_us"), 1))
+        cells.append(_us(summary("pipelined", impl).get("median_us")))
+        if impl == "rpcwire":
+            cells = [f"**{cell}**" for cell in cells]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    ratios = []
+    stream = {impl: summary("stream", impl).get("median_us") for impl in ("rpcwire", "rpcwire.pure", "orjson")}
+    batch = {impl: summary("batch", impl).get("median_us") for impl in ("rpcwire", "orjson")}
+    if all(stream.values()):
+        ratios.append(
+            f"stream: rpcwire.pure / rpcwire {stream['rpcwire.pure'] / stream['rpcwire']:.1f}x, "
+            f"orjson transport / rpcwire {stream['orjson'] / stream['rpcwire']:.2f}x"
+        )
+    if all(batch.values()):
+        ratios.append(f"batch: orjson transport / rpcwire {batch['orjson'] / batch['rpcwire']:.2f}x")
+    memory = results.get("memory", {})
+    peaks = [
+        f"{impl} {memory[impl]['peak_extra_bytes'] / 2**20:.1f} MiB"
+        for impl in ("rpcwire", "rpcwire.pure", "orjson")
+        if "peak_extra_bytes" in memory.get(impl, {})
+    ]
+    if peaks:
+        ratios.append("peak memory on large above the baseline: " + ", ".join(peaks))
+    return "\n".join(["### In the published form (docs/performance.md)", "", *lines, "", "; ".join(ratios) + "."])
 
 
 TABLES: tuple[Table, ...] = (
@@ -84,6 +154,7 @@ TABLES: tuple[Table, ...] = (
         ),
         ("--quick", "--repeats", "1", "--only", "stream,batch,ping-pong,pipelined"),
         9,
+        render=transport_table,
     ),
     Table(
         "payloads",
@@ -110,7 +181,7 @@ TABLES: tuple[Table, ...] = (
         "http_bench.py",
         ("--part", "clients,servers,in-process", "--seconds", "2"),
         ("--part", "clients,in-process", "--calls", "100", "--repeats", "1"),
-        10,
+        8,
     ),
     Table(
         "websocket",
@@ -159,7 +230,7 @@ TABLES: tuple[Table, ...] = (
         "lsp_bench.py",
         (),
         ("--quick",),
-        3,
+        2.5,
     ),
     # Callgrind: counts, which the load does not move; slow under valgrind.
     Table(
@@ -283,6 +354,11 @@ def run_one(table: Table, quick: bool, limit: float, log: list[str]) -> tuple[st
     body = output.strip()
     if "|" not in body and body:  # a plain-text table: kept as printed
         body = f"```\n{body}\n```"
+    if ok and table.render is not None:
+        try:
+            body = table.render() + "\n\n" + body
+        except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as error:
+            body += f"\n\n**Not rendered in the published form**: {error!r}"
     if not ok:
         tail = "\n".join(errors.strip().splitlines()[-25:])
         body = (body + "\n\n" if body else "") + f"**Failed** ({status}):\n\n```\n{tail}\n```"

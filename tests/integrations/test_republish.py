@@ -5,6 +5,7 @@ line that says when, on what and under what load."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -80,3 +81,26 @@ def test_a_quick_run_writes_each_table_under_its_line(tmp_path: Path) -> None:
     assert "python bench/accept_bench.py --repeats 1" in text
     assert f"CPython {sys.version.split()[0]}" in text
     assert "| ASGIApp, sync handler (worker thread) | in process" in text
+
+
+def test_the_transport_table_in_its_published_form(tmp_path: Path) -> None:
+    republish = _republish()
+
+    def cell(us: float, *, ok: bool = True, malformed: int = 5, **more: float) -> dict:
+        check = {"parse_errors": malformed, "parse_errors_expected": 5}
+        return {"median_us": us, "ok": ok, "check": check, **more}
+
+    results = {
+        "workloads": {
+            "stream": {"summary": {"rpcwire": cell(0.5), "pylsp-jsonrpc": cell(2.5, malformed=0)}},
+            "batch": {"summary": {"rpcwire": cell(0.4), "pylsp-jsonrpc": cell(1.0, ok=False)}},
+            "ping-pong": {"summary": {"rpcwire": cell(12.0, p50_us=4.25)}},
+        },
+        "memory": {"rpcwire": {"peak_extra_bytes": 3 * 2**20}},
+    }
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(results))
+    table = republish.transport_table(path)
+    assert "| **rpcwire** | **0.50** | **0.40** | **—** | **4.2** | **—** |" in table
+    assert "| python-lsp-jsonrpc | 2.50 ✗ | can't | — | — | — |" in table
+    assert "rpcwire 3.0 MiB" in table
