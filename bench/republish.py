@@ -28,6 +28,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -325,7 +326,31 @@ def _rpcwire() -> str:
     return found.stdout.strip() or f"not importable: {found.stderr.strip().splitlines()[-1:]}"
 
 
-def run_one(table: Table, quick: bool, limit: float, log: list[str]) -> tuple[str, bool]:
+def _run(argv: list[str], limit: float, log: Path) -> tuple[str, str, str, bool]:
+    """Run one benchmark in a session of its own, its stderr appended to the log as it comes (progress to follow
+    with ``tail -f``); its stdout, its stderr, how it ended, and whether it succeeded. Past the limit the whole
+    session is stopped (the servers a benchmark started with it)."""
+    with log.open("a") as progress:
+        start = progress.tell()
+        try:
+            child = subprocess.Popen(  # our own benchmark, with this interpreter
+                argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=progress, text=True, start_new_session=True
+            )
+        except OSError as error:
+            return "", str(error), "could not start", False
+        try:
+            output, _ = child.communicate(timeout=limit)
+            status, ok = f"exit status {child.returncode}", child.returncode == 0
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            output, _ = child.communicate()
+            status, ok = f"stopped after its limit of {limit:.0f} s", False
+    with log.open() as progress:
+        progress.seek(start)
+        return output or "", progress.read(), status, ok
+
+
+def run_one(table: Table, quick: bool, limit: float, log: Path) -> tuple[str, bool]:
     """Run one benchmark; its section of the report, and whether it succeeded."""
     command = table.command(quick)
     missing = [tool for tool in table.needs if shutil.which(tool) is None]
@@ -335,18 +360,12 @@ def run_one(table: Table, quick: bool, limit: float, log: list[str]) -> tuple[st
         return head + f"_{when}: not run: {', '.join(missing)} not found._\n", True
     before = load()
     started = time.monotonic()
-    try:
-        done = subprocess.run(table.argv(quick), cwd=ROOT, capture_output=True, text=True, timeout=limit, check=False)
-        output, errors, status = done.stdout, done.stderr, f"exit status {done.returncode}"
-        ok = done.returncode == 0
-    except subprocess.TimeoutExpired as stopped:
-        output = stopped.stdout.decode(errors="replace") if isinstance(stopped.stdout, bytes) else stopped.stdout or ""
-        errors = stopped.stderr.decode(errors="replace") if isinstance(stopped.stderr, bytes) else stopped.stderr or ""
-        status, ok = f"stopped after its limit of {limit:.0f} s", False
-    except OSError as error:
-        output, errors, status, ok = "", str(error), "could not start", False
+    with log.open("a") as progress:
+        progress.write(f"===== {table.name}: {command} ({when})\n")
+    output, errors, status, ok = _run(table.argv(quick), limit, log)
     took = time.monotonic() - started
-    log.append(f"===== {table.name}: {command} ({status}, {took:.0f} s)\n{errors}")
+    with log.open("a") as progress:
+        progress.write(f"===== {table.name}: {status}, {took:.0f} s\n")
     line = (
         f"_{when}, {took / 60:.1f} min; `{command}`; rpcwire {_git_describe()}; {interpreter()}; {machine()}; "
         f"load average (1/5/15 min) {before} before, {load()} after._\n\n"
@@ -389,8 +408,8 @@ def main(argv: list[str] | None = None) -> int:
         chosen = [tables[name] for name in names]
     else:
         chosen = [table for table in TABLES if args.all or args.quick or table.default]
-    log: list[str] = []
-    out_log = args.out.with_suffix(".log")
+    log = args.out.with_suffix(".log")
+    log.write_text("")
     sections = [
         "# Published figures, measured again\n\n"
         f"_rpcwire {_git_describe()} ({_rpcwire()}); {interpreter()}; {machine()}; "
@@ -399,14 +418,15 @@ def main(argv: list[str] | None = None) -> int:
     ]
     failed = []
     for table in chosen:
-        sys.stderr.write(f"republish: {table.name} ({table.command(args.quick)}), load average {load()}\n")
+        sys.stderr.write(
+            f"republish: {table.name} ({table.command(args.quick)}), load average {load()}; progress in {log}\n"
+        )
         limit = args.limit or (60.0 if args.quick else 0.0) + table.minutes * 3 * 60 + 300
         section, ok = run_one(table, args.quick, limit, log)
         sections.append(section)
         if not ok:
             failed.append(table.name)
         args.out.write_text("\n".join(sections))  # what is measured so far survives a stop
-        out_log.write_text("\n".join(log))
         sys.stdout.write(section + "\n")
         sys.stdout.flush()
     sys.stderr.write(f"republish: wrote {args.out} ({len(chosen) - len(failed)} of {len(chosen)} ran)\n")

@@ -104,3 +104,27 @@ def test_the_transport_table_in_its_published_form(tmp_path: Path) -> None:
     assert "| **rpcwire** | **0.50** | **0.40** | **—** | **4.2** | **—** |" in table
     assert "| python-lsp-jsonrpc | 2.50 ✗ | can't | — | — | — |" in table
     assert "rpcwire 3.0 MiB" in table
+
+
+def test_a_benchmark_past_its_limit_is_stopped_and_the_rest_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    republish = _republish()
+    slow = tmp_path / "slow.py"
+    slow.write_text("import sys, time\nprint('| first row |', flush=True)\ntime.sleep(60)\n")
+    working = tmp_path / "working.py"
+    working.write_text("print('| a |')\n")
+    monkeypatch.setattr(
+        republish,
+        "TABLES",
+        (
+            republish.Table("slow", "docs/x.md", str(slow), (), (), 0.1),
+            republish.Table("fine", "README.md", str(working), (), (), 0.1),
+        ),
+    )
+    out = tmp_path / "published.md"
+    assert republish.main(["--out", str(out), "--limit", "2"]) == 1
+    slow_part, fine = out.read_text().split("## slow")[1].split("## fine")
+    assert "| first row |" in slow_part
+    assert "**Failed** (stopped after its limit of 2 s)" in slow_part
+    assert "| a |" in fine
