@@ -182,7 +182,7 @@ TABLES: tuple[Table, ...] = (
         "http_bench.py",
         ("--part", "clients,servers,in-process", "--seconds", "2"),
         ("--part", "clients,in-process", "--calls", "100", "--repeats", "1"),
-        8,
+        6,
     ),
     Table(
         "websocket",
@@ -190,7 +190,7 @@ TABLES: tuple[Table, ...] = (
         "websocket_bench.py",
         ("--calls", "1000", "--repeats", "5"),
         ("--calls", "100", "--repeats", "1", "--part", "in-process"),
-        3,
+        2,
     ),
     Table(
         "websocket-frames",
@@ -215,7 +215,7 @@ TABLES: tuple[Table, ...] = (
         "mcp_bench.py",
         ("--calls", "1000", "--rounds", "20", "--repeats", "3"),
         ("--calls", "50", "--rounds", "2", "--repeats", "1", "--tools", "async"),
-        3,
+        3.5,
     ),
     Table(
         "mcp-tools",
@@ -223,7 +223,7 @@ TABLES: tuple[Table, ...] = (
         "mcp_tools_bench.py",
         ("--calls", "1000", "--repeats", "3"),
         ("--calls", "50", "--warmup", "10", "--repeats", "1", "--via", "stdio"),
-        2,
+        2.5,
     ),
     Table(
         "lsp",
@@ -231,7 +231,7 @@ TABLES: tuple[Table, ...] = (
         "lsp_bench.py",
         (),
         ("--quick",),
-        2.5,
+        2,
     ),
     # Callgrind: counts, which the load does not move; slow under valgrind.
     Table(
@@ -392,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a smoke run: every table's benchmark cut to seconds")
     parser.add_argument("--list", action="store_true", help="name the tables, where each is published, its command")
     parser.add_argument("--out", type=Path, default=HERE / "published.md", help="default: bench/published.md")
-    parser.add_argument("--limit", type=float, help="seconds a benchmark may take (default: 3x its estimate + 5 min)")
+    parser.add_argument("--limit", type=float, help="seconds a benchmark may take (default: 6x its estimate + 10 min)")
     args = parser.parse_args(argv)
     tables = by_name()
     if args.list:
@@ -421,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(
             f"republish: {table.name} ({table.command(args.quick)}), load average {load()}; progress in {log}\n"
         )
-        limit = args.limit or (60.0 if args.quick else 0.0) + table.minutes * 3 * 60 + 300
+        limit = args.limit or (60.0 if args.quick else 0.0) + table.minutes * 6 * 60 + 600
         section, ok = run_one(table, args.quick, limit, log)
         sections.append(section)
         if not ok:
