@@ -166,7 +166,8 @@ TABLES: tuple[Table, ...] = (
         4,
         default=False,
     ),
-    # make bench-client: pipes and MCP (its HTTP clients' table is superseded by http's "HTTP clients").
+    # make bench-client: pipes and MCP (its HTTP clients' table is superseded by http's "HTTP clients"); 3,000 calls
+    # instead of 5,000: the p50 and the ratios to the floor and the hand-written clients are medians of thousands.
     Table(
         "clients",
         'docs/performance.md "Clients" (pipes, MCP) and "Round 4 (issue 33): AsyncClient" (CPU ratios)',
@@ -175,7 +176,8 @@ TABLES: tuple[Table, ...] = (
         ("--only", "pipes", "--calls", "200", "--repeats", "1"),
         4,
     ),
-    # make bench-http without its websocket part (the `websocket` table below runs it with more repeats).
+    # make bench-http without its websocket part (the `websocket` table below runs it); cells of 2 s instead of 3: each
+    # is cut into 10 interleaved slices whose median is the figure, and 2 s slices held thousands of requests.
     Table(
         "http",
         'docs/performance.md "HTTP clients", "Servers" and the in-process apps; README.md "Fast"',
@@ -184,6 +186,8 @@ TABLES: tuple[Table, ...] = (
         ("--part", "clients,in-process", "--calls", "100", "--repeats", "1"),
         6,
     ),
+    # 1,000 calls a cell instead of 2,000: the loop's turns are counts and the CPU medians of 5 moved by less than
+    # the load's spread between runs.
     Table(
         "websocket",
         'docs/performance.md "WebSocket frames against POSTs"; bench/README.md "WebSocket"',
@@ -209,6 +213,8 @@ TABLES: tuple[Table, ...] = (
         ("--repeats", "1", "--calls", "100", "--only", "in-process"),
         3.5,
     ),
+    # Half make bench-mcp's calls: the SDK's side costs milliseconds a call, and its ratios are medians of 3 interleaved
+    # repeats of a thousand calls.
     Table(
         "mcp",
         'docs/performance.md "MCP"',
