@@ -2,7 +2,7 @@
 BENCH_STAMP := $(VENV)/.bench-installed
 
 .PHONY: bench bench-quick bench-http bench-websocket bench-client bench-mcp bench-lsp bench-accept bench-threads \
-	bench-instructions
+	bench-instructions bench-published
 
 $(BENCH_STAMP): bench/requirements.txt $(STAMP)
 	$(PY) -m pip install --quiet -r bench/requirements.txt
@@ -44,3 +44,9 @@ bench-threads: ## As root: CPU-bound handlers at max_concurrency 1, 2, N on CPyt
 # BENCH_INSTRUCTIONS_ARGS="--only stream,batch --peers" for a few workloads and the orjson transport.
 bench-instructions: develop $(BENCH_STAMP) ## Instructions a message of every workload (callgrind), BASELINE=<rev> beside it (~10-30 min)
 	$(PY) bench/instructions.py $(if $(BASELINE),--baseline $(BASELINE)) $(BENCH_INSTRUCTIONS_ARGS)
+
+# Every table published in README.md, docs/performance.md and bench/README.md measured again on this build, in turn;
+# bench/published.md gets each table with the date, the commit, the interpreter and the load average beside it.
+# BENCH_PUBLISHED_ARGS="--quick" for a smoke run, "--only http,lsp" for some tables, "--all" for the callgrind counts too.
+bench-published: develop $(BENCH_STAMP) ## Every published table again, with date, commit, interpreter and load (~30 min)
+	$(PY) bench/republish.py $(BENCH_PUBLISHED_ARGS)
