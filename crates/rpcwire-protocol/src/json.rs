@@ -4,9 +4,9 @@
 //! | module | owns |
 //! | --- | --- |
 //! | `scan` | the `Scanner` cursor: whitespace, brackets and depth, member names, literals, a value skipped |
-//! | `scan_string` | the scanner's strings: validated (SSE2), borrowed, unescaped or measured in one walk |
+//! | `scan_string` | the scanner's strings: validated (SSE2), borrowed, or unescaped in one walk (into a buffer or a `str`'s units) |
 //! | `scan_number` | the scanner's numbers: validated, and valued in the same walk |
-//! | `unescape` | a string's escapes resolved: to WTF-8, or into a Python string's storage units |
+//! | `unescape` | a string's escapes resolved to WTF-8; WTF-8 widened into a Python string's storage units |
 //! | `escape` | the escaping writer: text as a JSON string, as Python's `json` writes it |
 //! | `float_repr` | a float as Python's `repr(float)` writes it |
 //!
@@ -30,7 +30,7 @@ pub use escape::{write_ascii_str, write_escaped_code_points, write_escaped_str, 
 pub use float_repr::write_float_repr;
 pub use scan::{JsonStr, Kind, Scanner};
 pub use scan_number::Number;
-pub use scan_string::{StrCursor, StrShape, StrText, UnitsStop};
-pub use unescape::{count_chars, unescape_into, unescape_units, widen_wtf8, StrUnit, Width};
+pub use scan_string::{StrCursor, StrText, UnitsStop};
+pub use unescape::{count_chars, unescape_into, widen_wtf8, StrUnit, Width};
 
 type Result<T> = std::result::Result<T, crate::errors::SyntaxError>;

@@ -1,13 +1,14 @@
 //! The scanner's strings: validated in one walk over their bytes that skips the ordinary ones
 //! sixteen at a time (SSE2 on `x86_64`), and read three ways: borrowed as written (`Scanner::string`,
 //! for the envelope), unescaped into a buffer with their `Width` found in the same walk
-//! (`Scanner::string_text`, the decoder's path), or measured for a Python string of their final size
-//! (`Scanner::string_shape`, a long text, filled by `unescape::unescape_units`).
+//! (`Scanner::string_text`, the decoder's path), or, a long text with escapes, unescaped in the same one
+//! walk straight into a Python string's storage units, widened as wider characters come
+//! (`Scanner::string_units`).
 //!
 //! Lone surrogate escapes are accepted (as `json.loads` accepts them): strings are WTF-8 here.
 
 use super::scan::{JsonStr, Scanner};
-use super::unescape::{count_chars, escape_u, hex4, push_code_point, wtf8_char, StrUnit, Width};
+use super::unescape::{escape_u, hex4, push_code_point, wtf8_char, StrUnit, Width};
 use super::Result;
 use crate::errors::SyntaxError;
 
@@ -149,7 +150,7 @@ impl<'a> Scanner<'a> {
     /// unescapes and finds the text's [`Width`] (the decoder's path: no second pass over any string).
     ///
     /// `Ok(None)` when the text of a string with escapes would take more than `limit` bytes of `out`:
-    /// the cursor has not moved (what `out` holds then is of no use), and [`string_shape`](Self::string_shape)
+    /// the cursor has not moved (what `out` holds then is of no use), and [`string_units`](Self::string_units)
     /// reads the string instead, so that a long text is never held whole outside the Python string.
     pub fn string_text(&mut self, out: &mut Vec<u8>, limit: usize) -> Result<Option<StrText<'a>>> {
         let bytes = self.bytes();
@@ -219,60 +220,6 @@ impl<'a> Scanner<'a> {
         }
         self.pos = pos + 1;
         Ok(Some(StrText { unescaped: None, width: width.max(Width::of_utf8(widest)), has_surrogate }))
-    }
-
-    /// A string measured without being unescaped: the cursor is at its opening quote. Accepts exactly
-    /// what [`string`](Self::string) accepts, with the same errors, in one walk that validates it and
-    /// counts its characters and finds its [`Width`], so that the caller can make the Python string at
-    /// its final size and kind and fill it with [`unescape_units`] (a second walk, over `raw` only).
-    pub fn string_shape(&mut self) -> Result<StrShape<'a>> {
-        let bytes = self.bytes();
-        let start = self.pos + 1;
-        // `escaped_bytes`: the bytes of the escapes beyond one a character, so that the characters are
-        // those of the whole content (one count, a chunk at a time) less these. `largest`: the largest code
-        // point an escape wrote, and `surrogate` whether one was a lone surrogate, gathered without a
-        // branch an escape (the width is found once, at the end).
-        let (mut widest, mut largest, mut surrogate, mut escaped_bytes) = (0, 0, false, 0);
-        // A local cursor (not `self.pos`) lets the loop keep it in a register.
-        let mut pos = start;
-        loop {
-            pos = skip_ordinary_widest(bytes, pos, &mut widest);
-            match bytes.get(pos) {
-                Some(b'"') => break,
-                Some(b'\\') => {}
-                None => return Err(SyntaxError { what: "unterminated string", position: pos }),
-                Some(_) => return Err(SyntaxError { what: "control character in string", position: pos }),
-            }
-            // At a backslash: the escapes that follow one another are read here, without a trip through
-            // `skip_ordinary_widest` for the empty run between them (text of `\u` escapes is all escapes).
-            loop {
-                pos += 1;
-                match bytes.get(pos) {
-                    Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
-                        pos += 1;
-                        escaped_bytes += 1;
-                    }
-                    Some(b'u') => {
-                        let Some((cp, length)) = escape_u(bytes, pos + 1) else {
-                            return Err(SyntaxError { what: "invalid escape in string", position: pos });
-                        };
-                        largest = largest.max(cp);
-                        surrogate |= cp & !0x7FF == 0xD800;
-                        pos += length;
-                        escaped_bytes += length;
-                    }
-                    _ => return Err(SyntaxError { what: "invalid escape in string", position: pos }),
-                }
-                if bytes.get(pos) != Some(&b'\\') {
-                    break;
-                }
-            }
-        }
-        self.pos = pos + 1;
-        let raw = &self.text[start..pos];
-        let chars = if widest < 0x80 { raw.len() } else { count_chars(raw.as_bytes()) } - escaped_bytes;
-        let width = Width::of_code_point(largest).max(Width::of_utf8(widest));
-        Ok(StrShape { raw, chars, width, has_surrogate: surrogate })
     }
 }
 
@@ -403,19 +350,6 @@ impl Scanner<'_> {
     }
 }
 
-/// A JSON string as [`Scanner::string_shape`] measured it, for [`unescape_units`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StrShape<'a> {
-    /// The content between the quotes, exactly as written (escapes and all).
-    pub raw: &'a str,
-    /// The characters of its text (Python's `len`).
-    pub chars: usize,
-    /// How Python stores the text (exact: the narrowest kind that holds it).
-    pub width: Width,
-    /// Whether the text holds a lone surrogate (only an escape writes one).
-    pub has_surrogate: bool,
-}
-
 /// A string as [`Scanner::string_text`] read it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StrText<'a> {
@@ -482,10 +416,11 @@ mod tests {
         }
     }
 
-    /// `string_text` against `string` and `unescape_into`, on strings whose escapes, controls and
-    /// non-ASCII bytes sit anywhere around the 16-byte chunks.
+    /// `string_text` and `string_units` (as the decoder reads a long string: its room full, widened,
+    /// closed) against `string` and `unescape_into`, on strings whose escapes, controls and non-ASCII
+    /// bytes sit anywhere around the 16-byte chunks.
     #[test]
-    fn string_text_reads_what_string_and_unescape_read() {
+    fn string_text_and_string_units_read_what_string_and_unescape_read() {
         use crate::json::{StrText, Width};
         let pieces = [
             "a",
@@ -530,9 +465,8 @@ mod tests {
                 let mut out = Vec::new();
                 let mut scanner = Scanner::new(&text, 8);
                 let got = scanner.string_text(&mut out, usize::MAX).map(|read| read.expect("no limit"));
-                string_shape_reads_what_string_and_unescape_read(&text, expected.as_ref());
                 string_units_read_what_string_and_unescape_read(&text, expected.as_ref());
-                // With a limit: the same, or (with escapes only, or an error further on: `string_shape`
+                // With a limit: the same, or (with escapes only, or an error further on: `string_units`
                 // then finds it) refused without moving.
                 let mut short = Scanner::new(&text, 8);
                 match short.string_text(&mut Vec::new(), 4) {
@@ -626,46 +560,6 @@ mod tests {
                 (Err(expected), Err(got)) => assert_eq!(&got, expected, "{text:?}"),
                 (expected, got) => panic!("{text:?} (room {room}): {expected:?} against {got:?}"),
             }
-        }
-    }
-
-    /// `string_shape` and `unescape_units` on `text` against what `string` and `unescape_into` read
-    /// (`expected`: the decoded text, whether it holds a lone surrogate, whether it had escapes).
-    fn string_shape_reads_what_string_and_unescape_read(
-        text: &str,
-        expected: std::result::Result<&(Vec<u8>, bool, bool), &crate::errors::SyntaxError>,
-    ) {
-        use crate::json::{count_chars, unescape_units, widen_wtf8, StrShape, Width};
-        let mut scanner = Scanner::new(text, 8);
-        match (expected, scanner.string_shape()) {
-            (Ok((decoded, has_surrogate, _)), Ok(StrShape { raw, chars, width, has_surrogate: got_surrogate })) => {
-                assert_eq!(scanner.pos, raw.len() + 2, "{text:?}");
-                assert_eq!(chars, count_chars(decoded), "{text:?}");
-                assert_eq!(got_surrogate, *has_surrogate, "{text:?}");
-                let mut expected_units = vec![0u32; chars];
-                widen_wtf8(decoded, &mut expected_units);
-                let widest = expected_units.iter().copied().max().unwrap_or(0);
-                assert_eq!(width, Width::of_code_point(widest), "{text:?}");
-                let mut units = vec![0u32; chars];
-                assert_eq!(unescape_units(raw.as_bytes(), &mut units), chars, "{text:?}");
-                assert_eq!(units, expected_units, "{text:?}");
-                if width <= Width::Ucs2 {
-                    let mut units = vec![0u16; chars];
-                    assert_eq!(unescape_units(raw.as_bytes(), &mut units), chars, "{text:?}");
-                    assert!(units.iter().map(|&unit| u32::from(unit)).eq(expected_units.iter().copied()), "{text:?}");
-                }
-                if width <= Width::Latin1 {
-                    let mut units = vec![0u8; chars];
-                    assert_eq!(unescape_units(raw.as_bytes(), &mut units), chars, "{text:?}");
-                    assert!(units.iter().map(|&unit| u32::from(unit)).eq(expected_units.iter().copied()), "{text:?}");
-                }
-                // Too little room: filled up to it, never past it.
-                let mut units = vec![0u32; chars / 2];
-                assert_eq!(unescape_units(raw.as_bytes(), &mut units), chars / 2, "{text:?}");
-                assert_eq!(units, expected_units[..chars / 2], "{text:?}");
-            }
-            (Err(expected), Err(got)) => assert_eq!(&got, expected, "{text:?}"),
-            (expected, got) => panic!("{text:?}: {expected:?} against {got:?}"),
         }
     }
 }

@@ -1,7 +1,8 @@
-//! A JSON string's text out of its raw content: escapes resolved to WTF-8 (`unescape_into`), or
-//! straight into a Python string's storage units (`unescape_units`, `widen_wtf8`: Latin-1, UCS-2 or
-//! UCS-4, the `StrUnit`s), with the `Width` and character count that storage needs. Callers pass
-//! content the scanner validated: nothing here fails.
+//! A JSON string's text out of its raw content: escapes resolved to WTF-8 (`unescape_into`), and WTF-8
+//! written straight into a Python string's storage units (`widen_wtf8`: Latin-1, UCS-2 or UCS-4, the
+//! `StrUnit`s), with the `Width` and character count that storage needs; the pieces of an escape
+//! (`hex4`, `escape_u`) and of a character (`wtf8_char`) the scanner reads with. Callers pass content
+//! the scanner validated: nothing here fails.
 
 /// How Python stores a text: the widest character's kind, which its largest code point decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -95,11 +96,10 @@ pub trait StrUnit: Copy {
     #[cfg(target_arch = "x86_64")]
     unsafe fn store16(out: *mut Self, bytes: std::arch::x86_64::__m128i);
 
-    /// Copy the ASCII bytes at the front of `text` into `units`, as units (stopping at a backslash too
-    /// with `STOP_AT_BACKSLASH`); how many.
-    fn copy_ascii<const STOP_AT_BACKSLASH: bool>(text: &[u8], units: &mut [Self]) -> usize {
+    /// Copy the ASCII bytes at the front of `text` into `units`, as units; how many.
+    fn copy_ascii(text: &[u8], units: &mut [Self]) -> usize {
         let mut count = 0;
-        for (unit, &byte) in units.iter_mut().zip(text).take_while(|(_, &byte)| plain::<STOP_AT_BACKSLASH>(byte)) {
+        for (unit, &byte) in units.iter_mut().zip(text).take_while(|(_, byte)| byte.is_ascii()) {
             *unit = Self::of(u32::from(byte));
             count += 1;
         }
@@ -120,11 +120,11 @@ impl StrUnit for u8 {
     }
 
     /// Sixteen bytes at a time (SSE2): each chunk stored whole, then the count moved to its first byte
-    /// that ends the run (the bytes stored past it are written over next), so that a short run (source
-    /// text has an escape every few bytes) costs no call to `memcpy`.
+    /// that ends the run (the bytes stored past it are written over next), so that a short run (a text
+    /// with a character beyond ASCII every few bytes) costs no call to `memcpy`.
     #[cfg(target_arch = "x86_64")]
-    fn copy_ascii<const STOP_AT_BACKSLASH: bool>(text: &[u8], units: &mut [Self]) -> usize {
-        use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8, _mm_storeu_si128};
+    fn copy_ascii(text: &[u8], units: &mut [Self]) -> usize {
+        use std::arch::x86_64::{_mm_loadu_si128, _mm_movemask_epi8, _mm_storeu_si128};
         let mut count = 0;
         while let (Some(chunk), Some(out)) = (text.get(count..count + 16), units.get_mut(count..count + 16)) {
             // SAFETY: SSE2 is part of the x86_64 baseline; the load reads the 16 bytes of `chunk` and the
@@ -132,23 +132,21 @@ impl StrUnit for u8 {
             let stop = unsafe {
                 let bytes = _mm_loadu_si128(chunk.as_ptr().cast());
                 _mm_storeu_si128(out.as_mut_ptr().cast(), bytes);
-                let backslashes =
-                    if STOP_AT_BACKSLASH { _mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(0x5C))) } else { 0 };
-                _mm_movemask_epi8(bytes) | backslashes
+                _mm_movemask_epi8(bytes)
             };
             if stop != 0 {
                 return count + stop.trailing_zeros() as usize;
             }
             count += 16;
         }
-        let rest = ascii_prefix::<STOP_AT_BACKSLASH>(&text[count..]).min(units.len() - count);
+        let rest = ascii_prefix(&text[count..]).min(units.len() - count);
         units[count..count + rest].copy_from_slice(&text[count..count + rest]);
         count + rest
     }
 
     #[cfg(not(target_arch = "x86_64"))]
-    fn copy_ascii<const STOP_AT_BACKSLASH: bool>(text: &[u8], units: &mut [Self]) -> usize {
-        let count = ascii_prefix::<STOP_AT_BACKSLASH>(text).min(units.len());
+    fn copy_ascii(text: &[u8], units: &mut [Self]) -> usize {
+        let count = ascii_prefix(text).min(units.len());
         units[..count].copy_from_slice(&text[..count]);
         count
     }
@@ -173,10 +171,10 @@ impl StrUnit for u16 {
 
     /// Sixteen bytes at a time, each widened to its unit (SSE2).
     #[cfg(target_arch = "x86_64")]
-    fn copy_ascii<const STOP_AT_BACKSLASH: bool>(text: &[u8], units: &mut [Self]) -> usize {
+    fn copy_ascii(text: &[u8], units: &mut [Self]) -> usize {
         use std::arch::x86_64::{
-            _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8, _mm_setzero_si128, _mm_storeu_si128,
-            _mm_unpackhi_epi8, _mm_unpacklo_epi8,
+            _mm_loadu_si128, _mm_movemask_epi8, _mm_setzero_si128, _mm_storeu_si128, _mm_unpackhi_epi8,
+            _mm_unpacklo_epi8,
         };
         let mut count = 0;
         while let (Some(chunk), Some(out)) = (text.get(count..count + 16), units.get_mut(count..count + 16)) {
@@ -187,9 +185,7 @@ impl StrUnit for u16 {
                 let zero = _mm_setzero_si128();
                 _mm_storeu_si128(out.as_mut_ptr().cast(), _mm_unpacklo_epi8(bytes, zero));
                 _mm_storeu_si128(out.as_mut_ptr().add(8).cast(), _mm_unpackhi_epi8(bytes, zero));
-                let backslashes =
-                    if STOP_AT_BACKSLASH { _mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(0x5C))) } else { 0 };
-                _mm_movemask_epi8(bytes) | backslashes
+                _mm_movemask_epi8(bytes)
             };
             if ascii != 0 {
                 // The units past the first non-ASCII byte are written over next.
@@ -197,9 +193,7 @@ impl StrUnit for u16 {
             }
             count += 16;
         }
-        for (unit, &byte) in
-            units[count..].iter_mut().zip(&text[count..]).take_while(|(_, &byte)| plain::<STOP_AT_BACKSLASH>(byte))
-        {
+        for (unit, &byte) in units[count..].iter_mut().zip(&text[count..]).take_while(|(_, byte)| byte.is_ascii()) {
             *unit = u16::from(byte);
             count += 1;
         }
@@ -230,32 +224,21 @@ impl StrUnit for u32 {
     }
 }
 
-/// Whether `byte` is ASCII (and, with `STOP_AT_BACKSLASH`, not a backslash).
-#[inline]
-fn plain<const STOP_AT_BACKSLASH: bool>(byte: u8) -> bool {
-    byte.is_ascii() && !(STOP_AT_BACKSLASH && byte == b'\\')
-}
-
-/// How many bytes at the front of `text` are ASCII (and, with `STOP_AT_BACKSLASH`, not a backslash).
+/// How many bytes at the front of `text` are ASCII.
 #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))] // `pos` moves in the SSE2 loop only
-fn ascii_prefix<const STOP_AT_BACKSLASH: bool>(text: &[u8]) -> usize {
+fn ascii_prefix(text: &[u8]) -> usize {
     let mut pos = 0;
     #[cfg(target_arch = "x86_64")]
     while let Some(chunk) = text.get(pos..pos + 16) {
-        use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
+        use std::arch::x86_64::{_mm_loadu_si128, _mm_movemask_epi8};
         // SAFETY: SSE2 is part of the x86_64 baseline; the load reads the 16 bytes of `chunk`.
-        let stop = unsafe {
-            let bytes = _mm_loadu_si128(chunk.as_ptr().cast());
-            let backslashes =
-                if STOP_AT_BACKSLASH { _mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(0x5C))) } else { 0 };
-            _mm_movemask_epi8(bytes) | backslashes
-        };
+        let stop = unsafe { _mm_movemask_epi8(_mm_loadu_si128(chunk.as_ptr().cast())) };
         if stop != 0 {
             return pos + stop.trailing_zeros() as usize;
         }
         pos += 16;
     }
-    pos + text[pos..].iter().take_while(|&&byte| plain::<STOP_AT_BACKSLASH>(byte)).count()
+    pos + text[pos..].iter().take_while(|byte| byte.is_ascii()).count()
 }
 
 /// Write the characters of the WTF-8 `text` into `units` (`count_chars(text)` of them), one unit each:
@@ -264,7 +247,21 @@ fn ascii_prefix<const STOP_AT_BACKSLASH: bool>(text: &[u8]) -> usize {
 /// ASCII go through `T::copy_ascii`; a lone surrogate's WTF-8 form becomes its code unit. Returns how
 /// many units it wrote (never more than `units` holds).
 pub fn widen_wtf8<T: StrUnit>(text: &[u8], units: &mut [T]) -> usize {
-    fill_units::<T, false>(text, units)
+    let (mut pos, mut at) = (0, 0);
+    while let (Some(&byte), Some(unit)) = (text.get(pos), units.get_mut(at)) {
+        if byte >= 0x80 {
+            let (cp, length) = wtf8_char(text, pos);
+            *unit = T::of(cp);
+            at += 1;
+            pos += length;
+        } else {
+            // A run of ASCII (this byte at least), copied a chunk at a time.
+            let ascii = T::copy_ascii(&text[pos..], &mut units[at..]);
+            pos += ascii;
+            at += ascii;
+        }
+    }
+    at
 }
 
 /// The code point of the (WTF-8) character at `text[pos]` and its length in bytes; a continuation cut
@@ -279,56 +276,6 @@ pub(super) fn wtf8_char(text: &[u8], pos: usize) -> (u32, usize) {
         0xE0..=0xEF => ((u32::from(lead & 0x0F) << 12) | (continuation(1) << 6) | continuation(2), 3),
         _ => ((u32::from(lead & 0x07) << 18) | (continuation(1) << 12) | (continuation(2) << 6) | continuation(3), 4),
     }
-}
-
-/// Write the text of a JSON string's content `raw` (as [`Scanner::string_shape`] validated and measured
-/// it) into `units`, one unit a character: the escapes resolved (a surrogate pair escape is one
-/// character, a lone surrogate escape its code unit), the runs between them widened as by [`widen_wtf8`].
-/// Returns how many units it wrote (never more than `units` holds: `string_shape`'s `chars` of them
-/// when `units` has room).
-///
-/// This is the decoder's second pass over a long string: the first measured it, so the text goes
-/// straight into the Python string's storage, with no buffer of the whole text in between.
-pub fn unescape_units<T: StrUnit>(raw: &[u8], units: &mut [T]) -> usize {
-    fill_units::<T, true>(raw, units)
-}
-
-/// [`widen_wtf8`] (without `ESCAPES`) and [`unescape_units`] (with): one loop over runs of ASCII
-/// (copied a chunk at a time), characters beyond ASCII and (with `ESCAPES`) escapes, which are
-/// frequent (source text has an escaped newline every line).
-fn fill_units<T: StrUnit, const ESCAPES: bool>(raw: &[u8], units: &mut [T]) -> usize {
-    let (mut pos, mut at) = (0, 0);
-    while let (Some(&byte), Some(unit)) = (raw.get(pos), units.get_mut(at)) {
-        if ESCAPES && byte == b'\\' {
-            // An escape is resolved where it is met, without a call to `copy_ascii` for the empty run
-            // before it (escapes follow one another: a `\u` text, `\"\n`, `\\\\`).
-            let (cp, length) = match raw.get(pos + 1) {
-                Some(b'b') => (0x08, 1),
-                Some(b'f') => (0x0C, 1),
-                Some(b'n') => (u32::from(b'\n'), 1),
-                Some(b'r') => (u32::from(b'\r'), 1),
-                Some(b't') => (u32::from(b'\t'), 1),
-                Some(b'u') => escaped_code_point(raw, pos + 2),
-                // '"', '\\' and '/' stand for themselves.
-                Some(&other) => (u32::from(other), 1),
-                None => break,
-            };
-            *unit = T::of(cp);
-            at += 1;
-            pos += 1 + length;
-        } else if byte >= 0x80 {
-            let (cp, length) = wtf8_char(raw, pos);
-            *unit = T::of(cp);
-            at += 1;
-            pos += length;
-        } else {
-            // A run of ASCII (this byte at least), copied a chunk at a time.
-            let ascii = T::copy_ascii::<ESCAPES>(&raw[pos..], &mut units[at..]);
-            pos += ascii;
-            at += ascii;
-        }
-    }
-    at
 }
 
 /// The code point of the `\u` escape whose four hex digits start at `at` (the `u` is at `at - 1`),
