@@ -103,8 +103,11 @@ pub(crate) fn answer_line<'py>(
     mut strings: Option<&mut StringCache>,
     out: &mut Vec<u8>,
 ) -> PyResult<bool> {
-    let read = request::read_line(py, line, limits, strings.as_deref_mut(), out)?;
-    answer_read(py, read, caller, strings, out)
+    // A single message (nearly every line) goes straight to its answer; the rest through `answer_read`.
+    match request::read_line(py, line, limits, strings.as_deref_mut(), out)? {
+        Read::Single(entry) => answer_entry(py, entry, caller, strings, out),
+        read => answer_read(py, read, caller, strings, out),
+    }
 }
 
 /// Answer what was read into `out` (where the transport's own answer already is, when it is
