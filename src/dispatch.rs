@@ -104,10 +104,13 @@ pub(crate) fn answer_line<'py>(
     mut strings: Option<&mut StringCache>,
     out: &mut Vec<u8>,
 ) -> PyResult<bool> {
-    // A single message (nearly every line) goes straight to its answer; the rest through `answer_read`.
-    match request::read_line(py, line, limits, strings.as_deref_mut(), out)? {
-        Read::Single(entry) => answer_entry(py, &entry, caller, strings, out),
-        read => answer_read(py, read, caller, strings, out),
+    // A single message (nearly every line) is answered where it was read; the rest through `answer_read`.
+    let answer_single = |entry: PyEntry<'_, 'py>, strings: Option<&mut StringCache>, out: &mut Vec<u8>| {
+        answer_entry(py, &entry, caller, strings, out)
+    };
+    match request::read_line_with(py, line, limits, strings.as_deref_mut(), out, answer_single)? {
+        Ok(answered) => Ok(answered),
+        Err(read) => answer_read(py, read, caller, strings, out),
     }
 }
 
