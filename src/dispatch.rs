@@ -165,12 +165,11 @@ fn answer_entry<'py>(
     };
     let method = codec::decode_str(py, call.method, strings)?;
     let none;
-    let params = match &call.params {
-        Some(params) => params,
-        None => {
-            none = py.None().into_bound(py);
-            &none
-        }
+    let params = if let Some(params) = &call.params {
+        params
+    } else {
+        none = py.None().into_bound(py);
+        &none
     };
     (caller.before_call)()?;
     // `current_request()` finds the call here, and its context is finished before the answer.

@@ -167,7 +167,7 @@ impl StdioTransport {
             }
             match self.framing {
                 Framing::Newline => answer.push(b'\n'), // inline: nearly every answer's frame
-                framing => framing.frame(&mut answer),
+                framing @ Framing::ContentLength => framing.frame(&mut answer),
             }
             if gathered.is_empty() && answer.len() >= COALESCE_LIMIT {
                 // A large answer goes out as it is, without a copy.
