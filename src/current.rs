@@ -43,15 +43,38 @@ thread_local! {
     static NOTED: Noted = const { Noted { call: Cell::new(None), context: Cell::new(None) } };
 }
 
+/// This thread's notes, looked up once for a whole `serve` (which runs on one thread) rather than twice
+/// a call: a library's thread-local is a call into the dynamic loader.
+///
+/// Not `Send` (a raw pointer): it stays on the thread it was taken on, whose storage outlives it.
+#[derive(Clone, Copy)]
+pub(crate) struct ThisThread {
+    noted: *const Noted,
+}
+
+impl ThisThread {
+    pub(crate) fn get() -> Self {
+        Self { noted: NOTED.with(std::ptr::from_ref) }
+    }
+
+    fn noted(&self) -> &Noted {
+        // SAFETY: taken from this thread's `NOTED` (the type is neither `Send` nor `Sync`, so this is that
+        // thread), whose storage lives as long as the thread, which is running this code.
+        unsafe { &*self.noted }
+    }
+}
+
 /// The call in progress, noted while this guard lives; what was noted before (a handler that runs
 /// another `serve`) comes back when it is dropped.
 pub(crate) struct Calling {
+    thread: ThisThread,
     previous_call: Option<Call>,
     previous_context: Option<Py<PyAny>>,
 }
 
 impl Calling {
     pub(crate) fn enter(
+        thread: ThisThread,
         method: &Bound<'_, PyString>,
         params: &Bound<'_, PyAny>,
         id: Option<&Id<'_>>,
@@ -63,16 +86,14 @@ impl Calling {
             id: id.map_or(std::ptr::null(), |id| std::ptr::from_ref(id).cast()),
             transport: transport.as_ptr(),
         };
-        NOTED.with(|noted| Self {
-            previous_call: noted.call.replace(Some(call)),
-            previous_context: noted.context.take(),
-        })
+        let noted = thread.noted();
+        Self { thread, previous_call: noted.call.replace(Some(call)), previous_context: noted.context.take() }
     }
 
     /// The handler returned: finish the context it asked for, if any (before its answer is built).
     pub(crate) fn finish(mut self, py: Python<'_>) -> PyResult<()> {
-        // The call is over: what was noted before it comes back, in the same look-up.
-        let context = NOTED.with(|noted| self.restore(noted));
+        // The call is over: what was noted before it comes back.
+        let context = self.restore();
         std::mem::forget(self); // restored: nothing left for `drop`
         if let Some(context) = context {
             context.bind(py).call_method0(intern!(py, "_finish"))?;
@@ -81,7 +102,8 @@ impl Calling {
     }
 
     /// Put back what was noted before this call; returns the context made for this call, if any.
-    fn restore(&mut self, noted: &Noted) -> Option<Py<PyAny>> {
+    fn restore(&mut self) -> Option<Py<PyAny>> {
+        let noted = self.thread.noted();
         noted.call.set(self.previous_call);
         let context = noted.context.take();
         if let Some(previous) = self.previous_context.take() {
@@ -94,8 +116,7 @@ impl Calling {
 impl Drop for Calling {
     /// (A call that unwinds: its context, if any, is dropped unfinished, as before.)
     fn drop(&mut self) {
-        // `try_with`: nothing to restore once the thread's storage is gone (the thread is ending).
-        let _ = NOTED.try_with(|noted| drop(self.restore(noted)));
+        drop(self.restore());
     }
 }
 

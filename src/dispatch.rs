@@ -86,8 +86,9 @@ pub(crate) type BeforeCall<'a> = &'a mut dyn FnMut() -> PyResult<()>;
 /// Who answers: the handler, the transport it is called for (`current_request()` finds it), and
 /// what runs before each call.
 pub(crate) struct Caller<'a, 'py> {
-    /// `None` for `dispatch` (no stream to write a progress notification to).
-    pub(crate) transport: Option<&'a Bound<'py, PyAny>>,
+    /// `None` for `dispatch` (no stream to write a progress notification to); with the serving thread's
+    /// notes, where `current_request()` finds the call.
+    pub(crate) transport: Option<(&'a Bound<'py, PyAny>, current::ThisThread)>,
     pub(crate) handler: &'a Bound<'py, PyAny>,
     pub(crate) before_call: BeforeCall<'a>,
     /// Whether a -32603 names the exception (class and text) in its `data`.
@@ -103,8 +104,14 @@ pub(crate) fn answer_line<'py>(
     mut strings: Option<&mut StringCache>,
     out: &mut Vec<u8>,
 ) -> PyResult<bool> {
-    let read = request::read_line(py, line, limits, strings.as_deref_mut(), out)?;
-    answer_read(py, read, caller, strings, out)
+    // A single message (nearly every line) is answered where it was read; the rest through `answer_read`.
+    let answer_single = |entry: PyEntry<'_, 'py>, strings: Option<&mut StringCache>, out: &mut Vec<u8>| {
+        answer_entry(py, &entry, caller, strings, out)
+    };
+    match request::read_line_with(py, line, limits, strings.as_deref_mut(), out, answer_single)? {
+        Ok(answered) => Ok(answered),
+        Err(read) => answer_read(py, read, caller, strings, out),
+    }
 }
 
 /// Answer what was read into `out` (where the transport's own answer already is, when it is
@@ -118,12 +125,12 @@ fn answer_read<'py>(
 ) -> PyResult<bool> {
     let entries = match read {
         Read::Answered => return Ok(true),
-        Read::Single(entry) => return answer_entry(py, entry, caller, strings, out),
+        Read::Single(entry) => return answer_entry(py, &entry, caller, strings, out),
         Read::Batch(entries) => entries,
     };
     out.push(b'[');
     let first = out.len();
-    for entry in entries {
+    for entry in &entries {
         let mark = out.len();
         if mark > first {
             out.push(b',');
@@ -140,10 +147,11 @@ fn answer_read<'py>(
     Ok(true)
 }
 
-/// Serve one message; `Ok(false)` if it needs no answer (a notification).
+/// Serve one message; `Ok(false)` if it needs no answer (a notification). The entry is borrowed where
+/// it was read (a move of it costs more than the few fields used).
 fn answer_entry<'py>(
     py: Python<'py>,
-    entry: PyEntry<'_, 'py>,
+    entry: &PyEntry<'_, 'py>,
     caller: &mut Caller<'_, '_>,
     strings: Option<&mut StringCache>,
     out: &mut Vec<u8>,
@@ -156,12 +164,19 @@ fn answer_entry<'py>(
         Entry::Call(call) => call,
     };
     let method = codec::decode_str(py, call.method, strings)?;
-    let params = call.params.unwrap_or_else(|| py.None().into_bound(py));
+    let none;
+    let params = if let Some(params) = &call.params {
+        params
+    } else {
+        none = py.None().into_bound(py);
+        &none
+    };
     (caller.before_call)()?;
     // `current_request()` finds the call here, and its context is finished before the answer.
-    let calling =
-        caller.transport.map(|transport| current::Calling::enter(&method, &params, call.id.as_ref(), transport));
-    let outcome = caller.handler.call1((&method, &params));
+    let calling = caller
+        .transport
+        .map(|(transport, thread)| current::Calling::enter(thread, &method, params, call.id.as_ref(), transport));
+    let outcome = caller.handler.call1((&method, params));
     if let Some(calling) = calling {
         calling.finish(py)?;
     }
@@ -175,7 +190,7 @@ fn answer_entry<'py>(
         Ok(result) => answer::result(out, id, &result, caller.expose_errors)?,
         Err(error) if error.is_instance_of::<PyException>(py) => {
             // Logged before its traceback is dropped.
-            let answered = log_failure(py, id, &method, &params, &error)
+            let answered = log_failure(py, id, &method, params, &error)
                 .and_then(|()| answer::exception(out, id, error.value(py), caller.expose_errors));
             forget_traceback(py, &error);
             answered?;

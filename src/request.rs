@@ -42,33 +42,55 @@ pub(crate) fn read_line<'a, 'py>(
     py: Python<'py>,
     line: &'a [u8],
     limits: Limits,
-    mut strings: Option<&mut StringCache>,
+    strings: Option<&mut StringCache>,
     out: &mut Vec<u8>,
 ) -> PyResult<Read<'a, 'py>> {
-    let parsed = match utf8(line) {
-        Ok(text) => {
-            let read_params = |scanner: &mut Scanner<'a>| codec::decode_value(py, scanner, strings.as_deref_mut());
-            match envelope::parse_message_with(text, limits, read_params) {
-                Err(Error::Python(error)) => return Err(error),
-                Err(Error::Syntax(error)) => Err(NotJson::Syntax(error)),
-                Ok(parsed) => Ok(parsed),
-            }
-        }
-        Err(error) => Err(NotJson::Utf8(error)),
+    let read = read_line_with(py, line, limits, strings, out, |entry, _, _| Ok(Read::Single(entry)))?;
+    Ok(read.unwrap_or_else(|read| read))
+}
+
+/// As [`read_line`], a single message handed to `single` (with `strings` and `out`) where it was read:
+/// `Ok(Ok(what single returned))`, or `Ok(Err(read))` for anything else. The sequential loop answers
+/// nearly every line there, without the moves of the entry out of this function and back into a call.
+#[inline]
+pub(crate) fn read_line_with<'a, 'py, 's, R>(
+    py: Python<'py>,
+    line: &'a [u8],
+    limits: Limits,
+    mut strings: Option<&'s mut StringCache>,
+    out: &mut Vec<u8>,
+    single: impl FnOnce(PyEntry<'a, 'py>, Option<&'s mut StringCache>, &mut Vec<u8>) -> PyResult<R>,
+) -> PyResult<Result<R, Read<'a, 'py>>> {
+    // Each way out to a -32700 returns at once, through a function out of line: the entry is moved
+    // once, from the envelope's pass to `single`, rather than through a `Result` of its own first.
+    let text = match utf8(line) {
+        Ok(text) => text,
+        Err(error) => return not_json(py, NotJson::Utf8(error), out).map(Err),
     };
-    let parsed = match parsed {
-        Ok(parsed) if codec::exceeds_int_digit_limit(py, parsed.longest_integer)? => {
-            Err(NotJson::LongInteger(parsed.longest_integer))
-        }
-        other => other,
+    let read_params = |scanner: &mut Scanner<'a>| codec::decode_value(py, scanner, strings.as_deref_mut());
+    let parsed = match envelope::parse_message_with(text, limits, read_params) {
+        Ok(parsed) => parsed,
+        Err(Error::Python(error)) => return Err(error),
+        Err(Error::Syntax(error)) => return not_json(py, NotJson::Syntax(error), out).map(Err),
     };
-    let message = match parsed {
-        Ok(parsed) => parsed.message,
-        Err(detail) => {
-            answer::parse_error(py, detail, out)?;
-            return Ok(Read::Answered);
-        }
-    };
+    // No interpreter accepts fewer than 640 digits: asked only past them (one comparison a line).
+    if parsed.longest_integer > 640 && codec::exceeds_int_digit_limit(py, parsed.longest_integer)? {
+        return not_json(py, NotJson::LongInteger(parsed.longest_integer), out).map(Err);
+    }
+    match parsed.message {
+        Message::Single(entry) => single(entry, strings, out).map(Ok),
+        message => batch(py, message, limits, out).map(Err),
+    }
+}
+
+/// A line that holds a batch (`message` is no single message), read.
+#[inline(never)]
+fn batch<'a, 'py>(
+    py: Python<'py>,
+    message: Message<'a, Bound<'py, PyAny>>,
+    limits: Limits,
+    out: &mut Vec<u8>,
+) -> PyResult<Read<'a, 'py>> {
     match message {
         Message::Single(entry) => Ok(Read::Single(entry)),
         Message::Batch(entries) if entries.is_empty() => {
@@ -83,6 +105,14 @@ pub(crate) fn read_line<'a, 'py>(
             Ok(Read::Answered)
         }
     }
+}
+
+/// The -32700 answer to a line that is no JSON text (or holds an integer longer than Python reads).
+#[cold]
+#[inline(never)]
+fn not_json<'a, 'py>(py: Python<'py>, detail: NotJson, out: &mut Vec<u8>) -> PyResult<Read<'a, 'py>> {
+    answer::parse_error(py, detail, out)?;
+    Ok(Read::Answered)
 }
 
 /// `line` as text. Most lines are ASCII, which a word-at-a-time check tells apart sooner than a

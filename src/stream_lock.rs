@@ -54,23 +54,40 @@ impl<T: Send> StreamLock<T> {
     }
 
     /// Take the lock; waits with the GIL released, running signal handlers every [`WAIT_SLICE`].
+    ///
+    /// Inline, its waiting and its refusal out of line: it is taken twice a line by the sequential loop,
+    /// nearly always free.
+    #[inline]
     pub(crate) fn lock(&self, py: Python<'_>) -> PyResult<StreamGuard<'_, T>> {
         let me = current_thread();
         // Only this thread ever stores its own mark, so seeing it means this thread holds the lock.
         if self.owner.load(Ordering::Relaxed) == me {
-            return Err(PyRuntimeError::new_err(self.reentrant_message));
+            return Err(self.reentrant());
         }
         let guard = match self.inner.try_lock() {
             Some(guard) => guard,
-            None => loop {
-                if let Some(guard) = py.detach(|| self.inner.try_lock_for(WAIT_SLICE)) {
-                    break guard;
-                }
-                py.check_signals()?;
-            },
+            None => self.wait(py)?,
         };
         self.owner.store(me, Ordering::Relaxed);
         Ok(StreamGuard { lock: self, guard })
+    }
+
+    /// Wait for the lock held by another thread, the GIL released, signal handlers run between slices.
+    #[cold]
+    #[inline(never)]
+    fn wait(&self, py: Python<'_>) -> PyResult<MutexGuard<'_, T>> {
+        loop {
+            if let Some(guard) = py.detach(|| self.inner.try_lock_for(WAIT_SLICE)) {
+                return Ok(guard);
+            }
+            py.check_signals()?;
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn reentrant(&self) -> PyErr {
+        PyRuntimeError::new_err(self.reentrant_message)
     }
 }
 

@@ -32,6 +32,7 @@ use rpcwire_protocol::framing::{Decoder, Framing};
 use crate::answer;
 use crate::bound;
 use crate::codec;
+use crate::current;
 use crate::decoder;
 use crate::dispatch;
 use crate::outgoing;
@@ -135,6 +136,7 @@ impl StdioTransport {
         let mut line = Vec::new();
         let mut answer = Vec::new();
         let mut strings = StringCache::default();
+        let thread = current::ThisThread::get();
         loop {
             // With no complete line buffered, the next read may block: first write what was
             // gathered (without holding the reader, which other threads may ask for).
@@ -152,7 +154,7 @@ impl StdioTransport {
                     // No finished answer waits for a handler: what was gathered goes out first.
                     let mut before_call = || self.write_gathered(py, gathered);
                     let mut caller = dispatch::Caller {
-                        transport: Some(this),
+                        transport: Some((this, thread)),
                         handler,
                         before_call: &mut before_call,
                         expose_errors: true,
@@ -163,7 +165,10 @@ impl StdioTransport {
                 }
                 Next::Dropped(dropped) => answer::dropped(py, dropped, self.max_message_bytes, &mut answer)?,
             }
-            self.framing.frame(&mut answer);
+            match self.framing {
+                Framing::Newline => answer.push(b'\n'), // inline: nearly every answer's frame
+                framing @ Framing::ContentLength => framing.frame(&mut answer),
+            }
             if gathered.is_empty() && answer.len() >= COALESCE_LIMIT {
                 // A large answer goes out as it is, without a copy.
                 self.writer.lock(py)?.write_all(py, &answer)?;

@@ -62,7 +62,7 @@ impl Id<'_> {
     pub fn write_json(&self, out: &mut Vec<u8>) {
         match self {
             Id::Null => out.extend_from_slice(b"null"),
-            Id::Number(text) => out.extend_from_slice(text.as_bytes()),
+            Id::Number(text) => extend_short(out, text.as_bytes()),
             Id::String(text) if !text.escaped => {
                 // Without escapes the raw text holds no quote, backslash or control character,
                 // so it is already what the encoder would write.
@@ -73,6 +73,40 @@ impl Id<'_> {
             Id::String(text) => write_escaped_str(out, &text.decode().0),
             Id::Json(json) => out.extend_from_slice(json),
         }
+    }
+}
+
+/// Append `bytes`, most often a few (a number id): up to 16 of them in two overlapping pieces of the
+/// same width, without the call to `memcpy` that `extend_from_slice` makes of a length not known
+/// before.
+#[inline]
+fn extend_short(out: &mut Vec<u8>, bytes: &[u8]) {
+    let n = bytes.len();
+    if n > 16 {
+        out.extend_from_slice(bytes);
+        return;
+    }
+    out.reserve(n);
+    let len = out.len();
+    // SAFETY: `n` bytes of room were reserved after `len`; each piece read lies inside `bytes` and each
+    // written inside that room (the two of a width overlap when `n` is less than twice it), and together
+    // they cover all `n`, which are then counted.
+    unsafe {
+        let src = bytes.as_ptr();
+        let dst = out.as_mut_ptr().add(len);
+        if n >= 8 {
+            dst.cast::<u64>().write_unaligned(src.cast::<u64>().read_unaligned());
+            dst.add(n - 8).cast::<u64>().write_unaligned(src.add(n - 8).cast::<u64>().read_unaligned());
+        } else if n >= 4 {
+            dst.cast::<u32>().write_unaligned(src.cast::<u32>().read_unaligned());
+            dst.add(n - 4).cast::<u32>().write_unaligned(src.add(n - 4).cast::<u32>().read_unaligned());
+        } else if n >= 2 {
+            dst.cast::<u16>().write_unaligned(src.cast::<u16>().read_unaligned());
+            dst.add(n - 2).cast::<u16>().write_unaligned(src.add(n - 2).cast::<u16>().read_unaligned());
+        } else if n == 1 {
+            *dst = *src;
+        }
+        out.set_len(len + n);
     }
 }
 
@@ -584,6 +618,17 @@ mod tests {
         let entry = single(r#"{"jsonrpc":"2.0","method":5,"method":"m","params":1,"params":{}}"#);
         assert_eq!(entry, Entry::Call(Call { method: plain("m"), params: Some("{}"), id: None }));
         assert!(matches!(single(r#"{"jsonrpc":"2.0","jsonrpc":"1","method":"m"}"#), Entry::Invalid { .. }));
+    }
+
+    #[test]
+    fn extend_short_appends_every_length() {
+        let text: Vec<u8> = (0..40u8).map(|i| b'0' + i % 10).collect();
+        for n in 0..=text.len() {
+            let mut out = b"ab".to_vec();
+            super::extend_short(&mut out, &text[..n]);
+            assert_eq!(&out[..2], b"ab");
+            assert_eq!(&out[2..], &text[..n], "{n}");
+        }
     }
 
     #[test]
