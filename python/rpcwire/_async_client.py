@@ -30,6 +30,7 @@ from types import TracebackType
 from typing import Any, TypeVar, cast
 
 from rpcwire import _answer, _engine
+from rpcwire._async_client_pipes import _EOF, _end_pipes, _ServerPipes
 from rpcwire._context import running_request
 from rpcwire._contract import Core
 from rpcwire._id_null_ledger import _Sent
@@ -51,12 +52,6 @@ from rpcwire._peer import (
     _Peer,
     _run_callback,
 )
-
-try:  # the quick look at a call's nesting: the same answer from either core, the native one's quicker
-    from rpcwire._rpcwire import _nests_deeper
-except ImportError:  # pragma: no cover - a build without the native module
-    from rpcwire._pure import _nests_deeper
-from rpcwire._async_client_pipes import _EOF, _end_pipes, _ServerPipes
 from rpcwire._server_stderr import StderrOption, _stderr_tail, _StderrTail
 from rpcwire._types import (
     DEFAULT_MAX_BATCH,
@@ -160,7 +155,11 @@ class AsyncClient(_Peer):
         # At least what the output's buffer holds: what it held when last asked, and every byte written since
         # (it only shrinks on its own). While that is at most _WRITE_BUFFER, a call need not ask the transport.
         self._buffered = 0
-        self._decoder = self._core.FrameDecoder(framing, max_message_bytes=self._limits[0])
+        core = self._core
+        self._decoder = core.FrameDecoder(framing, max_message_bytes=self._limits[0])
+        # (the core's functions a call uses, an attribute look less each; the nesting count: one call, where
+        # two bytes.count cost the native core's several times)
+        self._encode, self._parse, self._deeper = core._encode_request, core._parse_incoming, core._nests_deeper
         self._loop = asyncio.get_running_loop()
         self._process: asyncio.subprocess.Process | None = None
         self._exited: asyncio.Future[None] | None = None
@@ -276,7 +275,7 @@ class AsyncClient(_Peer):
         )
         if plain:
             id_ = next(self._ids)
-            line = self._core._encode_request(method, params, id_)
+            line = self._encode(method, params, id_)
         else:
             id_, line = self._request_line(method, params, on_progress)
         future: asyncio.Future[Response | ConnectionClosed] = self._loop.create_future()
@@ -284,10 +283,9 @@ class AsyncClient(_Peer):
         sent: list[_Sent] = []
         timer = None
         try:
-            # _checked's quick look inline (the usual line: short and shallow, no server refuses it unread; its
-            # brackets counted by the native core in one call, where two bytes.count cost several times that), and
+            # _checked's quick look inline (the usual line: short and shallow, no server refuses it unread), and
             # the transport asked how full its buffer is only once it may be full (_buffered)
-            if ((len(line) > self._quick_bytes or _nests_deeper(line, self._quick_depth)) and self._checked(line)) or (
+            if ((len(line) > self._quick_bytes or self._deeper(line, self._quick_depth)) and self._checked(line)) or (
                 self._buffered > _WRITE_BUFFER and self._full()
             ):  # (a suspect: in the ledger now)
                 await self._send(line, deadline, [id_], sent)
@@ -470,13 +468,13 @@ class AsyncClient(_Peer):
         out, at once: an answer resolves its call's future here. A failure to deliver ends the client."""
         if self._read_over:
             return
-        decoder, parse, max_depth = self._decoder, self._core._parse_incoming, self._max_depth
+        decoder, parse, max_depth = self._decoder, self._parse, self._max_depth
         try:
             if chunk:
                 decoder.feed(chunk)
             else:
                 decoder.close()
-            while (message := decoder.next()) is not None:
+            for message in iter(decoder.next, None):  # (next() called from C: a dozen bytecodes less a message)
                 if type(message) is not bytes and isinstance(message, Refused):  # over max_message_bytes: unread
                     logger.warning("dropped a message from the server: %s", message.reason)
                     continue
