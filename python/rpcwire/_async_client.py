@@ -474,7 +474,7 @@ class AsyncClient(_Peer):
                 decoder.feed(chunk)
             else:
                 decoder.close()
-            for message in iter(decoder.next, None):  # (next() called from C: a dozen bytecodes less a message)
+            while (message := decoder.next()) is not None:
                 if type(message) is not bytes and isinstance(message, Refused):  # over max_message_bytes: unread
                     logger.warning("dropped a message from the server: %s", message.reason)
                     continue
