@@ -7,7 +7,7 @@ its deadline, while the buffer is full). Notification callbacks run on a dispatc
 callback awaited), the server's own requests on tasks, a bounded number at once. ``rpcwire.AsyncClient`` and
 ``rpcwire.pure.AsyncClient`` are this class bound to either core.
 
-A spawned server is read where its output arrives: the protocol of its stdout pipe (:class:`_Stdout`) feeds
+A spawned server is read where its output arrives: the protocol of its stdout pipe (``_async_client_pipes``) feeds
 each chunk to the core's framing decoder and delivers every message in it at once, so an answer resolves its
 call's future in the event loop's iteration that read it, and the call's task resumes in the next one (two
 iterations a call; asyncio's subprocess protocol would hand each chunk on one iteration later, and a reader
@@ -30,6 +30,7 @@ from types import TracebackType
 from typing import Any, TypeVar, cast
 
 from rpcwire import _answer, _engine
+from rpcwire._async_client_pipes import _EOF, _end_pipes, _ServerPipes
 from rpcwire._context import running_request
 from rpcwire._contract import Core
 from rpcwire._id_null_ledger import _Sent
@@ -70,7 +71,6 @@ __all__ = ["AsyncClient"]
 logger: logging.Logger = logging.getLogger("rpcwire.client")
 
 _WRITE_BUFFER = 64 * 1024  # AsyncClient: a call waits (within its deadline) for the buffer to drain below this
-_EOF = "the server closed its output"
 
 
 def _checked_limits(
@@ -149,9 +149,17 @@ class AsyncClient(_Peer):
         # given up, so that a call answered before that costs the ledger nothing.
         self._unrecorded: dict[int, list[_Sent]] = {}
         self._passed = 0
-        self._framing = framing
-        self._newline = framing == "newline"
-        self._decoder = self._core.FrameDecoder(framing, max_message_bytes=self._limits[0])
+        # How a message is framed as it is written: None, a line (``+ b"\n"``, the usual case, inline); else the
+        # function that frames it (a Content-Length frame; the WebSocket client's frames, as they are).
+        self._frame: Callable[[bytes], bytes] | None = None if framing == "newline" else self._core._encode_frame
+        # At least what the output's buffer holds: what it held when last asked, and every byte written since
+        # (it only shrinks on its own). While that is at most _WRITE_BUFFER, a call need not ask the transport.
+        self._buffered = 0
+        core = self._core
+        self._decoder = core.FrameDecoder(framing, max_message_bytes=self._limits[0])
+        # (the core's functions a call uses, an attribute look less each; the nesting count: one call, where
+        # two bytes.count cost the native core's several times)
+        self._encode, self._parse, self._deeper = core._encode_request, core._parse_incoming, core._nests_deeper
         self._loop = asyncio.get_running_loop()
         self._process: asyncio.subprocess.Process | None = None
         self._exited: asyncio.Future[None] | None = None
@@ -267,7 +275,7 @@ class AsyncClient(_Peer):
         )
         if plain:
             id_ = next(self._ids)
-            line = self._core._encode_request(method, params, id_)
+            line = self._encode(method, params, id_)
         else:
             id_, line = self._request_line(method, params, on_progress)
         future: asyncio.Future[Response | ConnectionClosed] = self._loop.create_future()
@@ -275,18 +283,19 @@ class AsyncClient(_Peer):
         sent: list[_Sent] = []
         timer = None
         try:
-            # _checked's quick look inline (the usual line: short and shallow, no server refuses it unread)
-            if len(line) <= self._quick_bytes and line.count(b"[") + line.count(b"{") <= self._quick_depth:
-                suspect = False
-            else:
-                suspect = self._checked(line)
-            if suspect or self._output.get_write_buffer_size() > _WRITE_BUFFER:  # (a suspect: in the ledger now)
+            # _checked's quick look inline (the usual line: short and shallow, no server refuses it unread), and
+            # the transport asked how full its buffer is only once it may be full (_buffered)
+            if ((len(line) > self._quick_bytes or self._deeper(line, self._quick_depth)) and self._checked(line)) or (
+                self._buffered > _WRITE_BUFFER and self._full()
+            ):  # (a suspect: in the ledger now)
                 await self._send(line, deadline, [id_], sent)
             else:  # the usual case, without a coroutine (or a frame) of its own: _put's work, here
                 # (no await since its id was taken: the ids of these calls follow their order of writing)
                 self._unrecorded[id_] = sent
+                data = line + b"\n" if self._frame is None else self._frame(line)
+                self._buffered += len(data)
                 try:
-                    self._output.write(line + b"\n" if self._newline else self._core._encode_frame(line))
+                    self._output.write(data)
                 except (ConnectionError, RuntimeError) as exc:  # RuntimeError: a closed transport
                     await self._input_closed(exc)
             if deadline is not None:  # a timer, not wait_for: that would take one more loop iteration
@@ -309,6 +318,11 @@ class AsyncClient(_Peer):
         if isinstance(response, ConnectionClosed):
             raise response
         return _outcome(response)
+
+    def _full(self) -> bool:
+        """Whether the output's buffer holds more than ``_WRITE_BUFFER`` (the transport asked)."""
+        self._buffered = self._output.get_write_buffer_size()
+        return self._buffered > _WRITE_BUFFER
 
     def _settle(self) -> None:
         """The calls written but not yet in the ledger take their places there, after everything in it, in the
@@ -408,8 +422,9 @@ class AsyncClient(_Peer):
         if self._closed is not None:
             raise self._closed_error()
         try:
-            if self._output.get_write_buffer_size() > _WRITE_BUFFER:
+            if self._full():
                 await self._drained(deadline)
+                self._full()
             self._put(line, ids, sent)
         except (ConnectionError, RuntimeError) as exc:  # RuntimeError: a closed transport
             await self._input_closed(exc)
@@ -441,7 +456,9 @@ class AsyncClient(_Peer):
     def _put(self, line: bytes, ids: Sequence[int], sent: list[_Sent]) -> None:
         """Hand one message to the transport's buffer (never waits), after its place in the ledger."""
         self._written(line, ids, sent)
-        self._output.write(self._core._encode_frame(line) if self._framing == "content-length" else line + b"\n")
+        data = line + b"\n" if self._frame is None else self._frame(line)
+        self._buffered += len(data)
+        self._output.write(data)
 
     # --- reading ---------------------------------------------------------------------------------
 
@@ -451,7 +468,7 @@ class AsyncClient(_Peer):
         out, at once: an answer resolves its call's future here. A failure to deliver ends the client."""
         if self._read_over:
             return
-        decoder, parse, max_depth = self._decoder, self._core._parse_incoming, self._max_depth
+        decoder, parse, max_depth = self._decoder, self._parse, self._max_depth
         try:
             if chunk:
                 decoder.feed(chunk)
@@ -673,124 +690,3 @@ class Opening(Awaitable[OpenedClient]):
     ) -> None:
         if self._client is not None:
             await self._client.close()
-
-
-class _ServerPipes(asyncio.SubprocessProtocol):
-    """A spawned server's process and pipes, as asyncio reports them: its stdout to the client (what comes
-    before the client is made, kept for it), its stderr into the tail, the room in its stdin (``drained``),
-    and its exit (``exited``: ``Process.wait()`` waits for its pipes to close too, and a child of the server
-    may hold them)."""
-
-    stdin = stdout = stderr = None  # what asyncio.subprocess.Process takes from its protocol: no streams
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, tail: _StderrTail) -> None:
-        self.exited: asyncio.Future[None] = loop.create_future()
-        self.stderr_ended: asyncio.Future[None] = loop.create_future()
-        self._loop = loop
-        self._tail = tail
-        self._partial = b""  # the start of a stderr line
-        self._client: AsyncClient | None = None
-        self._early: list[bytes] = []  # stdout before the client was made
-        self._stdout_ended = False
-        self._paused = False
-        self._room: list[asyncio.Future[None]] = []  # writers waiting for the stdin pipe's buffer to drain
-        self._stdin_lost: str | None = None
-
-    def attach(self, client: AsyncClient, stdout: asyncio.BaseTransport | None) -> None:
-        """From now on the server's output goes to ``client``, read by the stdout pipe's own protocol
-        (:class:`_Stdout`) where the loop's pipe transport lets it be replaced."""
-        self._client = client
-        for chunk in self._early:
-            client._received(chunk)
-        self._early.clear()
-        if self._stdout_ended:
-            client._output_ended(_EOF)
-        elif stdout is not None and not stdout.is_closing():
-            with contextlib.suppress(AttributeError, NotImplementedError):
-                stdout.set_protocol(_Stdout(client, stdout.get_protocol()))
-
-    def stdout_received(self, chunk: bytes) -> None:
-        if self._client is None:
-            self._early.append(chunk)
-        else:
-            self._client._received(chunk)
-
-    def pipe_data_received(self, fd: int, data: bytes) -> None:
-        if fd == 1:
-            self.stdout_received(data)
-        elif fd == 2:
-            self._partial = self._tail.feed(self._partial, data)
-
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        if fd == 0:
-            self._stdin_lost = f"its stdin closed ({exc})" if exc is not None else "its stdin closed"
-            self._wake(ConnectionResetError(self._stdin_lost))
-        elif fd == 1:
-            self._stdout_ended = True
-            if self._client is not None:
-                self._client._output_ended(_EOF if exc is None else f"reading from the server failed: {exc!r}")
-        elif fd == 2:
-            self._tail.end(self._partial)
-            if not self.stderr_ended.done():
-                self.stderr_ended.set_result(None)
-
-    def process_exited(self) -> None:
-        if not self.exited.done():
-            self.exited.set_result(None)
-
-    def pause_writing(self) -> None:
-        self._paused = True
-
-    def resume_writing(self) -> None:
-        self._paused = False
-        self._wake(None)
-
-    def _wake(self, error: BaseException | None) -> None:
-        for waiter in self._room:
-            if not waiter.done():
-                if error is None:
-                    waiter.set_result(None)
-                else:
-                    waiter.set_exception(error)
-        self._room.clear()
-
-    async def drained(self) -> None:
-        """Until the stdin pipe's buffer drained below its high-water mark; ``ConnectionResetError`` once
-        the pipe is gone."""
-        if self._stdin_lost is not None:
-            raise ConnectionResetError(self._stdin_lost)
-        if not self._paused:
-            return
-        waiter = self._loop.create_future()
-        self._room.append(waiter)
-        await waiter
-
-
-class _Stdout(asyncio.Protocol):
-    """The protocol of a spawned server's stdout pipe: each chunk goes to the client as the loop reads it
-    (asyncio's own pipe protocol hands it to the process protocol one loop iteration later); the end goes
-    to asyncio's protocol, which keeps the process transport's account of its pipes and tells
-    :meth:`_ServerPipes.pipe_connection_lost`."""
-
-    def __init__(self, client: AsyncClient, inner: asyncio.BaseProtocol) -> None:
-        self._client = client
-        self._inner = inner
-        self.data_received = client._received  # type: ignore[method-assign,assignment]  # (one call a chunk, not two)
-
-    def data_received(self, data: bytes) -> None:
-        self._client._received(data)
-
-    def eof_received(self) -> bool | None:
-        return None
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._inner.connection_lost(exc)
-
-
-def _end_pipes(process: asyncio.subprocess.Process) -> None:
-    """Close the pipes of an ended server (asyncio's subprocess transport, which ``Process`` keeps as
-    ``_transport``): its readers get their end of input even while a child of it holds the pipes open."""
-    transport = getattr(process, "_transport", None)
-    if transport is not None:
-        with contextlib.suppress(Exception):
-            transport.close()

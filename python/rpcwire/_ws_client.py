@@ -32,7 +32,6 @@ from typing import Any, NoReturn
 from rpcwire import _async_client
 from rpcwire._http_client_tls import Verify, _tls_context, _untrusted
 from rpcwire._http_client_wire import HttpError
-from rpcwire._id_null_ledger import _Sent
 from rpcwire._types import DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES, Handler, Response
 
 __all__ = ["AsyncWebSocketClient"]
@@ -41,6 +40,11 @@ logger: logging.Logger = logging.getLogger("rpcwire.client")
 
 _SUBPROTOCOL = "jsonrpc"
 _NO_LIBRARY = "AsyncWebSocketClient needs the websockets library: pip install 'rpcwire[websocket]'"
+
+
+def _as_is(line: bytes) -> bytes:
+    """A message as its frame carries it: the JSON text alone (a frame needs no line terminator)."""
+    return line
 
 
 class _Frames:
@@ -222,6 +226,7 @@ class AsyncWebSocketClient(_async_client.AsyncClient):
         client._connection = connection
         client._frames = _Frames(connection, client._loop, _async_client._WRITE_BUFFER)
         client._output = client._frames  # type: ignore[assignment]
+        client._frame = _as_is  # one message, one frame: no line's end
         client._output_drained = client._frames.drained
         client._keep(client._loop.create_task(client._read_frames()))
         return client
@@ -231,11 +236,6 @@ class AsyncWebSocketClient(_async_client.AsyncClient):
         """The subprotocol the server accepted (``"jsonrpc"``), or ``None``."""
         subprotocol: str | None = self._connection.subprotocol
         return subprotocol
-
-    def _put(self, line: bytes, ids: Sequence[int], sent: list[_Sent]) -> None:
-        """One message as one frame (queued; never waits), after its place in the ledger."""
-        self._written(line, ids, sent)
-        self._frames.write(line)
 
     async def _read_frames(self) -> None:
         """Each frame, as it comes, delivered at once (an answer resolves its call's future here)."""

@@ -28,6 +28,7 @@ CLIENTS = [
     "_client_callbacks.py",
     "_client_process.py",
     "_async_client.py",
+    "_async_client_pipes.py",
     "_ws_client.py",
     "_http_client.py",
     "_http_client_wire.py",
