@@ -183,7 +183,7 @@ pub(crate) fn read_text_object<'py>(
     crate::stream::with_bytes(body, |body| {
         let mut answer = Vec::new();
         let read = read_text(py, body, max_message_bytes, limits, None, &mut answer)?;
-        message_from(py, read, &answer, None)
+        message_from(py, read, &answer, body.len(), None)
     })?
 }
 
@@ -227,19 +227,25 @@ pub(crate) fn message_object<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let mut answer = Vec::new();
     let read = read_line(py, line, limits, strings.as_deref_mut(), &mut answer)?;
-    message_from(py, read, &answer, strings)
+    message_from(py, read, &answer, line.len(), strings)
 }
 
-/// As [`message_object`], for what was read; `answer` holds the transport's own answer when it is `Answered`.
+/// As [`message_object`], for what was read from `size` bytes; `answer` holds the transport's own answer
+/// when it is `Answered`. Each `Request` carries its size (`_wire_size`, see [`set_wire_size`]).
 fn message_from<'py>(
     py: Python<'py>,
     read: Read<'_, 'py>,
     answer: &[u8],
+    size: usize,
     mut strings: Option<&mut StringCache>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let mut out = Vec::new();
-    let mut entry_object = |entry: PyEntry<'_, 'py>, strings: Option<&mut StringCache>| match entry {
-        Entry::Call(call) => request_object(py, call, strings),
+    let mut entry_object = |entry: PyEntry<'_, 'py>, strings: Option<&mut StringCache>, size: usize| match entry {
+        Entry::Call(call) => {
+            let request = request_object(py, call, strings)?;
+            set_wire_size(&request, size)?;
+            Ok(request)
+        }
         Entry::Invalid { id, reason } => {
             out.clear();
             answer::invalid_request(py, id.as_ref(), reason, &mut out)?;
@@ -248,14 +254,33 @@ fn message_from<'py>(
     };
     match read {
         Read::Answered => Ok(PyBytes::new(py, answer).into_any()),
-        Read::Single(entry) => entry_object(entry, strings),
+        Read::Single(entry) => entry_object(entry, strings, size),
         Read::Batch(entries) => {
+            let share = (size / entries.len()).max(1);
             let items = entries
                 .into_iter()
-                .map(|entry| entry_object(entry, strings.as_deref_mut()))
+                .map(|entry| entry_object(entry, strings.as_deref_mut(), share))
                 .collect::<PyResult<Vec<_>>>()?;
             Ok(PyList::new(py, items)?.into_any())
         }
+    }
+}
+
+/// A read `Request`'s `_wire_size`: the bytes of the message it was read from (a batch entry: its share of
+/// the batch's), what the serving session counts a held request as (rpcwire._session). Free here, where a
+/// measure of it after the fact would encode its params again. Stored as `object.__setattr__` stores the
+/// frozen dataclass's own fields, past its `__setattr__` (which refuses); not a field: no `__init__`
+/// argument, no part in comparisons or the `repr`.
+fn set_wire_size(request: &Bound<'_, PyAny>, size: usize) -> PyResult<()> {
+    let py = request.py();
+    let name = pyo3::intern!(py, "_wire_size");
+    let value = size.into_pyobject(py)?;
+    // SAFETY: three valid object pointers, borrowed for the call; -1 means an exception is set.
+    let done = unsafe { pyo3::ffi::PyObject_GenericSetAttr(request.as_ptr(), name.as_ptr(), value.as_ptr()) };
+    if done == 0 {
+        Ok(())
+    } else {
+        Err(PyErr::fetch(py))
     }
 }
 
