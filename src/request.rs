@@ -273,15 +273,7 @@ fn message_from<'py>(
 /// argument, no part in comparisons or the `repr`.
 fn set_wire_size(request: &Bound<'_, PyAny>, size: usize) -> PyResult<()> {
     let py = request.py();
-    let name = pyo3::intern!(py, "_wire_size");
-    let value = size.into_pyobject(py)?;
-    // SAFETY: three valid object pointers, borrowed for the call; -1 means an exception is set.
-    let done = unsafe { pyo3::ffi::PyObject_GenericSetAttr(request.as_ptr(), name.as_ptr(), value.as_ptr()) };
-    if done == 0 {
-        Ok(())
-    } else {
-        Err(PyErr::fetch(py))
-    }
+    store(request, pyo3::intern!(py, "_wire_size"), size.into_pyobject(py)?.as_any())
 }
 
 /// A `Request` for a valid message: the method from `strings` when it is given, the id as
@@ -312,8 +304,43 @@ pub(crate) fn request_from_parts<'py>(
         None => (py.None().into_bound(py), py.None().into_bound(py)),
     };
     let is_notification = PyBool::new(py, id.is_none()).to_owned().into_any();
+    let class = bound::request(py)?;
+    // `Request` is a frozen dataclass whose `__init__` only stores its five fields with `object.__setattr__`
+    // (rpcwire._types): it is made as `object.__new__(Request)` makes it and the fields stored the same way, in
+    // the same order, without the Python frame of `__init__` and its five calls, which every request read would
+    // otherwise pay (bench/README.md). (A `__post_init__` there would have to be called here.)
+    #[cfg(not(any(PyPy, GraalPy, Py_LIMITED_API)))]
+    {
+        let empty = pyo3::types::PyTuple::empty(py);
+        // SAFETY: `object.__new__`'s slot (`object_new`), called as `object.__new__(class)` calls it: a type object
+        // and an empty tuple of arguments; it returns a new reference, or NULL with an exception set.
+        let object = unsafe {
+            let new = (*std::ptr::addr_of!(pyo3::ffi::PyBaseObject_Type)).tp_new;
+            let new = new.ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("object has no tp_new"))?;
+            Bound::from_owned_ptr_or_err(py, new(class.as_type_ptr(), empty.as_ptr(), std::ptr::null_mut()))?
+        };
+        store(&object, pyo3::intern!(py, "method"), method.as_any())?;
+        store(&object, pyo3::intern!(py, "params"), &params)?;
+        store(&object, pyo3::intern!(py, "id"), &id_object)?;
+        store(&object, pyo3::intern!(py, "is_notification"), &is_notification)?;
+        store(&object, pyo3::intern!(py, "id_json"), &id_json)?;
+        Ok(object)
+    }
     // Positional, in the order of the dataclass's fields: no keyword dict to build.
-    bound::request(py)?.call1((method, params, id_object, is_notification, id_json))
+    #[cfg(any(PyPy, GraalPy, Py_LIMITED_API))]
+    class.call1((method, params, id_object, is_notification, id_json))
+}
+
+/// `object.__setattr__(object, name, value)`: past a frozen dataclass's own `__setattr__` (which refuses), as
+/// its `__init__` stores its fields.
+fn store(object: &Bound<'_, PyAny>, name: &Bound<'_, PyString>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    // SAFETY: three valid object pointers, borrowed for the call; -1 means an exception is set.
+    let done = unsafe { pyo3::ffi::PyObject_GenericSetAttr(object.as_ptr(), name.as_ptr(), value.as_ptr()) };
+    if done == 0 {
+        Ok(())
+    } else {
+        Err(PyErr::fetch(object.py()))
+    }
 }
 
 /// A request's id as `json.loads` would give it (`1e3` is `1000.0`).
