@@ -289,6 +289,8 @@ pub(crate) fn request_object<'py>(
 }
 
 /// A `Request` from its method, params and id (`None` for a notification).
+// (`method` and `params` are consumed only where the class is called: PyPy, GraalPy, the limited API.)
+#[cfg_attr(not(any(PyPy, GraalPy, Py_LIMITED_API)), allow(clippy::needless_pass_by_value))]
 pub(crate) fn request_from_parts<'py>(
     py: Python<'py>,
     method: Bound<'py, PyString>,
