@@ -310,7 +310,8 @@ pub(crate) fn request_from_parts<'py>(
     // `Request` is a frozen dataclass whose `__init__` only stores its five fields with `object.__setattr__`
     // (rpcwire._types): it is made as `object.__new__(Request)` makes it and the fields stored the same way, in
     // the same order, without the Python frame of `__init__` and its five calls, which every request read would
-    // otherwise pay (bench/README.md). (A `__post_init__` there would have to be called here.)
+    // otherwise pay (the figure: docs/performance.md, "The concurrent engines' pipelined echo"). (A `__post_init__`
+    // there would have to be called here.)
     #[cfg(not(any(PyPy, GraalPy, Py_LIMITED_API)))]
     {
         let empty = pyo3::types::PyTuple::empty(py);

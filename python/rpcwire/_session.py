@@ -106,7 +106,7 @@ class Start:
     """Run this request's handler in ``context``; tell :meth:`Session.finished` (or ``failed``) with this object.
 
     Made by the session only, one per request: without an ``__init__`` (``Start()``, then its four slots
-    stored), whose Python frame would cost about as much again (bench/README.md)."""
+    stored), whose Python frame would cost about as much again."""
 
     __slots__ = ("context", "deliver", "held", "request")
 
