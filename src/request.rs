@@ -213,7 +213,7 @@ pub(crate) fn read_text_object<'py>(
     crate::stream::with_bytes(body, |body| {
         let mut answer = Vec::new();
         let read = read_text(py, body, max_message_bytes, limits, None, &mut answer)?;
-        message_from(py, read, &answer, None)
+        message_from(py, read, &answer, body.len(), None)
     })?
 }
 
@@ -257,19 +257,25 @@ pub(crate) fn message_object<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let mut answer = Vec::new();
     let read = read_line(py, line, limits, strings.as_deref_mut(), &mut answer)?;
-    message_from(py, read, &answer, strings)
+    message_from(py, read, &answer, line.len(), strings)
 }
 
-/// As [`message_object`], for what was read; `answer` holds the transport's own answer when it is `Answered`.
+/// As [`message_object`], for what was read from `size` bytes; `answer` holds the transport's own answer
+/// when it is `Answered`. Each `Request` carries its size (`_wire_size`, see [`set_wire_size`]).
 fn message_from<'py>(
     py: Python<'py>,
     read: Read<'_, 'py>,
     answer: &[u8],
+    size: usize,
     mut strings: Option<&mut StringCache>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let mut out = Vec::new();
-    let mut entry_object = |entry: PyEntry<'_, 'py>, strings: Option<&mut StringCache>| match entry {
-        Entry::Call(call) => request_object(py, call, strings),
+    let mut entry_object = |entry: PyEntry<'_, 'py>, strings: Option<&mut StringCache>, size: usize| match entry {
+        Entry::Call(call) => {
+            let request = request_object(py, call, strings)?;
+            set_wire_size(&request, size)?;
+            Ok(request)
+        }
         Entry::Invalid { id, reason } => {
             out.clear();
             answer::invalid_request(py, id.as_ref(), reason, &mut out)?;
@@ -278,15 +284,26 @@ fn message_from<'py>(
     };
     match read {
         Read::Answered => Ok(PyBytes::new(py, answer).into_any()),
-        Read::Single(entry) => entry_object(entry, strings),
+        Read::Single(entry) => entry_object(entry, strings, size),
         Read::Batch(entries) => {
+            let share = (size / entries.len()).max(1);
             let items = entries
                 .into_iter()
-                .map(|entry| entry_object(entry, strings.as_deref_mut()))
+                .map(|entry| entry_object(entry, strings.as_deref_mut(), share))
                 .collect::<PyResult<Vec<_>>>()?;
             Ok(PyList::new(py, items)?.into_any())
         }
     }
+}
+
+/// A read `Request`'s `_wire_size`: the bytes of the message it was read from (a batch entry: its share of
+/// the batch's), what the serving session counts a held request as (rpcwire._session). Free here, where a
+/// measure of it after the fact would encode its params again. Stored as `object.__setattr__` stores the
+/// frozen dataclass's own fields, past its `__setattr__` (which refuses); not a field: no `__init__`
+/// argument, no part in comparisons or the `repr`.
+fn set_wire_size(request: &Bound<'_, PyAny>, size: usize) -> PyResult<()> {
+    let py = request.py();
+    store(request, pyo3::intern!(py, "_wire_size"), size.into_pyobject(py)?.as_any())
 }
 
 /// A `Request` for a valid message: the method from `strings` when it is given, the id as
@@ -302,6 +319,8 @@ pub(crate) fn request_object<'py>(
 }
 
 /// A `Request` from its method, params and id (`None` for a notification).
+// (`method` and `params` are consumed only where the class is called: PyPy, GraalPy, the limited API.)
+#[cfg_attr(not(any(PyPy, GraalPy, Py_LIMITED_API)), allow(clippy::needless_pass_by_value))]
 pub(crate) fn request_from_parts<'py>(
     py: Python<'py>,
     method: Bound<'py, PyString>,
@@ -317,8 +336,44 @@ pub(crate) fn request_from_parts<'py>(
         None => (py.None().into_bound(py), py.None().into_bound(py)),
     };
     let is_notification = PyBool::new(py, id.is_none()).to_owned().into_any();
+    let class = bound::request(py)?;
+    // `Request` is a frozen dataclass whose `__init__` only stores its five fields with `object.__setattr__`
+    // (rpcwire._types): it is made as `object.__new__(Request)` makes it and the fields stored the same way, in
+    // the same order, without the Python frame of `__init__` and its five calls, which every request read would
+    // otherwise pay (the figure: docs/performance.md, "The concurrent engines' pipelined echo"). (A `__post_init__`
+    // there would have to be called here.)
+    #[cfg(not(any(PyPy, GraalPy, Py_LIMITED_API)))]
+    {
+        let empty = pyo3::types::PyTuple::empty(py);
+        // SAFETY: `object.__new__`'s slot (`object_new`), called as `object.__new__(class)` calls it: a type object
+        // and an empty tuple of arguments; it returns a new reference, or NULL with an exception set.
+        let object = unsafe {
+            let new = (*std::ptr::addr_of!(pyo3::ffi::PyBaseObject_Type)).tp_new;
+            let new = new.ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("object has no tp_new"))?;
+            Bound::from_owned_ptr_or_err(py, new(class.as_type_ptr(), empty.as_ptr(), std::ptr::null_mut()))?
+        };
+        store(&object, pyo3::intern!(py, "method"), method.as_any())?;
+        store(&object, pyo3::intern!(py, "params"), &params)?;
+        store(&object, pyo3::intern!(py, "id"), &id_object)?;
+        store(&object, pyo3::intern!(py, "is_notification"), &is_notification)?;
+        store(&object, pyo3::intern!(py, "id_json"), &id_json)?;
+        Ok(object)
+    }
     // Positional, in the order of the dataclass's fields: no keyword dict to build.
-    bound::request(py)?.call1((method, params, id_object, is_notification, id_json))
+    #[cfg(any(PyPy, GraalPy, Py_LIMITED_API))]
+    class.call1((method, params, id_object, is_notification, id_json))
+}
+
+/// `object.__setattr__(object, name, value)`: past a frozen dataclass's own `__setattr__` (which refuses), as
+/// its `__init__` stores its fields.
+fn store(object: &Bound<'_, PyAny>, name: &Bound<'_, PyString>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    // SAFETY: three valid object pointers, borrowed for the call; -1 means an exception is set.
+    let done = unsafe { pyo3::ffi::PyObject_GenericSetAttr(object.as_ptr(), name.as_ptr(), value.as_ptr()) };
+    if done == 0 {
+        Ok(())
+    } else {
+        Err(PyErr::fetch(object.py()))
+    }
 }
 
 /// A request's id as `json.loads` would give it (`1e3` is `1000.0`).

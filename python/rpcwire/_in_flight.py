@@ -18,12 +18,14 @@ requests in flight get this long to finish and be answered; stopping, the writer
 what finished (it may be blocked on a peer that does not read)."""
 
 
-def id_key(id_: Any) -> tuple[bool, Any]:
-    """Ids compare as JSON values: ``1`` and ``1.0`` are one id, ``1`` and ``"1"`` two."""
-    return (isinstance(id_, str), id_)
+def id_key(id_: Any) -> Any:
+    """Ids compare as JSON values: ``1`` and ``1.0`` are one id, ``1`` and ``"1"`` two. Python's own equality of
+    the ids a reader gives (a str, an int, a float, ``None``; never a bool) says just that, so the id is its own
+    key (the session looks it up twice per request)."""
+    return id_
 
 
-def cancellation_of(request: Request) -> tuple[Dialect, tuple[bool, Any] | None] | None:
+def cancellation_of(request: Request) -> tuple[Dialect, Any] | None:
     """``None`` if ``request`` is not a cancellation; else its dialect and the :func:`id_key` of the id it names
     (``None`` when it names none: a missing member, or one that cannot be an id, a bool, an object)."""
     cancellation = CANCEL_ID_KEYS.get(request.method)

@@ -8,10 +8,10 @@ handler returned), :meth:`Session.written` (the writer wrote answers), :meth:`Se
 or the peer's write side closed), :meth:`Session.peer_gone` (the connection is gone both ways: a WebSocket's
 disconnect), :meth:`Session.queued` (the driver queued a message of its own for the peer: a handler's notification),
 :meth:`Session.stop` (an interrupt, a failure of the driver's), :meth:`Session.output_failed`,
-:meth:`Session.abandon` (the stop's grace is over). Actions (dataclasses, frozen but for the two made per request,
-``Start`` and ``Write``, which no one changes all the same): :class:`Start`, :class:`RunNotification`,
-:class:`Write`, :class:`Cancel`, :class:`PauseReading`, :class:`ResumeReading`, :class:`Drop`, :class:`Stop`,
-:class:`Settled`. Whether the driver may read now: :attr:`Session.reading`; whether
+:meth:`Session.abandon` (the stop's grace is over). Actions (frozen dataclasses but for the two made per request,
+``Start`` and ``Write``: slots classes the session fills, without an ``__init__``): :class:`Start`,
+:class:`RunNotification`, :class:`Write`, :class:`Cancel`, :class:`PauseReading`, :class:`ResumeReading`,
+:class:`Drop`, :class:`Stop`, :class:`Settled`. Whether the driver may read now: :attr:`Session.reading`; whether
 anything is in flight: :attr:`Session.busy` (and with every answer written: :attr:`Session.idle`).
 
 The rules it owns (docs/semantics.md, "Concurrency"), each written here once:
@@ -102,15 +102,21 @@ UNWRITTEN_ANSWERS = 1024
 UNWRITTEN_BYTES = 1 << 20
 
 
-# Not frozen: one is made per request, and a frozen dataclass's __init__ costs a call a field.
-@dataclass(slots=True, eq=False)
 class Start:
-    """Run this request's handler in ``context``; tell :meth:`Session.finished` (or ``failed``) with this object."""
+    """Run this request's handler in ``context``; tell :meth:`Session.finished` (or ``failed``) with this object.
+
+    Made by the session only, one per request: without an ``__init__`` (``Start()``, then its four slots
+    stored), whose Python frame would cost about as much again."""
+
+    __slots__ = ("context", "deliver", "held", "request")
 
     request: Request
     context: RequestContext
     deliver: Deliver | None  # where its answer goes (a batch's place); None: a lone request's, written as it is
-    held: int = 0  # the session's: the bytes it counts while held (rule 2); 0 once started or dropped
+    held: int  # the session's: the bytes it counts while held (rule 2); 0 once started or dropped
+
+    def __repr__(self) -> str:
+        return f"Start(request={self.request!r}, held={self.held})"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -122,11 +128,18 @@ class RunNotification:
     deliver: Deliver
 
 
-@dataclass(slots=True)  # not frozen: one is made per answer (see Start)
 class Write:
-    """Hand these whole answer lines to the writer, in this order."""
+    """Hand these whole answer lines to the writer, in this order.
+
+    Made by the session only, one per answer on a pipelining peer's path: without an ``__init__`` (see
+    :class:`Start`)."""
+
+    __slots__ = ("lines",)
 
     lines: list[bytes]
+
+    def __repr__(self) -> str:
+        return f"Write(lines={self.lines!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +201,12 @@ class Grace:
         return None if self._deadline is None else self._deadline - now
 
 
+def _started(request: Request, context: RequestContext, deliver: Deliver | None) -> Start:
+    start = Start()
+    start.request, start.context, start.deliver, start.held = request, context, deliver, 0
+    return start
+
+
 Action = Start | RunNotification | Write | Cancel | PauseReading | ResumeReading | Drop | Stop | Settled
 
 _PAUSE = PauseReading()
@@ -220,7 +239,7 @@ class Session:
         self._max_admitted = 2 * max_concurrency
         self._admitted = 0  # started and not yet answered
         # Admitted or held, what cancellations find (by the id's key): a held one's ``held`` is its size, not 0.
-        self._by_id: dict[tuple[bool, Any], Start] = {}
+        self._by_id: dict[Any, Start] = {}
         # Held past the 2N admitted, in arrival order; dropped ones (``held`` 0) are skipped when they come up.
         # One entry a held request in one container besides _by_id: a pipelining peer's every request is held.
         self._queue: deque[Start] = deque()
@@ -288,23 +307,24 @@ class Session:
         if self._stop is not None:
             return []
         if type(message) is Request and not message.is_notification:  # the common case, without each_request's walk
-            start = Start(
-                message, RequestContext(message, self._core) if self._own_context else self._make_context(message), None
-            )
+            start = Start()  # (_started, inline: once per request)
+            start.request = message
+            start.context = RequestContext(message, self._core) if self._own_context else self._make_context(message)
+            start.deliver = None
             id_ = message.id
             if not self._held and self._admitted < self._max_admitted:
+                start.held = 0
                 self._admitted += 1  # (_admit, inline: once per request)
-                self._by_id[isinstance(id_, str), id_] = start  # (id_key, inline)
+                self._by_id[id_] = start  # (id_key: the id itself)
                 return [start]
             # (_hold, inline: a pipelining peer's every request is held; only the read-ahead can change what the
             # session says)
-            try:  # (_size, inline)
-                size = len(message.method) + len(self._measure(b"0", message.params))
-            except Exception:
-                size = len(message.method) + 1
-            start.held = size
+            try:  # (_size, inline: the size its reader gave it)
+                start.held = size = message._wire_size  # type: ignore[attr-defined]
+            except AttributeError:
+                start.held = size = self._size(message)
             self._queue.append(start)
-            self._by_id[isinstance(id_, str), id_] = start
+            self._by_id[id_] = start
             self._held += 1
             self._held_bytes += size
             if not self._paused and (
@@ -320,51 +340,50 @@ class Session:
     def finished(self, start: Start, answer: bytes | None) -> list[Action]:
         """A started request's answer (``None``: none to write)."""
         self._admitted -= 1  # (_leave, inline: once per request)
-        id_ = start.request.id
-        key = (isinstance(id_, str), id_)
-        if self._by_id.get(key) is start:
-            del self._by_id[key]
-        if start.deliver is None and self._stop is None and self._notification is None:
-            # A lone request's answer, nothing waiting to run or stopping (the common case, kept short; a pipelining
-            # peer keeps requests held and reading paused at the read-ahead's bound): the answer out, then what
-            # rule 2 starts (as _start_held), then reading resumes if both bounds allow (as _actions says).
+        by_id, id_ = self._by_id, start.request.id
+        if by_id.get(id_) is start:
+            del by_id[id_]
+        if start.deliver is not None or self._stop is not None or self._notification is not None:
+            self._deliver(start, answer)
+            self._start_held()
+            return self._actions()
+        # A lone request's answer, nothing waiting to run or stopping (the common case, kept short; a pipelining
+        # peer keeps requests held and reading paused at the read-ahead's bound): the answer out, then what rule 2
+        # starts (as _start_held), then reading resumes if both bounds allow (as _actions says).
+        if answer is None:
             actions: list[Action] = []
-            if answer is not None:
-                self._emitted += 1
-                self._unwritten_bytes += len(answer)
-                actions.append(Write([answer]))
-                if self._unwritten_bytes > self._drop_bytes and self._too_slow():
-                    return actions + self._actions()
-            if (  # _over_written_bounds, inline: once per answer
-                self._emitted - self._written > self._unwritten_answers
-                or self._unwritten_bytes > self._unwritten_bytes_bound
-            ):
-                if not self._paused:
-                    self._paused = True
-                    actions.append(_PAUSE)
-                return actions
-            held = self._held
-            if held and self._admitted < self._max_admitted:  # (_take, inline: a pipelining peer's every request)
-                queue, admitted, room = self._queue, self._admitted, self._max_admitted
-                while held and admitted < room:
-                    next_start = queue.popleft()  # (held ones are in the queue: never empty here)
-                    size = next_start.held
-                    if size:  # (not dropped)
-                        next_start.held = 0
-                        held -= 1
-                        self._held_bytes -= size
-                        admitted += 1
-                        actions.append(next_start)
-                self._held, self._admitted = held, admitted
-            if self._paused and not (
-                self._held >= self._read_ahead_requests or self._held_bytes >= self._read_ahead_bytes
-            ):  # (_can_read: nothing stops, waits to run or is being dispatched here)
-                self._paused = False
-                actions.append(_RESUME)
+            unwritten = self._unwritten_bytes
+        else:
+            self._emitted += 1
+            self._unwritten_bytes = unwritten = self._unwritten_bytes + len(answer)
+            write = Write()
+            write.lines = [answer]
+            actions = [write]
+            if unwritten > self._drop_bytes and self._too_slow():
+                return actions + self._actions()
+        # (_over_written_bounds, inline: once per answer)
+        if self._emitted - self._written > self._unwritten_answers or unwritten > self._unwritten_bytes_bound:
+            if not self._paused:
+                self._paused = True
+                actions.append(_PAUSE)
             return actions
-        self._deliver(start, answer)
-        self._start_held()
-        return self._actions()
+        held = self._held
+        if held:  # (_take, inline: a pipelining peer's every request; one ended, so there is room for one)
+            queue, admitted, room = self._queue, self._admitted, self._max_admitted
+            while held and admitted < room:
+                next_start = queue.popleft()  # (held ones are in the queue: never empty here)
+                size = next_start.held
+                if size:  # (not dropped)
+                    next_start.held = 0
+                    held -= 1
+                    self._held_bytes -= size
+                    admitted += 1
+                    actions.append(next_start)
+            self._held, self._admitted = held, admitted
+        if self._paused and held < self._read_ahead_requests and self._held_bytes < self._read_ahead_bytes:
+            self._paused = False  # (_can_read: nothing stops, waits to run or is being dispatched here)
+            actions.append(_RESUME)
+        return actions
 
     def failed(self, start: Start, error: BaseException) -> list[Action]:
         """A started request's handler raised ``error``, a ``BaseException`` that is not an ``Exception``: it is
@@ -451,7 +470,7 @@ class Session:
                 self._notification_target = self._emitted + (len(self._lines) if self._lines else 0)
                 self._run_notification_if_written()
                 return
-            start = Start(request, self._make_context(request), deliver)
+            start = _started(request, self._make_context(request), deliver)
             if self._admitted < self._max_admitted and not self._held:
                 self._admit(start)
                 self._output.append(start)
@@ -497,13 +516,17 @@ class Session:
             del self._by_id[key]
 
     def _hold(self, start: Start) -> None:
-        start.held = size = self._size(start.request)
+        request = start.request
+        try:
+            start.held = size = request._wire_size  # type: ignore[attr-defined]
+        except AttributeError:
+            start.held = size = self._size(request)
         self._queue.append(start)
         self._held += 1
         self._held_bytes += size
         self._by_id[id_key(start.request.id)] = start
 
-    def _drop(self, start: Start, key: tuple[bool, Any], dialect: Dialect) -> None:
+    def _drop(self, start: Start, key: Any, dialect: Dialect) -> None:
         """A held request cancelled: out of the queue, answered now (LSP: -32800; MCP: none), never run."""
         self._held -= 1
         self._held_bytes -= start.held
@@ -539,7 +562,9 @@ class Session:
         return None
 
     def _size(self, request: Request) -> int:
-        """A held request's bytes: as the core encodes its params (in an answer's envelope: never 0)."""
+        """A held request's bytes when its reader gave it none (``_wire_size``: those of the message it was read
+        from, which both cores' readers give each request they read): as the core encodes its params (in an
+        answer's envelope: never 0)."""
         try:
             return len(request.method) + len(self._measure(b"0", request.params))
         except Exception:  # a size is only a bound's measure: params the core cannot encode count little
@@ -627,7 +652,9 @@ class Session:
             self._unwritten_bytes += sum(map(len, lines))
             if self._unwritten_bytes > self._drop_bytes:
                 self._too_slow()
-            self._output.insert(0, Write(lines))
+            write = Write()
+            write.lines = lines
+            self._output.insert(0, write)
         output, self._output = self._output, []
         reading = self._can_read()
         if reading == self._paused:  # it changed (once stopped, reading never resumes: nothing to say)

@@ -111,7 +111,12 @@ class ThreadServer:
 
     def received(self, message: Any) -> None:
         session = self.session
-        self.take(self.event(session.received, message) if message is not None else self.event(session.input_ended))
+        with self.lock:  # (event, inline: once per message; a pipelining peer's held request has no action)
+            actions = session.received(message) if message is not None else session.input_ended()
+            if actions:
+                self.hand_over(actions)
+        if actions:
+            self.take(actions)
 
     def take(self, actions: list[Action]) -> None:
         """Carry out actions on the calling thread: the notifications run here, in turn."""
@@ -185,14 +190,18 @@ class ThreadServer:
 
     def run(self, start: Start | None) -> None:
         """On a worker: the request, then each one the session starts on its answer, until none."""
-        session, transport, handler = self.session, self.transport, self.handler
+        session, transport, handler, lock, writer = self.session, self.transport, self.handler, self.lock, self.writer
         while start is not None:
             try:
                 answer = call(transport, start.request, handler, start.context)
             except BaseException as exc:  # KeyboardInterrupt, SystemExit or another BaseException in the handler
                 actions = self.event(session.failed, start, exc)
             else:
-                actions = self.event(session.finished, start, answer)
+                with lock:  # (event, inline: once per request)
+                    actions = session.finished(start, answer)
+                    for action in actions:
+                        if type(action) is Write:
+                            writer.put_many(action.lines)  # type: ignore[union-attr]
             start = self.carry(actions, inline=True)
 
     def carry(self, actions: list[Action], *, inline: bool = False) -> Start | None:

@@ -293,6 +293,24 @@ def classify_text(line: bytes, max_depth: int, max_batch: int | None) -> bytes |
     return [_classify(entry, ids, index) for index, entry in enumerate(message)]
 
 
+def sized(message: Message, size: int) -> Message:
+    """``message`` as read from ``size`` bytes, its requests given their ``_wire_size``: those bytes (a batch
+    entry: its share of the batch's), what the serving session counts a held request as (rpcwire._session).
+    Stored as the frozen dataclass stores its own fields, past its ``__setattr__``; not a field (no part in
+    comparisons, the ``repr`` or ``__init__``)."""
+    if type(message) is Request:
+        _set_attribute(message, "_wire_size", size)
+    elif type(message) is list:
+        share = max(size // len(message), 1)
+        for entry in message:
+            if type(entry) is Request:
+                _set_attribute(entry, "_wire_size", share)
+    return message
+
+
+_set_attribute = object.__setattr__
+
+
 def encode_request(method: str, params: Any = None, id: Any = None) -> bytes:  # the member's name
     """The line of a request (``id`` given) or a notification (``id`` is ``None``), without ``\\n``; no
     ``params`` member when ``params`` is ``None``."""
@@ -452,7 +470,7 @@ def _read_text(body: bytes, max_message_bytes: int, max_depth: int, max_batch: i
         return answer_refused(too_long(body.lstrip(JSON_WHITESPACE)[:1], max_message_bytes))
     if not body.strip(JSON_WHITESPACE):
         return invalid_request(b"null", "an empty body")
-    return classify_text(body, max_depth, max_batch)
+    return sized(classify_text(body, max_depth, max_batch), len(body))
 
 
 def dispatch(

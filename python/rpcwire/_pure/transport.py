@@ -28,6 +28,7 @@ from rpcwire._pure.envelope import (
     decode_incoming,
     encode_request,
     error_answer,
+    sized,
     success_answer,
 )
 from rpcwire._pure.framing import FrameDecoder, check_framing, encode_frame
@@ -284,7 +285,7 @@ class StdioTransport(Answers):
             return None
         if isinstance(line, Refused):
             return answer_refused(line)
-        return classify_text(line, self._max_depth, self._max_batch)
+        return sized(classify_text(line, self._max_depth, self._max_batch), len(line))
 
     def _read_incoming(self) -> Incoming | tuple[str, bytes] | None:
         """The next message as a client reads it (blank lines skipped), nested at most ``max_depth`` deep:
