@@ -4,42 +4,54 @@
 //! A client's `json.dumps` escapes every non-ASCII character, so an escaped body is ASCII through and
 //! through, and source text sent as UTF-8 is ASCII for long stretches. Whole blocks of ASCII are told
 //! apart by OR-ing their bytes (AVX2 or SSE2 on `x86_64`, words elsewhere) and one test of the high bits, at
-//! about a third of what the standard validation costs a byte; only the blocks with a byte above
-//! 0x7F go through `std::str::from_utf8`.
+//! a fraction of what the standard validation costs a byte; only the stretches from a block with a
+//! byte above 0x7F go through `std::str::from_utf8`.
 
 use std::str::Utf8Error;
 
 /// The bytes one step of the ASCII walk looks at.
 const BLOCK: usize = 64;
 
+/// The bytes the standard validation is handed from a block with a byte above 0x7F on (and on to
+/// where a character starts): text that is not ASCII tends to come in stretches, and a few calls on
+/// long stretches cost less than one call a block.
+const WINDOW: usize = 2048;
+
 /// `message` as text, or the error `std::str::from_utf8(message)` gives.
 ///
-/// The stretches between runs of ASCII blocks are validated each on its own: a stretch ends right
-/// before an ASCII byte, which no character can run into, so the whole is UTF-8 exactly when each
-/// stretch is. On an error the whole is validated again by the standard function, for its position.
+/// Runs of ASCII blocks are skipped; from a block with a byte above 0x7F, a window is validated by
+/// `std::str::from_utf8` on its own. Each piece starts where a character does (after an ASCII byte,
+/// or at a byte that is not a continuation byte), so the whole is UTF-8 exactly when each piece is.
+/// On an error the whole is validated again by the standard function, for its exact position.
 pub fn message_text(message: &[u8]) -> Result<&str, Utf8Error> {
-    // `message[..checked]` is known to be UTF-8, ending where a character does; `at` is the next block.
-    let (mut checked, mut at) = (0, 0);
+    // `message[..at]` is known to be UTF-8, ending where a character does.
+    let mut at = 0;
     loop {
-        let run = ascii_blocks(&message[at..]);
-        if run > 0 {
-            if checked < at && std::str::from_utf8(&message[checked..at]).is_err() {
-                return std::str::from_utf8(message);
-            }
-            at += run;
-            checked = at;
-        }
+        at += ascii_blocks(&message[at..]);
         if message.len() - at < BLOCK {
             break;
         }
-        at += BLOCK; // a block with a byte above 0x7F, validated with its stretch
+        let mut end = (at + WINDOW).min(message.len());
+        while end < message.len() && is_continuation(message[end]) {
+            end += 1;
+        }
+        if std::str::from_utf8(&message[at..end]).is_err() {
+            return std::str::from_utf8(message);
+        }
+        at = end;
     }
-    if std::str::from_utf8(&message[checked..]).is_err() {
+    if std::str::from_utf8(&message[at..]).is_err() {
         return std::str::from_utf8(message);
     }
-    // SAFETY: every byte was checked above: whole blocks of ASCII, and the stretches between them
-    // (and the tail) by `from_utf8`; split where no character spans the cut.
+    // SAFETY: every byte was checked above: whole blocks of ASCII, and the pieces between them (and
+    // the tail) by `from_utf8`, cut where characters start.
     Ok(unsafe { std::str::from_utf8_unchecked(message) })
+}
+
+/// `0b10xx_xxxx`: never the first byte of a character.
+#[inline]
+fn is_continuation(byte: u8) -> bool {
+    byte & 0xC0 == 0x80
 }
 
 /// The length of the run of whole `BLOCK`s of ASCII at the front of `bytes` (a multiple of `BLOCK`).
@@ -150,6 +162,16 @@ mod tests {
                 cases.push(case);
             }
         }
+        // Long text: pieces of the window's size, cut inside characters of every length.
+        let long: Vec<u8> = "ab😀c漢d\u{e9}".repeat(2000).into_bytes();
+        for at in [0, 100, 2047, 2048, 2049, 5000, long.len() - 2] {
+            for bad in [b'\x80', b'\xFF', b'a'] {
+                let mut case = long.clone();
+                case[at] = bad;
+                cases.push(case);
+            }
+        }
+        cases.push(long);
         for case in &cases {
             assert_eq!(message_text(case), std::str::from_utf8(case), "{:?}", String::from_utf8_lossy(case));
             #[cfg(target_arch = "x86_64")]
