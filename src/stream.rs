@@ -6,7 +6,9 @@
 //! with `readline(65536)`. The `io` streams that fill every byte they count (`BytesIO`, `FileIO`, a
 //! `BufferedReader` over a `FileIO`) read straight into the decoder's buffer, through a `memoryview`
 //! released when the call returns; any other stream reads into a chunk of ours, copied and then zeroed,
-//! so that one that counts more than it filled never serves earlier bytes again. [`Writer`] hands
+//! so that one that counts more than it filled never serves earlier bytes again. Those that keep
+//! nothing of their own (`BytesIO`, `FileIO`) are asked for exactly the rest of a frame's body, so
+//! that a large body is read once and decoded where it was read (see `Decoder::feed_with`). [`Writer`] hands
 //! bytes to the output stream in one `write` (repeated only when a raw stream takes part of them)
 //! and flushes. [`binary_stream`] turns the streams a caller gives (or `sys.stdin`/`sys.stdout`)
 //! into binary ones, and [`with_bytes`] reads a bytes-like object.
@@ -87,6 +89,9 @@ pub(crate) struct Reader {
     /// released as soon as the call returns): only for the `io` streams that fill every byte they
     /// count (see [`honest_reader`]). Other streams read into `chunk`, which is copied and zeroed.
     direct: bool,
+    /// Whether the stream keeps nothing of its own between reads (a `BytesIO`, a `FileIO`), so that
+    /// the rest of a frame's body can be asked for exactly (see `Decoder::feed_with`).
+    exact: bool,
     /// Made at the first read that needs it.
     chunk: Option<Py<PyByteArray>>,
     /// The bytes read and not yet handed out, split by the transport's framing.
@@ -100,6 +105,7 @@ impl Reader {
         Ok(Self {
             method,
             direct: honest_reader(py, &stream)?,
+            exact: plain_io(py, &stream, &[])?,
             read: stream.getattr(method.name())?.unbind(),
             stream: stream.unbind(),
             chunk: None,
@@ -207,7 +213,7 @@ impl Reader {
                     counted(&count, method, room.len())
                 };
                 // SAFETY: an honest stream (`honest_reader`) fills every byte it counts.
-                let count = unsafe { self.decoder.feed_with(READ_CHUNK, read_into)? };
+                let count = unsafe { self.decoder.feed_with(READ_CHUNK, self.exact, read_into)? };
                 Ok(count > 0)
             }
             ReadMethod::ReadInto1 | ReadMethod::ReadInto => {

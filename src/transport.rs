@@ -27,7 +27,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
 use rpcwire_protocol::envelope::{Id, Limits, DEFAULT_MAX_BATCH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES};
-use rpcwire_protocol::framing::{Decoder, Framing};
+use rpcwire_protocol::framing::{message_text, Decoder, Framing};
 
 use crate::answer;
 use crate::bound;
@@ -261,7 +261,7 @@ impl StdioTransport {
         let mut strings = self.strings.try_lock();
         // Decoded where it lies in the read buffer (no copy of a large body first).
         let decode = |message: &[u8]| -> PyResult<Bound<'py, PyAny>> {
-            let text = std::str::from_utf8(message).map_err(|error| PyValueError::new_err(error.to_string()))?;
+            let text = message_text(message).map_err(|error| PyValueError::new_err(error.to_string()))?;
             Ok(codec::decode(py, text, self.limits.max_depth, strings.as_deref_mut())?)
         };
         match self.reader.lock(py)?.with_next_message(py, true, decode)? {

@@ -8,16 +8,18 @@
 //! cannot be read is an error value and the buffer resyncs at the next `Content-Length`. [`Framing`]
 //! also frames what is written. Nothing here knows about JSON or Python, so it is tested with
 //! `cargo test` and fuzzed (`fuzz/fuzz_targets/framing.rs`). The transport's reader and
-//! `rpcwire._rpcwire.FrameDecoder` are both a `Decoder`.
+//! `rpcwire._rpcwire.FrameDecoder` are both a `Decoder`; [`message_text`] checks a large body as UTF-8.
 
 use std::mem::MaybeUninit;
 
 mod frames;
 mod lines;
+mod text;
 
 pub use frames::{Frame, FrameBuffer, FrameError, HEADER_LIMIT};
 use lines::Found;
 pub use lines::{first_significant, opens_json, Line, LineBuffer};
+pub use text::message_text;
 
 /// How messages are delimited on a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,9 +148,11 @@ impl Decoder {
         }
     }
 
-    /// Add bytes read straight into the buffer, without a copy: `read` writes up to `most` bytes at
-    /// the front of the room it is given and returns how many it wrote (counts above `most` are
-    /// taken as `most`); nothing is added if it fails.
+    /// Add bytes read straight into the buffer, without a copy: `read` writes up to the length of the
+    /// room it is given at its front and returns how many it wrote (counts above it are taken as
+    /// it); nothing is added if it fails. The room is `most` bytes, or with `exact` (a stream that
+    /// keeps nothing of its own: a `BytesIO`, a `FileIO`) the rest of a frame's body begun, so that
+    /// the read ends where the body does (see `FrameBuffer::read_room`).
     ///
     /// # Safety
     /// `read` must have written (initialised) every byte of the count it returns: the buffer's room
@@ -156,20 +160,21 @@ impl Decoder {
     pub unsafe fn feed_with<E>(
         &mut self,
         most: usize,
+        exact: bool,
         read: impl FnOnce(&mut [MaybeUninit<u8>]) -> Result<usize, E>,
     ) -> Result<usize, E> {
-        let data = match &mut self.buffer {
+        let (data, room) = match &mut self.buffer {
             Buffer::Lines(buffer) => {
                 buffer.make_room(most);
-                &mut buffer.data
+                (&mut buffer.data, most)
             }
             Buffer::Frames(buffer) => {
-                buffer.read_room(most);
-                &mut buffer.data
+                let room = buffer.read_room(most, exact);
+                (&mut buffer.data, room)
             }
         };
-        let count = read(&mut data.spare_capacity_mut()[..most])?.min(most);
-        // SAFETY: `make_room`/`read_room` reserved `most` bytes beyond the length, and the caller
+        let count = read(&mut data.spare_capacity_mut()[..room])?.min(room);
+        // SAFETY: `make_room`/`read_room` reserved `room` bytes beyond the length, and the caller
         // promises that `read` initialised the first `count` of them.
         unsafe { data.set_len(data.len() + count) };
         Ok(count)
@@ -328,37 +333,55 @@ mod tests {
         assert_eq!(Dropped::Oversized { length: 9 }.reason(4), "a Content-Length (9) over max_message_bytes (4)");
     }
 
+    /// What [`read_directly`] saw.
+    #[derive(Default)]
+    struct Reads {
+        /// The length of each body handed out, and the address of its first byte.
+        bodies: Vec<usize>,
+        body_addresses: Vec<usize>,
+        /// The room each read was given, and where its first byte went: its offset in the input,
+        /// and its address.
+        rooms: Vec<usize>,
+        read_at: Vec<(usize, usize)>,
+        /// The buffer's capacity after each read.
+        capacities: Vec<usize>,
+    }
+
     /// Read `input` into a new `Content-Length` decoder as the transport's direct reads do (rooms of
-    /// up to 64 KiB): the lengths of the bodies handed out, the room each read was given, and the
-    /// buffer's capacity after each read.
-    fn read_directly(mut input: &[u8]) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
+    /// up to 64 KiB; `exact`: a stream that keeps nothing of its own).
+    fn read_directly(input: &[u8], exact: bool) -> Reads {
         let mut decoder = Decoder::new(Framing::ContentLength, NO_LIMIT);
-        let (mut bodies, mut rooms, mut capacities) = (Vec::new(), Vec::new(), Vec::new());
+        let mut reads = Reads::default();
+        let mut offset = 0;
         loop {
             while let Some(found) = decoder.next(true) {
                 match found {
-                    Decoded::Message(message) => bodies.push(message.len()),
+                    Decoded::Message(message) => {
+                        reads.bodies.push(message.len());
+                        reads.body_addresses.push(message.as_ptr() as usize);
+                    }
                     Decoded::Dropped(dropped) => panic!("dropped {dropped:?}"),
                 }
             }
             let read = |room: &mut [std::mem::MaybeUninit<u8>]| -> Result<usize, ()> {
-                rooms.push(room.len());
-                let count = room.len().min(input.len());
-                for (slot, &byte) in room.iter_mut().zip(&input[..count]) {
+                reads.rooms.push(room.len());
+                reads.read_at.push((offset, room.as_ptr() as usize));
+                let count = room.len().min(input.len() - offset);
+                for (slot, &byte) in room.iter_mut().zip(&input[offset..offset + count]) {
                     slot.write(byte);
                 }
-                input = &input[count..];
+                offset += count;
                 Ok(count)
             };
             // SAFETY: `read` initialises every byte it counts.
-            let count = unsafe { decoder.feed_with(64 * 1024, read) }.unwrap();
+            let count = unsafe { decoder.feed_with(64 * 1024, exact, read) }.unwrap();
             if let Buffer::Frames(buffer) = &decoder.buffer {
-                capacities.push(buffer.data.capacity());
+                reads.capacities.push(buffer.data.capacity());
             }
             if count == 0 {
                 decoder.close();
                 assert_eq!(decoder.next(true), None);
-                return (bodies, rooms, capacities);
+                return reads;
             }
         }
     }
@@ -368,7 +391,7 @@ mod tests {
         let body = vec![b'7'; 300_000];
         let header = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
         let input = [header.as_slice(), &body, b"Content-Length: 2\r\n\r\n{}"].concat();
-        let (bodies, rooms, capacities) = read_directly(&input);
+        let Reads { bodies, rooms, capacities, .. } = read_directly(&input, false);
         assert_eq!(bodies, [body.len(), 2]);
         assert!(rooms.iter().all(|&room| room == 64 * 1024), "every read is offered a full room: {rooms:?}");
         // The first read's room, then the body's rest and one read past it, reserved once: the read
@@ -380,14 +403,48 @@ mod tests {
     }
 
     #[test]
+    fn a_body_read_exactly_is_read_once_and_never_moved() {
+        // Frames a little larger than a read, as an LSP client's `didOpen` of a 64 KiB document.
+        let sizes = [70_000, 70_000, 100, 200_000, 70_000, 65_536, 70_000];
+        let (mut input, mut body_offsets) = (Vec::new(), Vec::new());
+        for (k, &size) in sizes.iter().enumerate() {
+            input.extend(format!("Content-Length: {size}\r\n\r\n").into_bytes());
+            body_offsets.push(input.len());
+            input.extend(std::iter::repeat_n(b'a' + u8::try_from(k).unwrap(), size));
+        }
+        let reads = read_directly(&input, true);
+        assert_eq!(reads.bodies, sizes);
+        // A read of the headers and the body's start, then one of the body's rest, which ends where
+        // the body does; a read is never offered more than its frame needs.
+        let rooms: Vec<usize> = reads.rooms.iter().copied().filter(|&room| room != 64 * 1024).collect();
+        assert_eq!(rooms.len(), sizes.iter().filter(|&&size| size > 64 * 1024 - 24).count(), "{:?}", reads.rooms);
+        let frame_starts: Vec<usize> = body_offsets.iter().zip(sizes).map(|(offset, size)| offset + size).collect();
+        for (&(offset, _), room) in reads.read_at.iter().zip(&reads.rooms).skip(1) {
+            assert!(*room == 64 * 1024 || frame_starts.contains(&(offset + room)), "a read past a body's end");
+        }
+        // Each body is handed out where its bytes were read, never moved to the buffer's front
+        // (but for those larger than any before, whose rest grew the buffer once).
+        for (k, (&body_offset, &address)) in body_offsets.iter().zip(&reads.body_addresses).enumerate() {
+            if sizes[..k].iter().all(|&size| size < sizes[k]) {
+                continue;
+            }
+            let &(read_offset, read_address) =
+                reads.read_at.iter().rev().find(|&&(read_offset, _)| read_offset <= body_offset).unwrap();
+            assert_eq!(address, read_address + (body_offset - read_offset), "body {k} was moved");
+        }
+    }
+
+    #[test]
     fn small_frames_read_directly_share_reads() {
         let frame = b"Content-Length: 13\r\n\r\n{\"id\":123456}";
         let input = frame.repeat(10_000);
-        let (bodies, rooms, capacities) = read_directly(&input);
-        assert_eq!(bodies, vec![13; 10_000]);
-        // Full reads: a frame cut by a read's end costs no extra read once the buffer has room.
-        assert!(rooms.len() <= 2 + input.len() / (32 * 1024), "{} reads", rooms.len());
-        assert!(capacities.iter().all(|&capacity| capacity <= 4 * 64 * 1024), "{capacities:?}");
+        for exact in [false, true] {
+            let Reads { bodies, rooms, capacities, .. } = read_directly(&input, exact);
+            assert_eq!(bodies, vec![13; 10_000]);
+            // Full reads: a frame cut by a read's end costs no extra read once the buffer has room.
+            assert!(rooms.len() <= 2 + input.len() / (32 * 1024), "{} reads", rooms.len());
+            assert!(capacities.iter().all(|&capacity| capacity <= 4 * 64 * 1024), "{capacities:?}");
+        }
     }
 
     #[test]

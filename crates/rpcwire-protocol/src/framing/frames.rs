@@ -116,8 +116,8 @@ impl FrameBuffer {
         }
     }
 
-    /// Drop what was handed out or dropped, and make room for a read of `most` bytes straight into
-    /// the buffer.
+    /// Drop what was handed out or dropped, and make room for a read straight into the buffer: the
+    /// room offered, which is `most` bytes, or with `exact` the rest of a body begun (see below).
     ///
     /// Every read is offered the full `most` (a buffered stream handed less would keep the rest in
     /// its own buffer, where a `poll` of its descriptor does not see it). Once a body's length is
@@ -125,24 +125,41 @@ impl FrameBuffer {
     /// piece then never reallocates it (which could move, and so copy, the whole body to a larger
     /// block while the old one is still held), and the room past the body is touched only by what
     /// follows it.
-    pub(super) fn read_room(&mut self, most: usize) {
+    ///
+    /// `exact`: the stream keeps nothing of its own (a `BytesIO`, a `FileIO`), so a body's rest is
+    /// asked for exactly, as `BufferedReader.read(n)` does: the read ends where the body does and
+    /// the next one starts at the next frame's headers, so that no part of a frame is read behind a
+    /// body and then moved to the buffer's front (a copy of up to a whole read for every frame).
+    pub(super) fn read_room(&mut self, most: usize, exact: bool) -> usize {
         self.drop_consumed();
         match self.state {
             State::Body(length) if self.consumed + length > self.data.len() => {
                 let rest = self.consumed + length - self.data.len();
+                if exact {
+                    self.data.reserve_exact(rest);
+                    return rest;
+                }
                 self.data.reserve_exact(rest.saturating_add(most));
             }
             _ => self.data.reserve(most),
         }
+        most
     }
 
     /// Drop what was handed out or dropped (a body found by `has_frame` and not yet handed out is
     /// kept), moving the rest to the front.
+    ///
+    /// While a body is awaited, a header block (at most [`HEADER_LIMIT`] bytes) before it is kept
+    /// rather than the body's start moved over it: a copy of up to a read's worth of bytes to drop a
+    /// few dozen. It goes with the body once that is handed out.
     fn drop_consumed(&mut self) {
         let keep = match self.ready {
             Some(Ready::Body { start, .. }) => start,
             _ => self.consumed,
         };
+        if matches!(self.state, State::Body(_)) && keep <= HEADER_LIMIT {
+            return;
+        }
         if keep > 0 {
             self.data.drain(..keep);
             self.consumed -= keep;
