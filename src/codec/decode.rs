@@ -216,8 +216,26 @@ impl<'py> Decoder<'_, '_, 'py, '_> {
     /// is not a number or is not right after its comma: each goes from its digits to its Python object onto the item stack,
     /// with no recursive `value` call and no `more` between them. Out of line, so that `value`, which
     /// recurses for every other value, keeps its own size.
+    ///
+    ///
+    /// After an integer first item, each number is tried as a short integer first
+    /// (`Scanner::short_int`: digits to `i64` to `int`, no fraction or exponent walk); after a
+    /// float, each goes straight to `number_inline`, so that a float pays no integer attempt.
     #[inline(never)]
     fn numbers(&mut self) -> Result<(), Error> {
+        // SAFETY: the item stack holds the array's first item, a live object; its type is read only.
+        if self.items.0.last().is_some_and(|&item| unsafe { ffi::PyLong_CheckExact(item) } != 0) {
+            loop {
+                let item = match self.scanner.short_int() {
+                    Some(small) => int_object(self.py, small)?,
+                    None => self.number_inline()?,
+                };
+                self.items.0.push(item.into_ptr());
+                if !self.scanner.comma_before_number() {
+                    return Ok(());
+                }
+            }
+        }
         loop {
             let item = self.number_inline()?;
             self.items.0.push(item.into_ptr());

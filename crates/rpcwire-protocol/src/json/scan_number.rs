@@ -154,6 +154,52 @@ impl<'a> Scanner<'a> {
         Ok(Number::Text { text: text(), integer: false })
     }
 
+    /// An integer of at most 15 digits at the cursor (no whitespace before it), its cursor moved
+    /// past it; `None`, the cursor left where it was, for anything else: a fraction or an exponent,
+    /// a longer integer, a leading zero, no digit, or fewer than 16 bytes of text left after the
+    /// sign. `number_value` then reads (or refuses) it as always.
+    ///
+    /// The integers' own path, before `number_value`'s walk: the 16 bytes after the sign are
+    /// loaded as two words once, the first byte that is not a digit found in them (SWAR, as
+    /// `gather_digits`), and the digits before it valued from those words, with no loop, no
+    /// fraction or exponent walk and no `Number` made.
+    #[inline(always)]
+    #[allow(clippy::inline_always)] // once per integer, in the decoder's loop over an array's numbers
+    pub fn short_int(&mut self) -> Option<i64> {
+        let bytes = self.bytes();
+        let negative = bytes.get(self.pos) == Some(&b'-');
+        let start = self.pos + usize::from(negative);
+        let chunk: &[u8; 16] = bytes.get(start..start + 16)?.try_into().ok()?;
+        let low = u64::from_le_bytes(chunk[..8].try_into().expect("8 bytes"));
+        let low_stop = not_digits(low);
+        let (count, magnitude) = if low_stop == 0 {
+            let high = u64::from_le_bytes(chunk[8..].try_into().expect("8 bytes"));
+            let high_stop = not_digits(high);
+            if high_stop == 0 {
+                return None;
+            }
+            let count = (high_stop.trailing_zeros() / 8) as usize;
+            let rest = if count == 0 { 0 } else { u64::from(digits_value(pad_digits(high, count))) };
+            (8 + count, u64::from(digits_value(low)) * POWERS_OF_TEN_U64[count] + rest)
+        } else {
+            let count = (low_stop.trailing_zeros() / 8) as usize;
+            if count == 0 {
+                return None;
+            }
+            (count, u64::from(digits_value(pad_digits(low, count))))
+        };
+        // '.' and 'e'/'E' (with the 0x20 bit set) begin a float's rest; 0x0E, which also matches, is
+        // no JSON and goes to `number_value`'s error.
+        if (chunk[0] == b'0' && count > 1) || matches!(chunk[count] | 0x20, b'.' | b'e') {
+            return None;
+        }
+        self.pos = start + count;
+        self.longest_integer = self.longest_integer.max(count);
+        #[allow(clippy::cast_possible_wrap)] // below 10^15
+        let magnitude = magnitude as i64;
+        Some(if negative { -magnitude } else { magnitude })
+    }
+
     fn skip_digits(&mut self) {
         while self.bytes().get(self.pos).is_some_and(u8::is_ascii_digit) {
             self.pos += 1;
@@ -190,7 +236,7 @@ fn gather_digits(bytes: &[u8], mut pos: usize, mantissa: &mut u64) -> usize {
         // moved to the top of the word, below them '0's, and the eight read as one number.
         let count = not_digits.trailing_zeros() / 8;
         if count > 0 {
-            let padded = (word << (64 - 8 * count)) | (0x3030_3030_3030_3030 >> (8 * count));
+            let padded = pad_digits(word, count as usize);
             *mantissa =
                 mantissa.wrapping_mul(POWERS_OF_TEN_U64[count as usize]).wrapping_add(u64::from(digits_value(padded)));
         }
@@ -201,6 +247,14 @@ fn gather_digits(bytes: &[u8], mut pos: usize, mantissa: &mut u64) -> usize {
         pos += 1;
     }
     pos
+}
+
+/// The first `count` (1 to 7) bytes of `word` (digits, the first the lowest) moved to its top, '0's
+/// below them: eight digits of the same value, for `digits_value`.
+#[inline(always)]
+#[allow(clippy::inline_always)] // a shift and an or, once per short integer
+fn pad_digits(word: u64, count: usize) -> u64 {
+    (word << (64 - 8 * count)) | (0x3030_3030_3030_3030 >> (8 * count))
 }
 
 /// 10^0 to 10^7.
@@ -365,6 +419,40 @@ mod tests {
         for bad in ["-", "01", "1.", ".5", "1e", "1e+", "-a"] {
             let mut scanner = Scanner::new(bad, 8);
             assert!(scanner.number_value().is_err() || scanner.finish().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn short_ints_read_as_number_value_reads_them() {
+        // Every length around the two words, signs, leading zeros, floats' rests and stops, each
+        // with text after it (16 bytes are needed) and at the text's end (left to `number_value`).
+        let mut cases = Vec::new();
+        for digits in ["0", "7", "42", "100", "123456789", "12345678", "1234567890123", "123456789012345"] {
+            for more in ["", "1", "0", "12"] {
+                for stop in [",", "]", ".5", "e3", "E-2", " ", "}", "x"] {
+                    cases.push(format!("{digits}{more}{stop}"));
+                    cases.push(format!("-{digits}{more}{stop}"));
+                }
+            }
+        }
+        cases.extend(
+            ["01,", "-01,", "-,", "-", "1234567890123456,", "9999999999999999999,", "00", "-0,"].map(String::from),
+        );
+        for case in &cases {
+            for tail in ["", ",1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16"] {
+                let text = format!("{case}{tail}");
+                let mut fast = Scanner::new(&text, 8);
+                let mut slow = Scanner::new(&text, 8);
+                let expected = slow.number_value();
+                match fast.short_int() {
+                    Some(value) => {
+                        assert_eq!(expected, Ok(Number::Int(value)), "{text}");
+                        assert_eq!(fast.pos, slow.pos, "{text}");
+                        assert_eq!(fast.longest_integer, slow.longest_integer, "{text}");
+                    }
+                    None => assert_eq!(fast.pos, 0, "{text}"),
+                }
+            }
         }
     }
 
