@@ -141,7 +141,8 @@ class _Ledger:
 
     def abandoned(self, ids: Iterable[int]) -> None:
         """Its caller stopped waiting (a timeout, an interrupt): it stays a candidate until it is answered
-        or the frontier passes it, as the server may have refused it."""
+        or the frontier passes it, as the server may have refused it (and known by its id while an error held
+        may be its, so that its answer still tells where that error goes)."""
         with self._lock:
             for id_ in ids:
                 sent = self._by_id.get(id_)
