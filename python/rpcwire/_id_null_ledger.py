@@ -141,13 +141,14 @@ class _Ledger:
 
     def abandoned(self, ids: Iterable[int]) -> None:
         """Its caller stopped waiting (a timeout, an interrupt): it stays a candidate until it is answered
-        or the frontier passes it, as the server may have refused it."""
+        or the frontier passes it, as the server may have refused it (and known by its id while an error held
+        may be its, so that its answer still tells where that error goes)."""
         with self._lock:
             for id_ in ids:
                 sent = self._by_id.get(id_)
                 if sent is not None:
                     sent.abandoned = True
-                    if sent.seq <= self._frontier:
+                    if sent.seq <= self._frontier and not self._names(sent):
                         self._forget(sent)
 
     def answered(self, id_: int) -> list[tuple[_Sent, Response]]:
@@ -187,11 +188,16 @@ class _Ledger:
         self._frontier = max(self._frontier, seq)
         while self._others and self._others[0].seq <= self._frontier:
             self._others.popleft()
-        while self._calls:  # callers gone, passed by the frontier: forgotten
+        while self._calls:  # callers gone, passed by the frontier: forgotten (unless a held error may be theirs)
             first = next(iter(self._calls.values()))
-            if first.seq > self._frontier or not first.abandoned:
+            if first.seq > self._frontier or not first.abandoned or self._names(first):
                 break
             self._forget(first)
+
+    def _names(self, sent: _Sent) -> bool:
+        """Whether a held error may answer ``sent``: then its answer, when it comes, tells that error where it
+        goes, so the entry is kept (by its id) though its caller is gone and the frontier passed it."""
+        return any(sent in candidates for _, candidates in self._held)
 
     def _matched(self) -> list[tuple[_Sent, Response]]:
         """Held errors that now have one message to go to (taken out, with their messages)."""

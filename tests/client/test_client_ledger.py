@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import rpcwire
 import rpcwire._client_reading
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from rpcwire._id_null_ledger import _Ledger
 
@@ -64,6 +64,26 @@ def test_an_entry_made_after_its_write_takes_its_place_in_the_order_of_writing(
         assert ledger.answered(2) == []  # the notification's, then
     assert "refused a notification" in caplog.text, caplog.text
     assert "answers no message" not in caplog.text, caplog.text
+
+
+def test_an_abandoned_call_passed_by_the_frontier_still_settles_a_held_error_with_its_answer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A refusal held between an abandoned call and a notification; a later call's answer moves the frontier past
+    both; then the abandoned call's answer comes: the server read it, so the refusal was the notification's (it
+    stayed held for good, the call's entry forgotten when the frontier passed it)."""
+    ledger = _Ledger()
+    ledger.written([1], True)  # a call a server may refuse unread (too long, too deep)
+    ledger.written([], True)  # and a notification
+    with caplog.at_level(logging.WARNING, "rpcwire.client"):
+        assert ledger.refused(_refusal()) == []  # the call's or the notification's: held
+        ledger.written([2], False)
+        ledger.abandoned([1])  # its caller stops waiting
+        assert ledger.answered(2) == []  # the frontier passes both
+        assert "refused a notification" not in caplog.text, caplog.text
+        assert ledger.answered(1) == []  # the server read the call: the refusal is the notification's
+    assert "refused a notification" in caplog.text, caplog.text
+    assert "dropped" not in caplog.text, caplog.text
 
 
 @pytest.mark.skipif(not hasattr(select, "poll"), reason="the lone caller's path needs select.poll")
@@ -136,6 +156,20 @@ _EVENTS = st.lists(
 
 
 @given(_EVENTS)
+@example(  # a call abandoned and passed by the frontier, then answered: its answer tells where a held error goes
+    [
+        ("call", True),
+        ("notification", True),
+        ("refusal", 0),
+        ("call", False),
+        ("call", False),
+        ("call", False),
+        ("abandon", 0),
+        ("call", False),
+        ("answer", 24),
+        ("answer", 0),
+    ]
+)
 def test_calls_recorded_lazily_are_matched_as_calls_recorded_at_once(events: list[tuple[str, Any]]) -> None:
     """What an error with id null answers, and what is logged, is the same whether every call is recorded as it
     is written or the short ones only once something else comes (``caught_up``, with the frontier their answers
