@@ -5,7 +5,9 @@
 //! through, and source text sent as UTF-8 is ASCII for long stretches. Whole blocks of ASCII are told
 //! apart by OR-ing their bytes (AVX2 or SSE2 on `x86_64`, words elsewhere) and one test of the high bits, at
 //! a fraction of what the standard validation costs a byte; only the stretches from a block with a
-//! byte above 0x7F go through `std::str::from_utf8`.
+//! byte above 0x7F go through `std::str::from_utf8`; once such a stretch is followed by less than a
+//! stretch's length of ASCII, the text is dense with non-ASCII and the whole rest goes to
+//! `std::str::from_utf8` in one call, so the check never costs much more than the standard one.
 
 use std::str::Utf8Error;
 
@@ -20,14 +22,22 @@ const WINDOW: usize = 2048;
 /// `message` as text, or the error `std::str::from_utf8(message)` gives.
 ///
 /// Runs of ASCII blocks are skipped; from a block with a byte above 0x7F, a window is validated by
-/// `std::str::from_utf8` on its own. Each piece starts where a character does (after an ASCII byte,
-/// or at a byte that is not a continuation byte), so the whole is UTF-8 exactly when each piece is.
+/// `std::str::from_utf8` on its own. When a window is followed by fewer than a window's bytes of ASCII
+/// blocks, the rest is validated in one call: a short run skipped saves less than a call costs (each
+/// call starts its own word-aligned ASCII steps anew). Each piece starts where a character does (after
+/// an ASCII byte, or at a byte that is not a continuation byte), so the whole is UTF-8 exactly when
+/// each piece is.
 /// On an error the whole is validated again by the standard function, for its exact position.
 pub fn message_text(message: &[u8]) -> Result<&str, Utf8Error> {
     // `message[..at]` is known to be UTF-8, ending where a character does.
     let mut at = 0;
+    let mut after_window = false;
     loop {
-        at += ascii_blocks(&message[at..]);
+        let run = ascii_blocks(&message[at..]);
+        if after_window && run < WINDOW {
+            break;
+        }
+        at += run;
         if message.len() - at < BLOCK {
             break;
         }
@@ -39,12 +49,14 @@ pub fn message_text(message: &[u8]) -> Result<&str, Utf8Error> {
             return std::str::from_utf8(message);
         }
         at = end;
+        after_window = true;
     }
     if std::str::from_utf8(&message[at..]).is_err() {
         return std::str::from_utf8(message);
     }
     // SAFETY: every byte was checked above: whole blocks of ASCII, and the pieces between them (and
-    // the tail) by `from_utf8`, cut where characters start.
+    // the rest, from the tail or from a window followed by a short run) by `from_utf8`, cut where
+    // characters start.
     Ok(unsafe { std::str::from_utf8_unchecked(message) })
 }
 
@@ -172,6 +184,30 @@ mod tests {
             }
         }
         cases.push(long);
+        // A window followed by a short ASCII run hands the rest to `from_utf8` in one call: an ASCII
+        // stretch, one window, then dense text with a bad byte far into it (or none); and a window
+        // followed by a long ASCII run, then another window.
+        let mut mixed = b"x".repeat(4096);
+        mixed.extend("é".repeat(1500).bytes());
+        mixed.extend("漢a".repeat(3000).bytes());
+        for at in [4096 + 2048, 4096 + 2049, 4096 + 3000, 9000, mixed.len() - 1] {
+            for bad in [b'\x80', b'\xFF', b'\xC3'] {
+                let mut case = mixed.clone();
+                case[at] = bad;
+                cases.push(case);
+            }
+        }
+        cases.push(mixed);
+        let mut apart = b"y".repeat(1000);
+        apart.extend("é".repeat(1100).bytes());
+        apart.extend(b"z".repeat(4000));
+        apart.extend("漢".repeat(1000).bytes());
+        for at in [1000, 3200, 5000, 7300, apart.len() - 2] {
+            let mut case = apart.clone();
+            case[at] = b'\xE0';
+            cases.push(case);
+        }
+        cases.push(apart);
         for case in &cases {
             assert_eq!(message_text(case), std::str::from_utf8(case), "{:?}", String::from_utf8_lossy(case));
             #[cfg(target_arch = "x86_64")]
