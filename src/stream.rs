@@ -16,7 +16,11 @@
 //! Reads go through the stream's own `readinto1`, which releases the GIL during the system call
 //! and runs signal handlers when one interrupts it. Reading a pipe's file descriptor directly was
 //! weighed and left out: the `readinto1` call is a small part of a round trip (bench/README.md), and
-//! a direct read would have to drain the Python buffer first and redo its signal handling.
+//! a direct read would have to drain the Python buffer first and redo its signal handling. A client's
+//! reading thread (`_read_incoming`) first waits for the stream's descriptor to be readable in our own
+//! `py.detach`, where `PyO3` parks a thread that wakes while the interpreter finalizes, rather than inside
+//! `readinto1`, whose wake-up `CPython` 3.10-3.13 would end by unwinding through our frames (an abort);
+//! the servers' loops read without that wait.
 
 use std::mem::MaybeUninit;
 
@@ -96,6 +100,22 @@ pub(crate) struct Reader {
     chunk: Option<Py<PyByteArray>>,
     /// The bytes read and not yet handed out, split by the transport's framing.
     decoder: Decoder,
+    /// What [`next_line_when_readable`](Self::next_line_when_readable) waits on before it reads.
+    wait: Wait,
+}
+
+/// Whether a reader can wait, outside the stream's own code, until its stream is readable: known at the
+/// first read that would wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    /// Not looked at yet.
+    Unknown,
+    /// A stream with no descriptor to wait on (or no `poll` here): read as it is.
+    Never,
+    /// The descriptor under a `FileIO`, or under a `BufferedReader` over one; `kept_nothing`: the stream's
+    /// own buffer is known empty (a `FileIO` has none; a `BufferedReader`'s, once a read of ours returned
+    /// less than it asked for), so that nothing readable is hidden from `poll`.
+    Fd { fd: i32, kept_nothing: bool },
 }
 
 impl Reader {
@@ -110,6 +130,7 @@ impl Reader {
             stream: stream.unbind(),
             chunk: None,
             decoder,
+            wait: Wait::Unknown,
         })
     }
 
@@ -151,6 +172,63 @@ impl Reader {
         }
     }
 
+    /// As [`next_line`](Self::next_line), for a client's reading thread: before each read, the thread waits
+    /// in [`wait_readable`] (the GIL released by `py.detach`) until the stream's descriptor is readable,
+    /// when the stream has one and keeps nothing of its own, so that the read then returns at once. A
+    /// thread that waits so is parked by `PyO3` if it wakes while the interpreter finalizes, where one blocked
+    /// inside the stream's `readinto1` would be ended by `CPython` 3.10-3.13 unwinding its stack through
+    /// ours, which aborts the process. The servers' loops read with `next_line`, which never waits so.
+    pub(crate) fn next_line_when_readable(
+        &mut self,
+        py: Python<'_>,
+        line: &mut Vec<u8>,
+        skip_blank: bool,
+    ) -> PyResult<Next> {
+        loop {
+            if let Some(next) = self.buffered_line(line, skip_blank) {
+                return Ok(next);
+            }
+            if let Wait::Fd { fd, kept_nothing: true } = self.wait {
+                Self::wait_readable(py, fd)?;
+            }
+            let count = self.fill_counted(py)?;
+            if count == 0 {
+                self.decoder.close();
+            }
+            self.wait = match self.wait {
+                Wait::Unknown => self.wait_for(py, count),
+                Wait::Fd { fd, .. } if self.method != ReadMethod::Readline => {
+                    Wait::Fd { fd, kept_nothing: self.exact || count < READ_CHUNK }
+                }
+                _ => Wait::Never,
+            };
+        }
+    }
+
+    /// What to wait on after the first read (of `count` bytes): the descriptor of a `FileIO`, or of a
+    /// `BufferedReader` read straight into our buffer (`readinto1` of `READ_CHUNK`: a read that returns less
+    /// leaves nothing in the reader's own buffer, whatever its size); never for any other stream.
+    fn wait_for(&self, py: Python<'_>, count: usize) -> Wait {
+        if !cfg!(unix) || !self.direct || !matches!(self.method, ReadMethod::ReadInto1 | ReadMethod::ReadInto) {
+            return Wait::Never;
+        }
+        let stream = self.stream.bind(py);
+        let Ok(fd) = stream.call_method0(intern!(py, "fileno")).and_then(|fd| fd.extract::<i32>()) else {
+            return Wait::Never; // a `BytesIO` (`UnsupportedOperation`), or a closed stream: read as it is
+        };
+        Wait::Fd { fd, kept_nothing: self.exact || count < READ_CHUNK }
+    }
+
+    /// Wait until `fd` is readable, at its end, or failed (the read that follows says which), with the GIL
+    /// released and no timer (an idle client's thread sleeps, as it did blocked in the read); a signal
+    /// (`EINTR`) runs its handlers first, as a blocking read's would.
+    fn wait_readable(py: Python<'_>, fd: i32) -> PyResult<()> {
+        while !poll_readable(py, fd) {
+            py.check_signals()?;
+        }
+        Ok(())
+    }
+
     /// As [`next_line`](Self::next_line), without reading: `None` when no whole line (or frame, or
     /// dropped message) is buffered and the input has not ended, so that the caller can first do what
     /// must come before a read that may block. One search of the buffer, where `has_line` and then
@@ -182,7 +260,14 @@ impl Reader {
     }
 
     /// One read from the stream into the buffer; `Ok(false)` at end of input.
+    #[inline]
     fn fill(&mut self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.fill_counted(py)? > 0)
+    }
+
+    /// One read from the stream into the buffer: how many bytes it gave (0 at end of input).
+    #[inline]
+    fn fill_counted(&mut self, py: Python<'_>) -> PyResult<usize> {
         // A signal that arrived since the interpreter last looked (SIGINT while the previous line was
         // being answered) would not interrupt the read about to block: its handler runs first.
         py.check_signals()?;
@@ -197,7 +282,7 @@ impl Reader {
         }
     }
 
-    fn read_once(&mut self, py: Python<'_>) -> PyResult<bool> {
+    fn read_once(&mut self, py: Python<'_>) -> PyResult<usize> {
         let read = self.read.bind(py);
         match self.method {
             ReadMethod::ReadInto1 | ReadMethod::ReadInto if self.direct => {
@@ -213,8 +298,7 @@ impl Reader {
                     counted(&count, method, room.len())
                 };
                 // SAFETY: an honest stream (`honest_reader`) fills every byte it counts.
-                let count = unsafe { self.decoder.feed_with(READ_CHUNK, self.exact, read_into)? };
-                Ok(count > 0)
+                Ok(unsafe { self.decoder.feed_with(READ_CHUNK, self.exact, read_into)? })
             }
             ReadMethod::ReadInto1 | ReadMethod::ReadInto => {
                 let chunk = match &self.chunk {
@@ -238,14 +322,14 @@ impl Reader {
                     // -32700), never the bytes of an earlier read served again.
                     filled.fill(0);
                 });
-                Ok(count > 0)
+                Ok(count)
             }
             // `readline` is bounded too, so that an endless line is never held whole.
             ReadMethod::Read1 | ReadMethod::Readline => self.extend_with(&read.call1((READ_CHUNK,))?),
         }
     }
 
-    fn extend_with(&mut self, data: &Bound<'_, PyAny>) -> PyResult<bool> {
+    fn extend_with(&mut self, data: &Bound<'_, PyAny>) -> PyResult<usize> {
         if let Ok(bytes) = data.cast::<PyBytes>() {
             self.decoder.feed(bytes.as_bytes());
         } else if let Ok(array) = data.cast::<PyByteArray>() {
@@ -253,8 +337,23 @@ impl Reader {
         } else {
             return Err(PyTypeError::new_err("stdin must return bytes; pass a binary file-like object"));
         }
-        Ok(data.len()? > 0)
+        data.len()
     }
+}
+
+/// Whether `fd` became readable (or hung up, failed, or is no descriptor: the read says which), waited
+/// for with the GIL released and no timeout; `false` for a signal (`EINTR`).
+#[cfg(unix)]
+fn poll_readable(py: Python<'_>, fd: i32) -> bool {
+    let mut wanted = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: `wanted` is one live, writable `pollfd` for the whole call.
+    let ready = py.detach(|| unsafe { libc::poll(&raw mut wanted, 1, -1) });
+    ready > 0 || (ready < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted)
+}
+
+#[cfg(not(unix))]
+fn poll_readable(_py: Python<'_>, _fd: i32) -> bool {
+    true // never reached: no reader waits where there is no `poll` (`Reader::wait_for`)
 }
 
 /// The count a `readinto1`/`readinto` returned, checked as [`checked_count`] checks it; `None` (a

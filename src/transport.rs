@@ -363,7 +363,9 @@ impl StdioTransport {
     #[pyo3(name = "_read_incoming")]
     fn read_incoming<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let mut line = Vec::new();
-        match self.next_message(py, &mut line)? {
+        // The client's reading thread: it waits for input outside the stream's code (`next_line_when_readable`).
+        let next = self.reader.lock(py)?.next_line_when_readable(py, &mut line, true)?;
+        match next {
             Next::End => Ok(None),
             Next::Line => {
                 let mut strings = self.strings.try_lock();
