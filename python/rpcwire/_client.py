@@ -83,11 +83,12 @@ class Client(_PipeReading, _Peer):
     the time, blocked on the stream, and callers wait for their answers with their deadlines. A thread of
     the client's waits for a spawned server's exit: when it ends, what it left in its pipe is read and every
     call fails with :class:`ConnectionClosed`, even while a child of the server still holds the pipe open.
-    Over a transport's own streams, the reading thread blocks in the native core's read until the stream ends
-    (``close`` does not end a read under way); on CPython 3.10-3.13 a message that wakes it while the interpreter
-    finalizes aborts the process, so end the stream before the interpreter exits (the server closes its output:
-    its process ended and waited for; the thread ends once it read that end). A spawned server's pipe is waited
-    on outside the core: no such care.
+    Over a transport's own streams, the reading thread waits for a pipe or socket's descriptor in the native
+    core's own ``poll`` (the GIL released) before each read, so a process may exit with the client open; over
+    other streams (and before its first read) it blocks in the stream's read inside the core, and on CPython
+    3.10-3.13 a message that wakes it while the interpreter finalizes aborts the process: end such a stream
+    before the interpreter exits. ``close`` does not end a read or wait under way (docs/semantics.md, "A
+    ``Client`` at the interpreter's exit").
     """
 
     def __init__(
