@@ -153,7 +153,13 @@ impl<'py> Decoder<'_, '_, 'py, '_> {
                 if self.scanner.open(b'{')? {
                     loop {
                         let key = self.scanner.key()?;
-                        let key = cached_str_from_json(py, key, self.strings.as_deref_mut(), &mut self.scratch)?;
+                        let key = cached_str_from_json(
+                            py,
+                            key.raw,
+                            key.escaped,
+                            self.strings.as_deref_mut(),
+                            &mut self.scratch,
+                        )?;
                         let value = self.value()?;
                         // SAFETY: `dict` is a `dict`; key and value are live references it takes its own of.
                         if unsafe { ffi::PyDict_SetItem(dict.as_ptr(), key.as_ptr(), value.as_ptr()) } != 0 {
