@@ -21,19 +21,24 @@ pub(crate) fn decode_str<'py>(
     text: JsonStr<'_>,
     strings: Option<&mut StringCache>,
 ) -> PyResult<Bound<'py, PyString>> {
-    cached_str_from_json(py, text, strings, &mut Vec::new())
+    cached_str_from_json(py, text.raw, text.escaped, strings, &mut Vec::new())
 }
 
-/// `text` as a `str`: from `strings` when it is given and `text` has no escapes, else made anew.
+/// A JSON string's content `raw` (as written; `escaped` if it holds an escape: `JsonStr`'s fields) as a
+/// `str`: from `strings` when it is given and `raw` has no escapes, else made anew.
+///
+/// The parts apart, not a `JsonStr`: three words would go through the caller's stack (`Decoder::value`
+/// stores a member name there for every key), its fields go in registers.
 pub(super) fn cached_str_from_json<'py>(
     py: Python<'py>,
-    text: JsonStr<'_>,
+    raw: &str,
+    escaped: bool,
     strings: Option<&mut StringCache>,
     scratch: &mut Vec<u8>,
 ) -> PyResult<Bound<'py, PyString>> {
     match strings {
-        Some(strings) if !text.escaped => Ok(strings.get(py, text.raw)),
-        _ => str_from_json(py, text, scratch),
+        Some(strings) if !escaped => Ok(strings.get(py, raw)),
+        _ => str_from_json(py, JsonStr { raw, escaped }, scratch),
     }
 }
 
