@@ -84,11 +84,10 @@ class Client(_PipeReading, _Peer):
     the client's waits for a spawned server's exit: when it ends, what it left in its pipe is read and every
     call fails with :class:`ConnectionClosed`, even while a child of the server still holds the pipe open.
     Over a transport's own streams, the reading thread waits for a pipe or socket's descriptor in the native
-    core's own ``poll`` (the GIL released) before each read, so a process may exit with the client open; over
-    other streams (and before its first read) it blocks in the stream's read inside the core, and on CPython
-    3.10-3.13 a message that wakes it while the interpreter finalizes aborts the process: end such a stream
-    before the interpreter exits. ``close`` does not end a read or wait under way (docs/semantics.md, "A
-    ``Client`` at the interpreter's exit").
+    core's own ``poll`` (the GIL released) before each read, so that on CPython 3.11 a process may exit with the
+    client open; on 3.10, 3.12 and 3.13, over other streams, and before its first read, a message that wakes the
+    thread while the interpreter finalizes crashes the process: end the stream before the interpreter exits.
+    ``close`` does not end a read or wait under way (docs/semantics.md, "A ``Client`` at the interpreter's exit").
     """
 
     def __init__(
